@@ -1,0 +1,3 @@
+module github.com/fairgrid/fairgrid
+
+go 1.26
