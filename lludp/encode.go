@@ -2,27 +2,6 @@ package lludp
 
 import "encoding/binary"
 
-// Marshaler is a typed message that can write its own body.
-type Marshaler interface {
-	MessageID() MessageID
-	// AppendBody appends the message body, without the message number.
-	AppendBody(b []byte) ([]byte, error)
-}
-
-// AppendMessage appends a whole datagram for the typed message m (see
-// AppendPacket for the zero-coding rule and the acks). It allocates only
-// when b lacks capacity.
-func AppendMessage(b []byte, h Header, m Marshaler, acks []uint32) ([]byte, error) {
-	start := len(b)
-	b = append(b, make([]byte, HeaderSize)...)
-	b = appendMessageNumber(b, m.MessageID())
-	b, err := m.AppendBody(b)
-	if err != nil {
-		return b[:start], err
-	}
-	return finishPacket(b, start, h, acks), nil
-}
-
 // AppendPacket appends a datagram (protocol.md §2.7, send order): the
 // header, then payload — message number, extra-header bytes and body —
 // then the acks.

@@ -101,8 +101,16 @@ func ParseHeader(b []byte) (h Header, acks AckList, end int, err error) {
 	num := b[HeaderSize:end]
 	var expanded [4]byte
 	if h.Flags.ZeroCoded() {
-		n, _ := zeroExpand(expanded[:], num, true)
-		num = expanded[:n]
+		switch {
+		case num[0] != 0 && num[0] != 0xFF:
+			// A High number reads the same coded or not.
+		case len(num) >= 5 && num[0] == 0xFF && num[1] == 0xFF && num[2] == 0 && num[3] == 1 && num[4] != 0:
+			// A Low number below 256, the usual zero-coded case: FF FF 00 01 NN.
+			h.ID = MessageID{Low, uint32(num[4])}
+			return h, acks, end, nil
+		default:
+			num = expanded[:peekZeroCoded(&expanded, num)]
+		}
 	}
 	id, _, ok := parseMessageNumber(num)
 	if !ok {
@@ -141,4 +149,32 @@ func appendMessageNumber(b []byte, id MessageID) []byte {
 		return append(b, 0xFF, byte(id.Number))
 	}
 	return binary.BigEndian.AppendUint16(append(b, 0xFF, 0xFF), uint16(id.Number))
+}
+
+// peekZeroCoded expands the first bytes of zero-coded src into dst, enough
+// for a message number. It is ZeroDecode cut short, kept separate because
+// this runs for every datagram; FuzzPeekZeroCoded holds the two equal.
+func peekZeroCoded(dst *[4]byte, src []byte) int {
+	o := 0
+	for i := 0; i < len(src) && o < len(dst); i++ {
+		if src[i] != 0 {
+			dst[o] = src[i]
+			o++
+			continue
+		}
+		zeros := 1
+		for i+1 < len(src) && src[i+1] == 0 {
+			zeros += 256
+			i++
+		}
+		if i+1 < len(src) {
+			i++
+			zeros += int(src[i]) - 1
+		}
+		for ; zeros > 0 && o < len(dst); zeros-- {
+			dst[o] = 0
+			o++
+		}
+	}
+	return o
 }

@@ -61,8 +61,10 @@ func (p *Packet) DecodeFromBytes(b []byte) error {
 	if t == nil {
 		t = Builtin()
 	}
-	_, n, _ := parseMessageNumber(p.data[HeaderSize:])
-	msg := t.Lookup(h.ID)
+	// The number is read again from the expanded bytes: ParseHeader's fast
+	// paths must agree with it, which FuzzDecode checks.
+	id, n, _ := parseMessageNumber(p.data[HeaderSize:])
+	msg := t.Lookup(id)
 	if msg == nil {
 		return decodeError(HeaderSize, nil, "message number", ErrUnknownMessage)
 	}

@@ -157,7 +157,12 @@ func TestRegionHandshakeValues(t *testing.T) {
 	}
 }
 
-type vectorRow struct{ id, message string; raw []byte; flags Flags; seq uint32 }
+type vectorRow struct {
+	id, message string
+	raw         []byte
+	flags       Flags
+	seq         uint32
+}
 
 func readVectors(t testing.TB) []vectorRow {
 	t.Helper()

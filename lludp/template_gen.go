@@ -18,7 +18,7 @@ func builtinMessages() []Message {
 		{Name: "OpenCircuit", ID: MessageID{Fixed, 0xFFFFFFFC}, Trusted: false, Zerocoded: false, Deprecation: UDPBlackListed, Blocks: []Block{
 			{Name: "CircuitInfo", Kind: Single, Count: 1, FixedSize: 6, Fields: []Field{{"IP", TypeIPAddr, 4}, {"Port", TypeIPPort, 2}}},
 		}},
-		{Name: "CloseCircuit", ID: MessageID{Fixed, 0xFFFFFFFD}, Trusted: false, Zerocoded: false, Deprecation: NotDeprecated, Blocks: []Block{}},
+		{Name: "CloseCircuit", ID: MessageID{Fixed, 0xFFFFFFFD}, Trusted: false, Zerocoded: false, Deprecation: NotDeprecated},
 		{Name: "StartPingCheck", ID: MessageID{High, 1}, Trusted: false, Zerocoded: false, Deprecation: NotDeprecated, Blocks: []Block{
 			{Name: "PingID", Kind: Single, Count: 1, FixedSize: 5, Fields: []Field{{"PingID", TypeU8, 1}, {"OldestUnacked", TypeU32, 4}}},
 		}},
@@ -45,8 +45,8 @@ func builtinMessages() []Message {
 		{Name: "SimulatorSetMap", ID: MessageID{Low, 6}, Trusted: true, Zerocoded: false, Deprecation: NotDeprecated, Blocks: []Block{
 			{Name: "MapData", Kind: Single, Count: 1, FixedSize: 28, Fields: []Field{{"RegionHandle", TypeU64, 8}, {"Type", TypeS32, 4}, {"MapImage", TypeUUID, 16}}},
 		}},
-		{Name: "SubscribeLoad", ID: MessageID{Low, 7}, Trusted: true, Zerocoded: false, Deprecation: NotDeprecated, Blocks: []Block{}},
-		{Name: "UnsubscribeLoad", ID: MessageID{Low, 8}, Trusted: true, Zerocoded: false, Deprecation: NotDeprecated, Blocks: []Block{}},
+		{Name: "SubscribeLoad", ID: MessageID{Low, 7}, Trusted: true, Zerocoded: false, Deprecation: NotDeprecated},
+		{Name: "UnsubscribeLoad", ID: MessageID{Low, 8}, Trusted: true, Zerocoded: false, Deprecation: NotDeprecated},
 		{Name: "SimulatorReady", ID: MessageID{Low, 9}, Trusted: true, Zerocoded: true, Deprecation: NotDeprecated, Blocks: []Block{
 			{Name: "SimulatorBlock", Kind: Single, Count: 1, FixedSize: -1, Fields: []Field{{"SimName", TypeVariable, 1}, {"SimAccess", TypeU8, 1}, {"RegionFlags", TypeU32, 4}, {"RegionID", TypeUUID, 16}, {"EstateID", TypeU32, 4}, {"ParentEstateID", TypeU32, 4}}},
 			{Name: "TelehubBlock", Kind: Single, Count: 1, FixedSize: 13, Fields: []Field{{"HasTelehub", TypeBool, 1}, {"TelehubPos", TypeVector3, 12}}},
@@ -65,7 +65,7 @@ func builtinMessages() []Message {
 			{Name: "SimulatorLoad", Kind: Single, Count: 1, FixedSize: 9, Fields: []Field{{"TimeDilation", TypeF32, 4}, {"AgentCount", TypeS32, 4}, {"CanAcceptAgents", TypeBool, 1}}},
 			{Name: "AgentList", Kind: Variable, Count: 0, FixedSize: 6, Fields: []Field{{"CircuitCode", TypeU32, 4}, {"X", TypeU8, 1}, {"Y", TypeU8, 1}}},
 		}},
-		{Name: "SimulatorShutdownRequest", ID: MessageID{Low, 13}, Trusted: true, Zerocoded: false, Deprecation: NotDeprecated, Blocks: []Block{}},
+		{Name: "SimulatorShutdownRequest", ID: MessageID{Low, 13}, Trusted: true, Zerocoded: false, Deprecation: NotDeprecated},
 		{Name: "RegionPresenceRequestByRegionID", ID: MessageID{Low, 14}, Trusted: true, Zerocoded: false, Deprecation: NotDeprecated, Blocks: []Block{
 			{Name: "RegionData", Kind: Variable, Count: 0, FixedSize: 16, Fields: []Field{{"RegionID", TypeUUID, 16}}},
 		}},
@@ -96,7 +96,7 @@ func builtinMessages() []Message {
 		{Name: "SetSimPresenceInDatabase", ID: MessageID{Low, 23}, Trusted: true, Zerocoded: false, Deprecation: UDPDeprecated, Blocks: []Block{
 			{Name: "SimData", Kind: Single, Count: 1, FixedSize: -1, Fields: []Field{{"RegionID", TypeUUID, 16}, {"HostName", TypeVariable, 1}, {"GridX", TypeU32, 4}, {"GridY", TypeU32, 4}, {"PID", TypeS32, 4}, {"AgentCount", TypeS32, 4}, {"TimeToLive", TypeS32, 4}, {"Status", TypeVariable, 1}}},
 		}},
-		{Name: "EconomyDataRequest", ID: MessageID{Low, 24}, Trusted: false, Zerocoded: false, Deprecation: NotDeprecated, Blocks: []Block{}},
+		{Name: "EconomyDataRequest", ID: MessageID{Low, 24}, Trusted: false, Zerocoded: false, Deprecation: NotDeprecated},
 		{Name: "EconomyData", ID: MessageID{Low, 25}, Trusted: true, Zerocoded: true, Deprecation: NotDeprecated, Blocks: []Block{
 			{Name: "Info", Kind: Single, Count: 1, FixedSize: 68, Fields: []Field{{"ObjectCapacity", TypeS32, 4}, {"ObjectCount", TypeS32, 4}, {"PriceEnergyUnit", TypeS32, 4}, {"PriceObjectClaim", TypeS32, 4}, {"PricePublicObjectDecay", TypeS32, 4}, {"PricePublicObjectDelete", TypeS32, 4}, {"PriceParcelClaim", TypeS32, 4}, {"PriceParcelClaimFactor", TypeF32, 4}, {"PriceUpload", TypeS32, 4}, {"PriceRentLight", TypeS32, 4}, {"TeleportMinPrice", TypeS32, 4}, {"TeleportPriceExponent", TypeF32, 4}, {"EnergyEfficiency", TypeF32, 4}, {"PriceObjectRent", TypeF32, 4}, {"PriceObjectScaleFactor", TypeF32, 4}, {"PriceParcelRent", TypeS32, 4}, {"PriceGroupCreate", TypeS32, 4}}},
 		}},
@@ -695,7 +695,7 @@ func builtinMessages() []Message {
 		{Name: "EnableSimulator", ID: MessageID{Low, 151}, Trusted: true, Zerocoded: false, Deprecation: UDPBlackListed, Blocks: []Block{
 			{Name: "SimulatorInfo", Kind: Single, Count: 1, FixedSize: 14, Fields: []Field{{"Handle", TypeU64, 8}, {"IP", TypeIPAddr, 4}, {"Port", TypeIPPort, 2}}},
 		}},
-		{Name: "DisableSimulator", ID: MessageID{Low, 152}, Trusted: true, Zerocoded: false, Deprecation: NotDeprecated, Blocks: []Block{}},
+		{Name: "DisableSimulator", ID: MessageID{Low, 152}, Trusted: true, Zerocoded: false, Deprecation: NotDeprecated},
 		{Name: "ConfirmEnableSimulator", ID: MessageID{Medium, 8}, Trusted: true, Zerocoded: false, Deprecation: NotDeprecated, Blocks: []Block{
 			{Name: "AgentData", Kind: Single, Count: 1, FixedSize: 32, Fields: []Field{{"AgentID", TypeUUID, 16}, {"SessionID", TypeUUID, 16}}},
 		}},
@@ -1626,7 +1626,7 @@ func builtinMessages() []Message {
 			{Name: "AgentData", Kind: Single, Count: 1, FixedSize: 32, Fields: []Field{{"AgentID", TypeUUID, 16}, {"SessionID", TypeUUID, 16}}},
 			{Name: "ProposalData", Kind: Single, Count: 1, FixedSize: -1, Fields: []Field{{"ProposalID", TypeUUID, 16}, {"GroupID", TypeUUID, 16}, {"VoteCast", TypeVariable, 1}}},
 		}},
-		{Name: "TallyVotes", ID: MessageID{Low, 365}, Trusted: true, Zerocoded: false, Deprecation: NotDeprecated, Blocks: []Block{}},
+		{Name: "TallyVotes", ID: MessageID{Low, 365}, Trusted: true, Zerocoded: false, Deprecation: NotDeprecated},
 		{Name: "GroupMembersRequest", ID: MessageID{Low, 366}, Trusted: false, Zerocoded: false, Deprecation: NotDeprecated, Blocks: []Block{
 			{Name: "AgentData", Kind: Single, Count: 1, FixedSize: 32, Fields: []Field{{"AgentID", TypeUUID, 16}, {"SessionID", TypeUUID, 16}}},
 			{Name: "GroupData", Kind: Single, Count: 1, FixedSize: 32, Fields: []Field{{"GroupID", TypeUUID, 16}, {"RequestID", TypeUUID, 16}}},
@@ -1733,7 +1733,7 @@ func builtinMessages() []Message {
 		{Name: "DenyTrustedCircuit", ID: MessageID{Low, 393}, Trusted: false, Zerocoded: false, Deprecation: NotDeprecated, Blocks: []Block{
 			{Name: "DataBlock", Kind: Single, Count: 1, FixedSize: 16, Fields: []Field{{"EndPointID", TypeUUID, 16}}},
 		}},
-		{Name: "RequestTrustedCircuit", ID: MessageID{Low, 394}, Trusted: true, Zerocoded: false, Deprecation: NotDeprecated, Blocks: []Block{}},
+		{Name: "RequestTrustedCircuit", ID: MessageID{Low, 394}, Trusted: true, Zerocoded: false, Deprecation: NotDeprecated},
 		{Name: "RezSingleAttachmentFromInv", ID: MessageID{Low, 395}, Trusted: false, Zerocoded: true, Deprecation: NotDeprecated, Blocks: []Block{
 			{Name: "AgentData", Kind: Single, Count: 1, FixedSize: 32, Fields: []Field{{"AgentID", TypeUUID, 16}, {"SessionID", TypeUUID, 16}}},
 			{Name: "ObjectData", Kind: Single, Count: 1, FixedSize: -1, Fields: []Field{{"ItemID", TypeUUID, 16}, {"OwnerID", TypeUUID, 16}, {"AttachmentPt", TypeU8, 1}, {"ItemFlags", TypeU32, 4}, {"GroupMask", TypeU32, 4}, {"EveryoneMask", TypeU32, 4}, {"NextOwnerMask", TypeU32, 4}, {"Name", TypeVariable, 1}, {"Description", TypeVariable, 1}}},

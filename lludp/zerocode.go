@@ -10,21 +10,12 @@ package lludp
 // ErrZeroCodeOverflow, with off set to the expanded length reached: hostile
 // input such as a datagram of 00 00 00 … never expands without bound.
 func ZeroDecode(dst, src []byte) (n int, err error) {
-	return zeroExpand(dst, src, false)
-}
-
-// zeroExpand is ZeroDecode; with partial set it stops quietly once dst is
-// full, which reads a message number without expanding the whole body.
-func zeroExpand(dst, src []byte, partial bool) (int, error) {
 	o := 0
 	for i := 0; i < len(src); {
 		c := src[i]
 		i++
 		if c != 0 {
 			if o >= len(dst) {
-				if partial {
-					return o, nil
-				}
 				return o, ErrZeroCodeOverflow
 			}
 			dst[o] = c
@@ -41,10 +32,7 @@ func zeroExpand(dst, src []byte, partial bool) (int, error) {
 			i++
 		}
 		if zeros > len(dst)-o {
-			if !partial {
-				return o, ErrZeroCodeOverflow
-			}
-			zeros = len(dst) - o
+			return o, ErrZeroCodeOverflow
 		}
 		clear(dst[o : o+zeros])
 		o += zeros
