@@ -32,7 +32,6 @@ func TestBuiltinTemplateCounts(t *testing.T) {
 	}
 }
 
-
 // TestGeneratedTableIsCurrent fails when template_gen.go no longer matches
 // the template it was generated from: run go generate ./lludp.
 func TestGeneratedTableIsCurrent(t *testing.T) {

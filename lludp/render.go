@@ -202,6 +202,12 @@ func (d *Decoded) AppendText(b []byte) []byte {
 }
 
 func appendTextValue(b []byte, v any) []byte {
+	switch x := v.(type) {
+	case UUID:
+		return append(b, x.String()...)
+	case netip.Addr:
+		return append(b, x.String()...)
+	}
 	if x, ok := v.([]byte); ok {
 		if s, ok := printableText(x); ok {
 			return strconv.AppendQuote(b, s)

@@ -1,0 +1,84 @@
+# fairgrid: TCP-fair congestion control for Second Life and OpenSim.
+# Set-up: `make demo` runs the main job on an embedded default; `make test`
+# runs every check CI runs.
+
+GO       ?= go
+PKGS     := ./...
+# go test -race needs cgo and a C compiler: use it when one is present.
+RACE     := $(shell command -v cc >/dev/null 2>&1 && echo -race)
+# Fuzz smoke runs in `make test`; `make fuzz` runs longer.
+FUZZTIME ?= 5s
+# Packages that may import only the standard library (G1 of the style guide),
+# and opensim, which may add only lludp and ratecalc.
+LEAVES   := lludp ratecalc
+# Packages that must never read the clock: every event carries its time.
+NOCLOCK  := lludp ratecalc opensim
+
+.PHONY: all build demo test unit fuzz-smoke fuzz bench bench-js lint check-deps generate cover clean
+
+all: build
+
+build:
+	CGO_ENABLED=0 $(GO) build -o bin/fairgrid ./cmd/fairgrid
+
+demo:
+	$(GO) run ./cmd/fairgrid decode --samples
+
+test: lint unit fuzz-smoke
+
+unit:
+	$(GO) test $(RACE) -count=1 $(PKGS)
+
+# Each fuzz target briefly, seeded from the real datagrams.
+fuzz-smoke:
+	@for t in FuzzDecode FuzzZeroCode FuzzPeekZeroCoded; do \
+		echo "fuzz $$t ($(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) ./lludp || exit 1; \
+	done
+
+fuzz:
+	$(MAKE) fuzz-smoke FUZZTIME=60s
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+# The decoder against node-metaverse (npm), on the same real datagrams in the
+# same run. Its GitHub-only dependency cannot be installed here, so the
+# package is unpacked and only what its packet classes need is installed.
+NODE_METAVERSE := @caspertech/node-metaverse@0.8.16
+bench-js:
+	@dir=$$(mktemp -d) && trap 'rm -rf "$$dir"' EXIT && cd "$$dir" && \
+		npm pack --silent $(NODE_METAVERSE) >/dev/null && tar xzf *.tgz && \
+		npm install --silent --no-audit --no-fund ipaddr.js@2 validator@13 long@4 uuid@14 >/dev/null && \
+		node $(CURDIR)/lludp/testdata/node-metaverse-bench.js "$$dir/package" $(CURDIR)/../shared/testdata/real
+	$(GO) test -run '^$$' -bench 'DecodeReal' -benchmem ./lludp
+
+lint: check-deps
+	@out=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go')); \
+		if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+	@for p in $(NOCLOCK); do \
+		[ -d $$p ] || continue; \
+		if grep -nE 'time\.(Now|Since|Until|Sleep|Tick|NewTimer|NewTicker|After)\(' $$(ls $$p/*.go 2>/dev/null | grep -v _test.go) /dev/null; then \
+			echo "$$p reads the clock: every event must carry its time"; exit 1; fi; \
+	done
+
+check-deps:
+	@for p in $(LEAVES); do \
+		ls $$p/*.go >/dev/null 2>&1 || continue; \
+		bad=$$($(GO) list -deps -f '{{if not .Standard}}{{.ImportPath}}{{end}}' ./$$p | grep -v "^github.com/fairgrid/fairgrid/$$p$$"); \
+		if [ -n "$$bad" ]; then echo "$$p must import only the standard library, imports: $$bad"; exit 1; fi; \
+	done
+	@if ls opensim/*.go >/dev/null 2>&1; then \
+		bad=$$($(GO) list -deps -f '{{if not .Standard}}{{.ImportPath}}{{end}}' ./opensim | grep -vE '^github.com/fairgrid/fairgrid/(opensim|lludp|ratecalc)$$'); \
+		if [ -n "$$bad" ]; then echo "opensim may add only lludp and ratecalc, imports: $$bad"; exit 1; fi; \
+	fi
+
+generate:
+	$(GO) generate ./lludp
+
+cover:
+	$(GO) test -coverprofile=cover.out $(PKGS) && $(GO) tool cover -func=cover.out | tail -1
+
+clean:
+	rm -rf bin cover.out

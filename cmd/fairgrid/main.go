@@ -1,0 +1,69 @@
+// Command fairgrid is the one binary of the fairgrid project: TCP-fair
+// congestion control for Second Life and OpenSim. Each subcommand wires
+// packages together; the logic lives in the packages.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// command is one subcommand.
+type command struct {
+	name    string
+	summary string
+	run     func(args []string, stdio stdio) int
+}
+
+// stdio carries the process's streams so that tests can run commands.
+type stdio struct {
+	in       io.Reader
+	out, err io.Writer
+}
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitFail  = 1 // the input was bad: some datagram did not decode
+	exitUsage = 2 // the command line or configuration was bad
+)
+
+func commands() []command {
+	return []command{
+		{"decode", "decode LLUDP datagrams (hex, .bin files, or the built-in samples)", runDecode},
+	}
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], stdio{os.Stdin, os.Stdout, os.Stderr}))
+}
+
+func run(args []string, s stdio) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(s.out)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	for _, c := range commands() {
+		if c.name == args[0] {
+			return c.run(args[1:], s)
+		}
+	}
+	fmt.Fprintf(s.err, "fairgrid: unknown command %q\n\n", args[0])
+	usage(s.err)
+	return exitUsage
+}
+
+func usage(w io.Writer) {
+	var b strings.Builder
+	b.WriteString("fairgrid: TCP-fair congestion control for Second Life and OpenSim viewers.\n\nUsage: fairgrid COMMAND [options]\n\nCommands:\n")
+	for _, c := range commands() {
+		fmt.Fprintf(&b, "  %-8s %s\n", c.name, c.summary)
+	}
+	b.WriteString("\nRun 'fairgrid COMMAND --help' for a command's options.\n")
+	io.WriteString(w, b.String())
+}
