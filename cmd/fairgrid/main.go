@@ -33,6 +33,7 @@ const (
 func commands() []command {
 	return []command{
 		{"decode", "decode LLUDP datagrams (hex, .bin files, or the built-in samples)", runDecode},
+		{"rate", "print the TCP-fair rate of a path with a given loss rate and RTT", runRate},
 	}
 }
 

@@ -113,3 +113,37 @@ func TestDecodeRealFiles(t *testing.T) {
 		t.Errorf("exit %d (%s):\n%s", code, errOut, out)
 	}
 }
+
+func TestRate(t *testing.T) {
+	code, out, errOut := runCmd(t, "", "rate", "--loss", "3%", "--rtt", "100ms", "--format", "json")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var got struct{ TFRC, Padhye, Mathis float64 }
+	var raw map[string]float64
+	if err := json.Unmarshal([]byte(out), &raw); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	got.TFRC, got.Padhye, got.Mathis = raw["tfrc_bps"], raw["padhye_bps"], raw["mathis_bps"]
+	// congestion.md §5.1/§5.2 at s = 1460 B, R = 100 ms, p = 3 %.
+	if round(got.TFRC/1000) != 646.4 || round(got.Padhye/1000) != 646.4 || round(got.Mathis/1000) != 825.9 || len(raw) != 3 {
+		t.Errorf("got %s", out)
+	}
+	if _, out2, _ := runCmd(t, "", "rate", "--loss", "0.03", "--rtt", "100ms", "--format", "json"); out2 != out {
+		t.Errorf("0.03 and 3%% differ: %s vs %s", out2, out)
+	}
+	code, out, _ = runCmd(t, "", "rate", "--loss", "0.1", "--rtt", "100ms")
+	if code != exitOK || !strings.Contains(out, "206.7 kbit/s") {
+		t.Errorf("text: %d %s", code, out)
+	}
+	for _, bad := range [][]string{
+		{"--rtt", "100ms"}, {"--loss", "3%"}, {"--loss", "0", "--rtt", "1s"}, {"--loss", "150%", "--rtt", "1s"},
+		{"--loss", "x", "--rtt", "1s"}, {"--loss", "0.1", "--rtt", "-1s"}, {"--loss", "0.1", "--rtt", "1s", "--size", "0"},
+	} {
+		if code, _, errOut := runCmd(t, "", append([]string{"rate"}, bad...)...); code != exitUsage || errOut == "" {
+			t.Errorf("rate %v: exit %d, stderr %q", bad, code, errOut)
+		}
+	}
+}
+
+func round(x float64) float64 { return float64(int64(x*10+0.5)) / 10 }

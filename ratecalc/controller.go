@@ -1,0 +1,231 @@
+package ratecalc
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// Packet is one sequence number of the throttled flow (simulator to
+// viewer), as the measurement layer saw it. Neutral on purpose: ratecalc
+// knows nothing of LLUDP.
+type Packet struct {
+	// At is the arrival time, or for a lost packet its estimated time
+	// (interpolated between its neighbours' arrivals, RFC 5348 §5.2).
+	At time.Time
+	// Size is the payload size in bytes of a received packet.
+	Size int
+	// Lost marks a sequence number declared lost.
+	Lost bool
+}
+
+// Controller turns measurements of one circuit into the rate to request.
+// Every input carries its time, and no implementation reads the clock, so
+// a replayed capture gives the same decisions as live traffic.
+type Controller interface {
+	// OnPacket records one sequence number: received or lost.
+	OnPacket(p Packet)
+	// OnRTT records a round-trip sample taken at the given time.
+	OnRTT(sample time.Duration, at time.Time)
+	// Rate ends the current request interval at now and returns the rate
+	// to request for the next one. Call it once per interval.
+	Rate(now time.Time) Rate
+	// Stats reports the controller's state for metrics and logs.
+	Stats() Stats
+}
+
+// Stats is a controller's state after its latest decision.
+type Stats struct {
+	Rate          Rate    // the latest decision
+	ReceiveRate   Rate    // X_recv over the latest request interval
+	EquationRate  Rate    // the TFRC equation at the current p, R and s; 0 before any loss
+	LossEventRate float64 // p, 0 before any loss
+	LossEvents    uint64
+	Received      uint64 // packets received
+	Lost          uint64 // packets declared lost
+	SRTT          time.Duration
+	RTTVar        time.Duration
+	RTTSamples    uint64
+	SegmentSize   float64 // s, bytes
+	Window        float64 // packets; window tracking only
+	SlowStart     bool
+	AppLimited    bool
+	// BadInputs counts inputs that were clamped or ignored: RTT samples
+	// that were zero or negative, events whose time went backwards.
+	BadInputs uint64
+}
+
+// Config holds what every controller shares. Zero values take the defaults
+// named on each field.
+type Config struct {
+	// Min and Max bound every decision. Zero Min is no floor beyond the
+	// controller's own; zero Max is no ceiling.
+	Min, Max Rate
+	// InitialRTT is used until the first sample arrives. Default 100 ms
+	// (quic-go's default, congestion.md §8.2); the viewer starts at 1 s.
+	InitialRTT time.Duration
+	// SegmentSize is the initial s in bytes, then a moving average of
+	// received payloads (s = 0.9·s + 0.1·len, as Linux CCID 3). Default
+	// 1200, the viewer's MTUBYTES.
+	SegmentSize float64
+}
+
+const (
+	defaultInitialRTT  = 100 * time.Millisecond
+	defaultSegmentSize = 1200
+	// segmentGain is the weight of a new payload in s (Linux CCID 3).
+	segmentGain = 0.1
+	// tMBI is t_mbi of RFC 5348 §4.3: the floor is one segment per 64 s.
+	tMBI = 64 * time.Second
+)
+
+// ErrConfig is wrapped by every configuration error.
+var ErrConfig = errors.New("invalid rate controller configuration")
+
+func (c Config) withDefaults() (Config, error) {
+	if c.InitialRTT == 0 {
+		c.InitialRTT = defaultInitialRTT
+	}
+	if c.SegmentSize == 0 {
+		c.SegmentSize = defaultSegmentSize
+	}
+	var errs []error
+	if c.InitialRTT < 0 {
+		errs = append(errs, fmt.Errorf("initial RTT %v is negative: %w", c.InitialRTT, ErrConfig))
+	}
+	if !(c.SegmentSize >= 1 && c.SegmentSize <= 65535) {
+		errs = append(errs, fmt.Errorf("segment size %v outside [1, 65535] bytes: %w", c.SegmentSize, ErrConfig))
+	}
+	if !(c.Min >= 0) || math.IsInf(float64(c.Min), 0) {
+		errs = append(errs, fmt.Errorf("min rate %v: %w", c.Min, ErrConfig))
+	}
+	if !(c.Max >= 0) {
+		errs = append(errs, fmt.Errorf("max rate %v: %w", c.Max, ErrConfig))
+	}
+	if c.Max == 0 {
+		c.Max = Rate(math.MaxFloat64)
+	}
+	if c.Max < c.Min {
+		errs = append(errs, fmt.Errorf("max rate %v below min rate %v: %w", c.Max, c.Min, ErrConfig))
+	}
+	return c, errors.Join(errs...)
+}
+
+// flow is the measurement state every controller keeps: RTT, segment size,
+// loss history, and the bytes received per request interval.
+type flow struct {
+	cfg  Config
+	rtt  RTTStats
+	loss LossHistory
+	s    float64
+
+	now           time.Time // latest event time: time never goes backwards
+	intervalStart time.Time
+	intervalBytes float64
+	intervalLost  uint64
+	intervalRecv  uint64
+	recvRate      Rate // X_recv of the latest closed interval
+
+	received, lost, badInputs uint64
+}
+
+func newFlow(cfg Config) flow { return flow{cfg: cfg, s: cfg.SegmentSize} }
+
+// clock returns at, or the latest time seen if at is earlier (counted): a
+// capture's timestamps can step back, and estimates must not.
+func (f *flow) clock(at time.Time) time.Time {
+	if f.now.IsZero() {
+		f.now, f.intervalStart = at, at
+	}
+	if at.Before(f.now) {
+		f.badInputs++
+		return f.now
+	}
+	f.now = at
+	return at
+}
+
+// observe records a packet and reports whether it began a loss event and
+// whether that was the first.
+//
+// A lost packet's time is an estimate made when the loss is declared, three
+// arrivals later, so it may be earlier than the latest arrival: it is used
+// as given for grouping losses into events and does not move the clock back.
+func (f *flow) observe(p Packet) (at time.Time, newEvent, first bool) {
+	if p.Lost && !f.now.IsZero() && p.At.Before(f.now) {
+		at = p.At
+	} else {
+		at = f.clock(p.At)
+	}
+	if p.Lost {
+		f.lost++
+		f.intervalLost++
+	} else {
+		f.received++
+		f.intervalRecv++
+		size := float64(max(p.Size, 0))
+		f.intervalBytes += size
+		if size > 0 {
+			f.s = (1-segmentGain)*f.s + segmentGain*size
+		}
+	}
+	newEvent, first = f.loss.OnPacket(p.Lost, at, f.srtt())
+	return at, newEvent, first
+}
+
+func (f *flow) onRTT(sample time.Duration, at time.Time) {
+	f.clock(at)
+	if sample <= 0 {
+		f.badInputs++
+		return
+	}
+	f.rtt.Add(sample)
+}
+
+// srtt is the smoothed RTT, or the initial RTT before any sample.
+func (f *flow) srtt() time.Duration {
+	if f.rtt.Samples() == 0 {
+		return f.cfg.InitialRTT
+	}
+	return f.rtt.SRTT()
+}
+
+// partialRate is the receive rate of the interval in progress, or of the
+// latest closed one while the current is shorter than an RTT.
+func (f *flow) partialRate() Rate {
+	if d := f.now.Sub(f.intervalStart); d >= f.srtt() {
+		return RateFromDelta(f.intervalBytes, d)
+	}
+	return f.recvRate
+}
+
+// closeInterval ends the request interval at now and returns X_recv over it.
+func (f *flow) closeInterval(now time.Time) Rate {
+	now = f.clock(now)
+	f.recvRate = RateFromDelta(f.intervalBytes, now.Sub(f.intervalStart))
+	f.intervalStart, f.intervalBytes, f.intervalLost, f.intervalRecv = now, 0, 0, 0
+	return f.recvRate
+}
+
+func (f *flow) stats() Stats {
+	st := Stats{
+		ReceiveRate:   f.recvRate,
+		LossEventRate: f.loss.LossEventRate(),
+		LossEvents:    f.loss.Events(),
+		Received:      f.received,
+		Lost:          f.lost,
+		SRTT:          f.srtt(),
+		RTTVar:        f.rtt.RTTVar(),
+		RTTSamples:    f.rtt.Samples(),
+		SegmentSize:   f.s,
+		BadInputs:     f.badInputs + f.rtt.Rejected(),
+	}
+	if st.LossEventRate > 0 {
+		st.EquationRate = TFRCRate(f.s, st.SRTT, st.LossEventRate)
+	}
+	return st
+}
+
+// clamp applies the configured bounds and removes NaN.
+func (f *flow) clamp(r Rate) Rate { return sane(r, f.cfg.Min, f.cfg.Max) }
