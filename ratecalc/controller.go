@@ -18,6 +18,11 @@ type Packet struct {
 	Size int
 	// Lost marks a sequence number declared lost.
 	Lost bool
+	// Repeat marks another copy of a sequence number already counted — a
+	// resend, a duplicate. Its bytes count toward the receive rate (the
+	// simulator spent its budget on them), but it is not a packet of the
+	// loss history.
+	Repeat bool
 }
 
 // Controller turns measurements of one circuit into the rate to request.
@@ -153,6 +158,11 @@ func (f *flow) clock(at time.Time) time.Time {
 // arrivals later, so it may be earlier than the latest arrival: it is used
 // as given for grouping losses into events and does not move the clock back.
 func (f *flow) observe(p Packet) (at time.Time, newEvent, first bool) {
+	if p.Repeat {
+		f.clock(p.At)
+		f.intervalBytes += float64(max(p.Size, 0))
+		return p.At, false, false
+	}
 	if p.Lost && !f.now.IsZero() && p.At.Before(f.now) {
 		at = p.At
 	} else {

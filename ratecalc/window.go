@@ -77,6 +77,9 @@ func NewWindow(cfg WindowConfig) (*Window, error) {
 
 func (w *Window) OnPacket(p Packet) {
 	at, newEvent, _ := w.observe(p)
+	if p.Repeat {
+		return // a copy grows nothing
+	}
 	if p.Lost {
 		if newEvent {
 			w.cwnd = max(w.cwnd/2, w.cfg.MinWindow)

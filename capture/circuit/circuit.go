@@ -1,0 +1,222 @@
+package circuit
+
+import (
+	"errors"
+	"net/netip"
+	"time"
+
+	"github.com/fairgrid/fairgrid/lludp"
+	"github.com/fairgrid/fairgrid/ratecalc"
+)
+
+// Direction is one way of a circuit.
+type Direction uint8
+
+const (
+	// Down is simulator to viewer: the direction the throttle governs.
+	Down Direction = iota
+	// Up is viewer to simulator.
+	Up
+)
+
+func (d Direction) String() string {
+	if d == Down {
+		return "down"
+	}
+	return "up"
+}
+
+// Key identifies a circuit: the viewer's and the simulator's endpoints, as
+// both peers identify circuits (protocol.md §11.3). Comparable; a map key.
+type Key struct {
+	Viewer, Sim netip.AddrPort
+}
+
+func (k Key) String() string { return k.Viewer.String() + "-" + k.Sim.String() }
+
+// DirStats are the counters of one direction.
+type DirStats struct {
+	Packets  uint64 // datagrams, every copy
+	Bytes    uint64 // UDP payload bytes, every copy
+	Reliable uint64
+	Resent   uint64 // datagrams with the resent flag
+	// SpuriousResends are resends of numbers already received: the ack was
+	// late or lost, nothing was lost. Not counted as loss.
+	SpuriousResends uint64
+	Duplicates      uint64 // originals received twice, or too old to judge
+	Reordered       uint64 // filled a gap within the NDUPACK window, without the resent flag
+	Lost            uint64 // sequence numbers declared lost
+	LossEvents      uint64 // losses grouped per RTT (RFC 5348 §5.2)
+	OutOfBand       uint64 // sequence 0: OpenSim's immediate ack of UseCircuitCode, outside the sequence space
+	Resyncs         uint64 // jumps too large to be loss, after which tracking restarted
+	First, Last     time.Time
+	// ByCategory holds bytes per throttle category, and bytes of
+	// unthrottled messages (acks, pings, handshake) at index NumCategories.
+	ByCategory [lludp.NumCategories + 1]uint64
+	// ByChannel holds bytes per scheduler channel, unthrottled at NumChannels.
+	ByChannel [lludp.NumChannels + 1]uint64
+	// LossEventRate is p over the last eight loss intervals.
+	LossEventRate float64
+}
+
+// RateBPS is the mean received rate over the direction's span, in bits/s.
+func (s DirStats) RateBPS() float64 {
+	d := s.Last.Sub(s.First)
+	if d <= 0 {
+		return 0
+	}
+	return float64(s.Bytes) * 8 / d.Seconds()
+}
+
+// Identity is what a circuit's own messages tell about its agent.
+type Identity struct {
+	AgentID     lludp.UUID
+	SessionID   lludp.UUID
+	CircuitCode uint32
+}
+
+// Known reports whether both IDs are known: a simulator ignores an
+// AgentThrottle without them (protocol.md §10.1).
+func (id Identity) Known() bool { return !id.AgentID.IsZero() && !id.SessionID.IsZero() }
+
+type direction struct {
+	stats DirStats
+	seq   seqTracker
+	loss  ratecalc.LossHistory
+
+	circuit *Circuit
+	which   Direction
+	rtt     time.Duration // the loss-grouping RTT of the datagram in hand
+}
+
+// lost records a sequence number declared lost.
+func (d *direction) lost(_ uint32, at int64) {
+	d.stats.Lost++
+	t := time.Unix(0, at)
+	d.loss.OnPacket(true, t, d.rtt)
+	if c := d.circuit; d.which == Down && c.Controller != nil {
+		c.Controller.OnPacket(ratecalc.Packet{At: t, Lost: true})
+	}
+}
+
+type pingRecord struct {
+	at    int64
+	id    uint8
+	valid bool
+}
+
+type sentRecord struct {
+	at  int64
+	seq uint32
+}
+
+// Circuit is everything known about one circuit.
+type Circuit struct {
+	Key Key
+	Identity
+	// UpSequence is the viewer's latest sequence number on this circuit:
+	// an injected AgentThrottle reuses it (protocol.md §10.2).
+	UpSequence uint32
+	// ViewerThrottle is the viewer's most recent AgentThrottle request, in
+	// bits/s per category, and when it was seen (zero if none).
+	ViewerThrottle   [lludp.NumCategories]float32
+	ViewerThrottleAt time.Time
+	// Controller, if set, receives the measurements of the down direction.
+	Controller ratecalc.Controller
+
+	dirs [2]direction
+	// rtt is the network RTT: viewer StartPingCheck to sim CompletePingCheck.
+	rtt ratecalc.RTTStats
+	// ackRTT: viewer reliable packet to the sim's ack, biased high by the
+	// simulator's ack delay (up to ~500 ms in OpenSim, protocol.md §8.7).
+	ackRTT ratecalc.RTTStats
+	// localRTT: the sim's StartPingCheck to the viewer's answer. At a
+	// viewer-side capture both ends are local: the viewer's processing
+	// delay, never a network RTT.
+	localRTT ratecalc.RTTStats
+	pings    [8]pingRecord // the viewer's recent pings
+	simPings [8]pingRecord
+	reliable [32]sentRecord // the viewer's recent reliable packets
+	nextRel  int
+}
+
+// Stats returns the counters of one direction.
+func (c *Circuit) Stats(d Direction) DirStats {
+	s := c.dirs[d].stats
+	s.LossEventRate = c.dirs[d].loss.LossEventRate()
+	s.LossEvents = c.dirs[d].loss.Events()
+	return s
+}
+
+// RTT is the ping-based round-trip estimate (RFC 6298 smoothing).
+func (c *Circuit) RTT() *ratecalc.RTTStats { return &c.rtt }
+
+// AckRTT is the ack-based estimate, biased by the simulator's ack delay.
+func (c *Circuit) AckRTT() *ratecalc.RTTStats { return &c.ackRTT }
+
+// LocalRTT is the viewer's answer time to the simulator's own pings.
+func (c *Circuit) LocalRTT() *ratecalc.RTTStats { return &c.localRTT }
+
+// Last is the time of the latest datagram in either direction.
+func (c *Circuit) Last() time.Time {
+	a, b := c.dirs[Down].stats.Last, c.dirs[Up].stats.Last
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// First is the time of the first datagram.
+func (c *Circuit) First() time.Time {
+	a, b := c.dirs[Down].stats.First, c.dirs[Up].stats.First
+	if a.IsZero() || !b.IsZero() && b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// lossRTT is the RTT used to group losses into events: the ping estimate,
+// else 100 ms (ratecalc's initial RTT). Never the ack-based estimate: it is
+// biased both ways (OpenSim's acks lag by up to 500 ms, its immediate ack of
+// UseCircuitCode by nothing at all).
+func (c *Circuit) lossRTT() time.Duration {
+	if c.rtt.Samples() > 0 {
+		return c.rtt.SRTT()
+	}
+	return 100 * time.Millisecond
+}
+
+// InvalidReason says why a datagram on a game port was not LLUDP.
+type InvalidReason uint8
+
+const (
+	InvalidTruncated InvalidReason = iota
+	InvalidAckTrailer
+	InvalidUnknownMessage
+	InvalidZeroCode
+	InvalidBody
+	numInvalidReasons
+)
+
+var invalidReasonNames = [numInvalidReasons]string{"truncated", "ack_trailer", "unknown_message", "zero_code_overflow", "malformed_body"}
+
+func (r InvalidReason) String() string {
+	if r < numInvalidReasons {
+		return invalidReasonNames[r]
+	}
+	return "unknown"
+}
+
+func invalidReason(err error) InvalidReason {
+	switch {
+	case errors.Is(err, lludp.ErrAckTrailer):
+		return InvalidAckTrailer
+	case errors.Is(err, lludp.ErrUnknownMessage):
+		return InvalidUnknownMessage
+	case errors.Is(err, lludp.ErrZeroCodeOverflow):
+		return InvalidZeroCode
+	case errors.Is(err, lludp.ErrTruncated):
+		return InvalidTruncated
+	}
+	return InvalidBody
+}

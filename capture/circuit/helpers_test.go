@@ -1,0 +1,26 @@
+package circuit
+
+import (
+	"bytes"
+	"errors"
+	"io"
+
+	"github.com/fairgrid/fairgrid/capture"
+)
+
+func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
+
+// trackReader feeds every datagram of r to a new default Tracker.
+func trackReader(r *capture.Reader) (*Tracker, error) {
+	tr := NewTracker(Config{})
+	for {
+		d, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return tr, nil
+		}
+		if err != nil {
+			return tr, err
+		}
+		tr.Observe(d)
+	}
+}
