@@ -4,16 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"net"
 	"net/netip"
 	"testing"
 	"time"
 
 	"github.com/fairgrid/fairgrid/capture"
+	"github.com/fairgrid/fairgrid/capture/capturetest"
 	"github.com/fairgrid/fairgrid/lludp"
-	"github.com/gopacket/gopacket"
-	"github.com/gopacket/gopacket/layers"
-	"github.com/gopacket/gopacket/pcapgo"
 )
 
 var (
@@ -54,60 +51,20 @@ func (s *script) down(at time.Duration, seq uint32, flags lludp.Flags) {
 	s.add(at, Down, lludp.Header{Flags: flags | lludp.FlagReliable, Sequence: seq}, &lludp.ImprovedTerseObjectUpdate{Objects: []lludp.TerseObjectData{{Data: make([]byte, 60)}}})
 }
 
-// frame serialises a datagram as Ethernet/IPv4(or 6)/UDP with gopacket.
-func frame(t testing.TB, d dgram) []byte {
-	t.Helper()
-	eth := &layers.Ethernet{SrcMAC: net.HardwareAddr{2, 0, 0, 0, 0, 1}, DstMAC: net.HardwareAddr{2, 0, 0, 0, 0, 2}}
-	udp := &layers.UDP{SrcPort: layers.UDPPort(d.src.Port()), DstPort: layers.UDPPort(d.dst.Port())}
-	var ip gopacket.NetworkLayer
-	if d.src.Addr().Is4() {
-		eth.EthernetType = layers.EthernetTypeIPv4
-		ip4 := &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolUDP, SrcIP: d.src.Addr().AsSlice(), DstIP: d.dst.Addr().AsSlice()}
-		ip = ip4
-	} else {
-		eth.EthernetType = layers.EthernetTypeIPv6
-		ip = &layers.IPv6{Version: 6, HopLimit: 64, NextHeader: layers.IPProtocolUDP, SrcIP: d.src.Addr().AsSlice(), DstIP: d.dst.Addr().AsSlice()}
-	}
-	if err := udp.SetNetworkLayerForChecksum(ip); err != nil {
-		t.Fatal(err)
-	}
-	buf := gopacket.NewSerializeBuffer()
-	if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true},
-		eth, ip.(gopacket.SerializableLayer), udp, gopacket.Payload(d.payload)); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
-// pcapBytes writes the datagrams as a pcap (ng false) or pcapng capture.
+// pcapBytes writes the datagrams as a pcap or pcapng capture.
 func pcapBytes(t testing.TB, ds []dgram, ng bool) []byte {
 	t.Helper()
-	var out bytes.Buffer
-	if ng {
-		w, err := pcapgo.NewNgWriter(&out, layers.LinkTypeEthernet)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, d := range ds {
-			f := frame(t, d)
-			if err := w.WritePacket(gopacket.CaptureInfo{Timestamp: t0.Add(d.at), CaptureLength: len(f), Length: len(f)}, f); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := w.Flush(); err != nil {
-			t.Fatal(err)
-		}
-		return out.Bytes()
-	}
-	w := pcapgo.NewWriterNanos(&out)
-	if err := w.WriteFileHeader(65536, layers.LinkTypeEthernet); err != nil {
-		t.Fatal(err)
-	}
+	var cds []capturetest.Datagram
 	for _, d := range ds {
-		f := frame(t, d)
-		if err := w.WritePacket(gopacket.CaptureInfo{Timestamp: t0.Add(d.at), CaptureLength: len(f), Length: len(f)}, f); err != nil {
-			t.Fatal(err)
-		}
+		cds = append(cds, capturetest.Datagram{At: t0.Add(d.at), Src: d.src, Dst: d.dst, Payload: d.payload})
+	}
+	format := capturetest.Pcap
+	if ng {
+		format = capturetest.Pcapng
+	}
+	var out bytes.Buffer
+	if err := capturetest.Write(&out, format, cds); err != nil {
+		t.Fatal(err)
 	}
 	return out.Bytes()
 }

@@ -2,15 +2,22 @@ package main
 
 import (
 	"bufio"
+	"context"
 	_ "embed"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
+	"os/signal"
+	"strconv"
 	"strings"
+	"time"
 
+	"github.com/fairgrid/fairgrid/capture"
+	"github.com/fairgrid/fairgrid/capture/circuit"
 	"github.com/fairgrid/fairgrid/lludp"
 )
 
@@ -20,102 +27,184 @@ import (
 //go:embed samples.hex
 var samples string
 
-const decodeSynopsis = `[--format text|json] [--template FILE] [--samples] [HEX|FILE ...]
+const decodeSynopsis = `[options] [HEX|FILE ...]
 
 Decodes LLUDP datagrams. Each argument is a datagram in hex, a .bin file
-holding one raw datagram, or a text file with one hex datagram per line.
-With no arguments, hex datagrams are read from stdin, one per line ('#'
-starts a comment). A datagram that fails to decode is reported and the rest
-go on; the exit code is 1 if any failed.`
+holding one raw datagram, a pcap or pcapng capture (gzip-compressed too),
+or a text file with one hex datagram per line. With no arguments, hex
+datagrams are read from stdin, one per line ('#' starts a comment).
+Datagrams from captures carry their time, direction and circuit; --summary
+prints only each circuit's measurements. A datagram that fails to decode is
+reported and the rest go on; the exit code is 1 if any failed.`
 
 func runDecode(args []string, s stdio) int {
 	fs := newFlagSet("decode", decodeSynopsis, s)
-	format := fs.String("format", "text", "output format: text (a readable tree) or json (one object per line)")
-	templatePath := fs.String("template", "", "message_template.msg to use instead of the built-in one (for example the 2007 template for old captures)")
+	format := fs.String("format", "text", "output format: text or json (one object per line)")
+	templatePath := fs.String("template", "", "message_template.msg to use instead of the built-in one (the 2007 template decodes old captures)")
 	useSamples := fs.Bool("samples", false, "decode the built-in sample datagrams")
+	filter := fs.String("filter", "", "print only these messages (comma-separated names)")
+	summary := fs.Bool("summary", false, "print only the per-circuit measurements at the end")
+	live := fs.String("live", "", "capture live on this interface (needs CAP_NET_RAW) until interrupted")
+	duration := fs.Duration("duration", 0, "with --live: stop after this long")
+	portsFlag := fs.String("ports", "9000-13100", "UDP ports of simulators in captures: ranges like 9000-13100,12035 (empty: all)")
+	simsFlag := fs.String("sim", "", "known simulator endpoints, comma-separated ip:port (port 0: any); they decide which side is the simulator")
 	if code, ok := parseFlags(fs, decodeSynopsis, args, s); !ok {
 		return code
 	}
-	if *format != "text" && *format != "json" {
-		fmt.Fprintf(s.err, "fairgrid decode: --format %q: want text or json\n", *format)
+	usageErr := func(format string, a ...any) int {
+		fmt.Fprintf(s.err, "fairgrid decode: "+format+"\n", a...)
 		return exitUsage
 	}
-	d := decoder{out: bufio.NewWriter(s.out), json: *format == "json"}
+	if *format != "text" && *format != "json" {
+		return usageErr("--format %q: want text or json", *format)
+	}
+	ports, err := parsePorts(*portsFlag)
+	if err != nil {
+		return usageErr("--ports: %v", err)
+	}
+	sims, err := parseSims(*simsFlag)
+	if err != nil {
+		return usageErr("--sim: %v", err)
+	}
+	d := &decoder{out: bufio.NewWriter(s.out), errOut: s.err, json: *format == "json", summary: *summary, ports: ports}
 	defer d.out.Flush()
+	if *filter != "" {
+		d.filter = map[string]bool{}
+		for _, name := range strings.Split(*filter, ",") {
+			d.filter[strings.TrimSpace(name)] = true
+		}
+	}
+	var tmpl *lludp.Template
 	if *templatePath != "" {
 		f, err := os.Open(*templatePath)
 		if err != nil {
-			fmt.Fprintf(s.err, "fairgrid decode: %v\n", err)
-			return exitUsage
+			return usageErr("%v", err)
 		}
-		t, err := lludp.ParseTemplate(f)
+		tmpl, err = lludp.ParseTemplate(f)
 		f.Close()
 		if err != nil {
-			fmt.Fprintf(s.err, "fairgrid decode: template %s: %v\n", *templatePath, err)
-			return exitUsage
+			return usageErr("template %s: %v", *templatePath, err)
 		}
-		d.packet.Template = t
+		d.packet.Template = tmpl
 	}
+	if d.filter != nil {
+		t := tmpl
+		if t == nil {
+			t = lludp.Builtin()
+		}
+		for name := range d.filter {
+			if t.ByName(name) == nil {
+				return usageErr("--filter: no message %q in the template", name)
+			}
+		}
+	}
+	d.tracker = circuit.NewTracker(circuit.Config{Sims: sims, SimPorts: ports, Template: tmpl})
+
 	switch {
+	case *live != "":
+		if fs.NArg() > 0 || *useSamples {
+			return usageErr("--live takes no other input")
+		}
+		d.liveCapture(*live, *duration)
 	case *useSamples:
 		d.hexLines("samples", strings.NewReader(samples))
 	case fs.NArg() == 0:
 		d.hexLines("stdin", s.in)
 	}
 	for _, arg := range fs.Args() {
-		if err := d.argument(arg); err != nil {
-			fmt.Fprintf(s.err, "fairgrid decode: %v\n", err)
-			d.failed++
-		}
+		d.argument(arg)
 	}
+	if d.captures > 0 {
+		d.reportCircuits()
+	}
+	d.out.Flush()
 	if d.failed > 0 {
-		d.out.Flush()
 		fmt.Fprintf(s.err, "fairgrid decode: %d of %d datagrams failed\n", d.failed, d.count)
+	}
+	if d.failed > 0 || d.broken {
 		return exitFail
 	}
 	return exitOK
 }
 
 type decoder struct {
-	out    *bufio.Writer
-	json   bool
-	packet lludp.Packet
-	buf    []byte
-	count  int
-	failed int
+	out     *bufio.Writer
+	errOut  io.Writer
+	json    bool
+	summary bool
+	filter  map[string]bool
+	ports   capture.Ports
+	packet  lludp.Packet
+	tracker *circuit.Tracker
+	buf     []byte
+
+	count, failed uint64
+	captures      int
+	broken        bool // a capture could not be read to its end
+	stats         capture.Stats
 }
 
 // argument decodes one command-line argument: a file or a hex datagram.
-func (d *decoder) argument(arg string) error {
-	if st, err := os.Stat(arg); err == nil && !st.IsDir() {
-		if strings.HasSuffix(arg, ".bin") {
-			raw, err := os.ReadFile(arg)
-			if err != nil {
-				return err
-			}
-			d.datagram(arg, raw)
-			return nil
+func (d *decoder) argument(arg string) {
+	st, err := os.Stat(arg)
+	if err != nil || st.IsDir() {
+		raw, herr := parseHex(arg)
+		if herr != nil {
+			d.count++
+			d.fail(arg, "neither a file nor a hex datagram: "+herr.Error(), 0, "")
+			return
 		}
-		f, err := os.Open(arg)
+		d.datagram(arg, raw, "")
+		return
+	}
+	if isCapture(arg) {
+		d.captureFile(arg)
+		return
+	}
+	if strings.HasSuffix(arg, ".bin") {
+		raw, err := os.ReadFile(arg)
 		if err != nil {
-			return err
+			fmt.Fprintf(d.errOut, "fairgrid decode: %v\n", err)
+			d.broken = true
+			return
 		}
-		defer f.Close()
-		return d.hexLines(arg, f)
+		d.datagram(arg, raw, "")
+		return
 	}
-	raw, err := parseHex(arg)
+	f, err := os.Open(arg)
 	if err != nil {
-		d.count++
-		d.fail(arg, err.Error(), 0)
-		return nil
+		fmt.Fprintf(d.errOut, "fairgrid decode: %v\n", err)
+		d.broken = true
+		return
 	}
-	d.datagram(arg, raw)
-	return nil
+	defer f.Close()
+	d.hexLines(arg, f)
+}
+
+// isCapture sniffs a file's magic: pcap, pcapng or gzip.
+func isCapture(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var m [4]byte
+	if _, err := io.ReadFull(f, m[:]); err != nil {
+		return false
+	}
+	switch {
+	case m[0] == 0x1F && m[1] == 0x8B, // gzip
+		m == [4]byte{0xD4, 0xC3, 0xB2, 0xA1}, m == [4]byte{0xA1, 0xB2, 0xC3, 0xD4}, // pcap µs
+		m == [4]byte{0x4D, 0x3C, 0xB2, 0xA1}, m == [4]byte{0xA1, 0xB2, 0x3C, 0x4D}, // pcap ns
+		m == [4]byte{0x0A, 0x0D, 0x0D, 0x0A}: // pcapng
+		return true
+	}
+	return false
 }
 
 // hexLines decodes one hex datagram per line; blank lines and text after
 // '#' are ignored, and spaces inside a datagram are allowed.
-func (d *decoder) hexLines(name string, r io.Reader) error {
+func (d *decoder) hexLines(name string, r io.Reader) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 1<<20)
 	for line := 1; sc.Scan(); line++ {
@@ -127,15 +216,15 @@ func (d *decoder) hexLines(name string, r io.Reader) error {
 		raw, err := parseHex(text)
 		if err != nil {
 			d.count++
-			d.fail(where, err.Error(), 0)
+			d.fail(where, err.Error(), 0, "")
 			continue
 		}
-		d.datagram(where, raw)
+		d.datagram(where, raw, "")
 	}
 	if err := sc.Err(); err != nil {
-		return fmt.Errorf("read %s: %w", name, err)
+		fmt.Fprintf(d.errOut, "fairgrid decode: read %s: %v\n", name, err)
+		d.broken = true
 	}
-	return nil
 }
 
 func parseHex(s string) ([]byte, error) {
@@ -148,7 +237,9 @@ func parseHex(s string) ([]byte, error) {
 	return raw, nil
 }
 
-func (d *decoder) datagram(where string, raw []byte) {
+// datagram decodes and prints one datagram; context, if not empty, is the
+// JSON members of its capture context ("time", "direction", …).
+func (d *decoder) datagram(where string, raw []byte, context string) {
 	d.count++
 	if err := d.packet.DecodeFromBytes(raw); err != nil {
 		off := 0
@@ -156,27 +247,203 @@ func (d *decoder) datagram(where string, raw []byte) {
 		if errors.As(err, &de) {
 			off = de.Offset
 		}
-		d.fail(where, err.Error(), off)
+		d.fail(where, err.Error(), off, context)
+		return
+	}
+	if d.summary || d.filter != nil && !d.filter[d.packet.Message().Name] {
 		return
 	}
 	dec := d.packet.Decode()
 	if d.json {
-		d.buf = append(dec.AppendJSON(d.buf[:0]), '\n')
+		obj := dec.AppendJSON(nil)
+		d.buf = append(d.buf[:0], '{')
+		if context != "" {
+			d.buf = append(append(d.buf, context...), ',')
+		}
+		d.buf = append(append(d.buf, obj[1:]...), '\n')
 	} else {
 		d.buf = append(dec.AppendText(append(d.buf[:0], where+": "...)), '\n')
 	}
 	d.out.Write(d.buf)
 }
 
-func (d *decoder) fail(where, msg string, offset int) {
+func (d *decoder) fail(where, msg string, offset int, context string) {
+	if d.summary {
+		return // counted by reason in the summary; the run does not fail
+	}
 	d.failed++
 	if d.json {
 		line, _ := json.Marshal(struct {
 			Error  string `json:"error"`
 			Offset int    `json:"offset"`
 		}{msg, offset})
+		if context != "" {
+			line = append([]byte("{"+context+","), line[1:]...)
+		}
 		d.out.Write(append(line, '\n'))
 		return
 	}
 	fmt.Fprintf(d.out, "%s: error: %s\n\n", where, msg)
+}
+
+// captureFile decodes every datagram of a pcap or pcapng file.
+func (d *decoder) captureFile(path string) {
+	r, err := capture.OpenFile(path, d.ports)
+	if err != nil {
+		fmt.Fprintf(d.errOut, "fairgrid decode: %v\n", err)
+		d.broken = true
+		return
+	}
+	defer r.Close()
+	d.readCapture(path, r)
+}
+
+// liveCapture decodes a live interface until interrupted or for duration.
+func (d *decoder) liveCapture(iface string, duration time.Duration) {
+	r, err := capture.OpenLive(iface, d.ports)
+	if err != nil {
+		fmt.Fprintf(d.errOut, "fairgrid decode: %v\n", err)
+		d.broken = true
+		return
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, duration)
+		defer cancel()
+	}
+	// A blocked read returns once the socket is closed.
+	go func() { <-ctx.Done(); r.Close() }()
+	d.readCapture(iface, r)
+	if ctx.Err() != nil {
+		d.broken = false // stopped as asked
+	}
+}
+
+func (d *decoder) readCapture(name string, r *capture.Reader) {
+	d.captures++
+	for {
+		dg, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			var be *capture.BrokenError
+			if errors.As(err, &be) {
+				fmt.Fprintf(d.errOut, "fairgrid decode: %s: read %d packets, then: %v (results up to there are kept)\n", name, be.Frames, be.Err)
+			} else {
+				fmt.Fprintf(d.errOut, "fairgrid decode: %s: %v\n", name, err)
+			}
+			d.broken = true
+			break
+		}
+		c, dir, terr := d.tracker.Observe(dg)
+		context := `"time":"` + dg.At.UTC().Format(time.RFC3339Nano) + `"`
+		where := dg.At.UTC().Format("15:04:05.000000") + " " + dg.Src.String() + " > " + dg.Dst.String()
+		if c != nil {
+			context += `,"direction":"` + dir.String() + `","viewer":"` + c.Key.Viewer.String() + `","sim":"` + c.Key.Sim.String() + `"`
+			where += " " + dir.String()
+		} else {
+			context += `,"direction":null,"viewer":null,"sim":null`
+		}
+		if terr != nil && !errors.Is(terr, circuit.ErrNotCircuit) {
+			d.count++
+			off := 0
+			var de *lludp.DecodeError
+			if errors.As(terr, &de) {
+				off = de.Offset
+			}
+			d.fail(where, terr.Error(), off, context)
+			continue
+		}
+		d.datagram(where, dg.Payload, context)
+	}
+	st := r.Stats()
+	d.stats.Frames += st.Frames
+	d.stats.Datagrams += st.Datagrams
+	d.stats.KernelDrops += st.KernelDrops
+	for i := range st.Skipped {
+		d.stats.Skipped[i] += st.Skipped[i]
+	}
+	if st.Datagrams == 0 {
+		fmt.Fprintf(d.errOut, "fairgrid decode: %s: no UDP datagrams on the simulator ports (%d frames read)\n", name, st.Frames)
+		d.broken = true
+	}
+}
+
+// reportCircuits prints the per-circuit measurements (with --summary) and
+// what the captures held besides.
+func (d *decoder) reportCircuits() {
+	cs := d.tracker.Circuits()
+	if d.summary {
+		if d.json {
+			enc := json.NewEncoder(d.out)
+			for _, c := range cs {
+				enc.Encode(c.Summary())
+			}
+		} else {
+			writeSummaryTable(d.out, cs)
+		}
+	}
+	d.out.Flush()
+	st := d.stats
+	fmt.Fprintf(d.errOut, "fairgrid decode: %d frames, %d UDP datagrams, %d circuits", st.Frames, st.Datagrams, len(cs))
+	if n := d.tracker.InvalidTotal(); n > 0 {
+		var parts []string
+		for r := circuit.InvalidReason(0); r.String() != "unknown"; r++ {
+			if k := d.tracker.Invalid(r); k > 0 {
+				parts = append(parts, fmt.Sprintf("%s %d", r, k))
+			}
+		}
+		fmt.Fprintf(d.errOut, "; %d not LLUDP (%s)", n, strings.Join(parts, ", "))
+	}
+	if n := d.tracker.NotCircuit(); n > 0 {
+		fmt.Fprintf(d.errOut, "; %d outside any circuit", n)
+	}
+	if st.KernelDrops > 0 {
+		fmt.Fprintf(d.errOut, "; the kernel dropped %d (gaps they leave are not network loss)", st.KernelDrops)
+	}
+	fmt.Fprintln(d.errOut)
+	if st.Datagrams > 0 && len(cs) == 0 {
+		fmt.Fprintln(d.errOut, "fairgrid decode: no LLUDP circuits in the capture")
+		d.broken = true
+	}
+}
+
+// parsePorts reads "9000-13100,12035"; empty means every port.
+func parsePorts(v string) (capture.Ports, error) {
+	if strings.TrimSpace(v) == "" {
+		return nil, nil
+	}
+	var ports capture.Ports
+	for _, part := range strings.Split(v, ",") {
+		lo, hi, isRange := strings.Cut(strings.TrimSpace(part), "-")
+		if !isRange {
+			hi = lo
+		}
+		a, err1 := strconv.ParseUint(lo, 10, 16)
+		b, err2 := strconv.ParseUint(hi, 10, 16)
+		if err1 != nil || err2 != nil || a > b || a == 0 {
+			return nil, fmt.Errorf("%q: want a port or a range such as 9000-13100", part)
+		}
+		ports = append(ports, capture.PortRange{Lo: uint16(a), Hi: uint16(b)})
+	}
+	return ports, nil
+}
+
+// parseSims reads comma-separated ip:port endpoints.
+func parseSims(v string) ([]netip.AddrPort, error) {
+	if strings.TrimSpace(v) == "" {
+		return nil, nil
+	}
+	var sims []netip.AddrPort
+	for _, part := range strings.Split(v, ",") {
+		ap, err := netip.ParseAddrPort(strings.TrimSpace(part))
+		if err != nil {
+			return nil, fmt.Errorf("%q: want ip:port", part)
+		}
+		sims = append(sims, ap)
+	}
+	return sims, nil
 }
