@@ -14,7 +14,7 @@ LEAVES   := lludp ratecalc
 # Packages that must never read the clock: every event carries its time.
 NOCLOCK  := lludp ratecalc opensim
 
-.PHONY: all build demo test unit fuzz-smoke fuzz bench bench-js lint check-deps generate cover clean
+.PHONY: all build demo test unit fuzz-smoke fuzz bench bench-js bench-capture lint check-deps generate cover clean
 
 all: build
 
@@ -52,6 +52,12 @@ bench-js:
 		npm install --silent --no-audit --no-fund ipaddr.js@2 validator@13 long@4 uuid@14 >/dev/null && \
 		node $(CURDIR)/lludp/testdata/node-metaverse-bench.js "$$dir/package" $(CURDIR)/../shared/testdata/real
 	$(GO) test -run '^$$' -bench 'DecodeReal' -benchmem ./lludp
+
+# Reading and measuring a large capture against tcpdump reading it; tcpdump
+# comes from Debian's package when it is missing.
+bench-capture: build
+	@command -v tcpdump >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq tcpdump >/dev/null; }
+	capture/capturetest/bench-capture.sh bin/fairgrid 2000000
 
 lint: check-deps
 	@out=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go')); \

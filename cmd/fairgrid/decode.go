@@ -339,6 +339,9 @@ func (d *decoder) readCapture(name string, r *capture.Reader) {
 			break
 		}
 		c, dir, terr := d.tracker.Observe(dg)
+		if d.summary {
+			continue // the tracker counts everything the summary reports
+		}
 		context := `"time":"` + dg.At.UTC().Format(time.RFC3339Nano) + `"`
 		where := dg.At.UTC().Format("15:04:05.000000") + " " + dg.Src.String() + " > " + dg.Dst.String()
 		if c != nil {

@@ -1,0 +1,39 @@
+// Package capture reads UDP datagrams from capture files and live
+// interfaces, in pure Go: gopacket's pcapgo reads pcap and pcapng files
+// (gzip-compressed too) and captures on Linux through an AF_PACKET socket,
+// without cgo or libpcap. It knows nothing of LLUDP; package
+// capture/circuit measures the circuits in what it returns.
+//
+// # Frames
+//
+// Reader.Next parses each frame at fixed offsets — Ethernet (with 802.1Q
+// and 802.1ad tags), Linux cooked capture v1 and v2, raw IPv4 and IPv6, BSD
+// and OpenBSD loopback — down to the UDP payload, and returns it as a
+// Datagram. IP fragments are counted and skipped, never reassembled
+// (LLUDP senders keep datagrams under the MTU, protocol.md §2.6); other
+// protocols and ports outside the configured ranges are counted by reason
+// in Stats.
+//
+// # Ownership
+//
+// Next does not copy: a Datagram's Payload aliases the reader's buffer and
+// is valid only until the next call to Next. Keep a copy to hold it longer.
+// A Reader is not safe for concurrent use; Close may be called from another
+// goroutine to end a blocked live read.
+//
+// # Live capture
+//
+// OpenLive installs a classic BPF filter in the kernel that passes only UDP
+// over IPv4 or IPv6 on the simulator ports, so the socket carries nothing
+// else. On a loopback interface every datagram is seen twice, once going
+// out and once coming in; the filter drops the outgoing copy
+// (SKF_AD_PKTTYPE = PACKET_OUTGOING). Stats.KernelDrops reports what the
+// kernel dropped because the reader fell behind: the gaps those leave are not
+// network loss (protocol.md §12.2 rule 8).
+//
+// # Broken captures
+//
+// A file cut short inside a record yields everything before the break and
+// then a *BrokenError saying how many frames were read. An unknown link
+// type is ErrUnknownLinkType.
+package capture
