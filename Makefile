@@ -29,11 +29,14 @@ test: lint unit fuzz-smoke
 unit:
 	$(GO) test $(RACE) -count=1 $(PKGS)
 
-# Each fuzz target briefly, seeded from the real datagrams.
+# Each fuzz target briefly, seeded from the real datagrams: package:target.
+FUZZ_TARGETS := lludp:FuzzDecode lludp:FuzzZeroCode lludp:FuzzPeekZeroCoded lludp:FuzzParseTemplate \
+	capture:FuzzUDPFrame capture/circuit:FuzzObserve
 fuzz-smoke:
-	@for t in FuzzDecode FuzzZeroCode FuzzPeekZeroCoded; do \
-		echo "fuzz $$t ($(FUZZTIME))"; \
-		$(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) ./lludp || exit 1; \
+	@for pt in $(FUZZ_TARGETS); do \
+		p=$${pt%%:*}; t=$${pt#*:}; \
+		echo "fuzz $$p $$t ($(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) ./$$p || exit 1; \
 	done
 
 fuzz:

@@ -110,8 +110,8 @@ func (s *seqTracker) clear(n uint32) {
 // observe records the arrival of seq at time at (unix ns), calling lost
 // for every number it declares lost, and classifies the arrival.
 func (s *seqTracker) observe(seq uint32, resent bool, at int64, rec lossRecorder) arrival {
-	if seq > 0xFFFFFF {
-		s.wide = true
+	if seq > 0xFFFFFF && !s.wide {
+		s.widen()
 	}
 	if !s.started {
 		s.restart(seq, at)
@@ -223,12 +223,29 @@ func (s *seqTracker) declare(i int, rec lossRecorder) {
 
 func (s *seqTracker) declareRun(r pendingRun, rec lossRecorder) {
 	span := s.dist(r.to, r.from) + 2 // from−1 … to+1
-	for k, n := int64(1), r.from; ; k, n = k+1, (n+1)&s.mask() {
+	if span < 2 || span > maxJump+1 {
+		return // cannot happen for a run this tracker made; never loop on one
+	}
+	n := r.from
+	for k := int64(1); k < span; k++ {
 		rec.lost(n, r.tBefore+(r.tAfter-r.tBefore)*k/span)
-		if n == r.to {
-			break
+		n = (n + 1) & s.mask()
+	}
+}
+
+// widen switches to 32-bit arithmetic once a number above 0xFFFFFF proves
+// the peer counts that far. Pending runs that wrapped at 2^24 cannot come
+// from such a peer and are dropped.
+func (s *seqTracker) widen() {
+	s.wide = true
+	kept := 0
+	for _, r := range s.pending[:s.npend] {
+		if r.from <= r.to {
+			s.pending[kept] = r
+			kept++
 		}
 	}
+	s.npend = kept
 }
 
 // removePending takes seq out of its pending run, splitting the run; it

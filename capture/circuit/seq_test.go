@@ -49,6 +49,10 @@ func TestSeqScenarios(t *testing.T) {
 		{"a jump is a restart, not 10000 losses", orig(10, 11, 10011, 10012), nil, map[arrival]int{arrivalResync: 1}, 0},
 		{"too old to judge", orig(3000, 3001, 1000), nil, map[arrival]int{arrivalDuplicate: 1}, 0},
 		{"reordered inside a run splits it", orig(10, 15, 12, 16, 17), []uint32{11, 13, 14}, map[arrival]int{arrivalReordered: 1}, 0},
+		// A run across a 24-bit wrap, then a number only a 32-bit peer
+		// sends, far behind (so no resync): the run must be dropped, not
+		// walked through 2^32 numbers when 3, 4 and 5 declare it.
+		{"24-bit run, then a 32-bit number", orig(0xFFFFFE, 2, 0x90000000, 3, 4, 5), nil, map[arrival]int{arrivalDuplicate: 1}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var s seqTracker
