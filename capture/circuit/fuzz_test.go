@@ -42,4 +42,3 @@ func FuzzObserve(f *testing.F) {
 		}
 	})
 }
-
