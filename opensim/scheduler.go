@@ -140,7 +140,7 @@ func (s *Scheduler[P]) AddClient(now time.Time) ClientID {
 	}
 	c := &s.clients[i]
 	gen, ticket := c.gen+1, c.ticket+1 // a stale heap entry of the slot's last client must not match
-	queues := c.queues                  // keep grown buffers of a reused slot
+	queues := c.queues                 // keep grown buffers of a reused slot
 	*c = client[P]{gen: gen, ticket: ticket, used: true, queues: queues, start: s.vt, finish: s.vt}
 	s.applyRates(c, s.cfg.DefaultRates, ns)
 	c.bucket.tokens, c.avatar.tokens = c.bucket.burst, c.avatar.burst
