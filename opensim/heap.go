@@ -44,7 +44,19 @@ func (h *minHeap) pop() heapItem {
 	last := len(h.items) - 1
 	h.items[0] = h.items[last]
 	h.items = h.items[:last]
-	i := 0
+	h.down(0)
+	return it
+}
+
+// replaceTop gives the top item a new key and restores the order: one
+// sift instead of a pop and a push.
+func (h *minHeap) replaceTop(key uint64) {
+	h.items[0].key = key
+	h.down(0)
+}
+
+func (h *minHeap) down(i int) {
+	last := len(h.items)
 	for {
 		l, r, m := 2*i+1, 2*i+2, i
 		if l < last && h.less(h.items[l].key, h.items[m].key) {
@@ -54,7 +66,7 @@ func (h *minHeap) pop() heapItem {
 			m = r
 		}
 		if m == i {
-			return it
+			return
 		}
 		h.items[i], h.items[m] = h.items[m], h.items[i]
 		i = m

@@ -2,12 +2,16 @@ package opensim
 
 // ChannelStats counts one channel of one client.
 type ChannelStats struct {
-	EnqueuedBytes  uint64
-	SentPackets    uint64
-	SentBytes      uint64
-	DroppedPackets uint64 // refused for a full queue, or queued when the client left
-	DroppedBytes   uint64
-	Resends        uint64
+	EnqueuedBytes uint64
+	SentPackets   uint64
+	SentBytes     uint64
+	// Refused: tail drops of new packets at a full queue (never queued).
+	RefusedPackets uint64
+	RefusedBytes   uint64
+	// Discarded: queued packets thrown away when the client was removed.
+	DiscardedPackets uint64
+	DiscardedBytes   uint64
+	Resends          uint64
 }
 
 // ClientStats counts one client.
@@ -17,10 +21,13 @@ type ClientStats struct {
 
 // Stats counts the whole scheduler.
 type Stats struct {
-	Clients           int
+	Clients int
+	// Bytes are conserved: EnqueuedBytes = SentBytes + DiscardedBytes +
+	// what is queued; RefusedBytes were never enqueued.
 	EnqueuedBytes     uint64
 	SentBytes         uint64
-	DroppedBytes      uint64
+	RefusedBytes      uint64
+	DiscardedBytes    uint64
 	UnknownClient     uint64 // calls naming a client that does not exist
 	BadPackets        uint64 // sizes outside [1, MaxPacket], channels out of range
 	ThrottleMalformed uint64 // Throttles blocks that were not 28 bytes
