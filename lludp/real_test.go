@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -101,7 +102,7 @@ func TestRealDatagramsMatchManifest(t *testing.T) {
 				t.Errorf("got flags %#x seq %d extra %d %s, manifest says %#x %d %d %s",
 					p.Flags, p.Sequence, p.Extra, p.Message().Name, r.flags, r.seq, r.extra, r.message)
 			}
-			if got := p.Acks.AppendTo(nil); !equalUint32s(got, r.acks) {
+			if got := p.Acks.AppendTo(nil); !slices.Equal(got, r.acks) {
 				t.Errorf("acks %v, manifest says %v", got, r.acks)
 			}
 			if got := len(p.Bytes()) - HeaderSize; got != r.expandedBodyLen {
@@ -118,18 +119,6 @@ func TestRealDatagramsMatchManifest(t *testing.T) {
 			}
 		})
 	}
-}
-
-func equalUint32s(a, b []uint32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestRegionHandshakeValues checks the real OpenSim RegionHandshake against

@@ -11,8 +11,10 @@ import (
 func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
 
 // trackReader feeds every datagram of r to a new default Tracker.
-func trackReader(r *capture.Reader) (*Tracker, error) {
-	tr := NewTracker(Config{})
+func trackReader(r *capture.Reader) (*Tracker, error) { return trackWith(NewTracker(Config{}), r) }
+
+// trackWith feeds every datagram of r to tr.
+func trackWith(tr *Tracker, r *capture.Reader) (*Tracker, error) {
 	for {
 		d, err := r.Next()
 		if errors.Is(err, io.EOF) {

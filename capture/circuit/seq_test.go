@@ -1,6 +1,7 @@
 package circuit
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
@@ -61,7 +62,7 @@ func TestSeqScenarios(t *testing.T) {
 			for i, a := range tc.in {
 				kinds[s.observe(a.seq, a.resent, int64(i)*int64(time.Millisecond), &lost)]++
 			}
-			if !equalSeqs(lost, tc.lost) {
+			if !slices.Equal(lost, tc.lost) {
 				t.Errorf("lost %v, want %v", lost, tc.lost)
 			}
 			for k, n := range tc.kinds {
@@ -121,16 +122,4 @@ func seqRange(from, to uint32) []uint32 {
 		out = append(out, s)
 	}
 	return out
-}
-
-func equalSeqs(a, b []uint32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -2,8 +2,6 @@ package circuit
 
 import (
 	"bytes"
-	"errors"
-	"io"
 	"net/netip"
 	"testing"
 	"time"
@@ -76,17 +74,7 @@ func track(t testing.TB, data []byte, cfg Config) (*Tracker, error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := NewTracker(cfg)
-	for {
-		d, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			return tr, nil
-		}
-		if err != nil {
-			return tr, err
-		}
-		tr.Observe(d)
-	}
+	return trackWith(NewTracker(cfg), r)
 }
 
 // TestCircuitMeasurement scripts a login and a lossy stream and checks

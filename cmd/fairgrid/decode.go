@@ -242,12 +242,7 @@ func parseHex(s string) ([]byte, error) {
 func (d *decoder) datagram(where string, raw []byte, context string) {
 	d.count++
 	if err := d.packet.DecodeFromBytes(raw); err != nil {
-		off := 0
-		var de *lludp.DecodeError
-		if errors.As(err, &de) {
-			off = de.Offset
-		}
-		d.fail(where, err.Error(), off, context)
+		d.fail(where, err.Error(), errorOffset(err), context)
 		return
 	}
 	if d.summary || d.filter != nil && !d.filter[d.packet.Message().Name] {
@@ -265,6 +260,15 @@ func (d *decoder) datagram(where string, raw []byte, context string) {
 		d.buf = append(dec.AppendText(append(d.buf[:0], where+": "...)), '\n')
 	}
 	d.out.Write(d.buf)
+}
+
+// errorOffset is where a decode error happened, 0 if it does not say.
+func errorOffset(err error) int {
+	var de *lludp.DecodeError
+	if errors.As(err, &de) {
+		return de.Offset
+	}
+	return 0
 }
 
 func (d *decoder) fail(where, msg string, offset int, context string) {
@@ -352,12 +356,7 @@ func (d *decoder) readCapture(name string, r *capture.Reader) {
 		}
 		if terr != nil && !errors.Is(terr, circuit.ErrNotCircuit) {
 			d.count++
-			off := 0
-			var de *lludp.DecodeError
-			if errors.As(terr, &de) {
-				off = de.Offset
-			}
-			d.fail(where, terr.Error(), off, context)
+			d.fail(where, terr.Error(), errorOffset(terr), context)
 			continue
 		}
 		d.datagram(where, dg.Payload, context)
