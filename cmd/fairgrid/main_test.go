@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // runCmd runs the binary's entry point in-process.
@@ -147,3 +148,24 @@ func TestRate(t *testing.T) {
 }
 
 func round(x float64) float64 { return float64(int64(x*10+0.5)) / 10 }
+
+func TestLinkFlags(t *testing.T) {
+	cfg, err := linkConfig("127.0.0.1:0", "127.0.0.1:9000", "down=2M,up=500k", "25ms", "down=3%,up=0.01", "50", "1", 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Down.Rate != 250_000 || cfg.Up.Rate != 62_500 || cfg.Down.Delay != 25*time.Millisecond || cfg.Up.Delay != 25*time.Millisecond ||
+		cfg.Down.Loss != 0.03 || cfg.Up.Loss != 0.01 || cfg.Down.Buffer != 50 || cfg.Seed != 7 {
+		t.Errorf("%+v", cfg)
+	}
+	for _, bad := range [][7]string{
+		{"x", "127.0.0.1:9000", "0", "0", "0", "1", "1"},
+		{"127.0.0.1:0", "127.0.0.1:9000", "fast", "0", "0", "1", "1"},
+		{"127.0.0.1:0", "127.0.0.1:9000", "0", "0", "left=1", "1", "1"},
+		{"127.0.0.1:0", "127.0.0.1:9000", "0", "soon", "0", "1", "1"},
+	} {
+		if _, err := linkConfig(bad[0], bad[1], bad[2], bad[3], bad[4], bad[5], bad[6], 1); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+}

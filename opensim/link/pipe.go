@@ -1,0 +1,146 @@
+package link
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// PipeConfig describes one direction of a link.
+type PipeConfig struct {
+	// Rate is the bottleneck in bytes/s; 0 is unlimited.
+	Rate int64
+	// Delay is the one-way propagation delay.
+	Delay time.Duration
+	// Loss is the probability a datagram is dropped at random, 0–1.
+	Loss float64
+	// BurstLen > 1 makes losses come in bursts of that mean length (a
+	// two-state Gilbert–Elliott channel) with the same mean rate Loss.
+	BurstLen float64
+	// Buffer is the FIFO length in datagrams ahead of the bottleneck; a
+	// datagram arriving to a full buffer is dropped. 0 means 1000.
+	Buffer int
+}
+
+func (c PipeConfig) validate() error {
+	var errs []error
+	if c.Rate < 0 {
+		errs = append(errs, fmt.Errorf("rate %d B/s is negative", c.Rate))
+	}
+	if c.Delay < 0 || c.Delay > time.Minute {
+		errs = append(errs, fmt.Errorf("delay %v outside [0, 1m]", c.Delay))
+	}
+	if !(c.Loss >= 0 && c.Loss < 1) {
+		errs = append(errs, fmt.Errorf("loss %v outside [0, 1)", c.Loss))
+	}
+	if c.BurstLen < 0 || c.BurstLen > 1e6 {
+		errs = append(errs, fmt.Errorf("burst length %v outside [0, 1e6]", c.BurstLen))
+	}
+	if c.Buffer < 0 {
+		errs = append(errs, fmt.Errorf("buffer %d is negative", c.Buffer))
+	}
+	return errors.Join(errs...)
+}
+
+// Cause says what became of a datagram offered to a pipe.
+type Cause uint8
+
+const (
+	Forwarded     Cause = iota
+	DroppedRandom       // the random (or bursty) loss process
+	DroppedQueue        // the FIFO ahead of the bottleneck was full
+)
+
+// PipeStats counts one direction.
+type PipeStats struct {
+	Forwarded     uint64
+	DroppedRandom uint64
+	DroppedQueue  uint64
+	// QueueDelay is the total time forwarded datagrams waited for the
+	// bottleneck; divide by Forwarded for the mean.
+	QueueDelay time.Duration
+}
+
+// QueueDelayMean is the mean queueing delay of forwarded datagrams.
+func (s PipeStats) QueueDelayMean() time.Duration {
+	if s.Forwarded == 0 {
+		return 0
+	}
+	return s.QueueDelay / time.Duration(s.Forwarded)
+}
+
+// Pipe is one direction of an emulated link: a FIFO in datagrams ahead of a
+// bottleneck of fixed rate, then a fixed delay, with random or bursty loss
+// before the queue. It decides each datagram's fate from its arrival time
+// and size alone — no clock, no goroutines — so a seeded pipe given the same
+// arrivals makes the same decisions.
+type Pipe struct {
+	cfg        PipeConfig
+	rng        *rand.Rand
+	bad        bool    // Gilbert–Elliott: in the lossy state
+	departures []int64 // ns at which queued datagrams leave the bottleneck, in order
+	lastDepart int64
+	stats      PipeStats
+}
+
+// NewPipe returns a pipe whose randomness comes from seed.
+func NewPipe(cfg PipeConfig, seed uint64) (*Pipe, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Buffer == 0 {
+		cfg.Buffer = 1000
+	}
+	return &Pipe{cfg: cfg, rng: rand.New(rand.NewPCG(seed, 0x5EED))}, nil
+}
+
+func (p *Pipe) lost() bool {
+	if p.cfg.Loss == 0 {
+		return false
+	}
+	if p.cfg.BurstLen <= 1 {
+		return p.rng.Float64() < p.cfg.Loss
+	}
+	// Stay bad for BurstLen datagrams on average; enter so that the
+	// stationary share of bad datagrams is Loss.
+	leave := 1 / p.cfg.BurstLen
+	enter := p.cfg.Loss * leave / (1 - p.cfg.Loss)
+	if p.bad {
+		p.bad = p.rng.Float64() >= leave
+	} else {
+		p.bad = p.rng.Float64() < enter
+	}
+	return p.bad
+}
+
+// Offer decides the fate of a datagram of size bytes arriving at now
+// (arrivals must not go back in time; an earlier time counts as now's
+// predecessor). It returns when the datagram reaches the far end, if it
+// does.
+func (p *Pipe) Offer(size int, now time.Time) (deliver time.Time, cause Cause) {
+	ns := now.UnixNano()
+	for len(p.departures) > 0 && p.departures[0] <= ns {
+		p.departures = p.departures[1:]
+	}
+	if p.lost() {
+		p.stats.DroppedRandom++
+		return time.Time{}, DroppedRandom
+	}
+	depart := ns
+	if p.cfg.Rate > 0 {
+		if len(p.departures) >= p.cfg.Buffer {
+			p.stats.DroppedQueue++
+			return time.Time{}, DroppedQueue
+		}
+		depart = max(ns, p.lastDepart) + int64(size)*int64(time.Second)/p.cfg.Rate
+		p.lastDepart = depart
+		p.departures = append(p.departures, depart)
+		p.stats.QueueDelay += time.Duration(depart - ns)
+	}
+	p.stats.Forwarded++
+	return time.Unix(0, depart).Add(p.cfg.Delay), Forwarded
+}
+
+// Stats returns the pipe's counters.
+func (p *Pipe) Stats() PipeStats { return p.stats }

@@ -1,0 +1,88 @@
+package link
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+var t0 = time.Unix(1_700_000_000, 0)
+
+// TestPipeRateAndQueue: a 1,000 B/s bottleneck with a 3-datagram buffer
+// serialises datagrams, delays them and drops what overflows.
+func TestPipeRateAndQueue(t *testing.T) {
+	p, err := NewPipe(PipeConfig{Rate: 1000, Delay: 50 * time.Millisecond, Buffer: 3}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []time.Duration
+	var causes []Cause
+	for range 5 { // five 100-byte datagrams at once
+		d, c := p.Offer(100, t0)
+		causes = append(causes, c)
+		if c == Forwarded {
+			got = append(got, d.Sub(t0))
+		}
+	}
+	want := []time.Duration{150 * time.Millisecond, 250 * time.Millisecond, 350 * time.Millisecond}
+	if len(got) != 3 || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
+		t.Errorf("deliveries %v, want %v", got, want)
+	}
+	if causes[3] != DroppedQueue || causes[4] != DroppedQueue {
+		t.Errorf("causes %v", causes)
+	}
+	// Once the first has left, there is room again.
+	if _, c := p.Offer(100, t0.Add(101*time.Millisecond)); c != Forwarded {
+		t.Errorf("after one left: %v", c)
+	}
+	st := p.Stats()
+	if st.Forwarded != 4 || st.DroppedQueue != 2 || st.QueueDelayMean() != (100+200+300+300-1)*time.Millisecond/4 {
+		t.Errorf("stats %+v, mean queue delay %v", st, st.QueueDelayMean())
+	}
+}
+
+// TestPipeLoss: random and bursty loss both drop their share, bursty in
+// longer runs, and a seed makes it repeatable.
+func TestPipeLoss(t *testing.T) {
+	const n = 200_000
+	run := func(cfg PipeConfig, seed uint64) (rate, meanRun float64, pattern []Cause) {
+		p, _ := NewPipe(cfg, seed)
+		lost, runs, in := 0, 0, false
+		for i := range n {
+			_, c := p.Offer(100, t0.Add(time.Duration(i)*time.Millisecond))
+			if i < 64 {
+				pattern = append(pattern, c)
+			}
+			if c == DroppedRandom {
+				lost++
+				if !in {
+					runs++
+				}
+			}
+			in = c == DroppedRandom
+		}
+		return float64(lost) / n, float64(lost) / float64(max(runs, 1)), pattern
+	}
+	r1, run1, pat1 := run(PipeConfig{Loss: 0.1}, 7)
+	r2, run2, _ := run(PipeConfig{Loss: 0.1, BurstLen: 5}, 7)
+	_, _, pat3 := run(PipeConfig{Loss: 0.1}, 7)
+	if math.Abs(r1-0.1) > 0.005 || math.Abs(r2-0.1) > 0.01 {
+		t.Errorf("loss rates %.4f random, %.4f bursty, want 0.1", r1, r2)
+	}
+	if run1 > 1.3 || run2 < 4 || run2 > 6 {
+		t.Errorf("mean loss runs %.2f random, %.2f bursty (want ~1.1 and ~5)", run1, run2)
+	}
+	for i := range pat1 {
+		if pat1[i] != pat3[i] {
+			t.Fatal("the same seed gave another loss pattern")
+		}
+	}
+}
+
+func TestPipeConfigErrors(t *testing.T) {
+	for _, cfg := range []PipeConfig{{Rate: -1}, {Delay: -time.Second}, {Loss: 1}, {Loss: math.NaN()}, {Buffer: -1}} {
+		if _, err := NewPipe(cfg, 0); err == nil {
+			t.Errorf("%+v accepted", cfg)
+		}
+	}
+}

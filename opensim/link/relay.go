@@ -1,0 +1,272 @@
+package link
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+)
+
+// Config configures a Relay.
+type Config struct {
+	// Listen is where viewers send: the simulator's address as they know it.
+	Listen netip.AddrPort
+	// Upstream is the simulator.
+	Upstream netip.AddrPort
+	// Down is simulator to viewer, Up viewer to simulator.
+	Down, Up PipeConfig
+	// Seed makes the loss processes repeatable (each direction derives its
+	// own stream from it).
+	Seed uint64
+	// Tap, if set, sees every datagram as the viewer's host does: what a
+	// viewer sends, when it sends it, and what reaches it, when it does.
+	// Up datagrams go from the viewer to Listen, down ones back. The
+	// payload is only valid during the call.
+	Tap func(d Datagram)
+}
+
+// Datagram is a datagram seen by the tap.
+type Datagram struct {
+	At       time.Time
+	Src, Dst netip.AddrPort
+	Payload  []byte
+	Up       bool
+}
+
+// Relay is a UDP relay between viewers and a simulator that emulates a
+// link: per direction a rate limit, a FIFO in datagrams, a delay and random
+// or bursty loss (Pipe). Each viewer endpoint gets its own upstream socket,
+// so the simulator sees one client per viewer, as it would without the
+// relay.
+type Relay struct {
+	cfg    Config
+	log    *slog.Logger
+	conn   *net.UDPConn // viewers ↔ relay
+	up     *Pipe
+	down   *Pipe
+	mu     sync.Mutex // guards the pipes, the circuits and the timeline
+	viewer map[netip.AddrPort]*net.UDPConn
+	queue  deliveries
+	wake   chan struct{}
+	wg     sync.WaitGroup
+}
+
+type delivery struct {
+	at      time.Time
+	payload []byte
+	up      bool
+	viewer  netip.AddrPort
+}
+
+type deliveries []delivery
+
+func (d deliveries) Len() int           { return len(d) }
+func (d deliveries) Less(i, j int) bool { return d[i].at.Before(d[j].at) }
+func (d deliveries) Swap(i, j int)      { d[i], d[j] = d[j], d[i] }
+func (d *deliveries) Push(x any)        { *d = append(*d, x.(delivery)) }
+func (d *deliveries) Pop() any {
+	old := *d
+	x := old[len(old)-1]
+	*d = old[:len(old)-1]
+	return x
+}
+
+// New binds the relay's listening socket; Run starts relaying.
+func New(cfg Config, log *slog.Logger) (*Relay, error) {
+	if !cfg.Upstream.IsValid() {
+		return nil, errors.New("link: upstream address required")
+	}
+	down, err := NewPipe(cfg.Down, cfg.Seed)
+	if err != nil {
+		return nil, fmt.Errorf("link: down: %w", err)
+	}
+	up, err := NewPipe(cfg.Up, cfg.Seed^0xA5A5A5A5)
+	if err != nil {
+		return nil, fmt.Errorf("link: up: %w", err)
+	}
+	conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(cfg.Listen))
+	if err != nil {
+		return nil, fmt.Errorf("link: listen: %w", err)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	setBuffers(conn)
+	return &Relay{cfg: cfg, log: log, conn: conn, up: up, down: down, viewer: map[netip.AddrPort]*net.UDPConn{}, wake: make(chan struct{}, 1)}, nil
+}
+
+// Addr is where viewers should send.
+func (r *Relay) Addr() netip.AddrPort { return r.conn.LocalAddr().(*net.UDPAddr).AddrPort() }
+
+// Stats returns each direction's counters.
+func (r *Relay) Stats() (down, up PipeStats) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.down.Stats(), r.up.Stats()
+}
+
+// Run relays until ctx ends, then closes every socket.
+func (r *Relay) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	r.wg.Add(1)
+	go func() { defer r.wg.Done(); r.deliverLoop(ctx) }()
+	errc := make(chan error, 1)
+	go func() { errc <- r.readViewers() }()
+	<-ctx.Done()
+	r.conn.Close()
+	r.mu.Lock()
+	for _, c := range r.viewer {
+		c.Close()
+	}
+	r.mu.Unlock()
+	r.wg.Wait()
+	<-errc
+	return nil
+}
+
+// readViewers takes datagrams from viewers into the up pipe.
+func (r *Relay) readViewers() error {
+	buf := make([]byte, 65536)
+	for {
+		n, from, err := r.conn.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			return err
+		}
+		r.offer(true, from, buf[:n], time.Now())
+	}
+}
+
+// InjectUp sends a datagram towards the simulator as if viewer had sent
+// it, through the up pipe: how the sidecar's demo sends its AgentThrottle
+// without a raw socket.
+func (r *Relay) InjectUp(viewer netip.AddrPort, payload []byte) {
+	r.offer(true, viewer, payload, time.Now())
+}
+
+func (r *Relay) offer(up bool, viewer netip.AddrPort, payload []byte, now time.Time) {
+	if up && r.cfg.Tap != nil {
+		r.cfg.Tap(Datagram{At: now, Src: viewer, Dst: r.Addr(), Payload: payload, Up: true})
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	pipe := r.down
+	if up {
+		pipe = r.up
+		if _, ok := r.viewer[viewer]; !ok {
+			if err := r.openUpstreamLocked(viewer); err != nil {
+				r.log.Warn("cannot open an upstream socket", "viewer", viewer, "err", err)
+				return
+			}
+		}
+	}
+	at, cause := pipe.Offer(len(payload), now)
+	if cause != Forwarded {
+		return
+	}
+	heap.Push(&r.queue, delivery{at: at, payload: append([]byte(nil), payload...), up: up, viewer: viewer})
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// openUpstreamLocked opens the socket a viewer's datagrams reach the
+// simulator from, and starts reading the simulator's answers on it.
+func (r *Relay) openUpstreamLocked(viewer netip.AddrPort) error {
+	local := netip.AddrPortFrom(r.cfg.Upstream.Addr(), 0)
+	if r.cfg.Upstream.Addr().IsUnspecified() {
+		local = netip.AddrPort{}
+	}
+	c, err := net.DialUDP("udp", net.UDPAddrFromAddrPort(local), net.UDPAddrFromAddrPort(r.cfg.Upstream))
+	if err != nil {
+		return err
+	}
+	setBuffers(c)
+	r.viewer[viewer] = c
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		buf := make([]byte, 65536)
+		for {
+			n, err := c.Read(buf)
+			if err != nil {
+				if !errors.Is(err, net.ErrClosed) {
+					r.log.Debug("upstream read", "viewer", viewer, "err", err)
+					if isTemporary(err) {
+						continue
+					}
+				}
+				return
+			}
+			r.offer(false, viewer, buf[:n], time.Now())
+		}
+	}()
+	return nil
+}
+
+// isTemporary: a refused send to a simulator that is not up yet reports
+// on the next read; the relay keeps reading.
+func isTemporary(err error) bool {
+	var ne *net.OpError
+	return errors.As(err, &ne) && !errors.Is(err, net.ErrClosed)
+}
+
+// deliverLoop sends each datagram when it reaches the far end of its pipe.
+func (r *Relay) deliverLoop(ctx context.Context) {
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		r.mu.Lock()
+		now := time.Now()
+		var due []delivery
+		for r.queue.Len() > 0 && !r.queue[0].at.After(now) {
+			due = append(due, heap.Pop(&r.queue).(delivery))
+		}
+		next := time.Hour
+		if r.queue.Len() > 0 {
+			next = r.queue[0].at.Sub(now)
+		}
+		r.mu.Unlock()
+		for _, d := range due {
+			r.send(d)
+		}
+		timer.Reset(next)
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.wake:
+		case <-timer.C:
+		}
+	}
+}
+
+func (r *Relay) send(d delivery) {
+	if d.up {
+		r.mu.Lock()
+		c := r.viewer[d.viewer]
+		r.mu.Unlock()
+		if c != nil {
+			c.Write(d.payload)
+		}
+		return
+	}
+	if r.cfg.Tap != nil {
+		r.cfg.Tap(Datagram{At: time.Now(), Src: r.Addr(), Dst: d.viewer, Payload: d.payload})
+	}
+	r.conn.WriteToUDPAddrPort(d.payload, d.viewer)
+}
+
+// socketBuffer is what the relay asks the kernel for (it may grant less):
+// bursts must queue in the emulated FIFO, not vanish in the socket.
+const socketBuffer = 4 << 20
+
+func setBuffers(c *net.UDPConn) {
+	c.SetReadBuffer(socketBuffer)
+	c.SetWriteBuffer(socketBuffer)
+}
