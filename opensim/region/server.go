@@ -1,0 +1,318 @@
+package region
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/fairgrid/fairgrid/lludp"
+	"github.com/fairgrid/fairgrid/opensim"
+)
+
+// Login is a circuit a restricted region accepts.
+type Login struct {
+	Code      uint32
+	AgentID   lludp.UUID
+	SessionID lludp.UUID
+}
+
+// Config configures a region. Zero durations take OpenSim's values
+// (protocol.md §8.5–§8.7, §9.3).
+type Config struct {
+	Listen    netip.AddrPort
+	Scheduler opensim.Config
+	// Allowed, if not empty, restricts UseCircuitCode to these circuits;
+	// otherwise any code is accepted (it is a test simulator).
+	Allowed  []Login
+	Activity Activity
+	// PingInterval: the region pings each client (OpenSim: 5 s).
+	PingInterval time.Duration
+	// ClientTimeout: a client silent this long is dropped (OpenSim's
+	// AckTimeout, 60 s).
+	ClientTimeout time.Duration
+	// AckFlush and AckBytes: pending acks go out every AckFlush, or at once
+	// after AckBytes of reliable data (OpenSim: 500 ms, 2 × MTU = 2800 B).
+	AckFlush time.Duration
+	AckBytes int
+	// QueueTarget is how many packets producers keep queued per channel.
+	QueueTarget int
+}
+
+func (c Config) withDefaults() Config {
+	if c.PingInterval == 0 {
+		c.PingInterval = 5 * time.Second
+	}
+	if c.ClientTimeout == 0 {
+		c.ClientTimeout = 60 * time.Second
+	}
+	if c.AckFlush == 0 {
+		c.AckFlush = 500 * time.Millisecond
+	}
+	if c.AckBytes == 0 {
+		c.AckBytes = 2800
+	}
+	if c.QueueTarget == 0 {
+		c.QueueTarget = 8
+	}
+	return c
+}
+
+// OpenSim's retransmission timeout: 5 × the smoothed ping, within 250 ms
+// and 3 s, 1 s before the first ping; the ping filter starts at 20 ms
+// (LLUDPClient.UpdateRoundTrip; protocol.md §9.3). No backoff.
+const (
+	rtoFactor     = 5
+	minRTO        = 250 * time.Millisecond
+	maxRTO        = 3 * time.Second
+	initialRTO    = time.Second
+	initialPingMS = 20
+	resendScan    = 100 * time.Millisecond
+	tick          = 10 * time.Millisecond
+	archiveLen    = 1024 // OpenSim's PacketArchive of reliable sequence numbers
+)
+
+// outPacket is a message waiting in the scheduler or for its ack.
+type outPacket struct {
+	payload []byte // message number and body, uncoded
+	flags   lludp.Flags
+	seq     uint32 // 0 until first sent
+	channel lludp.Channel
+	sentAt  time.Time
+	fresh   bool // counted in its producer's queue until first sent
+}
+
+type client struct {
+	id       opensim.ClientID
+	addr     netip.AddrPort
+	login    Login
+	moved    bool
+	seq      uint32
+	unacked  map[uint32]*outPacket
+	acks     []uint32
+	ackBytes int
+	archive  map[uint32]struct{}
+	archived [archiveLen]uint32
+	nextArch int
+	pingID   uint8
+	pingSent time.Time
+	pingMS   float64
+	rto      time.Duration
+	lastRecv time.Time
+	credit   [lludp.NumChannels]float64
+	queued   [lludp.NumChannels]int
+	counter  uint32
+	stats    ClientInfo
+}
+
+// ClientInfo describes a client, for tests and metrics.
+type ClientInfo struct {
+	Addr      netip.AddrPort
+	AgentID   lludp.UUID
+	Rates     [lludp.NumChannels]int64 // applied by the scheduler, bytes/s
+	Total     int64
+	SentBytes [lludp.NumChannels]uint64
+	Resends   uint64
+	Unacked   int
+	RTO       time.Duration
+	Throttles uint64 // AgentThrottles applied
+}
+
+// Counters of what the region refused.
+type Counters struct {
+	Malformed       uint64 // not LLUDP
+	Orphans         uint64 // from endpoints with no circuit
+	BadCircuitCodes uint64 // UseCircuitCode the region does not accept
+	BadIDs          uint64 // AgentID/SessionID not the circuit's
+	Duplicates      uint64 // reliable packets seen before
+	TimedOut        uint64
+	LoggedOut       uint64
+}
+
+// Server is a test region: an LLUDP endpoint that behaves like OpenSim
+// where fairgrid's measurements depend on it, and schedules its traffic
+// with package opensim.
+type Server struct {
+	cfg    Config
+	log    *slog.Logger
+	conn   *net.UDPConn
+	sched  *opensim.Scheduler[*outPacket]
+	in     chan inbound
+	packet lludp.Packet
+	buf    []byte
+
+	mu       sync.Mutex // guards everything below; the loop holds it while it works
+	clients  map[netip.AddrPort]*client
+	byID     map[opensim.ClientID]*client
+	counters Counters
+}
+
+type inbound struct {
+	from netip.AddrPort
+	data []byte
+	at   time.Time
+}
+
+// New binds the region's socket; Run serves.
+func New(cfg Config, log *slog.Logger) (*Server, error) {
+	cfg = cfg.withDefaults()
+	sched, err := opensim.New[*outPacket](cfg.Scheduler)
+	if err != nil {
+		return nil, fmt.Errorf("region: %w", err)
+	}
+	conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(cfg.Listen))
+	if err != nil {
+		return nil, fmt.Errorf("region: listen: %w", err)
+	}
+	conn.SetReadBuffer(4 << 20)
+	conn.SetWriteBuffer(4 << 20)
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Server{cfg: cfg, log: log, conn: conn, sched: sched, in: make(chan inbound, 4096),
+		clients: map[netip.AddrPort]*client{}, byID: map[opensim.ClientID]*client{}}, nil
+}
+
+// Addr is the region's UDP address.
+func (s *Server) Addr() netip.AddrPort { return s.conn.LocalAddr().(*net.UDPAddr).AddrPort() }
+
+// Counters returns what the region refused.
+func (s *Server) Counters() Counters {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.counters
+}
+
+// Clients describes the connected clients.
+func (s *Server) Clients() []ClientInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]ClientInfo, 0, len(s.clients))
+	for _, c := range s.clients {
+		info := c.stats
+		info.Addr, info.AgentID, info.Unacked, info.RTO = c.addr, c.login.AgentID, len(c.unacked), c.rto
+		info.Rates, info.Total, _ = s.sched.Rates(c.id)
+		out = append(out, info)
+	}
+	return out
+}
+
+// Run serves until ctx ends.
+func (s *Server) Run(ctx context.Context) error {
+	go s.read()
+	defer s.conn.Close()
+	ticker := time.NewTicker(tick)
+	defer ticker.Stop()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	var lastResend, lastAck, lastPing time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case p := <-s.in:
+			s.mu.Lock()
+			s.handle(p)
+			s.mu.Unlock()
+		case now := <-ticker.C:
+			s.mu.Lock()
+			s.produce(now)
+			if now.Sub(lastResend) >= resendScan {
+				s.resend(now)
+				lastResend = now
+			}
+			if now.Sub(lastAck) >= s.cfg.AckFlush {
+				for _, c := range s.clients {
+					s.flushAcks(c)
+				}
+				lastAck = now
+			}
+			if now.Sub(lastPing) >= s.cfg.PingInterval {
+				s.ping(now)
+				lastPing = now
+			}
+			s.expire(now)
+			s.mu.Unlock()
+		case <-timer.C:
+		}
+		s.mu.Lock()
+		wait := s.drain(time.Now())
+		s.mu.Unlock()
+		if wait >= 0 {
+			timer.Reset(wait)
+		}
+	}
+}
+
+func (s *Server) read() {
+	buf := make([]byte, 65536)
+	for {
+		n, from, err := s.conn.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			continue
+		}
+		s.in <- inbound{from: from, data: append([]byte(nil), buf[:n]...), at: time.Now()}
+	}
+}
+
+// drain sends everything the scheduler lets leave now and returns how long
+// until more may (Idle: nothing queued).
+func (s *Server) drain(now time.Time) time.Duration {
+	for {
+		it, wait, ok := s.sched.Next(now)
+		if !ok {
+			return wait
+		}
+		c := s.byID[it.Client]
+		if c == nil {
+			continue
+		}
+		p := it.Packet
+		if p.fresh {
+			p.fresh = false
+			c.queued[p.channel]--
+		}
+		if it.Resend {
+			c.stats.Resends++
+		}
+		c.stats.SentBytes[p.channel] += uint64(len(p.payload))
+		s.transmit(c, p, it.Resend, now)
+	}
+}
+
+// transmit numbers (first time only) and sends a packet; a reliable one
+// waits for its ack.
+func (s *Server) transmit(c *client, p *outPacket, resend bool, now time.Time) {
+	flags := p.flags
+	if p.seq == 0 {
+		c.seq++
+		p.seq = c.seq
+	}
+	if resend {
+		flags |= lludp.FlagResent
+	}
+	s.buf = lludp.AppendPacket(s.buf[:0], lludp.Header{Flags: flags, Sequence: p.seq}, p.payload, nil)
+	s.conn.WriteToUDPAddrPort(s.buf, c.addr)
+	if flags.Reliable() {
+		p.sentAt = now
+		c.unacked[p.seq] = p
+	}
+}
+
+// sendNow sends a message outside the scheduler, as OpenSim sends its
+// Unknown category: acks, pings, the handshake.
+func (s *Server) sendNow(c *client, m lludp.Typed, flags lludp.Flags, now time.Time) {
+	b, err := lludp.AppendMessage(nil, lludp.Header{}, m, nil)
+	if err != nil {
+		s.log.Error("encode", "err", err)
+		return
+	}
+	s.transmit(c, &outPacket{payload: b[lludp.HeaderSize:], flags: flags, channel: lludp.NoChannel}, false, now)
+}

@@ -1,0 +1,51 @@
+package viewer
+
+import (
+	"github.com/fairgrid/fairgrid/capture/circuit"
+	"github.com/fairgrid/fairgrid/lludp"
+)
+
+// Report is what a viewer measured (`fairgrid viewer --format json`).
+type Report struct {
+	Viewer             string             `json:"viewer"`
+	AgentID            string             `json:"agent_id"`
+	LoggedIn           bool               `json:"logged_in"`
+	RateBPS            float64            `json:"rate_bps"`   // received, mean over the run
+	ByChannel          map[string]float64 `json:"by_channel"` // bits/s per channel
+	ThrottleBPS        float64            `json:"throttle_bps"`
+	Lost               uint64             `json:"lost"`
+	LossEvents         uint64             `json:"loss_events"`
+	LossEventRate      float64            `json:"loss_event_rate"`
+	RTTms              *float64           `json:"rtt_ms"`
+	ReliableReceived   uint64             `json:"reliable_received"`
+	ReliableDuplicates uint64             `json:"reliable_duplicates"`
+	Received           uint64             `json:"packets_received"`
+}
+
+// Report summarises what the viewer has measured so far.
+func (v *Viewer) Report() Report {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	r := Report{Viewer: v.self.String(), AgentID: v.cfg.AgentID.String(), LoggedIn: v.loggedIn,
+		ThrottleBPS: v.throttle.BitsPerSecond(), ByChannel: map[string]float64{}}
+	c := v.circuit()
+	if c == nil {
+		return r
+	}
+	down := c.Stats(circuit.Down)
+	secs := v.last.Sub(v.start).Seconds()
+	if secs > 0 {
+		r.RateBPS = float64(down.Bytes) * 8 / secs
+		for ch := range lludp.Channel(lludp.NumChannels) {
+			r.ByChannel[ch.String()] = float64(down.ByChannel[ch]) * 8 / secs
+		}
+	}
+	r.Lost, r.LossEvents, r.LossEventRate = down.Lost, down.LossEvents, down.LossEventRate
+	r.ReliableReceived, r.Received = down.Reliable, down.Packets
+	r.ReliableDuplicates = down.SpuriousResends + down.Duplicates
+	if c.RTT().Samples() > 0 {
+		ms := float64(c.RTT().SRTT().Microseconds()) / 1000
+		r.RTTms = &ms
+	}
+	return r
+}

@@ -1,0 +1,370 @@
+package viewer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/fairgrid/fairgrid/capture"
+	"github.com/fairgrid/fairgrid/capture/circuit"
+	"github.com/fairgrid/fairgrid/lludp"
+	"github.com/fairgrid/fairgrid/ratecalc"
+	"github.com/fairgrid/fairgrid/throttle"
+)
+
+// Config configures a synthetic viewer. Zero fields take the defaults
+// named, which follow the Second Life viewer (protocol.md §9.1–§9.2, §11.2).
+type Config struct {
+	Sim   netip.AddrPort
+	Local netip.AddrPort // default: an ephemeral port on the sim's side of loopback
+	// Identity; AgentID and SessionID default to values derived from
+	// CircuitCode, which defaults to 1.
+	AgentID, SessionID lludp.UUID
+	CircuitCode        uint32
+	// Throttle is the total the viewer asks for, split the viewer's way.
+	// Default 1,500 kbps (1024 bit/s units): the classic viewer's request.
+	Throttle ratecalc.Rate
+	// FollowViewerRule makes the viewer adjust its throttle every 5 s by
+	// the stock ±10 % rule, on the loss it measures itself.
+	FollowViewerRule bool
+	// AckDelay is how long acks wait to be batched (AckCollectTime, 100 ms).
+	AckDelay time.Duration
+	// AgentUpdateInterval: the avatar's state stream (default 100 ms: 10 Hz).
+	AgentUpdateInterval time.Duration
+	// PingInterval (default 5 s, circuit_heartbeat_interval).
+	PingInterval time.Duration
+}
+
+// DefaultThrottle is the classic viewer's 1,500 kbps request.
+var DefaultThrottle = ratecalc.RateFromBits(1500 * 1024)
+
+func (c Config) withDefaults() Config {
+	if c.CircuitCode == 0 {
+		c.CircuitCode = 1
+	}
+	if c.AgentID.IsZero() {
+		c.AgentID = lludp.UUID{0xA6, byte(c.CircuitCode >> 24), byte(c.CircuitCode >> 16), byte(c.CircuitCode >> 8), byte(c.CircuitCode), 1}
+	}
+	if c.SessionID.IsZero() {
+		c.SessionID = lludp.UUID{0x5E, byte(c.CircuitCode >> 24), byte(c.CircuitCode >> 16), byte(c.CircuitCode >> 8), byte(c.CircuitCode), 2}
+	}
+	if c.Throttle == 0 {
+		c.Throttle = DefaultThrottle
+	}
+	if c.AckDelay == 0 {
+		c.AckDelay = 100 * time.Millisecond
+	}
+	if c.AgentUpdateInterval == 0 {
+		c.AgentUpdateInterval = 100 * time.Millisecond
+	}
+	if c.PingInterval == 0 {
+		c.PingInterval = 5 * time.Second
+	}
+	return c
+}
+
+// The viewer's reliable-send timeout: max(1 s, 5 × ping), 3 retries
+// (message.h LL_RELIABLE_TIMEOUT_FACTOR, LL_DEFAULT_RELIABLE_RETRIES).
+const (
+	minReliableTimeout = time.Second
+	reliableRetries    = 3
+	ruleInterval       = 5 * time.Second // DYNAMIC_UPDATE_DURATION
+)
+
+type pendingReliable struct {
+	datagram []byte
+	sentAt   time.Time
+	retries  int
+}
+
+// Viewer is a synthetic viewer: it logs in with UseCircuitCode, completes
+// the handshake, streams AgentUpdate, pings, acks, asks for its throttle,
+// and measures what it receives with the same circuit tracker the sidecar
+// uses.
+type Viewer struct {
+	cfg  Config
+	log  *slog.Logger
+	conn *net.UDPConn
+	self netip.AddrPort
+
+	mu       sync.Mutex // guards everything below
+	tracker  *circuit.Tracker
+	rule     *ratecalc.Viewer
+	seq      uint32
+	pingID   uint8
+	acks     []uint32
+	ackSince time.Time
+	unacked  map[uint32]*pendingReliable
+	loggedIn bool
+	moved    bool
+	throttle ratecalc.Rate
+	start    time.Time
+	last     time.Time
+	packet   lludp.Packet
+}
+
+// New binds the viewer's socket; Run logs in and runs.
+func New(cfg Config, log *slog.Logger) (*Viewer, error) {
+	cfg = cfg.withDefaults()
+	if !cfg.Sim.IsValid() {
+		return nil, errors.New("viewer: simulator address required")
+	}
+	local := cfg.Local
+	if !local.IsValid() {
+		local = netip.AddrPortFrom(cfg.Sim.Addr(), 0)
+		if cfg.Sim.Addr().IsUnspecified() {
+			local = netip.AddrPort{}
+		}
+	}
+	conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(local))
+	if err != nil {
+		return nil, fmt.Errorf("viewer: %w", err)
+	}
+	conn.SetReadBuffer(2 << 20)
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	v := &Viewer{cfg: cfg, log: log, conn: conn, self: conn.LocalAddr().(*net.UDPAddr).AddrPort(),
+		unacked: map[uint32]*pendingReliable{}, throttle: cfg.Throttle}
+	tcfg := circuit.Config{Sims: []netip.AddrPort{cfg.Sim}}
+	if cfg.FollowViewerRule {
+		// The stock rule steps 10 % of the preference, which the request is
+		// 1.5× of (protocol.md §7.3).
+		rule, err := ratecalc.NewViewer(ratecalc.ViewerConfig{Setting: cfg.Throttle / 1.5})
+		if err != nil {
+			conn.Close()
+			return nil, err
+		}
+		v.rule = rule
+		tcfg.NewController = func(circuit.Key) ratecalc.Controller { return rule }
+	}
+	v.tracker = circuit.NewTracker(tcfg)
+	return v, nil
+}
+
+// Addr is the viewer's UDP endpoint.
+func (v *Viewer) Addr() netip.AddrPort { return v.self }
+
+// Run logs in, then serves until ctx ends, and logs out.
+func (v *Viewer) Run(ctx context.Context) error {
+	defer v.conn.Close()
+	in := make(chan inbound, 1024)
+	go v.read(in)
+	v.mu.Lock()
+	v.start = time.Now()
+	v.sendReliable(&lludp.UseCircuitCode{Code: v.cfg.CircuitCode, SessionID: v.cfg.SessionID, AgentID: v.cfg.AgentID}, 0, v.start)
+	v.mu.Unlock()
+	ticker := time.NewTicker(10 * time.Millisecond)
+	defer ticker.Stop()
+	var lastUpdate, lastPing, lastRule time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			v.mu.Lock()
+			if v.moved {
+				v.send(&lludp.LogoutRequest{AgentData: v.agent()}, lludp.FlagReliable, time.Now())
+			}
+			v.mu.Unlock()
+			return nil
+		case d := <-in:
+			v.mu.Lock()
+			v.handle(d)
+			v.mu.Unlock()
+		case now := <-ticker.C:
+			v.mu.Lock()
+			if v.moved && now.Sub(lastUpdate) >= v.cfg.AgentUpdateInterval {
+				v.send(&lludp.AgentUpdate{AgentData: v.agent(), Far: 64, CameraAtAxis: lludp.Vector3{1, 0, 0}}, lludp.FlagZeroCoded, now)
+				lastUpdate = now
+			}
+			if v.loggedIn && now.Sub(lastPing) >= v.cfg.PingInterval {
+				v.pingID++
+				v.send(&lludp.StartPingCheck{PingID: v.pingID, OldestUnacked: v.seq}, 0, now)
+				lastPing = now
+			}
+			if len(v.acks) > 0 && now.Sub(v.ackSince) >= v.cfg.AckDelay {
+				v.flushAcks(now)
+			}
+			if v.rule != nil && v.moved && now.Sub(lastRule) >= ruleInterval {
+				if !lastRule.IsZero() {
+					if r := v.rule.Rate(now); r != v.throttle {
+						v.throttle = r
+						v.sendThrottle(now)
+					}
+				}
+				lastRule = now
+			}
+			v.retransmit(now)
+			v.mu.Unlock()
+		}
+	}
+}
+
+type inbound struct {
+	data []byte
+	at   time.Time
+}
+
+func (v *Viewer) read(in chan<- inbound) {
+	buf := make([]byte, 65536)
+	for {
+		n, from, err := v.conn.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			continue // a refused send reports here; keep reading
+		}
+		if from != v.cfg.Sim {
+			continue
+		}
+		in <- inbound{data: append([]byte(nil), buf[:n]...), at: time.Now()}
+	}
+}
+
+func (v *Viewer) agent() lludp.AgentData {
+	return lludp.AgentData{AgentID: v.cfg.AgentID, SessionID: v.cfg.SessionID}
+}
+
+// observe feeds a datagram to the viewer's own measurement.
+func (v *Viewer) observe(b []byte, at time.Time, up bool) {
+	src, dst := v.cfg.Sim, v.self
+	if up {
+		src, dst = v.self, v.cfg.Sim
+	}
+	v.tracker.Observe(capture.Datagram{At: at, Src: src, Dst: dst, Payload: b})
+	v.last = at
+}
+
+// send numbers and sends a message, with the pending acks appended.
+func (v *Viewer) send(m lludp.Typed, flags lludp.Flags, now time.Time) {
+	v.seq++
+	acks := v.acks[:min(len(v.acks), 250)]
+	b, err := lludp.AppendMessage(nil, lludp.Header{Flags: flags, Sequence: v.seq}, m, acks)
+	if err != nil {
+		v.log.Error("encode", "err", err)
+		return
+	}
+	v.acks = v.acks[len(acks):]
+	if flags.Reliable() {
+		// Resends carry no appended acks (the viewer stores the copy first).
+		plain, _ := lludp.AppendMessage(nil, lludp.Header{Flags: flags | lludp.FlagResent, Sequence: v.seq}, m, nil)
+		v.unacked[v.seq] = &pendingReliable{datagram: plain, sentAt: now}
+	}
+	v.write(b, now)
+}
+
+func (v *Viewer) sendReliable(m lludp.Typed, flags lludp.Flags, now time.Time) {
+	v.send(m, flags|lludp.FlagReliable, now)
+}
+
+func (v *Viewer) write(b []byte, now time.Time) {
+	v.conn.WriteToUDPAddrPort(b, v.cfg.Sim)
+	v.observe(b, now, true)
+}
+
+// flushAcks sends pending acks as PacketAck messages.
+func (v *Viewer) flushAcks(now time.Time) {
+	for len(v.acks) > 0 {
+		n := min(len(v.acks), 251) // LLCircuit::sendAcks
+		v.seq++
+		b, _ := lludp.AppendMessage(nil, lludp.Header{Sequence: v.seq}, &lludp.PacketAck{IDs: v.acks[:n]}, nil)
+		v.write(b, now)
+		v.acks = v.acks[n:]
+	}
+}
+
+// retransmit resends reliable packets unacked for max(1 s, 5 × RTT).
+func (v *Viewer) retransmit(now time.Time) {
+	timeout := minReliableTimeout
+	if c := v.circuit(); c != nil && c.RTT().Samples() > 0 {
+		timeout = max(timeout, 5*c.RTT().SRTT())
+	}
+	for seq, p := range v.unacked {
+		if now.Sub(p.sentAt) < timeout {
+			continue
+		}
+		if p.retries == reliableRetries {
+			delete(v.unacked, seq)
+			continue
+		}
+		p.retries++
+		p.sentAt = now
+		v.write(p.datagram, now)
+	}
+}
+
+func (v *Viewer) circuit() *circuit.Circuit {
+	return v.tracker.Circuit(circuit.Key{Viewer: v.self, Sim: v.cfg.Sim})
+}
+
+func (v *Viewer) sendThrottle(now time.Time) {
+	v.sendReliable(&lludp.AgentThrottle{AgentData: v.agent(), CircuitCode: v.cfg.CircuitCode,
+		Throttles: throttle.ViewerSplit(v.throttle)}, lludp.FlagZeroCoded, now)
+}
+
+// SetThrottle asks the simulator for a new total at once.
+func (v *Viewer) SetThrottle(r ratecalc.Rate) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.throttle = r
+	if v.moved {
+		v.sendThrottle(time.Now())
+	}
+}
+
+// handle processes one datagram from the simulator.
+func (v *Viewer) handle(d inbound) {
+	v.observe(d.data, d.at, false)
+	p := &v.packet
+	if p.DecodeFromBytes(d.data) != nil {
+		return
+	}
+	for i := range p.Acks.Len() {
+		v.acked(p.Acks.At(i))
+	}
+	if p.Flags.Reliable() {
+		if len(v.acks) == 0 {
+			v.ackSince = d.at
+		}
+		v.acks = append(v.acks, p.Sequence)
+	}
+	switch p.ID {
+	case lludp.PacketAckID:
+		var m lludp.PacketAck
+		if p.Unmarshal(&m) == nil {
+			for _, id := range m.IDs {
+				v.acked(id)
+			}
+		}
+	case lludp.StartPingCheckID:
+		var m lludp.StartPingCheck
+		if p.Unmarshal(&m) == nil {
+			v.send(&lludp.CompletePingCheck{PingID: m.PingID}, 0, d.at)
+		}
+	case lludp.RegionHandshakeID:
+		v.sendReliable(&lludp.RegionHandshakeReply{AgentData: v.agent(), Flags: 3}, lludp.FlagZeroCoded, d.at)
+	case lludp.AgentMovementCompleteID:
+		if !v.moved {
+			v.moved = true
+			v.sendThrottle(d.at)
+		}
+	}
+}
+
+// acked removes an acknowledged reliable packet; the ack of UseCircuitCode
+// is the cue to send CompleteAgentMovement.
+func (v *Viewer) acked(seq uint32) {
+	if _, ok := v.unacked[seq]; !ok {
+		return
+	}
+	delete(v.unacked, seq)
+	if seq == 1 && !v.loggedIn {
+		v.loggedIn = true
+		v.sendReliable(&lludp.CompleteAgentMovement{AgentData: v.agent(), CircuitCode: v.cfg.CircuitCode}, 0, time.Now())
+	}
+}
