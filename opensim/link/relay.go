@@ -28,6 +28,8 @@ type Config struct {
 	// Up datagrams go from the viewer to Listen, down ones back. The
 	// payload is only valid during the call.
 	Tap func(d Datagram)
+	// OnDrop, if set, sees every datagram the link drops, when it drops it.
+	OnDrop func(d Datagram, cause Cause)
 }
 
 // Datagram is a datagram seen by the tap.
@@ -167,6 +169,13 @@ func (r *Relay) offer(up bool, viewer netip.AddrPort, payload []byte, now time.T
 	}
 	at, cause := pipe.Offer(len(payload), now)
 	if cause != Forwarded {
+		if r.cfg.OnDrop != nil {
+			d := Datagram{At: now, Src: r.cfg.Upstream, Dst: viewer, Payload: payload, Up: up}
+			if up {
+				d.Src, d.Dst = viewer, r.cfg.Upstream
+			}
+			r.cfg.OnDrop(d, cause)
+		}
 		return
 	}
 	heap.Push(&r.queue, delivery{at: at, payload: append([]byte(nil), payload...), up: up, viewer: viewer})

@@ -81,6 +81,10 @@ func (s *Server) handle(in inbound) {
 		raw := p.Field(bi, 0, msg.Blocks[bi].FieldIndex("Throttles"))
 		if _, err := s.sched.SetThrottle(c.id, raw, in.at); err == nil {
 			c.stats.Throttles++
+			if s.cfg.OnThrottle != nil {
+				_, total, _ := s.sched.Rates(c.id)
+				s.cfg.OnThrottle(c.addr, total, in.at)
+			}
 		}
 	case lludp.AgentUpdateID:
 		var m lludp.AgentUpdate

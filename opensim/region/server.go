@@ -41,6 +41,10 @@ type Config struct {
 	AckBytes int
 	// QueueTarget is how many packets producers keep queued per channel.
 	QueueTarget int
+	// OnThrottle, if set, is called with a client's address and new total
+	// (bytes/s) each time an AgentThrottle is applied. It runs on the
+	// region's loop and must not block.
+	OnThrottle func(addr netip.AddrPort, total int64, at time.Time)
 }
 
 func (c Config) withDefaults() Config {
@@ -315,4 +319,12 @@ func (s *Server) sendNow(c *client, m lludp.Typed, flags lludp.Flags, now time.T
 		return
 	}
 	s.transmit(c, &outPacket{payload: b[lludp.HeaderSize:], flags: flags, channel: lludp.NoChannel}, false, now)
+}
+
+// SetActivity changes the load the region offers (Standing to stop
+// producing all but a trickle).
+func (s *Server) SetActivity(a Activity) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cfg.Activity = a
 }

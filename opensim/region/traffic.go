@@ -18,9 +18,10 @@ const (
 	Walking
 	Flying // into a busy region: every channel loaded
 	LoginBurst
+	Idle // nothing but pings and acks: lets resends finish
 )
 
-var activityNames = [...]string{"standing", "walking", "flying", "login"}
+var activityNames = [...]string{"standing", "walking", "flying", "login", "idle"}
 
 func (a Activity) String() string {
 	if int(a) < len(activityNames) {
@@ -84,6 +85,7 @@ var loads = [...][lludp.NumChannels]channelLoad{
 		lludp.Layer:          {Rate: 120_000, Size: 1000},
 		lludp.AssetChannel:   {Rate: 100_000, Size: 1000},
 	},
+	Idle: {},
 }
 
 // message builds the channel's next payload (message number and body,

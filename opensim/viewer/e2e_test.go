@@ -2,10 +2,14 @@ package viewer
 
 import (
 	"context"
+	"math"
 	"net/netip"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/fairgrid/fairgrid/lludp"
+	"github.com/fairgrid/fairgrid/opensim/link"
 	"github.com/fairgrid/fairgrid/opensim/region"
 	"github.com/fairgrid/fairgrid/ratecalc"
 )
@@ -55,5 +59,165 @@ func TestLoginAndThrottle(t *testing.T) {
 	}
 	if rep.Lost != 0 || rep.RTTms == nil {
 		t.Errorf("on loopback: %d lost, RTT %v", rep.Lost, rep.RTTms)
+	}
+}
+
+// TestLossyLink: through the link emulator with 10 % random loss each way,
+// every reliable packet still arrives (resends), and the loss the viewer
+// measures is exactly the simulator datagrams whose original transmission
+// the emulator dropped (a dropped resend is no new loss).
+func TestLossyLink(t *testing.T) {
+	sim := startRegion(t, region.Config{Activity: region.Walking})
+	var mu sync.Mutex
+	droppedOriginals := map[uint32]bool{}
+	delivered := map[uint32]bool{}
+	var droppedReliable []uint32
+	seqOf := func(b []byte) (uint32, lludp.Flags, bool) {
+		h, _, _, err := lludp.ParseHeader(b)
+		return h.Sequence, h.Flags, err == nil
+	}
+	relay, err := link.New(link.Config{
+		Listen: netip.MustParseAddrPort("127.0.0.1:0"), Upstream: sim.Addr(), Seed: 9,
+		Down: link.PipeConfig{Loss: 0.1, Delay: 10 * time.Millisecond},
+		Up:   link.PipeConfig{Loss: 0.1, Delay: 10 * time.Millisecond},
+		OnDrop: func(d link.Datagram, _ link.Cause) {
+			seq, flags, ok := seqOf(d.Payload)
+			if !ok || d.Up || seq == 0 {
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if !flags.Resent() {
+				droppedOriginals[seq] = true
+			}
+			if flags.Reliable() {
+				droppedReliable = append(droppedReliable, seq)
+			}
+		},
+		Tap: func(d link.Datagram) {
+			if seq, _, ok := seqOf(d.Payload); ok && !d.Up {
+				mu.Lock()
+				delivered[seq] = true
+				mu.Unlock()
+			}
+		},
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { relay.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	// Walk for 6 s, then idle for 6 s: resends of what was lost last (RTO
+	// up to 3 s) have time to arrive.
+	v, err := New(Config{Sim: relay.Addr(), CircuitCode: 11, Throttle: ratecalc.RateFromBits(800_000)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vctx, vcancel := context.WithTimeout(context.Background(), 12*time.Second)
+	defer vcancel()
+	stand := time.AfterFunc(6*time.Second, func() { sim.SetActivity(region.Idle) })
+	defer stand.Stop()
+	v.Run(vctx)
+	rep := v.Report()
+	down, up := relay.Stats()
+	mu.Lock()
+	defer mu.Unlock()
+	missing := 0
+	for _, seq := range droppedReliable {
+		if !delivered[seq] {
+			missing++
+		}
+	}
+	t.Logf("viewer: %d received, %d lost, %d loss events; link down %+v, up %+v; %d originals dropped; %d reliable drops, %d never delivered",
+		rep.Received, rep.Lost, rep.LossEvents, down, up, len(droppedOriginals), len(droppedReliable), missing)
+	if down.DroppedRandom < 20 {
+		t.Fatalf("only %d drops: the test did not exercise loss", down.DroppedRandom)
+	}
+	if missing != 0 {
+		t.Errorf("%d reliable packets were never delivered", missing)
+	}
+	// The last few gaps may be unconfirmed (fewer than three later arrivals).
+	if d := int(rep.Lost) - len(droppedOriginals); d > 0 || d < -3 {
+		t.Errorf("the viewer measured %d lost, the link dropped %d originals", rep.Lost, len(droppedOriginals))
+	}
+}
+
+// TestThrottleChange: a new AgentThrottle takes effect at the region
+// within one RTT of the viewer sending it (here across a 50 ms-RTT link).
+func TestThrottleChange(t *testing.T) {
+	applied := make(chan int64, 16)
+	sim := startRegion(t, region.Config{Activity: region.Walking, OnThrottle: func(_ netip.AddrPort, total int64, _ time.Time) {
+		select {
+		case applied <- total:
+		default:
+		}
+	}})
+	relay, err := link.New(link.Config{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Upstream: sim.Addr(),
+		Down: link.PipeConfig{Delay: 25 * time.Millisecond}, Up: link.PipeConfig{Delay: 25 * time.Millisecond}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go relay.Run(ctx)
+	v, err := New(Config{Sim: relay.Addr(), CircuitCode: 12, Throttle: ratecalc.RateFromBits(300_000)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vdone := make(chan struct{})
+	go func() { v.Run(ctx); close(vdone) }()
+	defer func() { cancel(); <-vdone }()
+	first := <-applied // the login throttle
+	want := ratecalc.RateFromBits(1_200_000)
+	sent := time.Now()
+	v.SetThrottle(want)
+	select {
+	case total := <-applied:
+		took := time.Since(sent)
+		t.Logf("login throttle %d B/s; the new one (%d B/s) applied %v after it was sent", first, total, took)
+		if math.Abs(float64(total)/float64(want)-1) > 0.02 {
+			t.Errorf("applied %d B/s, asked %.0f", total, float64(want))
+		}
+		if took > 50*time.Millisecond+20*time.Millisecond { // one RTT, with scheduling slack
+			t.Errorf("took %v, more than one RTT (50 ms)", took)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the new throttle never took effect")
+	}
+}
+
+// TestThousandViewers: 1,000 viewers in one process log in and are served.
+func TestThousandViewers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("1,000 viewers: skipped with -short")
+	}
+	sim := startRegion(t, region.Config{Activity: region.Standing})
+	const n = 1000
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+	defer cancel()
+	viewers := make([]*Viewer, n)
+	var wg sync.WaitGroup
+	for i := range viewers {
+		v, err := New(Config{Sim: sim.Addr(), CircuitCode: uint32(1000 + i)}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		viewers[i] = v
+		wg.Add(1)
+		go func() { defer wg.Done(); v.Run(ctx) }()
+	}
+	wg.Wait()
+	served := 0
+	for _, v := range viewers {
+		if r := v.Report(); r.LoggedIn && r.ReliableReceived > 0 {
+			served++
+		}
+	}
+	t.Logf("%d of %d viewers logged in and received traffic; region refused %+v", served, n, sim.Counters())
+	if served != n {
+		t.Errorf("only %d of %d viewers were served", served, n)
 	}
 }
