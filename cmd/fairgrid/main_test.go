@@ -169,3 +169,18 @@ func TestLinkFlags(t *testing.T) {
 		}
 	}
 }
+
+func TestSimFlags(t *testing.T) {
+	cfg, err := simConfig("127.0.0.1:0", "flying", "7:11111111-2222-3333-4444-555555555555:66666666-7777-8888-9999-aaaaaaaaaaaa", "2M", "10M", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Allowed) != 1 || cfg.Allowed[0].Code != 7 || cfg.Scheduler.ClientMax != 250_000 || cfg.Scheduler.SceneMax != 1_250_000 || !cfg.Scheduler.AvatarPriority {
+		t.Errorf("%+v", cfg)
+	}
+	for _, bad := range [][3]string{{"x", "walking", ""}, {"127.0.0.1:0", "running", ""}, {"127.0.0.1:0", "walking", "7:nope:nope"}, {"127.0.0.1:0", "walking", "1:2"}} {
+		if _, err := simConfig(bad[0], bad[1], bad[2], "1M", "1M", false); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+}

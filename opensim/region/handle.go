@@ -186,7 +186,7 @@ func (s *Server) produce(now time.Time) {
 	dt := tick.Seconds()
 	var buf []byte
 	for _, c := range s.clients {
-		if !c.moved {
+		if !c.moved || len(c.unacked) > ackStall {
 			continue
 		}
 		for ch, load := range loads[s.cfg.Activity] {

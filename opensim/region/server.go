@@ -76,8 +76,12 @@ const (
 	initialRTO    = time.Second
 	initialPingMS = 20
 	resendScan    = 100 * time.Millisecond
-	tick          = 10 * time.Millisecond
-	archiveLen    = 1024 // OpenSim's PacketArchive of reliable sequence numbers
+	// ackStall: with more unacked reliable packets than this, producers
+	// stop feeding a client (OpenSim\'s 50-unacked stall, protocol.md §8.5);
+	// a client that never acks cannot grow the region\'s memory.
+	ackStall   = 50
+	tick       = 10 * time.Millisecond
+	archiveLen = 1024 // OpenSim's PacketArchive of reliable sequence numbers
 )
 
 // outPacket is a message waiting in the scheduler or for its ack.
@@ -124,6 +128,9 @@ type ClientInfo struct {
 	Unacked   int
 	RTO       time.Duration
 	Throttles uint64 // AgentThrottles applied
+	// Queued is the bytes waiting per channel; Refused the bytes tail-dropped.
+	Queued  [lludp.NumChannels]int64
+	Refused uint64
 }
 
 // Counters of what the region refused.
@@ -200,6 +207,11 @@ func (s *Server) Clients() []ClientInfo {
 		info := c.stats
 		info.Addr, info.AgentID, info.Unacked, info.RTO = c.addr, c.login.AgentID, len(c.unacked), c.rto
 		info.Rates, info.Total, _ = s.sched.Rates(c.id)
+		st, queued, _ := s.sched.ClientStats(c.id)
+		info.Queued = queued
+		for _, ch := range st.Channels {
+			info.Refused += ch.RefusedBytes
+		}
 		out = append(out, info)
 	}
 	return out
@@ -327,4 +339,11 @@ func (s *Server) SetActivity(a Activity) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.cfg.Activity = a
+}
+
+// SchedulerStats returns the scheduler's counters.
+func (s *Server) SchedulerStats() opensim.Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sched.Stats()
 }

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/fairgrid/fairgrid/lludp"
+	"github.com/fairgrid/fairgrid/opensim"
+	"github.com/fairgrid/fairgrid/opensim/region"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+const simSynopsis = `[--listen ADDR] [--activity A] [--allow CODE:AGENT:SESSION,...] [--client-max BPS] [--scene-max BPS] [--avatar-priority] [--metrics ADDR] [--duration D]
+
+A test region simulator speaking LLUDP: viewers log in with UseCircuitCode
+(any circuit code unless --allow restricts them), and it sends them the
+traffic of an activity (standing, walking, flying, login, idle), scheduled
+by package opensim at each client's AgentThrottle. It runs until
+interrupted or for --duration, then prints its clients.`
+
+func runSim(args []string, s stdio) int {
+	fs := newFlagSet("sim", simSynopsis, s)
+	listen := fs.String("listen", "127.0.0.1:9000", "UDP address of the region")
+	activity := fs.String("activity", "walking", "what the avatar is doing: standing, walking, flying, login or idle")
+	allow := fs.String("allow", "", "accept only these circuits: CODE:AGENT-UUID:SESSION-UUID, comma-separated")
+	clientMax := fs.String("client-max", "5.12M", "largest total per client, bits/s")
+	sceneMax := fs.String("scene-max", "50M", "cap over all clients, bits/s")
+	priority := fs.Bool("avatar-priority", false, "give avatar updates strict priority up to their rate")
+	metrics := fs.String("metrics", "", "serve Prometheus metrics on this address (for example 127.0.0.1:9101)")
+	duration := fs.Duration("duration", 0, "stop after this long (0: until interrupted)")
+	if code, ok := parseFlags(fs, simSynopsis, args, s); !ok {
+		return code
+	}
+	cfg, err := simConfig(*listen, *activity, *allow, *clientMax, *sceneMax, *priority)
+	if err != nil {
+		fmt.Fprintf(s.err, "fairgrid sim: %v\n", err)
+		return exitUsage
+	}
+	log := slog.New(slog.NewTextHandler(s.err, nil))
+	srv, err := region.New(cfg, log)
+	if err != nil {
+		fmt.Fprintf(s.err, "fairgrid sim: %v\n", err)
+		return exitFail
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if *duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, *duration)
+		defer cancel()
+	}
+	if *metrics != "" {
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(region.NewCollector(srv))
+		ln, err := net.Listen("tcp", *metrics)
+		if err != nil {
+			fmt.Fprintf(s.err, "fairgrid sim: metrics: %v\n", err)
+			return exitFail
+		}
+		hs := &http.Server{Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 5 * time.Second}
+		go func() {
+			if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("metrics server", "err", err)
+			}
+		}()
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			hs.Shutdown(sctx)
+		}()
+	}
+	log.Info("region listening", "addr", srv.Addr(), "activity", cfg.Activity)
+	srv.Run(ctx)
+	for _, c := range srv.Clients() {
+		var sent uint64
+		for _, b := range c.SentBytes {
+			sent += b
+		}
+		fmt.Fprintf(s.out, "%v agent %v: throttle %.0f kbit/s, sent %d bytes, %d resends\n", c.Addr, c.AgentID, float64(c.Total)*8/1000, sent, c.Resends)
+	}
+	fmt.Fprintf(s.out, "ignored: %+v\n", srv.Counters())
+	return exitOK
+}
+
+func simConfig(listen, activity, allow, clientMax, sceneMax string, priority bool) (region.Config, error) {
+	var cfg region.Config
+	var err error
+	if cfg.Listen, err = netip.ParseAddrPort(listen); err != nil {
+		return cfg, fmt.Errorf("--listen %q: want ip:port", listen)
+	}
+	if cfg.Activity, err = region.ParseActivity(activity); err != nil {
+		return cfg, fmt.Errorf("--activity: %v", err)
+	}
+	for _, part := range strings.Split(allow, ",") {
+		if strings.TrimSpace(part) == "" {
+			continue
+		}
+		f := strings.Split(strings.TrimSpace(part), ":")
+		if len(f) != 3 {
+			return cfg, fmt.Errorf("--allow %q: want CODE:AGENT:SESSION", part)
+		}
+		code, err1 := strconv.ParseUint(f[0], 10, 32)
+		agent, err2 := lludp.ParseUUID(f[1])
+		session, err3 := lludp.ParseUUID(f[2])
+		if err := errors.Join(err1, err2, err3); err != nil {
+			return cfg, fmt.Errorf("--allow %q: %v", part, err)
+		}
+		cfg.Allowed = append(cfg.Allowed, region.Login{Code: uint32(code), AgentID: agent, SessionID: session})
+	}
+	cm, err := parseBitRate(clientMax)
+	if err != nil {
+		return cfg, fmt.Errorf("--client-max: %v", err)
+	}
+	sm, err := parseBitRate(sceneMax)
+	if err != nil {
+		return cfg, fmt.Errorf("--scene-max: %v", err)
+	}
+	cfg.Scheduler = opensim.Config{ClientMax: int64(cm / 8), SceneMax: int64(sm / 8), AvatarPriority: priority}
+	return cfg, nil
+}

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/fairgrid/fairgrid/opensim/viewer"
+	"github.com/fairgrid/fairgrid/ratecalc"
+)
+
+const viewerSynopsis = `--sim ADDR [--clients N] [--duration D] [--throttle R] [--viewer-rule] [--ack-delay D] [--format text|json]
+
+Synthetic viewers: each logs in to the simulator with UseCircuitCode (no
+XML-RPC against fairgrid sim), completes the handshake, streams AgentUpdate
+at 10 Hz, acks, pings every 5 s and asks for its throttle with the viewer's
+split (default 1,500 kbps of 1024 bit/s, the classic viewer), optionally
+following the stock ±10 % rule. At the end each prints what it measured;
+--format json gives one object per viewer.`
+
+func runViewer(args []string, s stdio) int {
+	fs := newFlagSet("viewer", viewerSynopsis, s)
+	sim := fs.String("sim", "127.0.0.1:9000", "the simulator's address")
+	clients := fs.Int("clients", 1, "number of viewers")
+	duration := fs.Duration("duration", 30*time.Second, "how long to run (0: until interrupted)")
+	throttleFlag := fs.String("throttle", "1536k", "requested total, bits/s (the classic 1,500 kbps is 1536k)")
+	rule := fs.Bool("viewer-rule", false, "follow the stock viewer's ±10 % rule every 5 s")
+	ackDelay := fs.Duration("ack-delay", 100*time.Millisecond, "how long acks wait to be batched")
+	code := fs.Uint("circuit-code", 1, "circuit code of the first viewer; the others count up")
+	format := fs.String("format", "text", "output format: text or json")
+	if c, ok := parseFlags(fs, viewerSynopsis, args, s); !ok {
+		return c
+	}
+	addr, err := netip.ParseAddrPort(*sim)
+	var bps float64
+	if err == nil {
+		bps, err = parseBitRate(*throttleFlag)
+	}
+	if err == nil && (*clients < 1 || *clients > 100_000) {
+		err = fmt.Errorf("--clients %d: want 1 to 100000", *clients)
+	}
+	if err == nil && *format != "text" && *format != "json" {
+		err = fmt.Errorf("--format %q: want text or json", *format)
+	}
+	if err != nil {
+		fmt.Fprintf(s.err, "fairgrid viewer: %v\n", err)
+		return exitUsage
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if *duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, *duration)
+		defer cancel()
+	}
+	vs := make([]*viewer.Viewer, *clients)
+	var wg sync.WaitGroup
+	for i := range vs {
+		v, err := viewer.New(viewer.Config{Sim: addr, CircuitCode: uint32(*code) + uint32(i), Throttle: ratecalc.RateFromBits(bps),
+			FollowViewerRule: *rule, AckDelay: *ackDelay}, nil)
+		if err != nil {
+			fmt.Fprintf(s.err, "fairgrid viewer: %v\n", err)
+			return exitFail
+		}
+		vs[i] = v
+		wg.Add(1)
+		go func() { defer wg.Done(); v.Run(ctx) }()
+	}
+	wg.Wait()
+	enc := json.NewEncoder(s.out)
+	failed := 0
+	for _, v := range vs {
+		r := v.Report()
+		if !r.LoggedIn {
+			failed++
+		}
+		if *format == "json" {
+			enc.Encode(r)
+			continue
+		}
+		rtt := "-"
+		if r.RTTms != nil {
+			rtt = fmt.Sprintf("%.2f ms", *r.RTTms)
+		}
+		fmt.Fprintf(s.out, "%s: received %.1f kbit/s (asked %.1f), %d lost in %d loss events, RTT %s, %d reliable (%d duplicates)\n",
+			r.Viewer, r.RateBPS/1000, r.ThrottleBPS/1000, r.Lost, r.LossEvents, rtt, r.ReliableReceived, r.ReliableDuplicates)
+	}
+	if failed > 0 {
+		fmt.Fprintf(s.err, "fairgrid viewer: %d of %d viewers did not log in\n", failed, len(vs))
+		return exitFail
+	}
+	return exitOK
+}
