@@ -14,7 +14,7 @@ LEAVES   := lludp ratecalc
 # Packages that must never read the clock: every event carries its time.
 NOCLOCK  := lludp ratecalc opensim
 
-.PHONY: all build demo test unit fuzz-smoke fuzz bench bench-js bench-capture lint check-deps generate cover clean
+.PHONY: all build demo test unit fuzz-smoke fuzz bench bench-js bench-capture bench-sim lint check-deps generate cover clean
 
 all: build
 
@@ -61,6 +61,15 @@ bench-js:
 bench-capture: build
 	@command -v tcpdump >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq tcpdump >/dev/null; }
 	capture/capturetest/bench-capture.sh bin/fairgrid 2000000
+
+# Stress mode: a region and thousands of viewers on this machine together;
+# each viewer moves once a second and times the echo of its movement.
+SWEEP ?= 250,500,1000,2000,3000,4000
+bench-sim: build
+	@ulimit -n 65536 2>/dev/null || true; \
+	bin/fairgrid sim --listen 127.0.0.1:9500 --activity idle --stress >/dev/null 2>&1 & sim=$$!; \
+	trap 'kill $$sim 2>/dev/null' EXIT; \
+	bin/fairgrid viewer --sim 127.0.0.1:9500 --stress --sweep $(SWEEP) --duration 10s
 
 lint: check-deps
 	@out=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go')); \

@@ -178,3 +178,7 @@ func peekZeroCoded(dst *[4]byte, src []byte) int {
 	}
 	return o
 }
+
+// AppendMessageNumber appends a message number in its wire form: one byte
+// for High, FF NN for Medium, FF FF NNNN (big-endian) for Low and Fixed.
+func AppendMessageNumber(b []byte, id MessageID) []byte { return appendMessageNumber(b, id) }

@@ -26,6 +26,7 @@ var (
 	CompleteAgentMovementID     = MessageID{Low, 249}
 	AgentMovementCompleteID     = MessageID{Low, 250}
 	LogoutRequestID             = MessageID{Low, 252}
+	LogoutReplyID               = MessageID{Low, 253}
 )
 
 // PacketAck acknowledges reliable packets. Its IDs are little-endian U32s,

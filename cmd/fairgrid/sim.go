@@ -22,7 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-const simSynopsis = `[--listen ADDR] [--activity A] [--allow CODE:AGENT:SESSION,...] [--client-max BPS] [--scene-max BPS] [--avatar-priority] [--metrics ADDR] [--duration D]
+const simSynopsis = `[--listen ADDR] [--activity A] [--allow CODE:AGENT:SESSION,...] [--client-max BPS] [--scene-max BPS] [--avatar-priority] [--stress] [--metrics ADDR] [--duration D]
 
 A test region simulator speaking LLUDP: viewers log in with UseCircuitCode
 (any circuit code unless --allow restricts them), and it sends them the
@@ -40,10 +40,13 @@ func runSim(args []string, s stdio) int {
 	priority := fs.Bool("avatar-priority", false, "give avatar updates strict priority up to their rate")
 	metrics := fs.String("metrics", "", "serve Prometheus metrics on this address (for example 127.0.0.1:9101)")
 	duration := fs.Duration("duration", 0, "stop after this long (0: until interrupted)")
+	stress := fs.Bool("stress", false, "stress mode: echo each movement to the avatars within view distance")
+	view := fs.Float64("view-distance", 32, "with --stress: view distance in metres")
 	if code, ok := parseFlags(fs, simSynopsis, args, s); !ok {
 		return code
 	}
 	cfg, err := simConfig(*listen, *activity, *allow, *clientMax, *sceneMax, *priority)
+	cfg.Stress = region.StressConfig{Enabled: *stress, ViewDistance: float32(*view)}
 	if err != nil {
 		fmt.Fprintf(s.err, "fairgrid sim: %v\n", err)
 		return exitUsage

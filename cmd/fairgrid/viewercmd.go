@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -16,13 +18,17 @@ import (
 )
 
 const viewerSynopsis = `--sim ADDR [--clients N] [--duration D] [--throttle R] [--viewer-rule] [--ack-delay D] [--format text|json]
+       fairgrid viewer --stress --sim ADDR [--sweep N,N,...] [--duration D]
 
 Synthetic viewers: each logs in to the simulator with UseCircuitCode (no
 XML-RPC against fairgrid sim), completes the handshake, streams AgentUpdate
 at 10 Hz, acks, pings every 5 s and asks for its throttle with the viewer's
 split (default 1,500 kbps of 1024 bit/s, the classic viewer), optionally
 following the stock ±10 % rule. At the end each prints what it measured;
---format json gives one object per viewer.`
+--format json gives one object per viewer. With --stress (against fairgrid
+sim --stress) each viewer moves once a second and times the echo of its
+movement; --sweep tries each viewer count in turn and reports the largest
+whose mean delay stays under 100 ms.`
 
 func runViewer(args []string, s stdio) int {
 	fs := newFlagSet("viewer", viewerSynopsis, s)
@@ -34,8 +40,13 @@ func runViewer(args []string, s stdio) int {
 	ackDelay := fs.Duration("ack-delay", 100*time.Millisecond, "how long acks wait to be batched")
 	code := fs.Uint("circuit-code", 1, "circuit code of the first viewer; the others count up")
 	format := fs.String("format", "text", "output format: text or json")
+	stress := fs.Bool("stress", false, "stress mode: move once a second and time the region's echoes (run fairgrid sim --stress)")
+	sweep := fs.String("sweep", "", "with --stress: viewer counts to try in turn, comma-separated (for example 250,500,1000)")
 	if c, ok := parseFlags(fs, viewerSynopsis, args, s); !ok {
 		return c
+	}
+	if *stress {
+		return runStress(s, *sim, *sweep, *clients, *duration, *format, uint32(*code))
 	}
 	addr, err := netip.ParseAddrPort(*sim)
 	var bps float64
@@ -94,6 +105,62 @@ func runViewer(args []string, s stdio) int {
 	if failed > 0 {
 		fmt.Fprintf(s.err, "fairgrid viewer: %d of %d viewers did not log in\n", failed, len(vs))
 		return exitFail
+	}
+	return exitOK
+}
+
+// runStress runs stress viewers, for one count or a sweep of counts.
+func runStress(s stdio, sim, sweep string, clients int, d time.Duration, format string, firstCode uint32) int {
+	addr, err := netip.ParseAddrPort(sim)
+	if err != nil {
+		fmt.Fprintf(s.err, "fairgrid viewer: --sim %q: want ip:port\n", sim)
+		return exitUsage
+	}
+	counts := []int{clients}
+	if sweep != "" {
+		counts = nil
+		for _, part := range strings.Split(sweep, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(part))
+			if err != nil || n < 1 {
+				fmt.Fprintf(s.err, "fairgrid viewer: --sweep %q: want counts such as 250,500,1000\n", sweep)
+				return exitUsage
+			}
+			counts = append(counts, n)
+		}
+	}
+	if d <= 0 {
+		d = 10 * time.Second
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	enc := json.NewEncoder(s.out)
+	if format != "json" {
+		fmt.Fprintf(s.out, "%8s %9s %8s %10s %10s\n", "viewers", "logged in", "echoes", "mean ms", "p99 ms")
+	}
+	best := 0
+	for _, n := range counts {
+		res, err := viewer.Stress(ctx, addr, n, d, firstCode)
+		firstCode += uint32(n)
+		if err != nil {
+			fmt.Fprintf(s.err, "fairgrid viewer: %d viewers: %v\n", n, err)
+			return exitFail
+		}
+		if format == "json" {
+			enc.Encode(res)
+		} else {
+			fmt.Fprintf(s.out, "%8d %9d %8d %10.2f %10.2f\n", res.Viewers, res.LoggedIn, res.Echoes, res.MeanMs, res.P99Ms)
+		}
+		if res.LoggedIn == n && res.Echoes > 0 && res.MeanMs < 100 {
+			best = max(best, n)
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if format == "json" {
+		enc.Encode(map[string]int{"largest_n_under_100ms": best})
+	} else {
+		fmt.Fprintf(s.out, "largest number of viewers with a mean delay under 100 ms: %d\n", best)
 	}
 	return exitOK
 }

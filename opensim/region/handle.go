@@ -1,6 +1,7 @@
 package region
 
 import (
+	"net"
 	"time"
 
 	"github.com/fairgrid/fairgrid/lludp"
@@ -88,13 +89,14 @@ func (s *Server) handle(in inbound) {
 		}
 	case lludp.AgentUpdateID:
 		var m lludp.AgentUpdate
-		if p.Unmarshal(&m) == nil {
-			s.owns(c, m.AgentData)
+		if p.Unmarshal(&m) == nil && s.owns(c, m.AgentData) && s.cfg.Stress.Enabled {
+			s.stressMove(c, &m, in.at)
 		}
 	case lludp.LogoutRequestID:
 		var m lludp.LogoutRequest
 		if p.Unmarshal(&m) == nil && s.owns(c, m.AgentData) {
 			s.flushAcks(c)
+			s.logoutReply(c, m.AgentData, in.at)
 			s.remove(c, in.at)
 			s.counters.LoggedOut++
 			return
@@ -137,7 +139,7 @@ func (s *Server) login(in inbound) {
 		}
 	}
 	c := &client{addr: in.from, login: login, unacked: map[uint32]*outPacket{}, archive: map[uint32]struct{}{},
-		rto: initialRTO, pingMS: initialPingMS, lastRecv: in.at}
+		rto: initialRTO, pingMS: initialPingMS, lastRecv: in.at, cell: -1, udpAddr: net.UDPAddrFromAddrPort(in.from)}
 	c.id = s.sched.AddClient(in.at)
 	s.clients[in.from] = c
 	s.byID[c.id] = c
@@ -165,16 +167,19 @@ func (s *Server) maybeFlushAcks(c *client) {
 }
 
 // flushAcks sends the pending acks in PacketAck messages of at most 255.
+// The list is taken first: a PacketAck carries no appended acks.
 func (s *Server) flushAcks(c *client) {
-	for len(c.acks) > 0 {
-		n := min(len(c.acks), 255)
-		s.sendNow(c, &lludp.PacketAck{IDs: c.acks[:n]}, 0, time.Time{})
-		c.acks = c.acks[n:]
+	pending := c.acks
+	c.acks, c.ackBytes = nil, 0
+	for len(pending) > 0 {
+		n := min(len(pending), 255)
+		s.sendNow(c, &lludp.PacketAck{IDs: pending[:n]}, 0, time.Time{})
+		pending = pending[n:]
 	}
-	c.acks, c.ackBytes = c.acks[:0], 0
 }
 
 func (s *Server) remove(c *client, now time.Time) {
+	s.grid.remove(c)
 	s.sched.RemoveClient(c.id, now)
 	delete(s.clients, c.addr)
 	delete(s.byID, c.id)
@@ -247,4 +252,18 @@ func (s *Server) expire(now time.Time) {
 			s.counters.TimedOut++
 		}
 	}
+}
+
+// logoutReply answers LogoutRequest (reliable, zero-coded, as OpenSim's
+// OutPacket sends it), with an empty inventory list.
+func (s *Server) logoutReply(c *client, ad lludp.AgentData, now time.Time) {
+	msg := lludp.Builtin().ByName("LogoutReply")
+	payload, err := lludp.AppendBody(lludp.AppendMessageNumber(nil, msg.ID), msg, []lludp.DecodedBlock{
+		{Name: "AgentData", Instances: [][]any{{ad.AgentID, ad.SessionID}}},
+	})
+	if err != nil {
+		s.log.Error("encode LogoutReply", "err", err)
+		return
+	}
+	s.transmit(c, &outPacket{payload: payload, flags: lludp.FlagReliable | lludp.FlagZeroCoded, channel: lludp.NoChannel}, false, now)
 }

@@ -41,6 +41,8 @@ type Config struct {
 	AckBytes int
 	// QueueTarget is how many packets producers keep queued per channel.
 	QueueTarget int
+	// Stress turns on stress mode (stress.go).
+	Stress StressConfig
 	// OnThrottle, if set, is called with a client's address and new total
 	// (bytes/s) each time an AgentThrottle is applied. It runs on the
 	// region's loop and must not block.
@@ -63,6 +65,9 @@ func (c Config) withDefaults() Config {
 	if c.QueueTarget == 0 {
 		c.QueueTarget = 8
 	}
+	if c.Stress.ViewDistance == 0 {
+		c.Stress.ViewDistance = 32
+	}
 	return c
 }
 
@@ -82,6 +87,9 @@ const (
 	ackStall   = 50
 	tick       = 10 * time.Millisecond
 	archiveLen = 1024 // OpenSim's PacketArchive of reliable sequence numbers
+	// maxDatagram bounds a datagram with appended acks: the viewer's
+	// MTUBYTES (protocol.md §2.6).
+	maxDatagram = 1200
 )
 
 // outPacket is a message waiting in the scheduler or for its ack.
@@ -115,6 +123,10 @@ type client struct {
 	queued   [lludp.NumChannels]int
 	counter  uint32
 	stats    ClientInfo
+	// stress mode
+	pos     [2]float32
+	cell    int
+	udpAddr *net.UDPAddr
 }
 
 // ClientInfo describes a client, for tests and metrics.
@@ -156,10 +168,13 @@ type Server struct {
 	packet lludp.Packet
 	buf    []byte
 
-	mu       sync.Mutex // guards everything below; the loop holds it while it works
-	clients  map[netip.AddrPort]*client
-	byID     map[opensim.ClientID]*client
-	counters Counters
+	mu           sync.Mutex // guards everything below; the loop holds it while it works
+	grid         *grid
+	batch        *batchWriter
+	stressEchoes uint64
+	clients      map[netip.AddrPort]*client
+	byID         map[opensim.ClientID]*client
+	counters     Counters
 }
 
 type inbound struct {
@@ -184,7 +199,8 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Server{cfg: cfg, log: log, conn: conn, sched: sched, in: make(chan inbound, 4096),
+	return &Server{cfg: cfg, log: log, conn: conn, sched: sched, in: make(chan inbound, 65536),
+		grid: newGrid(cfg.Stress.ViewDistance), batch: newBatchWriter(conn),
 		clients: map[netip.AddrPort]*client{}, byID: map[opensim.ClientID]*client{}}, nil
 }
 
@@ -311,10 +327,20 @@ func (s *Server) transmit(c *client, p *outPacket, resend bool, now time.Time) {
 		c.seq++
 		p.seq = c.seq
 	}
+	var acks []uint32
 	if resend {
 		flags |= lludp.FlagResent
+	} else if len(c.acks) > 0 {
+		// Pending acks ride on the packet while it stays within the
+		// viewer's 1200-byte MTU; resends never carry any.
+		room := (maxDatagram - lludp.HeaderSize - len(p.payload) - 1) / 4
+		n := min(len(c.acks), max(room, 0), lludp.MaxAppendedAcks)
+		acks, c.acks = c.acks[:n], c.acks[n:]
+		if len(c.acks) == 0 {
+			c.ackBytes = 0
+		}
 	}
-	s.buf = lludp.AppendPacket(s.buf[:0], lludp.Header{Flags: flags, Sequence: p.seq}, p.payload, nil)
+	s.buf = lludp.AppendPacket(s.buf[:0], lludp.Header{Flags: flags, Sequence: p.seq}, p.payload, acks)
 	s.conn.WriteToUDPAddrPort(s.buf, c.addr)
 	if flags.Reliable() {
 		p.sentAt = now

@@ -221,3 +221,23 @@ func TestThousandViewers(t *testing.T) {
 		t.Errorf("only %d of %d viewers were served", served, n)
 	}
 }
+
+// TestStress: in stress mode every viewer's movements come back as echoes
+// from the region, timed.
+func TestStress(t *testing.T) {
+	sim := startRegion(t, region.Config{Activity: region.Idle, Stress: region.StressConfig{Enabled: true}})
+	res, err := Stress(context.Background(), sim.Addr(), 50, 6*time.Second, 5000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%+v; the region sent %d terse updates", res, sim.StressEchoes())
+	if res.LoggedIn != 50 || res.Echoes == 0 || uint64(res.Echoes) > res.Moves {
+		t.Errorf("%+v", res)
+	}
+	// Each viewer moves about five times, the last three or so timed after
+	// the warm-up; nearly every one must come back (UDP on loopback loses
+	// little).
+	if float64(res.Echoes) < 0.4*float64(res.Moves) || res.Mean <= 0 || res.Mean > time.Second {
+		t.Errorf("%d echoes of %d moves, mean %v", res.Echoes, res.Moves, res.Mean)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/fairgrid/fairgrid/capture"
 	"github.com/fairgrid/fairgrid/capture/circuit"
 	"github.com/fairgrid/fairgrid/lludp"
+	"github.com/fairgrid/fairgrid/opensim/region"
 	"github.com/fairgrid/fairgrid/ratecalc"
 	"github.com/fairgrid/fairgrid/throttle"
 )
@@ -38,6 +39,9 @@ type Config struct {
 	AgentUpdateInterval time.Duration
 	// PingInterval (default 5 s, circuit_heartbeat_interval).
 	PingInterval time.Duration
+	// Stress makes the viewer move once a second and time the region's
+	// echo of each movement (region stress mode).
+	Stress bool
 }
 
 // DefaultThrottle is the classic viewer's 1,500 kbps request.
@@ -61,6 +65,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.AgentUpdateInterval == 0 {
 		c.AgentUpdateInterval = 100 * time.Millisecond
+		if c.Stress {
+			c.AgentUpdateInterval = time.Second
+		}
 	}
 	if c.PingInterval == 0 {
 		c.PingInterval = 5 * time.Second
@@ -92,20 +99,28 @@ type Viewer struct {
 	conn *net.UDPConn
 	self netip.AddrPort
 
-	mu       sync.Mutex // guards everything below
-	tracker  *circuit.Tracker
-	rule     *ratecalc.Viewer
-	seq      uint32
-	pingID   uint8
-	acks     []uint32
-	ackSince time.Time
-	unacked  map[uint32]*pendingReliable
-	loggedIn bool
-	moved    bool
-	throttle ratecalc.Rate
-	start    time.Time
-	last     time.Time
-	packet   lludp.Packet
+	mu        sync.Mutex // guards everything below
+	tracker   *circuit.Tracker
+	rule      *ratecalc.Viewer
+	seq       uint32
+	pingID    uint8
+	acks      []uint32
+	ackSince  time.Time
+	unacked   map[uint32]*pendingReliable
+	loggedIn  bool
+	loggedOut bool // the region answered our LogoutRequest
+	moved     bool
+	throttle  ratecalc.Rate
+	start     time.Time
+	last      time.Time
+	packet    lludp.Packet
+	// stress mode
+	pos        lludp.Vector3
+	moves      uint32
+	moveSent   [16]time.Time // by counter mod 16
+	echoes     []time.Duration
+	stressFrom time.Time // movements before this are not timed
+	terse      lludp.ImprovedTerseObjectUpdate
 }
 
 // New binds the viewer's socket; Run logs in and runs.
@@ -159,17 +174,17 @@ func (v *Viewer) Run(ctx context.Context) error {
 	v.start = time.Now()
 	v.sendReliable(&lludp.UseCircuitCode{Code: v.cfg.CircuitCode, SessionID: v.cfg.SessionID, AgentID: v.cfg.AgentID}, 0, v.start)
 	v.mu.Unlock()
-	ticker := time.NewTicker(10 * time.Millisecond)
+	tick := 10 * time.Millisecond
+	if v.cfg.Stress {
+		tick = 50 * time.Millisecond // thousands of viewers share the machine
+	}
+	ticker := time.NewTicker(tick)
 	defer ticker.Stop()
 	var lastUpdate, lastPing, lastRule time.Time
 	for {
 		select {
 		case <-ctx.Done():
-			v.mu.Lock()
-			if v.moved {
-				v.send(&lludp.LogoutRequest{AgentData: v.agent()}, lludp.FlagReliable, time.Now())
-			}
-			v.mu.Unlock()
+			v.logout(in)
 			return nil
 		case d := <-in:
 			v.mu.Lock()
@@ -178,7 +193,7 @@ func (v *Viewer) Run(ctx context.Context) error {
 		case now := <-ticker.C:
 			v.mu.Lock()
 			if v.moved && now.Sub(lastUpdate) >= v.cfg.AgentUpdateInterval {
-				v.send(&lludp.AgentUpdate{AgentData: v.agent(), Far: 64, CameraAtAxis: lludp.Vector3{1, 0, 0}}, lludp.FlagZeroCoded, now)
+				v.sendUpdate(now)
 				lastUpdate = now
 			}
 			if v.loggedIn && now.Sub(lastPing) >= v.cfg.PingInterval {
@@ -348,6 +363,12 @@ func (v *Viewer) handle(d inbound) {
 		}
 	case lludp.RegionHandshakeID:
 		v.sendReliable(&lludp.RegionHandshakeReply{AgentData: v.agent(), Flags: 3}, lludp.FlagZeroCoded, d.at)
+	case lludp.ImprovedTerseObjectUpdateID:
+		if v.cfg.Stress && p.Unmarshal(&v.terse) == nil {
+			v.echo(d.at)
+		}
+	case lludp.LogoutReplyID:
+		v.loggedOut = true
 	case lludp.AgentMovementCompleteID:
 		if !v.moved {
 			v.moved = true
@@ -366,5 +387,79 @@ func (v *Viewer) acked(seq uint32) {
 	if seq == 1 && !v.loggedIn {
 		v.loggedIn = true
 		v.sendReliable(&lludp.CompleteAgentMovement{AgentData: v.agent(), CircuitCode: v.cfg.CircuitCode}, 0, time.Now())
+	}
+}
+
+// sendUpdate sends the avatar's state; in stress mode it also moves, with a
+// counter the region echoes back.
+func (v *Viewer) sendUpdate(now time.Time) {
+	m := &lludp.AgentUpdate{AgentData: v.agent(), Far: 64, CameraAtAxis: lludp.Vector3{1, 0, 0}}
+	if v.cfg.Stress {
+		if v.moves == 0 { // start somewhere of the viewer's own, spread over the region
+			h := v.cfg.CircuitCode * 2654435761
+			v.pos = lludp.Vector3{float32(h%251) + 2, float32((h/251)%251) + 2, 25}
+		}
+		v.moves++
+		step := float32(v.moves%5) - 2 // a walk of a couple of metres a second
+		v.pos[0] = min(max(v.pos[0]+step, 0), 255)
+		v.pos[1] = min(max(v.pos[1]-step/2, 0), 255)
+		m.CameraCenter, m.ControlFlags = v.pos, v.moves
+		v.moveSent[v.moves%uint32(len(v.moveSent))] = now
+	}
+	v.send(m, lludp.FlagZeroCoded, now)
+}
+
+// echo times the region's echo of the viewer's own movement.
+func (v *Viewer) echo(at time.Time) {
+	for _, o := range v.terse.Objects {
+		e, ok := region.DecodeStressEcho(o.Data)
+		if !ok || e.Mover != v.cfg.CircuitCode || e.Counter == 0 || e.Counter > v.moves || v.moves-e.Counter >= uint32(len(v.moveSent)) {
+			continue
+		}
+		slot := &v.moveSent[e.Counter%uint32(len(v.moveSent))]
+		if !slot.IsZero() && !slot.Before(v.stressFrom) {
+			v.echoes = append(v.echoes, at.Sub(*slot))
+			*slot = time.Time{}
+		}
+	}
+}
+
+// EchoDelays returns the delays from each movement to its echo.
+func (v *Viewer) EchoDelays() []time.Duration {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return append([]time.Duration(nil), v.echoes...)
+}
+
+// logoutWait bounds how long the viewer waits for LogoutReply.
+const logoutWait = time.Second
+
+// logout sends LogoutRequest and, like the viewer, waits for LogoutReply
+// (at most logoutWait) before the circuit closes.
+func (v *Viewer) logout(in <-chan inbound) {
+	v.mu.Lock()
+	moved := v.moved
+	if moved {
+		v.sendReliable(&lludp.LogoutRequest{AgentData: v.agent()}, 0, time.Now())
+	}
+	v.mu.Unlock()
+	if !moved {
+		return
+	}
+	deadline := time.NewTimer(logoutWait)
+	defer deadline.Stop()
+	for {
+		select {
+		case d := <-in:
+			v.mu.Lock()
+			v.handle(d)
+			done := v.loggedOut
+			v.mu.Unlock()
+			if done {
+				return
+			}
+		case <-deadline.C:
+			return
+		}
 	}
 }

@@ -1,0 +1,206 @@
+package region
+
+import (
+	"encoding/binary"
+	"math"
+	"net"
+	"time"
+
+	"github.com/fairgrid/fairgrid/lludp"
+	"golang.org/x/net/ipv4"
+	"golang.org/x/net/ipv6"
+)
+
+// Stress mode, after the study of MMORPG server I/O this project's issue
+// cites: every viewer sends a movement AgentUpdate once a second; the
+// region moves the avatar, finds the avatars within view distance through a
+// uniform grid, and sends each of them an ImprovedTerseObjectUpdate naming
+// the mover and its movement counter, so each viewer can time the echo of
+// its own movement. The updates bypass the scheduler, as OpenSim's
+// unthrottled sends do, and leave in batches through sendmmsg: the study's
+// server reached its client count by batching sends.
+
+// StressConfig turns stress mode on.
+type StressConfig struct {
+	Enabled bool
+	// ViewDistance in metres (default 32).
+	ViewDistance float32
+}
+
+// regionSize is the side of the region in metres.
+const regionSize = 256
+
+// StressEcho is the layout of the 60-byte terse record in stress mode:
+// the mover's circuit code, its movement counter, its position.
+type StressEcho struct {
+	Mover   uint32
+	Counter uint32
+	X, Y    float32
+}
+
+// EncodeStressEcho writes e into a 60-byte terse record.
+func EncodeStressEcho(e StressEcho) []byte {
+	b := make([]byte, 60)
+	binary.LittleEndian.PutUint32(b[0:], e.Mover)
+	binary.LittleEndian.PutUint32(b[4:], e.Counter)
+	binary.LittleEndian.PutUint32(b[8:], math.Float32bits(e.X))
+	binary.LittleEndian.PutUint32(b[12:], math.Float32bits(e.Y))
+	return b
+}
+
+// DecodeStressEcho reads a terse record written by EncodeStressEcho.
+func DecodeStressEcho(b []byte) (StressEcho, bool) {
+	if len(b) < 16 {
+		return StressEcho{}, false
+	}
+	return StressEcho{
+		Mover:   binary.LittleEndian.Uint32(b[0:]),
+		Counter: binary.LittleEndian.Uint32(b[4:]),
+		X:       math.Float32frombits(binary.LittleEndian.Uint32(b[8:])),
+		Y:       math.Float32frombits(binary.LittleEndian.Uint32(b[12:])),
+	}, true
+}
+
+// grid is a uniform spatial index over the region: cells of the view
+// distance, so an avatar's neighbours are in its cell and the eight around.
+type grid struct {
+	cell  float32
+	side  int
+	cells [][]*client
+}
+
+func newGrid(view float32) *grid {
+	side := int(math.Ceil(float64(regionSize / view)))
+	return &grid{cell: view, side: side, cells: make([][]*client, side*side)}
+}
+
+func (g *grid) index(x, y float32) int {
+	cx := min(max(int(x/g.cell), 0), g.side-1)
+	cy := min(max(int(y/g.cell), 0), g.side-1)
+	return cy*g.side + cx
+}
+
+func (g *grid) remove(c *client) {
+	if c.cell < 0 {
+		return
+	}
+	cell := g.cells[c.cell]
+	for i, o := range cell {
+		if o == c {
+			cell[i] = cell[len(cell)-1]
+			g.cells[c.cell] = cell[:len(cell)-1]
+			break
+		}
+	}
+	c.cell = -1
+}
+
+func (g *grid) move(c *client, x, y float32) {
+	i := g.index(x, y)
+	c.pos = [2]float32{x, y}
+	if i == c.cell {
+		return
+	}
+	g.remove(c)
+	g.cells[i] = append(g.cells[i], c)
+	c.cell = i
+}
+
+// near calls f for every avatar within dist of (x, y), itself included.
+func (g *grid) near(x, y, dist float32, f func(*client)) {
+	cx, cy := int(x/g.cell), int(y/g.cell)
+	for dy := -1; dy <= 1; dy++ {
+		for dx := -1; dx <= 1; dx++ {
+			gx, gy := cx+dx, cy+dy
+			if gx < 0 || gy < 0 || gx >= g.side || gy >= g.side {
+				continue
+			}
+			for _, o := range g.cells[gy*g.side+gx] {
+				ddx, ddy := o.pos[0]-x, o.pos[1]-y
+				if ddx*ddx+ddy*ddy <= dist*dist {
+					f(o)
+				}
+			}
+		}
+	}
+}
+
+// batchWriter sends many datagrams per system call (sendmmsg).
+type batchWriter struct {
+	v4   *ipv4.PacketConn
+	v6   *ipv6.PacketConn
+	msgs []ipv4.Message
+	bufs [][]byte
+	n    int
+}
+
+func newBatchWriter(conn *net.UDPConn) *batchWriter {
+	w := &batchWriter{}
+	if conn.LocalAddr().(*net.UDPAddr).IP.To4() != nil {
+		w.v4 = ipv4.NewPacketConn(conn)
+	} else {
+		w.v6 = ipv6.NewPacketConn(conn)
+	}
+	return w
+}
+
+// add queues a datagram for addr, reusing buffers from earlier batches.
+func (w *batchWriter) add(addr *net.UDPAddr) *[]byte {
+	if w.n == len(w.msgs) {
+		w.msgs = append(w.msgs, ipv4.Message{Buffers: [][]byte{nil}})
+		w.bufs = append(w.bufs, make([]byte, 0, 128))
+	}
+	w.msgs[w.n].Addr = addr
+	w.n++
+	return &w.bufs[w.n-1]
+}
+
+// flush sends everything queued, as few system calls as the kernel allows.
+func (w *batchWriter) flush() {
+	for i := range w.n {
+		w.msgs[i].Buffers[0] = w.bufs[i]
+	}
+	for sent := 0; sent < w.n; {
+		var k int
+		var err error
+		if w.v4 != nil {
+			k, err = w.v4.WriteBatch(w.msgs[sent:w.n], 0)
+		} else {
+			k, err = w.v6.WriteBatch(w.msgs[sent:w.n], 0)
+		}
+		if err != nil || k == 0 {
+			break // a full socket buffer: the rest of the batch is lost, as UDP may
+		}
+		sent += k
+	}
+	w.n = 0
+}
+
+// stressMove handles a movement update in stress mode.
+func (s *Server) stressMove(c *client, m *lludp.AgentUpdate, at time.Time) {
+	x := min(max(m.CameraCenter[0], 0), regionSize-0.001)
+	y := min(max(m.CameraCenter[1], 0), regionSize-0.001)
+	s.grid.move(c, x, y)
+	record := EncodeStressEcho(StressEcho{Mover: c.login.Code, Counter: m.ControlFlags, X: x, Y: y})
+	update := &lludp.ImprovedTerseObjectUpdate{RegionHandle: regionHandle, TimeDilation: 65535,
+		Objects: []lludp.TerseObjectData{{Data: record}}}
+	body, err := lludp.AppendMessage(nil, lludp.Header{}, update, nil)
+	if err != nil {
+		return
+	}
+	payload := body[lludp.HeaderSize:]
+	s.grid.near(x, y, s.cfg.Stress.ViewDistance, func(o *client) {
+		o.seq++
+		b := s.batch.add(o.udpAddr)
+		*b = lludp.AppendPacket((*b)[:0], lludp.Header{Sequence: o.seq}, payload, nil)
+		s.stressEchoes++
+	})
+	s.batch.flush()
+}
+
+// StressEchoes is the number of terse updates stress mode has sent.
+func (s *Server) StressEchoes() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stressEchoes
+}
