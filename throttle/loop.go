@@ -1,0 +1,358 @@
+package throttle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/fairgrid/fairgrid/capture"
+	"github.com/fairgrid/fairgrid/capture/circuit"
+	"github.com/fairgrid/fairgrid/lludp"
+	"github.com/fairgrid/fairgrid/ratecalc"
+)
+
+// Config configures the control loop. Zero fields take the defaults named.
+type Config struct {
+	// Controller is "window" (window tracking, the default), "tfrc" or
+	// "viewer" (the stock ±10 % rule, for comparison).
+	Controller string
+	// Interval between decisions (default 5 s, as the thesis and the viewer).
+	Interval time.Duration
+	// Min and Max clamp every request. Defaults 64 kbit/s and 5.12 Mbit/s:
+	// OpenSim's per-client floor is about 48 kbit/s and its default
+	// client_throttle_max_bps 5.12 Mbit/s, above which 0.9.2.2 splits wrongly
+	// (protocol.md §8.2, §8.10).
+	Min, Max ratecalc.Rate
+	// Floor is an optional guaranteed minimum (QoS), above Min.
+	Floor ratecalc.Rate
+	// MinChange is the relative change below which no new request is sent
+	// (default 0.05), and ResendEvery re-sends an unchanged request after so
+	// many intervals anyway, since an unreliable packet can be lost
+	// (default 3).
+	MinChange   float64
+	ResendEvery int
+	// Sims are the simulator endpoints, if known (see circuit.Config).
+	Sims []netip.AddrPort
+	// ViewerSetting is what the viewer baseline controller steps from
+	// (default: the classic viewer's 1,000 kbps preference).
+	ViewerSetting ratecalc.Rate
+}
+
+// Request is one AgentThrottle to send for a circuit.
+type Request struct {
+	Circuit     circuit.Key
+	Agent       lludp.AgentData
+	CircuitCode uint32
+	// Sequence is the viewer's latest sequence number on the circuit: an
+	// injected packet reuses it (protocol.md §10.2).
+	Sequence  uint32
+	Total     ratecalc.Rate
+	Throttles [lludp.NumCategories]float32 // bits/s, the viewer's split
+	Reason    string                       // "changed", "refresh", "reassert"
+}
+
+// Encode returns the request as an unreliable, zero-coded AgentThrottle
+// datagram carrying the viewer's sequence number.
+func (r Request) Encode() ([]byte, error) {
+	return lludp.AppendMessage(nil, lludp.Header{Flags: lludp.FlagZeroCoded, Sequence: r.Sequence},
+		&lludp.AgentThrottle{AgentData: r.Agent, CircuitCode: r.CircuitCode, Throttles: r.Throttles}, nil)
+}
+
+// Sender delivers requests to simulators: a raw socket with the viewer's
+// source address, or the link emulator in the demo.
+type Sender interface {
+	Send(ctx context.Context, r Request) error
+}
+
+// state is what the loop keeps per circuit.
+type state struct {
+	last       Request   // the last request sent
+	lastAt     time.Time // when
+	sent       bool
+	intervals  int       // decisions since the last send
+	seenViewer time.Time // the viewer's AgentThrottle last handled
+	reassert   bool
+	waiting    bool // IDs not known yet, said once
+	decided    ratecalc.Rate
+}
+
+// Loop is the per-circuit control loop: it measures every circuit from the
+// captured datagrams (Observe), decides each circuit's request every
+// interval (Tick), and re-asserts at once when the viewer overrides it.
+type Loop struct {
+	cfg     Config
+	log     *slog.Logger
+	poke    chan struct{} // Observe saw the viewer override a request
+	mu      sync.Mutex    // guards the tracker and the states
+	tracker *circuit.Tracker
+	states  map[circuit.Key]*state
+	stats   Stats
+}
+
+// Stats counts the loop's work.
+type Stats struct {
+	Requests  uint64 // requests decided
+	Reasserts uint64 // of which re-assertions after the viewer's own
+	Waiting   uint64 // decisions skipped: the circuit's IDs are not known yet
+}
+
+// ErrConfig is wrapped by configuration errors.
+var ErrConfig = errors.New("invalid throttle configuration")
+
+func (c Config) withDefaults() (Config, error) {
+	if c.Controller == "" {
+		c.Controller = "window"
+	}
+	if c.Interval == 0 {
+		c.Interval = 5 * time.Second
+	}
+	if c.Min == 0 {
+		c.Min = ratecalc.RateFromBits(64_000)
+	}
+	if c.Max == 0 {
+		c.Max = ratecalc.RateFromBits(5_120_000)
+	}
+	if c.MinChange == 0 {
+		c.MinChange = 0.05
+	}
+	if c.ResendEvery == 0 {
+		c.ResendEvery = 3
+	}
+	if c.ViewerSetting == 0 {
+		c.ViewerSetting = ratecalc.ViewerDefaultSetting
+	}
+	var errs []error
+	switch c.Controller {
+	case "window", "tfrc", "viewer":
+	default:
+		errs = append(errs, fmt.Errorf("controller %q: want window, tfrc or viewer: %w", c.Controller, ErrConfig))
+	}
+	if c.Interval < 100*time.Millisecond || c.Interval > time.Hour {
+		errs = append(errs, fmt.Errorf("interval %v outside [100ms, 1h]: %w", c.Interval, ErrConfig))
+	}
+	if !(c.Min > 0 && c.Max >= c.Min) || math.IsInf(float64(c.Max), 0) {
+		errs = append(errs, fmt.Errorf("min %v, max %v: want 0 < min ≤ max: %w", c.Min, c.Max, ErrConfig))
+	}
+	if c.Floor < 0 || c.Floor > c.Max {
+		errs = append(errs, fmt.Errorf("floor %v outside [0, max]: %w", c.Floor, ErrConfig))
+	}
+	if !(c.MinChange >= 0 && c.MinChange < 1) || c.ResendEvery < 1 {
+		errs = append(errs, fmt.Errorf("min change %v, resend every %d: %w", c.MinChange, c.ResendEvery, ErrConfig))
+	}
+	return c, errors.Join(errs...)
+}
+
+// New validates cfg and returns a loop with no circuits.
+func New(cfg Config, log *slog.Logger) (*Loop, error) {
+	c, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	l := &Loop{cfg: c, log: log, states: map[circuit.Key]*state{}, poke: make(chan struct{}, 1)}
+	l.tracker = circuit.NewTracker(circuit.Config{Sims: c.Sims, NewController: l.newController})
+	return l, nil
+}
+
+func (l *Loop) newController(circuit.Key) ratecalc.Controller {
+	base := ratecalc.Config{Min: l.cfg.Min, Max: l.cfg.Max}
+	var c ratecalc.Controller
+	switch l.cfg.Controller {
+	case "tfrc":
+		c, _ = ratecalc.NewTFRC(ratecalc.TFRCConfig{Config: base})
+	case "viewer":
+		c, _ = ratecalc.NewViewer(ratecalc.ViewerConfig{Config: base, Setting: l.cfg.ViewerSetting})
+	default:
+		c, _ = ratecalc.NewWindow(ratecalc.WindowConfig{Config: base})
+	}
+	if l.cfg.Floor > 0 {
+		c = &ratecalc.QoS{Controller: c, Floor: l.cfg.Floor}
+	}
+	return c
+}
+
+// Observe measures one captured datagram. It reports whether the viewer
+// just sent an AgentThrottle of its own that the loop must re-assert over
+// (see Reassert).
+func (l *Loop) Observe(d capture.Datagram) (reassert bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c, dir, err := l.tracker.Observe(d)
+	if err != nil || dir != circuit.Up || c == nil || c.ViewerThrottleAt.IsZero() {
+		return false
+	}
+	st := l.state(c.Key)
+	if !c.ViewerThrottleAt.After(st.seenViewer) {
+		return false
+	}
+	st.seenViewer = c.ViewerThrottleAt
+	// The capture sees the loop's own injections too: they carry exactly
+	// the values it sent.
+	if st.sent && c.ViewerThrottle == st.last.Throttles {
+		return false
+	}
+	if st.sent {
+		st.reassert = true
+		select {
+		case l.poke <- struct{}{}:
+		default:
+		}
+		return true
+	}
+	return false
+}
+
+// Run decides every Interval and sends the requests, and re-asserts at
+// once when Observe sees the viewer override one. It returns when ctx ends.
+// Sending errors are logged, not fatal: the next interval tries again.
+func (l *Loop) Run(ctx context.Context, sender Sender) error {
+	ticker := time.NewTicker(l.cfg.Interval)
+	defer ticker.Stop()
+	send := func(rs []Request) {
+		for _, r := range rs {
+			if err := sender.Send(ctx, r); err != nil {
+				l.log.Warn("send AgentThrottle", "circuit", r.Circuit, "err", err)
+			}
+		}
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case now := <-ticker.C:
+			send(l.Tick(now))
+		case <-l.poke:
+			send(l.Reassert(time.Now()))
+		}
+	}
+}
+
+// Interval is the decision interval.
+func (l *Loop) Interval() time.Duration { return l.cfg.Interval }
+
+func (l *Loop) state(k circuit.Key) *state {
+	st := l.states[k]
+	if st == nil {
+		st = &state{}
+		l.states[k] = st
+	}
+	return st
+}
+
+// Reassert returns the last request of every circuit whose viewer has
+// overridden it since, to be sent again at once.
+func (l *Loop) Reassert(now time.Time) []Request {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []Request
+	for k, st := range l.states {
+		if !st.reassert {
+			continue
+		}
+		st.reassert = false
+		c := l.tracker.Circuit(k)
+		if c == nil {
+			continue
+		}
+		r := st.last
+		r.Sequence, r.Reason = c.UpSequence, "reassert"
+		st.lastAt = now
+		l.stats.Requests++
+		l.stats.Reasserts++
+		out = append(out, r)
+	}
+	return out
+}
+
+// Tick decides, for every circuit, what to request now: the controller's
+// rate, clamped to [Min, Max]; nothing if it moved less than MinChange
+// since the last request, unless ResendEvery intervals have passed. Call
+// it every Interval.
+func (l *Loop) Tick(now time.Time) []Request {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []Request
+	for _, c := range l.tracker.Circuits() {
+		if c.Controller == nil {
+			continue
+		}
+		st := l.state(c.Key)
+		target := min(max(c.Controller.Rate(now), l.cfg.Min), l.cfg.Max)
+		st.decided = target
+		st.intervals++
+		if !c.Known() {
+			l.stats.Waiting++
+			if !st.waiting {
+				l.log.Info("measuring; no request until the circuit's AgentID and SessionID are seen", "circuit", c.Key)
+				st.waiting = true
+			}
+			continue
+		}
+		changed := !st.sent || math.Abs(float64(target/st.last.Total)-1) >= l.cfg.MinChange
+		if !changed && st.intervals < l.cfg.ResendEvery {
+			continue
+		}
+		reason := "changed"
+		if !changed {
+			reason = "refresh"
+		}
+		r := Request{Circuit: c.Key, Agent: lludp.AgentData{AgentID: c.AgentID, SessionID: c.SessionID},
+			CircuitCode: c.CircuitCode, Sequence: c.UpSequence, Total: target, Throttles: ViewerSplit(target), Reason: reason}
+		st.last, st.lastAt, st.sent, st.intervals = r, now, true, 0
+		l.stats.Requests++
+		s := c.Controller.Stats()
+		l.log.Info("throttle decision", "circuit", c.Key, "rate_bps", target.BitsPerSecond(), "reason", reason,
+			"loss_event_rate", s.LossEventRate, "rtt_ms", float64(s.SRTT)/1e6, "receive_bps", s.ReceiveRate.BitsPerSecond())
+		out = append(out, r)
+	}
+	return out
+}
+
+// Stats returns the loop's counters.
+func (l *Loop) Stats() Stats {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.stats
+}
+
+// Circuit returns a snapshot of a circuit's measurements and its
+// controller's state (the zero values if unknown).
+func (l *Loop) Circuit(k circuit.Key) (circuit.Summary, ratecalc.Stats, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c := l.tracker.Circuit(k)
+	if c == nil || c.Controller == nil {
+		return circuit.Summary{}, ratecalc.Stats{}, false
+	}
+	return c.Summary(), c.Controller.Stats(), true
+}
+
+// Keys lists the circuits.
+func (l *Loop) Keys() []circuit.Key {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var ks []circuit.Key
+	for _, c := range l.tracker.Circuits() {
+		ks = append(ks, c.Key)
+	}
+	return ks
+}
+
+// Forget drops circuits idle since before the given time.
+func (l *Loop) Forget(before time.Time) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for k := range l.states {
+		if c := l.tracker.Circuit(k); c == nil || c.Last().Before(before) {
+			delete(l.states, k)
+		}
+	}
+	return l.tracker.Forget(before)
+}
