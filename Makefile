@@ -22,7 +22,7 @@ build:
 	CGO_ENABLED=0 $(GO) build -o bin/fairgrid ./cmd/fairgrid
 
 demo:
-	$(GO) run ./cmd/fairgrid decode --samples
+	$(GO) run ./cmd/fairgrid run --demo
 
 test: lint unit fuzz-smoke
 

@@ -209,16 +209,24 @@ func (l *Loop) Observe(d capture.Datagram) (reassert bool) {
 	return false
 }
 
+// reassertCopies: a re-assertion goes out twice. It is unreliable, and if
+// it were lost the viewer's own value would hold until the next interval;
+// two copies make that p² instead of p.
+const reassertCopies = 2
+
 // Run decides every Interval and sends the requests, and re-asserts at
-// once when Observe sees the viewer override one. It returns when ctx ends.
+// once when Observe sees the viewer override one. after, if not nil, is
+// called after each decision with what was sent. It returns when ctx ends.
 // Sending errors are logged, not fatal: the next interval tries again.
-func (l *Loop) Run(ctx context.Context, sender Sender) error {
+func (l *Loop) Run(ctx context.Context, sender Sender, after func(now time.Time, sent []Request)) error {
 	ticker := time.NewTicker(l.cfg.Interval)
 	defer ticker.Stop()
-	send := func(rs []Request) {
+	send := func(rs []Request, copies int) {
 		for _, r := range rs {
-			if err := sender.Send(ctx, r); err != nil {
-				l.log.Warn("send AgentThrottle", "circuit", r.Circuit, "err", err)
+			for range copies {
+				if err := sender.Send(ctx, r); err != nil {
+					l.log.Warn("send AgentThrottle", "circuit", r.Circuit, "err", err)
+				}
 			}
 		}
 	}
@@ -227,12 +235,20 @@ func (l *Loop) Run(ctx context.Context, sender Sender) error {
 		case <-ctx.Done():
 			return nil
 		case now := <-ticker.C:
-			send(l.Tick(now))
+			rs := l.Tick(now)
+			send(rs, 1)
+			if after != nil {
+				after(now, rs)
+			}
 		case <-l.poke:
-			send(l.Reassert(time.Now()))
+			send(l.Reassert(time.Now()), reassertCopies)
 		}
 	}
 }
+
+// Poked is signalled when Observe sees the viewer override a request; a
+// caller that drives Tick itself calls Reassert then.
+func (l *Loop) Poked() <-chan struct{} { return l.poke }
 
 // Interval is the decision interval.
 func (l *Loop) Interval() time.Duration { return l.cfg.Interval }

@@ -34,6 +34,7 @@ func commands() []command {
 	return []command{
 		{"decode", "decode LLUDP datagrams (hex, .bin files, or the built-in samples)", runDecode},
 		{"rate", "print the TCP-fair rate of a path with a given loss rate and RTT", runRate},
+		{"run", "the sidecar daemon; --demo runs the embedded default", runRun},
 		{"sim", "run a test region simulator", runSim},
 		{"viewer", "run synthetic viewers against a simulator", runViewer},
 		{"link", "relay UDP between viewers and a simulator through an emulated link", runLink},

@@ -24,9 +24,9 @@ type Config struct {
 	// own stream from it).
 	Seed uint64
 	// Tap, if set, sees every datagram as the viewer's host does: what a
-	// viewer sends, when it sends it, and what reaches it, when it does.
-	// Up datagrams go from the viewer to Listen, down ones back. The
-	// payload is only valid during the call.
+	// viewer sends, once it is on its way, and what reaches it, when it
+	// does. Up datagrams go from the viewer to Listen, down ones back. The
+	// payload is only valid during the call, and the tap must not block.
 	Tap func(d Datagram)
 	// OnDrop, if set, sees every datagram the link drops, when it drops it.
 	OnDrop func(d Datagram, cause Cause)
@@ -152,36 +152,39 @@ func (r *Relay) InjectUp(viewer netip.AddrPort, payload []byte) {
 }
 
 func (r *Relay) offer(up bool, viewer netip.AddrPort, payload []byte, now time.Time) {
-	if up && r.cfg.Tap != nil {
-		r.cfg.Tap(Datagram{At: now, Src: viewer, Dst: r.Addr(), Payload: payload, Up: true})
-	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	pipe := r.down
 	if up {
 		pipe = r.up
 		if _, ok := r.viewer[viewer]; !ok {
 			if err := r.openUpstreamLocked(viewer); err != nil {
+				r.mu.Unlock()
 				r.log.Warn("cannot open an upstream socket", "viewer", viewer, "err", err)
 				return
 			}
 		}
 	}
 	at, cause := pipe.Offer(len(payload), now)
-	if cause != Forwarded {
-		if r.cfg.OnDrop != nil {
-			d := Datagram{At: now, Src: r.cfg.Upstream, Dst: viewer, Payload: payload, Up: up}
-			if up {
-				d.Src, d.Dst = viewer, r.cfg.Upstream
-			}
-			r.cfg.OnDrop(d, cause)
+	if cause == Forwarded {
+		heap.Push(&r.queue, delivery{at: at, payload: append([]byte(nil), payload...), up: up, viewer: viewer})
+		select {
+		case r.wake <- struct{}{}:
+		default:
 		}
-		return
 	}
-	heap.Push(&r.queue, delivery{at: at, payload: append([]byte(nil), payload...), up: up, viewer: viewer})
-	select {
-	case r.wake <- struct{}{}:
-	default:
+	r.mu.Unlock()
+	// The tap sees an up datagram once it has its place in the pipe, as a
+	// capture on the viewer's host sees it once sent: whatever the tap's
+	// owner injects in answer queues behind it.
+	if up && r.cfg.Tap != nil {
+		r.cfg.Tap(Datagram{At: now, Src: viewer, Dst: r.Addr(), Payload: payload, Up: true})
+	}
+	if cause != Forwarded && r.cfg.OnDrop != nil {
+		d := Datagram{At: now, Src: r.cfg.Upstream, Dst: viewer, Payload: payload, Up: up}
+		if up {
+			d.Src, d.Dst = viewer, r.cfg.Upstream
+		}
+		r.cfg.OnDrop(d, cause)
 	}
 }
 

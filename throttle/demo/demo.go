@@ -1,0 +1,295 @@
+// Package demo runs fairgrid's embedded default: a test region, a link
+// emulator and a stock viewer in one process, with the sidecar's control
+// loop reading the viewer's traffic from the emulator's tap and sending its
+// AgentThrottle through the emulator instead of a raw socket. It needs no
+// root and no network, and otherwise runs the same loop as the daemon.
+package demo
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/fairgrid/fairgrid/capture"
+	"github.com/fairgrid/fairgrid/opensim/link"
+	"github.com/fairgrid/fairgrid/opensim/region"
+	"github.com/fairgrid/fairgrid/opensim/viewer"
+	"github.com/fairgrid/fairgrid/ratecalc"
+	"github.com/fairgrid/fairgrid/throttle"
+)
+
+// Config describes the demo. Zero fields take the defaults named.
+type Config struct {
+	// The emulated link, the same both ways: default 2 Mbit/s, 50 ms one
+	// way, 3 % random loss, a 100-datagram buffer.
+	Rate   float64 // bits/s
+	Delay  time.Duration
+	Loss   float64
+	Buffer int
+	// Duration of the run (default 60 s).
+	Duration time.Duration
+	// Loop configures the control loop (default window tracking, 5 s).
+	Loop throttle.Config
+	// ViewerThrottle is the stock viewer's request (default 1,500 kbps of
+	// 1024 bit/s); the viewer follows the stock ±10 % rule from it.
+	ViewerThrottle ratecalc.Rate
+	Activity       region.Activity
+	Seed           uint64
+}
+
+func (c Config) withDefaults() Config {
+	if c.Rate == 0 {
+		c.Rate = 2_000_000
+	}
+	if c.Delay == 0 {
+		c.Delay = 50 * time.Millisecond
+	}
+	if c.Loss == 0 {
+		c.Loss = 0.03
+	}
+	if c.Buffer == 0 {
+		c.Buffer = 100
+	}
+	if c.Duration == 0 {
+		c.Duration = 60 * time.Second
+	}
+	if c.ViewerThrottle == 0 {
+		c.ViewerThrottle = viewer.DefaultThrottle
+	}
+	if c.Activity == 0 {
+		c.Activity = region.Flying
+	}
+	if c.Seed == 0 {
+		c.Seed = 1
+	}
+	return c
+}
+
+// Row is one interval of the run (`fairgrid run --demo --format json`).
+type Row struct {
+	T                  float64  `json:"t_s"`
+	RateBPS            float64  `json:"rate_bps"` // received by the viewer over the interval
+	FairBPS            *float64 `json:"fair_bps"` // the TFRC equation at the measured p and RTT; null before any loss
+	LossEventRate      float64  `json:"loss_event_rate"`
+	RTTms              *float64 `json:"rtt_ms"`
+	ViewerRequestBPS   float64  `json:"viewer_request_bps"`
+	FairgridRequestBPS *float64 `json:"fairgrid_request_bps"` // null until the first request
+	AppliedBPS         float64  `json:"applied_bps"`          // what the region applies
+}
+
+// Summary ends the run.
+type Summary struct {
+	Summary bool `json:"summary"`
+	// RatioToFair is the mean received rate over the last half of the run
+	// divided by the mean TCP-fair rate over the same intervals.
+	RatioToFair float64 `json:"ratio_to_fair"`
+	MeanRateBPS float64 `json:"mean_rate_bps"`
+	MeanFairBPS float64 `json:"mean_fair_bps"`
+	// ViewerRatioToFair is what the stock viewer's own request would have
+	// been, against the same fair rate.
+	ViewerRatioToFair float64 `json:"viewer_ratio_to_fair"`
+	Requests          uint64  `json:"requests"`
+	Reasserts         uint64  `json:"reasserts"`
+	// MaxOverrideMs is the longest the region applied a viewer's own
+	// AgentThrottle before fairgrid's re-assertion replaced it.
+	MaxOverrideMs float64 `json:"max_override_ms"`
+	// FollowIntervals: after each request changed, how many intervals until
+	// the region applied it (at most).
+	MaxFollowIntervals int `json:"max_follow_intervals"`
+}
+
+// applied records what the region applies and when.
+type applied struct {
+	mu       sync.Mutex
+	total    int64
+	viewerAt time.Time // when a value not ours was applied, still in force
+	maxOver  time.Duration
+	ours     map[int64]bool // totals fairgrid asked for (bytes/s, as the region clamps them)
+	events   []appliedEvent
+}
+
+type appliedEvent struct {
+	at    time.Time
+	total int64
+}
+
+func (a *applied) set(total int64, at time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.total = total
+	a.events = append(a.events, appliedEvent{at: at, total: total})
+	if near(a.ours, total) {
+		if !a.viewerAt.IsZero() {
+			a.maxOver = max(a.maxOver, at.Sub(a.viewerAt))
+			a.viewerAt = time.Time{}
+		}
+		return
+	}
+	if a.viewerAt.IsZero() && len(a.ours) > 0 {
+		a.viewerAt = at
+	}
+}
+
+// near: the region truncates per channel, so a total within 0.5 % of one
+// asked for is that one.
+func near(set map[int64]bool, total int64) bool {
+	for t := range set {
+		if d := float64(total-t) / float64(t); d < 0.005 && d > -0.005 {
+			return true
+		}
+	}
+	return false
+}
+
+// linkSender sends requests through the emulator, as if from the viewer.
+type linkSender struct {
+	relay *link.Relay
+	a     *applied
+	sent  []sentRequest
+	mu    sync.Mutex
+}
+
+type sentRequest struct {
+	at    time.Time
+	total int64 // bytes/s
+}
+
+func (s *linkSender) Send(_ context.Context, r throttle.Request) error {
+	b, err := r.Encode()
+	if err != nil {
+		return err
+	}
+	total := int64(r.Total)
+	s.a.mu.Lock()
+	s.a.ours[total] = true
+	s.a.mu.Unlock()
+	s.mu.Lock()
+	s.sent = append(s.sent, sentRequest{at: time.Now(), total: total})
+	s.mu.Unlock()
+	s.relay.InjectUp(r.Circuit.Viewer, b)
+	return nil
+}
+
+// Run runs the demo, calling onRow after every interval, and returns the
+// summary. It stops early, with what it has, when ctx ends.
+func Run(ctx context.Context, cfg Config, log *slog.Logger, onRow func(Row)) (Summary, error) {
+	cfg = cfg.withDefaults()
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	loop, err := throttle.New(cfg.Loop, log)
+	if err != nil {
+		return Summary{}, err
+	}
+	a := &applied{ours: map[int64]bool{}}
+	sim, err := region.New(region.Config{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Activity: cfg.Activity,
+		OnThrottle: func(_ netip.AddrPort, total int64, at time.Time) { a.set(total, at) }}, log)
+	if err != nil {
+		return Summary{}, err
+	}
+	pipe := link.PipeConfig{Rate: int64(cfg.Rate / 8), Delay: cfg.Delay, Loss: cfg.Loss, Buffer: cfg.Buffer}
+	relay, err := link.New(link.Config{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Upstream: sim.Addr(),
+		Down: pipe, Up: pipe, Seed: cfg.Seed,
+		Tap: func(d link.Datagram) {
+			loop.Observe(capture.Datagram{At: d.At, Src: d.Src, Dst: d.Dst, Payload: d.Payload})
+		}}, log)
+	if err != nil {
+		return Summary{}, err
+	}
+	v, err := viewer.New(viewer.Config{Sim: relay.Addr(), Throttle: cfg.ViewerThrottle, FollowViewerRule: true, CircuitCode: 4242}, log)
+	if err != nil {
+		return Summary{}, err
+	}
+	runCtx, cancel := context.WithTimeout(ctx, cfg.Duration)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, run := range []func(context.Context) error{sim.Run, relay.Run, v.Run} {
+		wg.Add(1)
+		go func() { defer wg.Done(); run(runCtx) }()
+	}
+	defer wg.Wait()
+	sender := &linkSender{relay: relay, a: a}
+
+	start := time.Now()
+	var rows []Row
+	var lastRequest *float64
+	loop.Run(runCtx, sender, func(now time.Time, sent []Request) {
+		for _, r := range sent {
+			bps := r.Total.BitsPerSecond()
+			lastRequest = &bps
+		}
+		row := Row{T: now.Sub(start).Seconds(), FairgridRequestBPS: lastRequest, ViewerRequestBPS: v.Report().ThrottleBPS}
+		if keys := loop.Keys(); len(keys) > 0 {
+			_, st, _ := loop.Circuit(keys[0])
+			row.RateBPS, row.LossEventRate = st.ReceiveRate.BitsPerSecond(), st.LossEventRate
+			if st.EquationRate > 0 {
+				f := st.EquationRate.BitsPerSecond()
+				row.FairBPS = &f
+			}
+			if st.RTTSamples > 0 {
+				ms := float64(st.SRTT) / float64(time.Millisecond)
+				row.RTTms = &ms
+			}
+		}
+		a.mu.Lock()
+		row.AppliedBPS = float64(a.total) * 8
+		a.mu.Unlock()
+		rows = append(rows, row)
+		if onRow != nil {
+			onRow(row)
+		}
+	})
+	cancel()
+	wg.Wait()
+	return summarize(rows, loop, a, sender, loop.Interval()), ignoreDeadline(ctx.Err())
+}
+
+// Request is throttle.Request, for the hook's signature.
+type Request = throttle.Request
+
+func ignoreDeadline(err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return nil
+	}
+	return err
+}
+
+// summarize compares the last half of the run with the TCP-fair rate.
+func summarize(rows []Row, loop *throttle.Loop, a *applied, s *linkSender, interval time.Duration) Summary {
+	st := loop.Stats()
+	sum := Summary{Summary: true, Requests: st.Requests, Reasserts: st.Reasserts}
+	var rate, fair, viewerReq float64
+	n := 0
+	for _, r := range rows[len(rows)/2:] {
+		if r.FairBPS == nil {
+			continue
+		}
+		rate += r.RateBPS
+		fair += *r.FairBPS
+		viewerReq += r.ViewerRequestBPS
+		n++
+	}
+	if n > 0 && fair > 0 {
+		sum.MeanRateBPS, sum.MeanFairBPS = rate/float64(n), fair/float64(n)
+		sum.RatioToFair = rate / fair
+		sum.ViewerRatioToFair = viewerReq / fair
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	sum.MaxOverrideMs = float64(a.maxOver) / float64(time.Millisecond)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range s.sent {
+		for _, e := range a.events {
+			if e.at.Before(r.at) || !near(map[int64]bool{r.total: true}, e.total) {
+				continue
+			}
+			sum.MaxFollowIntervals = max(sum.MaxFollowIntervals, int(e.at.Sub(r.at)/interval)+1)
+			break
+		}
+	}
+	return sum
+}
