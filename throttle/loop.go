@@ -79,6 +79,7 @@ type state struct {
 	reassert   bool
 	waiting    bool // IDs not known yet, said once
 	decided    ratecalc.Rate
+	requests   uint64
 }
 
 // Loop is the per-circuit control loop: it measures every circuit from the
@@ -280,6 +281,7 @@ func (l *Loop) Reassert(now time.Time) []Request {
 		r := st.last
 		r.Sequence, r.Reason = c.UpSequence, "reassert"
 		st.lastAt = now
+		st.requests++
 		l.stats.Requests++
 		l.stats.Reasserts++
 		out = append(out, r)
@@ -322,6 +324,7 @@ func (l *Loop) Tick(now time.Time) []Request {
 		r := Request{Circuit: c.Key, Agent: lludp.AgentData{AgentID: c.AgentID, SessionID: c.SessionID},
 			CircuitCode: c.CircuitCode, Sequence: c.UpSequence, Total: target, Throttles: ViewerSplit(target), Reason: reason}
 		st.last, st.lastAt, st.sent, st.intervals = r, now, true, 0
+		st.requests++
 		l.stats.Requests++
 		s := c.Controller.Stats()
 		l.log.Info("throttle decision", "circuit", c.Key, "rate_bps", target.BitsPerSecond(), "reason", reason,
@@ -348,6 +351,45 @@ func (l *Loop) Circuit(k circuit.Key) (circuit.Summary, ratecalc.Stats, bool) {
 		return circuit.Summary{}, ratecalc.Stats{}, false
 	}
 	return c.Summary(), c.Controller.Stats(), true
+}
+
+// CircuitState is a snapshot of one circuit for metrics.
+type CircuitState struct {
+	Key      circuit.Key
+	Summary  circuit.Summary
+	Control  ratecalc.Stats
+	Target   ratecalc.Rate // the latest decision
+	Requests uint64        // requests sent for it
+}
+
+// Snapshot returns every circuit's state.
+func (l *Loop) Snapshot() []CircuitState {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []CircuitState
+	for _, c := range l.tracker.Circuits() {
+		cs := CircuitState{Key: c.Key, Summary: c.Summary()}
+		if c.Controller != nil {
+			cs.Control = c.Controller.Stats()
+		}
+		if st := l.states[c.Key]; st != nil {
+			cs.Target, cs.Requests = st.decided, st.requests
+		}
+		out = append(out, cs)
+	}
+	return out
+}
+
+// Invalid returns the datagrams on simulator ports that were not LLUDP,
+// by reason.
+func (l *Loop) Invalid() map[string]uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := map[string]uint64{}
+	for r := circuit.InvalidReason(0); r.String() != "unknown"; r++ {
+		out[r.String()] = l.tracker.Invalid(r)
+	}
+	return out
 }
 
 // Keys lists the circuits.

@@ -1,0 +1,101 @@
+package throttle
+
+import (
+	"runtime/debug"
+	"sort"
+
+	"github.com/fairgrid/fairgrid/capture"
+	"github.com/fairgrid/fairgrid/lludp"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Collector exports the loop's state to Prometheus, snapshotted at scrape
+// time (circuits that are forgotten disappear). Register it on a registry of
+// your own. Per-circuit series are limited to MaxCircuits circuits.
+type Collector struct {
+	Loop        *Loop
+	Capture     func() capture.Stats // nil: no capture counters
+	MaxCircuits int
+}
+
+var (
+	mRTT      = prometheus.NewDesc("fairgrid_circuit_rtt_seconds", "Ping-based smoothed round-trip time.", []string{"circuit"}, nil)
+	mLoss     = prometheus.NewDesc("fairgrid_circuit_loss_event_rate", "Loss event rate of the simulator-to-viewer direction (RFC 5348).", []string{"circuit"}, nil)
+	mRecv     = prometheus.NewDesc("fairgrid_circuit_receive_rate_bytes_per_second", "Received rate over the last interval.", []string{"circuit"}, nil)
+	mRecvCat  = prometheus.NewDesc("fairgrid_circuit_received_bytes_total", "Bytes received from the simulator, by throttle category.", []string{"circuit", "category"}, nil)
+	mTarget   = prometheus.NewDesc("fairgrid_circuit_target_rate_bytes_per_second", "The rate fairgrid decided to request.", []string{"circuit"}, nil)
+	mViewer   = prometheus.NewDesc("fairgrid_circuit_viewer_request_bytes_per_second", "The viewer's own latest AgentThrottle total.", []string{"circuit"}, nil)
+	mReqs     = prometheus.NewDesc("fairgrid_circuit_requests_sent_total", "AgentThrottle requests sent for the circuit.", []string{"circuit"}, nil)
+	mCircuits = prometheus.NewDesc("fairgrid_circuits", "Circuits being measured.", nil, nil)
+	mReqTotal = prometheus.NewDesc("fairgrid_throttle_requests_sent_total", "AgentThrottle requests sent, re-assertions included.", nil, nil)
+	mReassert = prometheus.NewDesc("fairgrid_throttle_reassertions_total", "Requests sent again because the viewer overrode them.", nil, nil)
+	mCaptured = prometheus.NewDesc("fairgrid_packets_captured_total", "UDP datagrams captured on the simulator ports.", nil, nil)
+	mDrops    = prometheus.NewDesc("fairgrid_capture_drops_total", "Datagrams the kernel dropped because the capture fell behind.", nil, nil)
+	mDecode   = prometheus.NewDesc("fairgrid_decode_errors_total", "Datagrams on simulator ports that were not LLUDP, by reason.", []string{"reason"}, nil)
+	mBuild    = prometheus.NewDesc("fairgrid_build_info", "Build information.", []string{"version", "goversion"}, nil)
+)
+
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{mRTT, mLoss, mRecv, mRecvCat, mTarget, mViewer, mReqs, mCircuits, mReqTotal, mReassert, mCaptured, mDrops, mDecode, mBuild} {
+		ch <- d
+	}
+}
+
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	counter := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
+	}
+	states := c.Loop.Snapshot()
+	sort.Slice(states, func(i, j int) bool { return states[i].Key.String() < states[j].Key.String() })
+	gauge(mCircuits, float64(len(states)))
+	limit := c.MaxCircuits
+	if limit <= 0 {
+		limit = 100
+	}
+	for i, s := range states {
+		if i == limit {
+			break
+		}
+		id := s.Key.String()
+		if s.Summary.RTTms != nil {
+			gauge(mRTT, *s.Summary.RTTms/1000, id)
+		}
+		gauge(mLoss, s.Summary.Down.LossEventRate, id)
+		gauge(mRecv, float64(s.Control.ReceiveRate), id)
+		for cat := range lludp.Category(lludp.NumCategories) {
+			counter(mRecvCat, float64(s.Summary.ByCategory[cat.String()]), id, cat.String())
+		}
+		counter(mRecvCat, float64(s.Summary.ByCategory[lludp.Unthrottled.String()]), id, lludp.Unthrottled.String())
+		gauge(mTarget, float64(s.Target), id)
+		if s.Summary.ViewerThrottleBPS != nil {
+			gauge(mViewer, *s.Summary.ViewerThrottleBPS/8, id)
+		}
+		counter(mReqs, float64(s.Requests), id)
+	}
+	st := c.Loop.Stats()
+	counter(mReqTotal, float64(st.Requests))
+	counter(mReassert, float64(st.Reasserts))
+	if c.Capture != nil {
+		cs := c.Capture()
+		counter(mCaptured, float64(cs.Datagrams))
+		counter(mDrops, float64(cs.KernelDrops))
+	}
+	for reason, n := range c.Loop.Invalid() {
+		counter(mDecode, float64(n), reason)
+	}
+	version := "devel"
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		version = bi.Main.Version
+	}
+	gauge(mBuild, 1, version, runtimeVersion())
+}
+
+func runtimeVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		return bi.GoVersion
+	}
+	return "unknown"
+}
