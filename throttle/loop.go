@@ -353,6 +353,29 @@ func (l *Loop) Circuit(k circuit.Key) (circuit.Summary, ratecalc.Stats, bool) {
 	return c.Summary(), c.Controller.Stats(), true
 }
 
+// Reconfigure applies the settings that can change while running — the
+// clamps, the floor, the hysteresis — and returns the names of those that
+// differ but need a restart (controller, interval, sims).
+func (l *Loop) Reconfigure(cfg Config) (needRestart []string, err error) {
+	c, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if c.Controller != l.cfg.Controller {
+		needRestart = append(needRestart, "controller")
+	}
+	if c.Interval != l.cfg.Interval {
+		needRestart = append(needRestart, "interval")
+	}
+	if fmt.Sprint(c.Sims) != fmt.Sprint(l.cfg.Sims) {
+		needRestart = append(needRestart, "sims")
+	}
+	l.cfg.Min, l.cfg.Max, l.cfg.Floor, l.cfg.MinChange, l.cfg.ResendEvery = c.Min, c.Max, c.Floor, c.MinChange, c.ResendEvery
+	return needRestart, nil
+}
+
 // CircuitState is a snapshot of one circuit for metrics.
 type CircuitState struct {
 	Key      circuit.Key

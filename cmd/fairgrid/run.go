@@ -16,9 +16,17 @@ import (
 	"github.com/fairgrid/fairgrid/throttle/demo"
 )
 
-const runSynopsis = `--demo [--duration D] [--link RATE,DELAY,LOSS,BUFFER] [--controller window|tfrc|viewer] [--format text|json]
+const runSynopsis = `[--config FILE] [--check-config] [--interface IFACE] [--controller C] [--interval D] [--dry-run] [--metrics ADDR] [--log-level L]
+       fairgrid run --demo [--duration D] [--link RATE,DELAY,LOSS,BUFFER] [--controller window|tfrc|viewer] [--format text|json]
 
-The sidecar daemon. With --demo it runs the embedded default: a test
+The sidecar daemon: it captures the viewer's circuits on an interface,
+measures loss and RTT, and every interval asks each simulator for a
+TCP-fair rate with an AgentThrottle sent from the viewer's own address
+(raw sockets: CAP_NET_RAW). configs/fairgrid.toml documents the
+configuration; flags override it; SIGHUP reloads it. --dry-run measures,
+decides, logs and exports, and sends nothing.
+
+With --demo it runs the embedded default: a test
 region, a link emulator (default 2M,50ms,3%,100: rate in bits/s, one-way
 delay, random loss, buffer in datagrams) and a stock viewer asking for
 1,500 kbps and following its ±10 % rule, all in this process; fairgrid
@@ -35,12 +43,17 @@ func runRun(args []string, s stdio) int {
 	controller := fs.String("controller", "window", "window (window tracking), tfrc, or viewer (the stock rule)")
 	interval := fs.Duration("interval", 5*time.Second, "decision interval")
 	format := fs.String("format", "text", "output format: text or json (one object per interval, then a summary)")
+	configPath := fs.String("config", "", "configuration file (default: the built-in defaults, as in configs/fairgrid.toml)")
+	check := fs.Bool("check-config", false, "validate the configuration and exit")
+	fs.String("interface", "lo", "interface to capture on")
+	fs.Bool("dry-run", false, "measure, decide, log and export; send nothing")
+	fs.String("metrics", "127.0.0.1:9101", "Prometheus metrics address (empty: none)")
+	fs.String("log-level", "info", "debug, info, warn or error")
 	if c, ok := parseFlags(fs, runSynopsis, args, s); !ok {
 		return c
 	}
 	if !*demoMode {
-		fmt.Fprintln(s.err, "fairgrid run: only --demo is available so far: the live daemon (capture, raw-socket sender, configuration) is issue 7's remaining work")
-		return exitUsage
+		return runDaemon(fs, *configPath, *check, s)
 	}
 	cfg, err := demoConfig(*linkSpec)
 	if err == nil && *format != "text" && *format != "json" {
@@ -82,8 +95,8 @@ func runRun(args []string, s stdio) int {
 		enc.Encode(sum)
 		return exitOK
 	}
-	fmt.Fprintf(s.out, "\nOver the last half of the run the viewer received %.0f kbit/s, %.2f× the TCP-fair %.0f kbit/s.\n",
-		sum.MeanRateBPS/1000, sum.RatioToFair, sum.MeanFairBPS/1000)
+	fmt.Fprintf(s.out, "\nOver the last half of the run the viewer received %.0f kbit/s, %.2f× the TCP-fair %.0f kbit/s (%s model).\n",
+		sum.MeanRateBPS/1000, sum.RatioToFair, sum.MeanFairBPS/1000, sum.FairModel)
 	fmt.Fprintf(s.out, "The stock viewer asked for %.2f× the fair rate; fairgrid overrode it %d times, each within %.0f ms.\n",
 		sum.ViewerRatioToFair, sum.Reasserts, sum.MaxOverrideMs)
 	return exitOK

@@ -38,6 +38,10 @@ type Config struct {
 	ViewerThrottle ratecalc.Rate
 	Activity       region.Activity
 	Seed           uint64
+	// Live runs the daemon's production path instead of the in-process
+	// tap: fairgrid captures the viewer's datagrams on lo through AF_PACKET
+	// and sends with raw sockets as the viewer. It needs CAP_NET_RAW.
+	Live bool
 }
 
 func (c Config) withDefaults() Config {
@@ -70,9 +74,13 @@ func (c Config) withDefaults() Config {
 
 // Row is one interval of the run (`fairgrid run --demo --format json`).
 type Row struct {
-	T                  float64  `json:"t_s"`
-	RateBPS            float64  `json:"rate_bps"` // received by the viewer over the interval
-	FairBPS            *float64 `json:"fair_bps"` // the TFRC equation at the measured p and RTT; null before any loss
+	T       float64 `json:"t_s"`
+	RateBPS float64 `json:"rate_bps"` // received by the viewer over the interval
+	// FairBPS is the TCP-fair rate at the measured loss event rate, RTT and
+	// segment size, by the model the controller follows: the Mathis rate
+	// (Reno's AIMD) for window tracking, the TFRC equation otherwise. Null
+	// before any loss.
+	FairBPS            *float64 `json:"fair_bps"`
 	LossEventRate      float64  `json:"loss_event_rate"`
 	RTTms              *float64 `json:"rtt_ms"`
 	ViewerRequestBPS   float64  `json:"viewer_request_bps"`
@@ -83,6 +91,8 @@ type Row struct {
 // Summary ends the run.
 type Summary struct {
 	Summary bool `json:"summary"`
+	// FairModel names the TCP-fair model: "mathis" or "tfrc".
+	FairModel string `json:"fair_model"`
 	// RatioToFair is the mean received rate over the last half of the run
 	// divided by the mean TCP-fair rate over the same intervals.
 	RatioToFair float64 `json:"ratio_to_fair"`
@@ -144,9 +154,11 @@ func near(set map[int64]bool, total int64) bool {
 	return false
 }
 
-// linkSender sends requests through the emulator, as if from the viewer.
+// linkSender sends requests through the emulator, as if from the viewer,
+// or with raw sockets in live mode.
 type linkSender struct {
 	relay *link.Relay
+	raw   *throttle.RawSender
 	a     *applied
 	sent  []sentRequest
 	mu    sync.Mutex
@@ -169,6 +181,9 @@ func (s *linkSender) Send(_ context.Context, r throttle.Request) error {
 	s.mu.Lock()
 	s.sent = append(s.sent, sentRequest{at: time.Now(), total: total})
 	s.mu.Unlock()
+	if s.raw != nil {
+		return s.raw.Send(context.Background(), r)
+	}
 	s.relay.InjectUp(r.Circuit.Viewer, b)
 	return nil
 }
@@ -191,13 +206,29 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, onRow func(Row)) (Su
 		return Summary{}, err
 	}
 	pipe := link.PipeConfig{Rate: int64(cfg.Rate / 8), Delay: cfg.Delay, Loss: cfg.Loss, Buffer: cfg.Buffer}
-	relay, err := link.New(link.Config{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Upstream: sim.Addr(),
-		Down: pipe, Up: pipe, Seed: cfg.Seed,
-		Tap: func(d link.Datagram) {
+	lcfg := link.Config{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Upstream: sim.Addr(), Down: pipe, Up: pipe, Seed: cfg.Seed}
+	if !cfg.Live {
+		lcfg.Tap = func(d link.Datagram) {
 			loop.Observe(capture.Datagram{At: d.At, Src: d.Src, Dst: d.Dst, Payload: d.Payload})
-		}}, log)
+		}
+	}
+	relay, err := link.New(lcfg, log)
 	if err != nil {
 		return Summary{}, err
+	}
+	var raw *throttle.RawSender
+	var live *capture.Reader
+	if cfg.Live {
+		// The viewer's side of the link: what a capture on its host sees.
+		port := relay.Addr().Port()
+		if live, err = capture.OpenLive("lo", capture.Ports{{Lo: port, Hi: port}}); err != nil {
+			return Summary{}, err
+		}
+		defer live.Close()
+		if raw, err = throttle.NewRawSender(); err != nil {
+			return Summary{}, err
+		}
+		defer raw.Close()
 	}
 	v, err := viewer.New(viewer.Config{Sim: relay.Addr(), Throttle: cfg.ViewerThrottle, FollowViewerRule: true, CircuitCode: 4242}, log)
 	if err != nil {
@@ -211,7 +242,19 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, onRow func(Row)) (Su
 		go func() { defer wg.Done(); run(runCtx) }()
 	}
 	defer wg.Wait()
-	sender := &linkSender{relay: relay, a: a}
+	sender := &linkSender{relay: relay, a: a, raw: raw}
+	if live != nil {
+		go func() {
+			for {
+				d, err := live.Next()
+				if err != nil {
+					return // closed at the end of the run
+				}
+				loop.Observe(d)
+			}
+		}()
+		context.AfterFunc(runCtx, func() { live.Close() })
+	}
 
 	start := time.Now()
 	var rows []Row
@@ -225,8 +268,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, onRow func(Row)) (Su
 		if keys := loop.Keys(); len(keys) > 0 {
 			_, st, _ := loop.Circuit(keys[0])
 			row.RateBPS, row.LossEventRate = st.ReceiveRate.BitsPerSecond(), st.LossEventRate
-			if st.EquationRate > 0 {
-				f := st.EquationRate.BitsPerSecond()
+			if st.LossEventRate > 0 {
+				f := fairRate(cfg.Loop.Controller, st).BitsPerSecond()
 				row.FairBPS = &f
 			}
 			if st.RTTSamples > 0 {
@@ -244,7 +287,26 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, onRow func(Row)) (Su
 	})
 	cancel()
 	wg.Wait()
-	return summarize(rows, loop, a, sender, loop.Interval()), ignoreDeadline(ctx.Err())
+	sum := summarize(rows, loop, a, sender, loop.Interval())
+	sum.FairModel = fairModel(cfg.Loop.Controller)
+	return sum, ignoreDeadline(ctx.Err())
+}
+
+// fairModel is the TCP model a controller follows (congestion.md §6.7):
+// window tracking emulates Reno, whose rate is Mathis's; the others aim at
+// the TFRC equation.
+func fairModel(controller string) string {
+	if controller == "" || controller == "window" {
+		return "mathis"
+	}
+	return "tfrc"
+}
+
+func fairRate(controller string, st ratecalc.Stats) ratecalc.Rate {
+	if fairModel(controller) == "mathis" {
+		return ratecalc.MathisRate(st.SegmentSize, st.SRTT, st.LossEventRate)
+	}
+	return ratecalc.TFRCRate(st.SegmentSize, st.SRTT, st.LossEventRate)
 }
 
 // Request is throttle.Request, for the hook's signature.
