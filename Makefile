@@ -14,7 +14,7 @@ LEAVES   := lludp ratecalc
 # Packages that must never read the clock: every event carries its time.
 NOCLOCK  := lludp ratecalc opensim
 
-.PHONY: all build demo test unit fuzz-smoke fuzz bench bench-js bench-capture bench-sim lint check-deps generate cover clean
+.PHONY: all build demo test unit scale fuzz-smoke fuzz bench bench-js bench-capture bench-sim bench-daemon lint check-deps generate cover clean
 
 all: build
 
@@ -24,10 +24,16 @@ build:
 demo:
 	$(GO) run ./cmd/fairgrid run --demo
 
-test: lint unit fuzz-smoke
+test: lint unit scale fuzz-smoke
 
+# One package at a time: the end-to-end tests run real time on loopback and
+# must not compete for this machine's two cores with each other.
 unit:
-	$(GO) test $(RACE) -count=1 $(PKGS)
+	$(GO) test $(RACE) -count=1 -p 1 $(PKGS)
+
+# Scale tests run without the race detector, which would measure itself.
+scale:
+	$(GO) test -count=1 -run 'TestThousandViewers|TestStress' ./opensim/viewer
 
 # Each fuzz target briefly, seeded from the real datagrams: package:target.
 FUZZ_TARGETS := lludp:FuzzDecode lludp:FuzzZeroCode lludp:FuzzPeekZeroCoded lludp:FuzzParseTemplate \
@@ -70,6 +76,11 @@ bench-sim: build
 	bin/fairgrid sim --listen 127.0.0.1:9500 --activity idle --stress >/dev/null 2>&1 & sim=$$!; \
 	trap 'kill $$sim 2>/dev/null' EXIT; \
 	bin/fairgrid viewer --sim 127.0.0.1:9500 --stress --sweep $(SWEEP) --duration 10s
+
+# The daemon's CPU and memory at about 5 Mbit/s of viewer traffic (needs
+# root or CAP_NET_RAW: it captures lo).
+bench-daemon: build
+	throttle/demo/bench-daemon.sh bin/fairgrid 30
 
 lint: check-deps
 	@out=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go')); \

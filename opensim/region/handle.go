@@ -84,7 +84,7 @@ func (s *Server) handle(in inbound) {
 			c.stats.Throttles++
 			if s.cfg.OnThrottle != nil {
 				_, total, _ := s.sched.Rates(c.id)
-				s.cfg.OnThrottle(c.addr, total, in.at)
+				s.cfg.OnThrottle(c.addr, m.Total(), total, in.at)
 			}
 		}
 	case lludp.AgentUpdateID:

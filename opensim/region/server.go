@@ -43,10 +43,11 @@ type Config struct {
 	QueueTarget int
 	// Stress turns on stress mode (stress.go).
 	Stress StressConfig
-	// OnThrottle, if set, is called with a client's address and new total
-	// (bytes/s) each time an AgentThrottle is applied. It runs on the
-	// region's loop and must not block.
-	OnThrottle func(addr netip.AddrPort, total int64, at time.Time)
+	// OnThrottle, if set, is called each time an AgentThrottle is applied,
+	// with the client's address, the total the message asked for (bits/s,
+	// as sent) and the total the scheduler applies after its clamps
+	// (bytes/s). It runs on the region's loop and must not block.
+	OnThrottle func(addr netip.AddrPort, requestedBPS float64, applied int64, at time.Time)
 }
 
 func (c Config) withDefaults() Config {

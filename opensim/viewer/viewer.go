@@ -99,21 +99,23 @@ type Viewer struct {
 	conn *net.UDPConn
 	self netip.AddrPort
 
-	mu        sync.Mutex // guards everything below
-	tracker   *circuit.Tracker
-	rule      *ratecalc.Viewer
-	seq       uint32
-	pingID    uint8
-	acks      []uint32
-	ackSince  time.Time
-	unacked   map[uint32]*pendingReliable
-	loggedIn  bool
-	loggedOut bool // the region answered our LogoutRequest
-	moved     bool
-	throttle  ratecalc.Rate
-	start     time.Time
-	last      time.Time
-	packet    lludp.Packet
+	mu         sync.Mutex // guards everything below
+	tracker    *circuit.Tracker
+	rule       *ratecalc.Viewer
+	seq        uint32
+	pingID     uint8
+	acks       []uint32
+	ackSince   time.Time
+	unacked    map[uint32]*pendingReliable
+	loggedIn   bool
+	loggedOut  bool // the region answered our LogoutRequest
+	moved      bool
+	served     chan struct{} // closed at the first data after login
+	servedOnce sync.Once
+	throttle   ratecalc.Rate
+	start      time.Time
+	last       time.Time
+	packet     lludp.Packet
 	// stress mode
 	pos        lludp.Vector3
 	moves      uint32
@@ -145,7 +147,7 @@ func New(cfg Config, log *slog.Logger) (*Viewer, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	v := &Viewer{cfg: cfg, log: log, conn: conn, self: conn.LocalAddr().(*net.UDPAddr).AddrPort(),
-		unacked: map[uint32]*pendingReliable{}, throttle: cfg.Throttle}
+		unacked: map[uint32]*pendingReliable{}, throttle: cfg.Throttle, served: make(chan struct{})}
 	tcfg := circuit.Config{Sims: []netip.AddrPort{cfg.Sim}}
 	if cfg.FollowViewerRule {
 		// The stock rule steps 10 % of the preference, which the request is
@@ -322,6 +324,9 @@ func (v *Viewer) sendThrottle(now time.Time) {
 		Throttles: throttle.ViewerSplit(v.throttle)}, lludp.FlagZeroCoded, now)
 }
 
+// Served is closed once the viewer has logged in and received data.
+func (v *Viewer) Served() <-chan struct{} { return v.served }
+
 // SetThrottle asks the simulator for a new total at once.
 func (v *Viewer) SetThrottle(r ratecalc.Rate) {
 	v.mu.Lock()
@@ -347,6 +352,9 @@ func (v *Viewer) handle(d inbound) {
 			v.ackSince = d.at
 		}
 		v.acks = append(v.acks, p.Sequence)
+		if v.moved {
+			v.servedOnce.Do(func() { close(v.served) })
+		}
 	}
 	switch p.ID {
 	case lludp.PacketAckID:

@@ -126,12 +126,14 @@ type appliedEvent struct {
 	total int64
 }
 
-func (a *applied) set(total int64, at time.Time) {
+// set records an applied AgentThrottle: requested is what the message
+// asked for (bytes/s), total what the region applies after its clamps.
+func (a *applied) set(requested, total int64, at time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.total = total
-	a.events = append(a.events, appliedEvent{at: at, total: total})
-	if near(a.ours, total) {
+	a.events = append(a.events, appliedEvent{at: at, total: requested})
+	if near(a.ours, requested) {
 		if !a.viewerAt.IsZero() {
 			a.maxOver = max(a.maxOver, at.Sub(a.viewerAt))
 			a.viewerAt = time.Time{}
@@ -143,8 +145,8 @@ func (a *applied) set(total int64, at time.Time) {
 	}
 }
 
-// near: the region truncates per channel, so a total within 0.5 % of one
-// asked for is that one.
+// near: the split's float32 values sum to the request within rounding, so
+// a total within 0.5 % of one asked for is that one.
 func near(set map[int64]bool, total int64) bool {
 	for t := range set {
 		if d := float64(total-t) / float64(t); d < 0.005 && d > -0.005 {
@@ -201,7 +203,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, onRow func(Row)) (Su
 	}
 	a := &applied{ours: map[int64]bool{}}
 	sim, err := region.New(region.Config{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Activity: cfg.Activity,
-		OnThrottle: func(_ netip.AddrPort, total int64, at time.Time) { a.set(total, at) }}, log)
+		OnThrottle: func(_ netip.AddrPort, requested float64, total int64, at time.Time) {
+			a.set(int64(requested/8), total, at)
+		}}, log)
 	if err != nil {
 		return Summary{}, err
 	}

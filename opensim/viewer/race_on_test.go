@@ -1,0 +1,6 @@
+//go:build race
+
+package viewer
+
+// raceEnabled: built with -race.
+const raceEnabled = true
