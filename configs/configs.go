@@ -48,7 +48,8 @@ type File struct {
 		SplitWeights []float64 `toml:"split_weights"`
 	} `toml:"control"`
 	Send struct {
-		DryRun bool `toml:"dry_run"`
+		DryRun  bool   `toml:"dry_run"`
+		Regions string `toml:"regions"`
 	} `toml:"send"`
 	Metrics struct {
 		Address     string `toml:"address"`
@@ -180,6 +181,9 @@ func (f *File) Validate() error {
 	default:
 		bad("control.split", "%q: want viewer or weights", c.Split)
 	}
+	if f.Send.Regions != "all" && f.Send.Regions != "root" {
+		bad("send.regions", "%q: want all or root", f.Send.Regions)
+	}
 	if f.Metrics.Address != "" {
 		if _, err := netip.ParseAddrPort(f.Metrics.Address); err != nil {
 			bad("metrics.address", "%q: want ip:port, or empty", f.Metrics.Address)
@@ -240,5 +244,5 @@ func (f *File) Throttle() throttle.Config {
 	c := f.Control
 	return throttle.Config{Controller: c.Controller, Interval: c.Interval.Duration,
 		Min: ratecalc.RateFromBits(c.MinBPS), Max: ratecalc.RateFromBits(c.MaxBPS), Floor: ratecalc.RateFromBits(c.FloorBPS),
-		MinChange: c.MinChange, ResendEvery: c.ResendEvery, Sims: sims}
+		MinChange: c.MinChange, ResendEvery: c.ResendEvery, Sims: sims, RootOnly: f.Send.Regions == "root"}
 }

@@ -36,6 +36,7 @@ func TestInvalid(t *testing.T) {
 		{"weights", "[control]\nsplit = \"weights\"\nsplit_weights = [1, 2]\n", "control.split_weights: want 7 weights, none negative, not all zero"},
 		{"metrics", "[metrics]\naddress = \"everywhere\"\n", `metrics.address: "everywhere": want ip:port, or empty`},
 		{"log level", "[log]\nlevel = \"chatty\"\n", `log.level: "chatty": want debug, info, warn or error`},
+		{"regions", "[send]\nregions = \"some\"\n", `send.regions: "some": want all or root`},
 		{"two problems", "[control]\nresend_every = 0\nmin_change = 2\n", "control.min_change: 2 outside [0, 1)\ncontrol.resend_every: 0 outside [1, 100]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -41,6 +41,11 @@ type Config struct {
 	// ViewerSetting is what the viewer baseline controller steps from
 	// (default: the classic viewer's 1,000 kbps preference).
 	ViewerSetting ratecalc.Rate
+	// RootOnly sends requests only to each agent's root region — the
+	// circuit it arrived in last — and not to neighbouring regions, whose
+	// throttles OpenSim derives from the root's (protocol.md §8.9). The
+	// viewer itself does the same. Default false: every circuit.
+	RootOnly bool
 }
 
 // Request is one AgentThrottle to send for a circuit.
@@ -313,6 +318,9 @@ func (l *Loop) Tick(now time.Time) []Request {
 			}
 			continue
 		}
+		if l.cfg.RootOnly && !l.isRoot(c) {
+			continue
+		}
 		changed := !st.sent || math.Abs(float64(target/st.last.Total)-1) >= l.cfg.MinChange
 		if !changed && st.intervals < l.cfg.ResendEvery {
 			continue
@@ -332,6 +340,19 @@ func (l *Loop) Tick(now time.Time) []Request {
 		out = append(out, r)
 	}
 	return out
+}
+
+// isRoot: no circuit of the same agent has a later arrival.
+func (l *Loop) isRoot(c *circuit.Circuit) bool {
+	if c.ArrivedAt.IsZero() {
+		return false
+	}
+	for _, o := range l.tracker.Circuits() {
+		if o != c && o.AgentID == c.AgentID && o.ArrivedAt.After(c.ArrivedAt) {
+			return false
+		}
+	}
+	return true
 }
 
 // Stats returns the loop's counters.
@@ -372,7 +393,7 @@ func (l *Loop) Reconfigure(cfg Config) (needRestart []string, err error) {
 	if fmt.Sprint(c.Sims) != fmt.Sprint(l.cfg.Sims) {
 		needRestart = append(needRestart, "sims")
 	}
-	l.cfg.Min, l.cfg.Max, l.cfg.Floor, l.cfg.MinChange, l.cfg.ResendEvery = c.Min, c.Max, c.Floor, c.MinChange, c.ResendEvery
+	l.cfg.Min, l.cfg.Max, l.cfg.Floor, l.cfg.MinChange, l.cfg.ResendEvery, l.cfg.RootOnly = c.Min, c.Max, c.Floor, c.MinChange, c.ResendEvery, c.RootOnly
 	return needRestart, nil
 }
 

@@ -132,3 +132,21 @@ func TestLoopConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestRootOnly: with RootOnly, only the circuit the agent arrived in last
+// gets requests; its neighbour is measured but left alone.
+func TestRootOnly(t *testing.T) {
+	neighbour := netip.MustParseAddrPort("10.0.0.3:9001")
+	l, _ := New(Config{Sims: []netip.AddrPort{simEP, neighbour}, RootOnly: true}, nil)
+	f := &feed{t: t, l: l}
+	f.send(0, true, lludp.FlagReliable, &lludp.UseCircuitCode{Code: 1, SessionID: agent.SessionID, AgentID: agent.AgentID})
+	f.send(time.Millisecond, true, lludp.FlagReliable, &lludp.CompleteAgentMovement{AgentData: agent, CircuitCode: 1})
+	// The neighbour: a circuit opened with UseCircuitCode only.
+	b, _ := lludp.AppendMessage(nil, lludp.Header{Flags: lludp.FlagReliable, Sequence: 1}, &lludp.UseCircuitCode{Code: 1, SessionID: agent.SessionID, AgentID: agent.AgentID}, nil)
+	l.Observe(capture.Datagram{At: t0, Src: viewerEP, Dst: neighbour, Payload: b})
+	f.stream(0, 100)
+	rs := l.Tick(t0.Add(5 * time.Second))
+	if len(rs) != 1 || rs[0].Circuit.Sim != simEP {
+		t.Errorf("requests %+v, want one, to the root region", rs)
+	}
+}

@@ -121,6 +121,11 @@ type Circuit struct {
 	// bits/s per category, and when it was seen (zero if none).
 	ViewerThrottle   [lludp.NumCategories]float32
 	ViewerThrottleAt time.Time
+	// ArrivedAt is when the viewer last sent CompleteAgentMovement here:
+	// it does so only on arriving in a region, so the circuit with the
+	// latest arrival is the agent's root region, the others neighbours
+	// (protocol.md §11.2).
+	ArrivedAt time.Time
 	// Controller, if set, receives the measurements of the down direction.
 	Controller ratecalc.Controller
 

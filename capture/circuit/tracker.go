@@ -336,6 +336,7 @@ func (t *Tracker) learn(c *Circuit, dir Direction, at int64, when time.Time) {
 	case lludp.CompleteAgentMovementID:
 		if p.Unmarshal(&t.move) == nil {
 			c.AgentID, c.SessionID, c.CircuitCode = t.move.AgentID, t.move.SessionID, t.move.CircuitCode
+			c.ArrivedAt = when
 		}
 	case lludp.AgentThrottleID:
 		if p.Unmarshal(&t.thr) != nil {
