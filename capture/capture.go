@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/netip"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/gopacket/gopacket"
@@ -76,8 +77,15 @@ type Reader struct {
 	ports    Ports
 	closer   io.Closer
 	kernel   func() (drops uint64, err error)
-	stats    Stats
+	counters counters
 	err      error
+}
+
+// counters are atomic so that Stats may be read while another goroutine
+// reads datagrams.
+type counters struct {
+	frames, datagrams, bytes, kernelDrops atomic.Uint64
+	skipped                               [numSkipReasons]atomic.Uint64
 }
 
 // ErrUnknownLinkType is returned for captures of a link type capture does
@@ -185,18 +193,18 @@ func (r *Reader) Next() (Datagram, error) {
 			r.err = r.readError(err)
 			return Datagram{}, r.err
 		}
-		r.stats.Frames++
+		r.counters.frames.Add(1)
 		src, dst, payload, skip, ok := udpFrame(r.linkType, frame)
 		if !ok {
-			r.stats.Skipped[skip]++
+			r.counters.skipped[skip].Add(1)
 			continue
 		}
 		if !r.ports.match(src, dst) {
-			r.stats.Skipped[SkipPort]++
+			r.counters.skipped[SkipPort].Add(1)
 			continue
 		}
-		r.stats.Datagrams++
-		r.stats.Bytes += uint64(len(payload))
+		r.counters.datagrams.Add(1)
+		r.counters.bytes.Add(uint64(len(payload)))
 		return Datagram{At: ci.Timestamp, Src: src, Dst: dst, Payload: payload}, nil
 	}
 }
@@ -205,21 +213,31 @@ func (r *Reader) readError(err error) error {
 	if errors.Is(err, io.EOF) {
 		return io.EOF
 	}
-	if r.closer == nil && r.kernel != nil {
+	if r.kernel != nil {
 		return err // live: the handle's own error
 	}
-	return &BrokenError{Frames: r.stats.Frames, Err: err}
+	return &BrokenError{Frames: r.counters.frames.Load(), Err: err}
 }
 
 // Stats returns the counters so far; for a live capture it also asks the
-// kernel for its drop count.
+// kernel for its drop count. It may be called while another goroutine is in
+// Next.
 func (r *Reader) Stats() Stats {
 	if r.kernel != nil {
 		if drops, err := r.kernel(); err == nil {
-			r.stats.KernelDrops += drops
+			r.counters.kernelDrops.Add(drops)
 		}
 	}
-	return r.stats
+	st := Stats{
+		Frames:      r.counters.frames.Load(),
+		Datagrams:   r.counters.datagrams.Load(),
+		Bytes:       r.counters.bytes.Load(),
+		KernelDrops: r.counters.kernelDrops.Load(),
+	}
+	for i := range st.Skipped {
+		st.Skipped[i] = r.counters.skipped[i].Load()
+	}
+	return st
 }
 
 // Close releases the file or socket. A blocked Next on a live capture

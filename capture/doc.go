@@ -23,7 +23,11 @@
 //
 // # Live capture
 //
-// OpenLive installs a classic BPF filter in the kernel that passes only UDP
+// OpenLive reads a TPACKET_V3 ring that the kernel fills and hands over a
+// block at a time (full, or 50 ms after it opened), so a daemon wakes a few
+// times a second instead of once per datagram; timestamps are the kernel's,
+// so the batching delays actions but changes no measurement. It installs a
+// classic BPF filter in the kernel that passes only UDP
 // over IPv4 or IPv6 on the simulator ports, so the socket carries nothing
 // else. On a loopback interface every datagram is seen twice, once going
 // out and once coming in; the filter drops the outgoing copy

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -97,11 +98,15 @@ func runDaemon(fs *flag.FlagSet, configPath string, check bool, s stdio) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	context.AfterFunc(ctx, func() { reader.Close() })
+	// The capture goroutine replaces the reader when the interface fails;
+	// the metrics and the shutdown always reach the current one.
+	var current atomic.Pointer[capture.Reader]
+	current.Store(reader)
+	context.AfterFunc(ctx, func() { current.Load().Close() })
 
 	if f.Metrics.Address != "" {
 		reg := prometheus.NewRegistry()
-		reg.MustRegister(&throttle.Collector{Loop: loop, Capture: reader.Stats, MaxCircuits: f.Metrics.MaxCircuits})
+		reg.MustRegister(&throttle.Collector{Loop: loop, Capture: func() capture.Stats { return current.Load().Stats() }, MaxCircuits: f.Metrics.MaxCircuits})
 		ln, err := net.Listen("tcp", f.Metrics.Address)
 		if err != nil {
 			fmt.Fprintf(s.err, "fairgrid run: metrics: %v\n", err)
@@ -157,6 +162,10 @@ func runDaemon(fs *flag.FlagSet, configPath string, check bool, s stdio) int {
 				if err == nil {
 					reader.Close()
 					reader = r
+					current.Store(r)
+					if ctx.Err() != nil {
+						r.Close() // shutdown began while it opened
+					}
 					break
 				}
 				select {

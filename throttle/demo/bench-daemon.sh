@@ -29,6 +29,6 @@ rate=$(awk -F'"rate_bps":' '{split($2, a, ","); s += a[1]} END {printf "%.2f", s
 awk -v u0=$u0 -v s0=$s0 -v u1=$u1 -v s1=$s1 -v hz=$hz -v t0=$t0 -v t1=$t1 -v rss=$rss -v hwm=$hwm -v rate="$rate" 'BEGIN {
 	cpu = ((u1 + s1) - (u0 + s0)) / hz / (t1 - t0) * 100
 	printf "viewer traffic: %s Mbit/s received in all\n", rate
-	printf "daemon CPU: %.2f %% of one core\n", cpu
+	printf "daemon CPU: %.2f %% of one core (user %.2f %%, kernel %.2f %%)\n", cpu, (u1 - u0) / hz / (t1 - t0) * 100, (s1 - s0) / hz / (t1 - t0) * 100
 	printf "daemon RSS: %.1f MB (peak %.1f MB)\n", rss / 1024, hwm / 1024
 }'
