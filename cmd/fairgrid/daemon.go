@@ -5,8 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"sync/atomic"
@@ -17,7 +15,6 @@ import (
 	"github.com/fairgrid/fairgrid/configs"
 	"github.com/fairgrid/fairgrid/throttle"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // loadDaemonConfig reads --config (or the defaults) and applies the flags
@@ -96,7 +93,7 @@ func runDaemon(fs *flag.FlagSet, configPath string, check bool, s stdio) int {
 		fmt.Fprintf(s.err, "fairgrid run: %v\n", err)
 		return exitFail
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := runContext(0)
 	defer stop()
 	// The capture goroutine replaces the reader when the interface fails;
 	// the metrics and the shutdown always reach the current one.
@@ -107,18 +104,12 @@ func runDaemon(fs *flag.FlagSet, configPath string, check bool, s stdio) int {
 	if f.Metrics.Address != "" {
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(&throttle.Collector{Loop: loop, Capture: func() capture.Stats { return current.Load().Stats() }, MaxCircuits: f.Metrics.MaxCircuits})
-		ln, err := net.Listen("tcp", f.Metrics.Address)
+		shutdown, err := serveMetrics(f.Metrics.Address, reg, log)
 		if err != nil {
 			fmt.Fprintf(s.err, "fairgrid run: metrics: %v\n", err)
 			return exitFail
 		}
-		hs := &http.Server{Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 5 * time.Second}
-		go hs.Serve(ln)
-		defer func() {
-			sctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			defer cancel()
-			hs.Shutdown(sctx)
-		}()
+		defer shutdown()
 	}
 
 	// SIGHUP reloads what can change live.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	_ "embed"
 	"encoding/hex"
 	"encoding/json"
@@ -11,7 +10,6 @@ import (
 	"io"
 	"net/netip"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
 	"time"
@@ -310,13 +308,8 @@ func (d *decoder) liveCapture(iface string, duration time.Duration) {
 		d.broken = true
 		return
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := runContext(duration)
 	defer stop()
-	if duration > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, duration)
-		defer cancel()
-	}
 	// A blocked read returns once the socket is closed.
 	go func() { <-ctx.Done(); r.Close() }()
 	d.readCapture(iface, r)

@@ -1,15 +1,11 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/netip"
-	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/fairgrid/fairgrid/opensim/link"
@@ -54,13 +50,8 @@ func runLink(args []string, s stdio) int {
 		fmt.Fprintf(s.err, "fairgrid link: %v\n", err)
 		return exitFail
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := runContext(*duration)
 	defer stop()
-	if *duration > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, *duration)
-		defer cancel()
-	}
 	fmt.Fprintf(s.err, "fairgrid link: relaying %v → %v\n", r.Addr(), cfg.Upstream)
 	r.Run(ctx)
 	down, up := r.Stats()

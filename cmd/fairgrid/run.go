@@ -1,15 +1,11 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/fairgrid/fairgrid/throttle"
@@ -65,7 +61,7 @@ func runRun(args []string, s stdio) int {
 	}
 	cfg.Duration = *duration
 	cfg.Loop = throttle.Config{Controller: *controller, Interval: *interval}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := runContext(0)
 	defer stop()
 	enc := json.NewEncoder(s.out)
 	if *format == "text" {

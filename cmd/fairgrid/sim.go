@@ -1,25 +1,17 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"net/netip"
-	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
-	"time"
 
 	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/opensim"
 	"github.com/fairgrid/fairgrid/opensim/region"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 const simSynopsis = `[--listen ADDR] [--activity A] [--allow CODE:AGENT:SESSION,...] [--client-max BPS] [--scene-max BPS] [--avatar-priority] [--stress] [--metrics ADDR] [--duration D]
@@ -57,32 +49,17 @@ func runSim(args []string, s stdio) int {
 		fmt.Fprintf(s.err, "fairgrid sim: %v\n", err)
 		return exitFail
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := runContext(*duration)
 	defer stop()
-	if *duration > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, *duration)
-		defer cancel()
-	}
 	if *metrics != "" {
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(region.NewCollector(srv))
-		ln, err := net.Listen("tcp", *metrics)
+		shutdown, err := serveMetrics(*metrics, reg, log)
 		if err != nil {
 			fmt.Fprintf(s.err, "fairgrid sim: metrics: %v\n", err)
 			return exitFail
 		}
-		hs := &http.Server{Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 5 * time.Second}
-		go func() {
-			if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				log.Error("metrics server", "err", err)
-			}
-		}()
-		defer func() {
-			sctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			defer cancel()
-			hs.Shutdown(sctx)
-		}()
+		defer shutdown()
 	}
 	log.Info("region listening", "addr", srv.Addr(), "activity", cfg.Activity)
 	srv.Run(ctx)

@@ -1,16 +1,12 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/netip"
-	"os"
-	"os/signal"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/fairgrid/fairgrid/opensim/viewer"
@@ -63,13 +59,8 @@ func runViewer(args []string, s stdio) int {
 		fmt.Fprintf(s.err, "fairgrid viewer: %v\n", err)
 		return exitUsage
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := runContext(*duration)
 	defer stop()
-	if *duration > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, *duration)
-		defer cancel()
-	}
 	vs := make([]*viewer.Viewer, *clients)
 	var wg sync.WaitGroup
 	for i := range vs {
@@ -131,7 +122,7 @@ func runStress(s stdio, sim, sweep string, clients int, d time.Duration, format 
 	if d <= 0 {
 		d = 10 * time.Second
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := runContext(0)
 	defer stop()
 	enc := json.NewEncoder(s.out)
 	if format != "json" {
