@@ -24,7 +24,7 @@
 // # Live capture
 //
 // OpenLive reads a TPACKET_V3 ring that the kernel fills and hands over a
-// block at a time (full, or 50 ms after it opened), so a daemon wakes a few
+// block at a time (full, or 25 ms after it opened), so a daemon wakes a few
 // times a second instead of once per datagram; timestamps are the kernel's,
 // so the batching delays actions but changes no measurement. It installs a
 // classic BPF filter in the kernel that passes only UDP

@@ -20,14 +20,15 @@ import (
 // Documentation/networking/packet_mmap.rst). A block is handed over when it
 // is full or ringBlockTimeout after it was opened. The timestamps come from
 // the kernel, so holding a block back never changes a measurement; it only
-// delays what the daemon does about it, by at most ringBlockTimeout: 1 % of
-// the 5 s request interval. bench-daemon measured the trade: a 10 ms block
-// timeout cost about 2 % of a core at 5 Mbit/s, 50 ms about 0.4 %, and one
-// wake-up per datagram (recvmsg) 6-7 %.
+// delays what the daemon does about it, by at most ringBlockTimeout, a
+// quarter of the 100 ms in which a viewer's own AgentThrottle must be
+// overridden. bench-daemon measured the trade at 5 Mbit/s: one wake-up per
+// datagram (recvmsg) cost 6-7 % of a core; a block timeout of 10 ms about
+// 2 %, 25 ms 0.7-0.8 %, 50 ms 0.3-0.5 % (with overrides held up to 43 ms).
 const (
 	ringBlockSize    = 256 << 10 // bytes; a multiple of the page size
 	ringBlocks       = 16        // 4 MiB: about 3 s of a 10 Mbit/s viewer
-	ringBlockTimeout = 50 * time.Millisecond
+	ringBlockTimeout = 25 * time.Millisecond
 	// ringPollTimeout bounds how long Close waits for a blocked read.
 	ringPollTimeout = 100 * time.Millisecond
 )
