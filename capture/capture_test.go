@@ -373,9 +373,10 @@ func TestLiveInterfaceDownUp(t *testing.T) {
 		t.Helper()
 		watchdog := time.AfterFunc(10*time.Second, func() { r.Close() })
 		defer watchdog.Stop()
-		stop := make(chan struct{})
-		defer close(stop)
+		stop, stopped := make(chan struct{}), make(chan struct{})
+		defer func() { close(stop); <-stopped }() // no write after inject closes
 		go func() {
+			defer close(stopped)
 			tick := time.NewTicker(50 * time.Millisecond)
 			defer tick.Stop()
 			for {
