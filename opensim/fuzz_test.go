@@ -3,6 +3,7 @@ package opensim
 import (
 	"encoding/binary"
 	"math"
+	"math/bits"
 	"testing"
 	"time"
 )
@@ -23,7 +24,7 @@ func checkInvariants(t *testing.T, s *Scheduler[int]) {
 		if c.bucket.tokens > c.bucket.burst || c.avatar.tokens > c.avatar.burst {
 			t.Fatalf("client %d: tokens %d/%d above burst %d/%d", i, c.bucket.tokens, c.avatar.tokens, c.bucket.burst, c.avatar.burst)
 		}
-		n := 0
+		var n uint32
 		for ch := range c.queues {
 			queued += uint64(c.queues[ch].bytes)
 			n += c.queues[ch].n
@@ -31,13 +32,62 @@ func checkInvariants(t *testing.T, s *Scheduler[int]) {
 				t.Fatalf("client %d channel %d: %d queued, backlog bit %v", i, ch, c.queues[ch].n, c.backlog&(1<<ch) != 0)
 			}
 		}
-		if n != int(c.queued) || (n > 0) != (c.state != stateIdle) {
+		if n != uint32(c.queued) || (n > 0) != (c.state != stateIdle) {
 			t.Fatalf("client %d: %d packets queued, counted %d, state %d", i, n, c.queued, c.state)
 		}
 	}
+	checkCalendar(t, s, s.ready, stateReady)
+	checkCalendar(t, s, s.waiting, stateWaiting)
 	st := s.Stats()
 	if st.EnqueuedBytes != st.SentBytes+st.DiscardedBytes+queued {
 		t.Fatalf("bytes not conserved: enqueued %d, sent %d, discarded %d, queued %d", st.EnqueuedBytes, st.SentBytes, st.DiscardedBytes, queued)
+	}
+}
+
+// checkCalendar walks every list the bitmap marks: each client on one is in
+// state, in that slot, linked back to its neighbour, and listed once; the
+// lists hold q.n clients; and every client in state is on a list or in the
+// overflow heap — so a list the bitmap missed would show as a client on
+// none.
+func checkCalendar(t *testing.T, s *Scheduler[int], q *calendar, state uint8) {
+	t.Helper()
+	seen := make([]bool, len(s.clients))
+	listed := 0
+	for w, word := range q.words {
+		if bit := q.summary[w>>6]&(1<<(w&63)) != 0; bit != (word != 0) {
+			t.Fatalf("word %d: %x, summary bit %v", w, word, bit)
+		}
+		for ; word != 0; word &= word - 1 {
+			idx := w<<6 + bits.TrailingZeros64(word)
+			l := q.slots[idx]
+			var prev uint32
+			for i := l.head; i != 0; i = s.clients[i-1].next {
+				c := &s.clients[i-1]
+				if c.state != state || c.linked != linkedInSlot || c.slot != uint32(idx) || c.prev != prev || seen[i-1] {
+					t.Fatalf("slot %d: client %d state %d linked %d slot %d prev %d (want %d)", idx, i-1, c.state, c.linked, c.slot, c.prev, prev)
+				}
+				seen[i-1] = true
+				listed++
+				prev = i
+			}
+			if prev == 0 || l.tail != prev {
+				t.Fatalf("slot %d: marked, tail %d, last %d", idx, l.tail, prev)
+			}
+		}
+	}
+	if listed != q.n {
+		t.Fatalf("%d clients on lists, n = %d", listed, q.n)
+	}
+	for _, h := range q.far.items {
+		if c := &s.clients[h.client]; c.ticket == h.ticket && c.linked == linkedFar {
+			seen[h.client] = true
+		}
+	}
+	for i := range s.clients {
+		c := &s.clients[i]
+		if c.used && c.state == state && !seen[i] {
+			t.Fatalf("client %d in state %d is in no list (linked %d)", i, state, c.linked)
+		}
 	}
 }
 

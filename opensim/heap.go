@@ -1,14 +1,11 @@
 package opensim
 
-// minHeap orders clients by a key: the start tag (ready clients) or the
-// time they may send again (waiting clients). Entries are never removed
-// from the middle: a client that leaves, or whose key changes, bumps its
-// ticket, and stale entries are skipped when they surface. That keeps
-// removing and re-throttling a client O(1).
+// minHeap is a calendar's overflow: clients whose keys lie beyond the
+// calendar's horizon, by slot number in wrap-around arithmetic. Entries are
+// never removed from the middle: a client that leaves bumps its ticket, and
+// stale entries are skipped when they surface.
 type minHeap struct {
 	items []heapItem
-	// wrap compares keys in wrap-around arithmetic (virtual-time tags).
-	wrap bool
 }
 
 type heapItem struct {
@@ -17,19 +14,14 @@ type heapItem struct {
 	ticket uint32
 }
 
-func (h *minHeap) less(a, b uint64) bool {
-	if h.wrap {
-		return int64(a-b) < 0
-	}
-	return a < b
-}
+func less(a, b uint64) bool { return int64(a-b) < 0 }
 
 func (h *minHeap) push(it heapItem) {
 	h.items = append(h.items, it)
 	i := len(h.items) - 1
 	for i > 0 {
 		p := (i - 1) / 2
-		if !h.less(h.items[i].key, h.items[p].key) {
+		if !less(h.items[i].key, h.items[p].key) {
 			break
 		}
 		h.items[i], h.items[p] = h.items[p], h.items[i]
@@ -48,21 +40,14 @@ func (h *minHeap) pop() heapItem {
 	return it
 }
 
-// replaceTop gives the top item a new key and restores the order: one
-// sift instead of a pop and a push.
-func (h *minHeap) replaceTop(key uint64) {
-	h.items[0].key = key
-	h.down(0)
-}
-
 func (h *minHeap) down(i int) {
 	last := len(h.items)
 	for {
 		l, r, m := 2*i+1, 2*i+2, i
-		if l < last && h.less(h.items[l].key, h.items[m].key) {
+		if l < last && less(h.items[l].key, h.items[m].key) {
 			m = l
 		}
-		if r < last && h.less(h.items[r].key, h.items[m].key) {
+		if r < last && less(h.items[r].key, h.items[m].key) {
 			m = r
 		}
 		if m == i {

@@ -1,13 +1,21 @@
 package opensim
 
-// queue is a channel's FIFO: a ring buffer whose length is a power of two,
-// so positions wrap with a mask; it grows by doubling and never shrinks, so
-// a busy channel stops allocating.
+// queue is a channel's FIFO. Its head entry is kept in the queue itself,
+// inside the client, so that sending a packet reads only the client's own
+// memory; the rest wait in a ring buffer whose length is a power of two, so
+// positions wrap with a mask. The ring grows by doubling and never shrinks,
+// so a busy channel stops allocating. Refilling the head from the ring
+// after a pop is a load nothing waits on, so the processor overlaps it with
+// what follows.
 type queue[P any] struct {
-	buf   []entry[P]
-	head  int
-	n     int
+	head  entry[P] // valid when n > 0
+	ring  []entry[P]
+	first uint32 // the ring's first position
+	n     uint32 // entries, head included
 	bytes int64
+
+	// Sent counters live here, in the memory sending touches anyway.
+	sentPackets, sentBytes uint64
 }
 
 type entry[P any] struct {
@@ -16,41 +24,64 @@ type entry[P any] struct {
 	resend bool
 }
 
+// reset empties the queue and its counters for a new client, keeping the
+// ring's storage.
+func (q *queue[P]) reset() {
+	ring := q.ring
+	clear(ring)
+	*q = queue[P]{ring: ring}
+}
+
+func (q *queue[P]) ringLen() uint32 { return q.n - 1 }
+
 func (q *queue[P]) grow() {
-	nb := make([]entry[P], max(2*len(q.buf), 4))
-	for i := range q.n {
-		nb[i] = q.buf[(q.head+i)&(len(q.buf)-1)]
+	nr := make([]entry[P], max(2*len(q.ring), 4))
+	for i := range q.ringLen() {
+		nr[i] = q.ring[(q.first+i)&uint32(len(q.ring)-1)]
 	}
-	q.buf, q.head = nb, 0
+	q.ring, q.first = nr, 0
 }
 
 func (q *queue[P]) pushBack(e entry[P]) {
-	if q.n == len(q.buf) {
+	q.bytes += int64(e.size)
+	if q.n == 0 {
+		q.head, q.n = e, 1
+		return
+	}
+	if q.ringLen() == uint32(len(q.ring)) {
 		q.grow()
 	}
-	q.buf[(q.head+q.n)&(len(q.buf)-1)] = e
+	q.ring[(q.first+q.ringLen())&uint32(len(q.ring)-1)] = e
 	q.n++
-	q.bytes += int64(e.size)
 }
 
 // pushFront queues a resend ahead of new data: it is the oldest data the
 // client is waiting for.
 func (q *queue[P]) pushFront(e entry[P]) {
-	if q.n == len(q.buf) {
+	q.bytes += int64(e.size)
+	if q.n == 0 {
+		q.head, q.n = e, 1
+		return
+	}
+	if q.ringLen() == uint32(len(q.ring)) {
 		q.grow()
 	}
-	q.head = (q.head - 1) & (len(q.buf) - 1)
-	q.buf[q.head] = e
+	q.first = (q.first - 1) & uint32(len(q.ring)-1)
+	q.ring[q.first] = q.head
+	q.head = e
 	q.n++
-	q.bytes += int64(e.size)
 }
 
 func (q *queue[P]) pop() entry[P] {
-	e := q.buf[q.head]
-	var zero entry[P]
-	q.buf[q.head] = zero // drop the reference for the garbage collector
-	q.head = (q.head + 1) & (len(q.buf) - 1)
+	e := q.head
 	q.n--
 	q.bytes -= int64(e.size)
+	if q.n == 0 {
+		q.head = entry[P]{} // drop the reference for the garbage collector
+		return e
+	}
+	q.head = q.ring[q.first]
+	q.ring[q.first] = entry[P]{}
+	q.first = (q.first + 1) & uint32(len(q.ring)-1)
 	return e
 }

@@ -45,8 +45,15 @@ func (s *Scheduler[P]) ClientStats(id ClientID) (st ClientStats, queuedBytes [Nu
 	if c == nil {
 		return st, queuedBytes, false
 	}
+	st = s.cold[id.slot()].stats
 	for ch := range c.queues {
-		queuedBytes[ch] = c.queues[ch].bytes
+		q := &c.queues[ch]
+		cs := &st.Channels[ch]
+		queuedBytes[ch] = q.bytes
+		cs.SentPackets, cs.SentBytes = q.sentPackets, q.sentBytes
+		// Bytes are conserved, so what was enqueued need not be counted
+		// on the hot path.
+		cs.EnqueuedBytes = q.sentBytes + cs.DiscardedBytes + uint64(q.bytes)
 	}
-	return c.stats, queuedBytes, true
+	return st, queuedBytes, true
 }
