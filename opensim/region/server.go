@@ -168,6 +168,7 @@ type Server struct {
 	in     chan inbound
 	packet lludp.Packet
 	buf    []byte
+	out    [64]opensim.Item[*outPacket] // a batch from the scheduler
 
 	mu           sync.Mutex // guards everything below; the loop holds it while it works
 	grid         *grid
@@ -299,25 +300,32 @@ func (s *Server) read() {
 // until more may (Idle: nothing queued).
 func (s *Server) drain(now time.Time) time.Duration {
 	for {
-		it, wait, ok := s.sched.Next(now)
-		if !ok {
+		n, wait := s.sched.NextBatch(s.out[:], now)
+		for _, it := range s.out[:n] {
+			s.sendItem(it, now)
+		}
+		clear(s.out[:n]) // the packets are sent: let them go
+		if n < len(s.out) {
 			return wait
 		}
-		c := s.byID[it.Client]
-		if c == nil {
-			continue
-		}
-		p := it.Packet
-		if p.fresh {
-			p.fresh = false
-			c.queued[p.channel]--
-		}
-		if it.Resend {
-			c.stats.Resends++
-		}
-		c.stats.SentBytes[p.channel] += uint64(len(p.payload))
-		s.transmit(c, p, it.Resend, now)
 	}
+}
+
+func (s *Server) sendItem(it opensim.Item[*outPacket], now time.Time) {
+	c := s.byID[it.Client]
+	if c == nil {
+		return
+	}
+	p := it.Packet
+	if p.fresh {
+		p.fresh = false
+		c.queued[p.channel]--
+	}
+	if it.Resend {
+		c.stats.Resends++
+	}
+	c.stats.SentBytes[p.channel] += uint64(len(p.payload))
+	s.transmit(c, p, it.Resend, now)
 }
 
 // transmit numbers (first time only) and sends a packet; a reliable one
