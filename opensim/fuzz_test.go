@@ -133,10 +133,23 @@ func FuzzScheduler(f *testing.F) {
 					raw = binary.LittleEndian.AppendUint32(raw[:0], math.Float32bits(float32(math.NaN())))
 				}
 				s.SetThrottle(pick(), raw, now)
-			case 3, 4:
+			case 3:
 				s.Enqueue(pick(), Channel(b%6), int(a)*40+int(b), i, b%7 == 0, now)
+			case 4:
+				// A batch: packets for several clients, bad ones among them.
+				batch := make([]Outgoing[int], b%5+1)
+				for k := range batch {
+					x := next(i + k)
+					batch[k] = Outgoing[int]{Client: pick(), Channel: Channel(x % 6), Size: int(x)*30 + int(a), Packet: i, Resend: x%11 == 0}
+					a++
+				}
+				s.EnqueueBatch(batch, nil, now)
 			case 5:
 				now = now.Add(time.Duration(a) * time.Duration(b) * time.Microsecond)
+				if a%2 == 0 {
+					s.NextBatch(make([]Item[int], b%6), now)
+					break
+				}
 				for range 4 {
 					if _, _, ok := s.Next(now); !ok {
 						break
