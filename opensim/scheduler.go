@@ -57,8 +57,9 @@ const (
 	waitingShift = 17
 )
 
-// client holds the fields every packet touches first, so that serving a
-// client reads as few cache lines as possible; statistics come last.
+// client holds what a packet touches, the fields serving a client reads
+// first at the front, so that a packet reads as few cache lines as
+// possible; the rest is in clientCold.
 type client[P any] struct {
 	state   uint8
 	backlog uint8 // bit ch: channel ch has packets queued
@@ -422,7 +423,9 @@ func advance(tag uint64, size int64, inverse uint64) uint64 {
 
 // Next returns the next packet allowed to leave at now. If none may, ok is
 // false and a packet may leave at now + wait; wait is Idle when nothing is
-// queued. When now is earlier than a previous call's time, the scheduler's
+// queued. A wait for a client's bucket may name a time up to 131 µs after
+// the exact refill (the waiting calendar's slot width); tokens accrue
+// meanwhile, so nothing is lost by it. When now is earlier than a previous call's time, the scheduler's
 // clock holds still, and wait still counts from the now given.
 func (s *Scheduler[P]) Next(now time.Time) (it Item[P], wait time.Duration, ok bool) {
 	ns := s.clock(now)
