@@ -323,7 +323,7 @@ func (s *Scheduler[P]) EnqueueBatch(pkts []Outgoing[P], errs []error, now time.T
 func (s *Scheduler[P]) prefetchQueue(id ClientID, ch Channel) {
 	if i := id.slot(); int(i) < len(s.clients) && ch < NumChannels {
 		c := &s.clients[i]
-		prefetch(unsafe.Pointer(c), 1)
+		prefetch(unsafe.Pointer(c), 2) // the header and the bucket
 		prefetch(unsafe.Pointer(&c.queues[ch]), 2)
 	}
 }
