@@ -217,6 +217,19 @@ func TestScenarios(t *testing.T) {
 			},
 		},
 		{
+			// Enough clients that the calendar spreads them over many
+			// slots, with rates a factor of five apart.
+			name: "a hundred clients share the scene cap in proportion to rates",
+			cfg:  Config{SceneMax: 10_000_000},
+			throttles: func() (out [][lludp.NumCategories]float32) {
+				for i := range 100 {
+					out = append(out, viewerSplit(float64(1000+40*i)))
+				}
+				return out
+			}(),
+			demand: backlogged,
+		},
+		{
 			name:      "under the scene cap every client gets its own rate",
 			cfg:       Config{SceneMax: 6_250_000},
 			throttles: [][lludp.NumCategories]float32{viewerSplit(1000), viewerSplit(2000), viewerSplit(4000)},
