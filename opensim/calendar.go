@@ -156,11 +156,11 @@ func (s *Scheduler[P]) first(q *calendar) (i uint32, slot uint64, ok bool) {
 			q.far.pop() // stale
 			continue
 		}
-		if q.n > 0 && h.key-q.base >= calendarSlots {
+		if h.key-q.base >= calendarSlots { // beyond the horizon still
+			if q.n == 0 {
+				return h.client, h.key, true
+			}
 			break
-		}
-		if q.n == 0 && h.key-q.base >= calendarSlots {
-			return h.client, h.key, true
 		}
 		q.far.pop()
 		c.linked = linkedNowhere

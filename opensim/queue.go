@@ -34,42 +34,45 @@ func (q *queue[P]) reset() {
 
 func (q *queue[P]) ringLen() uint32 { return q.n - 1 }
 
+// grow doubles a full ring.
 func (q *queue[P]) grow() {
 	nr := make([]entry[P], max(2*len(q.ring), 4))
-	for i := range q.ringLen() {
+	for i := range uint32(len(q.ring)) {
 		nr[i] = q.ring[(q.first+i)&uint32(len(q.ring)-1)]
 	}
 	q.ring, q.first = nr, 0
 }
 
-func (q *queue[P]) pushBack(e entry[P]) {
+// admit counts e in and, if the queue was empty, makes it the head,
+// reporting whether it did; otherwise it makes room in the ring for one
+// more.
+func (q *queue[P]) admit(e entry[P]) (isHead bool) {
 	q.bytes += int64(e.size)
-	if q.n == 0 {
-		q.head, q.n = e, 1
-		return
+	q.n++
+	if q.n == 1 {
+		q.head = e
+		return true
 	}
-	if q.ringLen() == uint32(len(q.ring)) {
+	if q.ringLen() > uint32(len(q.ring)) {
 		q.grow()
 	}
-	q.ring[(q.first+q.ringLen())&uint32(len(q.ring)-1)] = e
-	q.n++
+	return false
+}
+
+func (q *queue[P]) pushBack(e entry[P]) {
+	if !q.admit(e) {
+		q.ring[(q.first+q.ringLen()-1)&uint32(len(q.ring)-1)] = e
+	}
 }
 
 // pushFront queues a resend ahead of new data: it is the oldest data the
 // client is waiting for.
 func (q *queue[P]) pushFront(e entry[P]) {
-	q.bytes += int64(e.size)
-	if q.n == 0 {
-		q.head, q.n = e, 1
-		return
+	if !q.admit(e) {
+		q.first = (q.first - 1) & uint32(len(q.ring)-1)
+		q.ring[q.first] = q.head
+		q.head = e
 	}
-	if q.ringLen() == uint32(len(q.ring)) {
-		q.grow()
-	}
-	q.first = (q.first - 1) & uint32(len(q.ring)-1)
-	q.ring[q.first] = q.head
-	q.head = e
-	q.n++
 }
 
 func (q *queue[P]) pop() entry[P] {

@@ -14,6 +14,8 @@ import (
 // client's ID stays unknown.
 type ClientID uint64
 
+func makeID(gen, slot uint32) ClientID { return ClientID(uint64(gen)<<32 | uint64(slot)) }
+
 func (id ClientID) slot() uint32 { return uint32(id) }
 func (id ClientID) gen() uint32  { return uint32(id >> 32) }
 
@@ -168,16 +170,13 @@ func (s *Scheduler[P]) AddClient(now time.Time) ClientID {
 	}
 	c := &s.clients[i]
 	gen, ticket := c.gen+1, c.ticket+1 // a stale overflow entry of the slot's last client must not match
-	queues := c.queues                 // keep grown buffers of a reused slot
+	queues := c.queues                 // a reused slot's, emptied by RemoveClient: keep their rings
 	*c = client[P]{gen: gen, ticket: ticket, used: true, queues: queues, start: s.vt, finish: s.vt}
-	for ch := range c.queues {
-		c.queues[ch].reset()
-	}
 	s.cold[i] = clientCold{}
 	s.applyRates(c, i, s.cfg.DefaultRates, ns)
 	c.bucket.tokens, c.avatar.tokens = c.bucket.burst, c.avatar.burst
 	s.stats.Clients++
-	return ClientID(uint64(gen)<<32 | uint64(i))
+	return makeID(gen, i)
 }
 
 // RemoveClient removes a client; its queued packets count as discarded.
@@ -195,13 +194,10 @@ func (s *Scheduler[P]) RemoveClient(id ClientID, now time.Time) bool {
 		cs.DiscardedPackets += uint64(q.n)
 		cs.DiscardedBytes += uint64(q.bytes)
 		s.stats.DiscardedBytes += uint64(q.bytes)
-		for q.n > 0 {
-			q.pop()
-		}
+		q.reset()
 	}
 	s.leave(c, id.slot())
 	c.used, c.queued, c.backlog = false, 0, 0
-	c.ticket++
 	s.free = append(s.free, id.slot())
 	s.stats.Clients--
 	return true
@@ -294,8 +290,8 @@ type Outgoing[P any] struct {
 const enqueueLookahead = 8
 
 // EnqueueBatch is Enqueue for each packet in turn, all at time now. It
-// returns how many were queued; if errs is not nil (it must then be as
-// long as pkts), errs[i] is packet i's error. With thousands of clients,
+// returns how many were queued, and errs[i] is packet i's error for each i
+// within errs (nil errs: none wanted). With thousands of clients,
 // most of Enqueue's time is waiting for the client's memory: a batch lets
 // the next packets' clients load meanwhile.
 func (s *Scheduler[P]) EnqueueBatch(pkts []Outgoing[P], errs []error, now time.Time) (queued int) {
@@ -312,7 +308,7 @@ func (s *Scheduler[P]) EnqueueBatch(pkts []Outgoing[P], errs []error, now time.T
 		if err == nil {
 			queued++
 		}
-		if errs != nil {
+		if k < len(errs) {
 			errs[k] = err
 		}
 	}
@@ -425,16 +421,13 @@ func advance(tag uint64, size int64, inverse uint64) uint64 {
 // false and a packet may leave at now + wait; wait is Idle when nothing is
 // queued. A wait for a client's bucket may name a time up to 131 µs after
 // the exact refill (the waiting calendar's slot width); tokens accrue
-// meanwhile, so nothing is lost by it. When now is earlier than a previous call's time, the scheduler's
-// clock holds still, and wait still counts from the now given.
+// meanwhile, so nothing is lost by it. When now is earlier than a previous
+// call's time, the scheduler's clock holds still, and wait still counts
+// from the now given.
 func (s *Scheduler[P]) Next(now time.Time) (it Item[P], wait time.Duration, ok bool) {
-	ns := s.clock(now)
-	it, wait, ok = s.next(ns)
-	s.prefetchFirst()
-	if !ok && wait != Idle {
-		wait += time.Duration(ns - now.UnixNano()) // > 0 only when now went backwards
-	}
-	return it, wait, ok
+	var out [1]Item[P]
+	n, wait := s.NextBatch(out[:], now)
+	return out[0], wait, n == 1
 }
 
 // NextBatch is Next until out is full or no packet may leave: it fills
@@ -449,7 +442,7 @@ func (s *Scheduler[P]) NextBatch(out []Item[P], now time.Time) (n int, wait time
 		s.prefetchFirst()
 		if !ok {
 			if w != Idle {
-				w += time.Duration(ns - now.UnixNano())
+				w += time.Duration(ns - now.UnixNano()) // > 0 only when now went backwards
 			}
 			return n, w
 		}
@@ -513,7 +506,7 @@ func (s *Scheduler[P]) next(ns int64) (it Item[P], wait time.Duration, ok bool) 
 // guarantee lasts (if AvatarPriority), else the backlogged channel with the
 // smallest start tag — start-time fair queuing with the channel rates as
 // weights, so an idle channel's share goes to the busy ones.
-func (s *Scheduler[P]) send(c *client[P], slot uint32, ns int64) Item[P] {
+func (s *Scheduler[P]) send(c *client[P], i uint32, ns int64) Item[P] {
 	ch, priority := -1, false
 	if s.cfg.AvatarPriority && c.queues[lludp.Avatar].n > 0 {
 		c.avatar.refill(ns)
@@ -523,13 +516,13 @@ func (s *Scheduler[P]) send(c *client[P], slot uint32, ns int64) Item[P] {
 	}
 	var start uint64
 	if ch < 0 {
-		for i := range NumChannels {
-			if c.backlog&(1<<i) == 0 {
+		for k := range NumChannels {
+			if c.backlog&(1<<k) == 0 {
 				continue
 			}
-			st := maxTag(c.vt, c.chFinish[i])
+			st := maxTag(c.vt, c.chFinish[k])
 			if ch < 0 || int64(st-start) < 0 {
-				ch, start = i, st
+				ch, start = k, st
 			}
 		}
 	}
@@ -556,10 +549,10 @@ func (s *Scheduler[P]) send(c *client[P], slot uint32, ns int64) Item[P] {
 	q.sentPackets++
 	q.sentBytes += uint64(size)
 	s.stats.SentBytes += uint64(size)
-	s.leave(c, slot)
+	s.leave(c, i)
 	if c.queued > 0 {
 		c.start = c.finish
-		s.park(c, slot, ns)
+		s.park(c, i, ns)
 	}
-	return Item[P]{Client: ClientID(uint64(c.gen)<<32 | uint64(slot)), Channel: Channel(ch), Size: int(size), Packet: e.p, Resend: e.resend}
+	return Item[P]{Client: makeID(c.gen, i), Channel: Channel(ch), Size: int(size), Packet: e.p, Resend: e.resend}
 }
