@@ -1,6 +1,7 @@
 package opensim
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -58,37 +59,17 @@ var ErrConfig = errors.New("invalid scheduler configuration")
 var openSimDefaultCategories = [lludp.NumCategories]float32{6625, 9125, 1750, 1750, 18500, 18500, 10500}
 
 func (c Config) withDefaults() (Config, error) {
-	if c.SceneMax == 0 {
-		c.SceneMax = 6_250_000
-	}
-	if c.ClientMax == 0 {
-		c.ClientMax = 640_000
-	}
-	if c.AvatarShare == 0 {
-		c.AvatarShare = 0.8
-	}
-	if c.BurstTime == 0 {
-		c.BurstTime = 10 * time.Millisecond
-	}
-	if c.MinBurst == 0 {
-		c.MinBurst = 1500
-	}
-	if c.QueueBytes == 0 {
-		c.QueueBytes = 256 << 10
-	}
-	if c.QueuePackets == 0 {
-		c.QueuePackets = 512
-	}
-	if c.MaxPacket == 0 {
-		c.MaxPacket = lludp.MaxPacketSize
-	}
+	c.SceneMax = cmp.Or(c.SceneMax, 6_250_000)
+	c.ClientMax = cmp.Or(c.ClientMax, 640_000)
+	c.AvatarShare = cmp.Or(c.AvatarShare, 0.8)
+	c.BurstTime = cmp.Or(c.BurstTime, 10*time.Millisecond)
+	c.MinBurst = cmp.Or(c.MinBurst, 1500)
+	c.QueueBytes = cmp.Or(c.QueueBytes, 256<<10)
+	c.QueuePackets = cmp.Or(c.QueuePackets, 512)
+	c.MaxPacket = cmp.Or(c.MaxPacket, lludp.MaxPacketSize)
 	for ch := range NumChannels {
-		if c.ChannelMin[ch] == 0 {
-			c.ChannelMin[ch] = 500
-		}
-		if c.ChannelMax[ch] == 0 {
-			c.ChannelMax[ch] = c.ClientMax
-		}
+		c.ChannelMin[ch] = cmp.Or(c.ChannelMin[ch], 500)
+		c.ChannelMax[ch] = cmp.Or(c.ChannelMax[ch], c.ClientMax)
 	}
 	var errs []error
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format+": %w", append(a, ErrConfig)...)) }

@@ -1,6 +1,7 @@
 package ratecalc
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -89,12 +90,8 @@ const (
 var ErrConfig = errors.New("invalid rate controller configuration")
 
 func (c Config) withDefaults() (Config, error) {
-	if c.InitialRTT == 0 {
-		c.InitialRTT = defaultInitialRTT
-	}
-	if c.SegmentSize == 0 {
-		c.SegmentSize = defaultSegmentSize
-	}
+	c.InitialRTT = cmp.Or(c.InitialRTT, defaultInitialRTT)
+	c.SegmentSize = cmp.Or(c.SegmentSize, defaultSegmentSize)
 	var errs []error
 	if c.InitialRTT < 0 {
 		errs = append(errs, fmt.Errorf("initial RTT %v is negative: %w", c.InitialRTT, ErrConfig))
@@ -108,9 +105,7 @@ func (c Config) withDefaults() (Config, error) {
 	if !(c.Max >= 0) {
 		errs = append(errs, fmt.Errorf("max rate %v: %w", c.Max, ErrConfig))
 	}
-	if c.Max == 0 {
-		c.Max = Rate(math.MaxFloat64)
-	}
+	c.Max = cmp.Or(c.Max, Rate(math.MaxFloat64))
 	if c.Max < c.Min {
 		errs = append(errs, fmt.Errorf("max rate %v below min rate %v: %w", c.Max, c.Min, ErrConfig))
 	}

@@ -1,6 +1,7 @@
 package ratecalc
 
 import (
+	"cmp"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -31,21 +32,11 @@ type linkConfig struct {
 }
 
 func (c linkConfig) withDefaults() linkConfig {
-	if c.capacity == 0 {
-		c.capacity = Rate(1e12)
-	}
-	if c.buffer == 0 {
-		c.buffer = 1000
-	}
-	if c.size == 0 {
-		c.size = 1200
-	}
-	if c.interval == 0 {
-		c.interval = 5 * time.Second
-	}
-	if c.pingEvery == 0 {
-		c.pingEvery = 5 * time.Second
-	}
+	c.capacity = cmp.Or(c.capacity, Rate(1e12))
+	c.buffer = cmp.Or(c.buffer, 1000)
+	c.size = cmp.Or(c.size, 1200)
+	c.interval = cmp.Or(c.interval, 5*time.Second)
+	c.pingEvery = cmp.Or(c.pingEvery, 5*time.Second)
 	return c
 }
 

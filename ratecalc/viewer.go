@@ -1,6 +1,7 @@
 package ratecalc
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 )
@@ -46,9 +47,7 @@ var _ Controller = (*Viewer)(nil)
 // NewViewer validates cfg and returns the viewer baseline.
 func NewViewer(cfg ViewerConfig) (*Viewer, error) {
 	c, err := cfg.withDefaults()
-	if cfg.Setting == 0 {
-		cfg.Setting = ViewerDefaultSetting
-	}
+	cfg.Setting = cmp.Or(cfg.Setting, ViewerDefaultSetting)
 	if err == nil && !(cfg.Setting > 0 && cfg.Setting < 1e12) {
 		err = fmt.Errorf("viewer setting %v: %w", cfg.Setting, ErrConfig)
 	}

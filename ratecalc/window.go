@@ -1,6 +1,7 @@
 package ratecalc
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"time"
@@ -59,12 +60,8 @@ const (
 // NewWindow validates cfg and returns a window tracking controller.
 func NewWindow(cfg WindowConfig) (*Window, error) {
 	c, err := cfg.withDefaults()
-	if cfg.InitialWindow == 0 {
-		cfg.InitialWindow = defaultInitialWindow
-	}
-	if cfg.MinWindow == 0 {
-		cfg.MinWindow = defaultMinWindow
-	}
+	cfg.InitialWindow = cmp.Or(cfg.InitialWindow, defaultInitialWindow)
+	cfg.MinWindow = cmp.Or(cfg.MinWindow, defaultMinWindow)
 	if err == nil && !(cfg.MinWindow >= 1 && cfg.InitialWindow >= cfg.MinWindow && cfg.InitialWindow < 1e6) {
 		err = fmt.Errorf("windows: initial %v, min %v: want 1 ≤ min ≤ initial < 1e6: %w", cfg.InitialWindow, cfg.MinWindow, ErrConfig)
 	}

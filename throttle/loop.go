@@ -1,6 +1,7 @@
 package throttle
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -114,24 +115,12 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Controller == "" {
 		c.Controller = "window"
 	}
-	if c.Interval == 0 {
-		c.Interval = 5 * time.Second
-	}
-	if c.Min == 0 {
-		c.Min = ratecalc.RateFromBits(64_000)
-	}
-	if c.Max == 0 {
-		c.Max = ratecalc.RateFromBits(5_120_000)
-	}
-	if c.MinChange == 0 {
-		c.MinChange = 0.05
-	}
-	if c.ResendEvery == 0 {
-		c.ResendEvery = 3
-	}
-	if c.ViewerSetting == 0 {
-		c.ViewerSetting = ratecalc.ViewerDefaultSetting
-	}
+	c.Interval = cmp.Or(c.Interval, 5*time.Second)
+	c.Min = cmp.Or(c.Min, ratecalc.RateFromBits(64_000))
+	c.Max = cmp.Or(c.Max, ratecalc.RateFromBits(5_120_000))
+	c.MinChange = cmp.Or(c.MinChange, 0.05)
+	c.ResendEvery = cmp.Or(c.ResendEvery, 3)
+	c.ViewerSetting = cmp.Or(c.ViewerSetting, ratecalc.ViewerDefaultSetting)
 	var errs []error
 	switch c.Controller {
 	case "window", "tfrc", "viewer":

@@ -1,6 +1,7 @@
 package link
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -89,9 +90,7 @@ func NewPipe(cfg PipeConfig, seed uint64) (*Pipe, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	if cfg.Buffer == 0 {
-		cfg.Buffer = 1000
-	}
+	cfg.Buffer = cmp.Or(cfg.Buffer, 1000)
 	return &Pipe{cfg: cfg, rng: rand.New(rand.NewPCG(seed, 0x5EED))}, nil
 }
 

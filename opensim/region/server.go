@@ -1,6 +1,7 @@
 package region
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -51,24 +52,12 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.PingInterval == 0 {
-		c.PingInterval = 5 * time.Second
-	}
-	if c.ClientTimeout == 0 {
-		c.ClientTimeout = 60 * time.Second
-	}
-	if c.AckFlush == 0 {
-		c.AckFlush = 500 * time.Millisecond
-	}
-	if c.AckBytes == 0 {
-		c.AckBytes = 2800
-	}
-	if c.QueueTarget == 0 {
-		c.QueueTarget = 8
-	}
-	if c.Stress.ViewDistance == 0 {
-		c.Stress.ViewDistance = 32
-	}
+	c.PingInterval = cmp.Or(c.PingInterval, 5*time.Second)
+	c.ClientTimeout = cmp.Or(c.ClientTimeout, 60*time.Second)
+	c.AckFlush = cmp.Or(c.AckFlush, 500*time.Millisecond)
+	c.AckBytes = cmp.Or(c.AckBytes, 2800)
+	c.QueueTarget = cmp.Or(c.QueueTarget, 8)
+	c.Stress.ViewDistance = cmp.Or(c.Stress.ViewDistance, 32)
 	return c
 }
 

@@ -1,6 +1,7 @@
 package viewer
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -48,30 +49,22 @@ type Config struct {
 var DefaultThrottle = ratecalc.RateFromBits(1500 * 1024)
 
 func (c Config) withDefaults() Config {
-	if c.CircuitCode == 0 {
-		c.CircuitCode = 1
-	}
+	c.CircuitCode = cmp.Or(c.CircuitCode, 1)
 	if c.AgentID.IsZero() {
 		c.AgentID = lludp.UUID{0xA6, byte(c.CircuitCode >> 24), byte(c.CircuitCode >> 16), byte(c.CircuitCode >> 8), byte(c.CircuitCode), 1}
 	}
 	if c.SessionID.IsZero() {
 		c.SessionID = lludp.UUID{0x5E, byte(c.CircuitCode >> 24), byte(c.CircuitCode >> 16), byte(c.CircuitCode >> 8), byte(c.CircuitCode), 2}
 	}
-	if c.Throttle == 0 {
-		c.Throttle = DefaultThrottle
-	}
-	if c.AckDelay == 0 {
-		c.AckDelay = 100 * time.Millisecond
-	}
+	c.Throttle = cmp.Or(c.Throttle, DefaultThrottle)
+	c.AckDelay = cmp.Or(c.AckDelay, 100*time.Millisecond)
 	if c.AgentUpdateInterval == 0 {
 		c.AgentUpdateInterval = 100 * time.Millisecond
 		if c.Stress {
 			c.AgentUpdateInterval = time.Second
 		}
 	}
-	if c.PingInterval == 0 {
-		c.PingInterval = 5 * time.Second
-	}
+	c.PingInterval = cmp.Or(c.PingInterval, 5*time.Second)
 	return c
 }
 

@@ -6,6 +6,7 @@
 package demo
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -45,30 +46,14 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.Rate == 0 {
-		c.Rate = 2_000_000
-	}
-	if c.Delay == 0 {
-		c.Delay = 50 * time.Millisecond
-	}
-	if c.Loss == 0 {
-		c.Loss = 0.03
-	}
-	if c.Buffer == 0 {
-		c.Buffer = 100
-	}
-	if c.Duration == 0 {
-		c.Duration = 60 * time.Second
-	}
-	if c.ViewerThrottle == 0 {
-		c.ViewerThrottle = viewer.DefaultThrottle
-	}
-	if c.Activity == 0 {
-		c.Activity = region.Flying
-	}
-	if c.Seed == 0 {
-		c.Seed = 1
-	}
+	c.Rate = cmp.Or(c.Rate, 2_000_000)
+	c.Delay = cmp.Or(c.Delay, 50*time.Millisecond)
+	c.Loss = cmp.Or(c.Loss, 0.03)
+	c.Buffer = cmp.Or(c.Buffer, 100)
+	c.Duration = cmp.Or(c.Duration, 60*time.Second)
+	c.ViewerThrottle = cmp.Or(c.ViewerThrottle, viewer.DefaultThrottle)
+	c.Activity = cmp.Or(c.Activity, region.Flying)
+	c.Seed = cmp.Or(c.Seed, 1)
 	return c
 }
 
