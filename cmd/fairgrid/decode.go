@@ -37,7 +37,7 @@ reported and the rest go on; the exit code is 1 if any failed.`
 
 func runDecode(args []string, s stdio) int {
 	fs := newFlagSet("decode", decodeSynopsis, s)
-	format := fs.String("format", "text", "output format: text or json (one object per line)")
+	format := formatFlag(fs, "output format: `text` or json (one object per line)")
 	templatePath := fs.String("template", "", "message_template.msg to use instead of the built-in one (the 2007 template decodes old captures)")
 	useSamples := fs.Bool("samples", false, "decode the built-in sample datagrams")
 	filter := fs.String("filter", "", "print only these messages (comma-separated names)")
@@ -52,9 +52,6 @@ func runDecode(args []string, s stdio) int {
 	usageErr := func(format string, a ...any) int {
 		fmt.Fprintf(s.err, "fairgrid decode: "+format+"\n", a...)
 		return exitUsage
-	}
-	if *format != "text" && *format != "json" {
-		return usageErr("--format %q: want text or json", *format)
 	}
 	ports, err := parsePorts(*portsFlag)
 	if err != nil {

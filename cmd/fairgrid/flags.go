@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -38,4 +39,29 @@ func parseFlags(fs *flag.FlagSet, synopsis string, args []string, s stdio) (int,
 		return exitUsage, false
 	}
 	return exitOK, true
+}
+
+// formatFlag declares --format: text or json, checked as the flags are
+// parsed, so every subcommand refuses the same way.
+func formatFlag(fs *flag.FlagSet, usage string) *string {
+	format := "text"
+	fs.Var(formatValue{&format}, "format", usage)
+	return &format
+}
+
+type formatValue struct{ p *string }
+
+func (f formatValue) String() string {
+	if f.p == nil {
+		return ""
+	}
+	return *f.p
+}
+
+func (f formatValue) Set(v string) error {
+	if v != "text" && v != "json" {
+		return errors.New("want text or json")
+	}
+	*f.p = v
+	return nil
 }

@@ -33,14 +33,11 @@ func runLink(args []string, s stdio) int {
 	burst := fs.String("burst", "1", "mean length of loss bursts (1: independent losses)")
 	seed := fs.Uint64("seed", 1, "seed of the loss processes")
 	duration := fs.Duration("duration", 0, "stop after this long (0: until interrupted)")
-	format := fs.String("format", "text", "output format: text or json")
+	format := formatFlag(fs, "output format: `text` or json")
 	if code, ok := parseFlags(fs, linkSynopsis, args, s); !ok {
 		return code
 	}
 	cfg, err := linkConfig(*listen, *upstream, *rate, *delay, *loss, *buffer, *burst, *seed)
-	if err == nil && *format != "text" && *format != "json" {
-		err = fmt.Errorf("--format %q: want text or json", *format)
-	}
 	if err != nil {
 		fmt.Fprintf(s.err, "fairgrid link: %v\n", err)
 		return exitUsage

@@ -101,6 +101,21 @@ func TestDecodeBadInput(t *testing.T) {
 	}
 }
 
+// TestFormatRefused: every subcommand with --format refuses anything but
+// text and json before doing anything (viewer --stress once skipped the
+// check).
+func TestFormatRefused(t *testing.T) {
+	for _, args := range [][]string{
+		{"decode"}, {"rate", "--loss", "3%", "--rtt", "100ms"}, {"link"},
+		{"run", "--demo"}, {"viewer"}, {"viewer", "--stress"},
+	} {
+		code, _, errOut := runCmd(t, "", append(args, "--format", "xml")...)
+		if code != exitUsage || !strings.Contains(errOut, "want text or json") {
+			t.Errorf("%v --format xml: exit %d, stderr %q", args, code, errOut)
+		}
+	}
+}
+
 // TestDecodeRealFiles decodes real OpenSim .bin files, and a 2007 template
 // given at run time.
 func TestDecodeRealFiles(t *testing.T) {

@@ -22,7 +22,7 @@ func runRate(args []string, s stdio) int {
 	lossFlag := fs.String("loss", "", "loss event rate: a fraction (0.03) or a percentage (3%)")
 	rtt := fs.Duration("rtt", 0, "round-trip time, for example 100ms")
 	size := fs.Float64("size", 1460, "segment size in bytes")
-	format := fs.String("format", "text", "output format: text or json")
+	format := formatFlag(fs, "output format: `text` or json")
 	if code, ok := parseFlags(fs, rateSynopsis, args, s); !ok {
 		return code
 	}
@@ -36,9 +36,6 @@ func runRate(args []string, s stdio) int {
 	}
 	if !(*size >= 1 && *size <= 65535) {
 		problems = append(problems, fmt.Sprintf("--size: %v: want 1 to 65535 bytes", *size))
-	}
-	if *format != "text" && *format != "json" {
-		problems = append(problems, fmt.Sprintf("--format: %q: want text or json", *format))
 	}
 	if fs.NArg() > 0 {
 		problems = append(problems, fmt.Sprintf("unexpected arguments: %q", fs.Args()))

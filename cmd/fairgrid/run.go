@@ -38,7 +38,7 @@ func runRun(args []string, s stdio) int {
 	linkSpec := fs.String("link", "2M,50ms,3%,100", "the emulated link: RATE,DELAY,LOSS,BUFFER")
 	controller := fs.String("controller", "window", "window (window tracking), tfrc, or viewer (the stock rule)")
 	interval := fs.Duration("interval", 5*time.Second, "decision interval")
-	format := fs.String("format", "text", "output format: text or json (one object per interval, then a summary)")
+	format := formatFlag(fs, "output format: `text` or json (one object per interval, then a summary)")
 	configPath := fs.String("config", "", "configuration file (default: the built-in defaults, as in configs/fairgrid.toml)")
 	check := fs.Bool("check-config", false, "validate the configuration and exit")
 	fs.String("interface", "lo", "interface to capture on")
@@ -52,9 +52,6 @@ func runRun(args []string, s stdio) int {
 		return runDaemon(fs, *configPath, *check, s)
 	}
 	cfg, err := demoConfig(*linkSpec)
-	if err == nil && *format != "text" && *format != "json" {
-		err = fmt.Errorf("--format %q: want text or json", *format)
-	}
 	if err != nil {
 		fmt.Fprintf(s.err, "fairgrid run: %v\n", err)
 		return exitUsage

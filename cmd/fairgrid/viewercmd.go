@@ -35,7 +35,7 @@ func runViewer(args []string, s stdio) int {
 	rule := fs.Bool("viewer-rule", false, "follow the stock viewer's ±10 % rule every 5 s")
 	ackDelay := fs.Duration("ack-delay", 100*time.Millisecond, "how long acks wait to be batched")
 	code := fs.Uint("circuit-code", 1, "circuit code of the first viewer; the others count up")
-	format := fs.String("format", "text", "output format: text or json")
+	format := formatFlag(fs, "output format: `text` or json")
 	stress := fs.Bool("stress", false, "stress mode: move once a second and time the region's echoes (run fairgrid sim --stress)")
 	sweep := fs.String("sweep", "", "with --stress: viewer counts to try in turn, comma-separated (for example 250,500,1000)")
 	if c, ok := parseFlags(fs, viewerSynopsis, args, s); !ok {
@@ -51,9 +51,6 @@ func runViewer(args []string, s stdio) int {
 	}
 	if err == nil && (*clients < 1 || *clients > 100_000) {
 		err = fmt.Errorf("--clients %d: want 1 to 100000", *clients)
-	}
-	if err == nil && *format != "text" && *format != "json" {
-		err = fmt.Errorf("--format %q: want text or json", *format)
 	}
 	if err != nil {
 		fmt.Fprintf(s.err, "fairgrid viewer: %v\n", err)
