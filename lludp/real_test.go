@@ -201,7 +201,7 @@ func TestPeerVectors(t *testing.T) {
 			case "hippolyzer-coarse-location-update":
 				// Asserted by Hippolyzer: empty Variable blocks, You = Prey = -1,
 				// and a byte-exact round trip.
-				if d.Blocks[0].Instances != nil && len(d.Blocks[0].Instances) != 0 || len(d.Blocks[2].Instances) != 0 {
+				if len(d.Blocks[0].Instances) != 0 || len(d.Blocks[2].Instances) != 0 {
 					t.Errorf("Location/AgentData not empty: %v", d.Blocks)
 				}
 				idx := d.Blocks[1].Instances[0]

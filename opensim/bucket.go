@@ -44,9 +44,8 @@ func (b *bucket) refill(now int64) {
 	b.tokens += b.rate * el
 }
 
-func (b *bucket) ready() bool        { return b.tokens > 0 }
-func (b *bucket) take(bytes int64)   { b.tokens -= bytes * nanoPerByte }
-func (b *bucket) tokensBytes() int64 { return b.tokens / nanoPerByte }
+func (b *bucket) ready() bool      { return b.tokens > 0 }
+func (b *bucket) take(bytes int64) { b.tokens -= bytes * nanoPerByte }
 
 // wait is the time in ns until tokens are positive again.
 func (b *bucket) wait() int64 {

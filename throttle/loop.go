@@ -77,8 +77,7 @@ type Sender interface {
 
 // state is what the loop keeps per circuit.
 type state struct {
-	last       Request   // the last request sent
-	lastAt     time.Time // when
+	last       Request // the last request sent
 	sent       bool
 	intervals  int       // decisions since the last send
 	seenViewer time.Time // the viewer's AgentThrottle last handled
@@ -112,9 +111,7 @@ type Stats struct {
 var ErrConfig = errors.New("invalid throttle configuration")
 
 func (c Config) withDefaults() (Config, error) {
-	if c.Controller == "" {
-		c.Controller = "window"
-	}
+	c.Controller = cmp.Or(c.Controller, "window")
 	c.Interval = cmp.Or(c.Interval, 5*time.Second)
 	c.Min = cmp.Or(c.Min, ratecalc.RateFromBits(64_000))
 	c.Max = cmp.Or(c.Max, ratecalc.RateFromBits(5_120_000))
@@ -236,7 +233,7 @@ func (l *Loop) Run(ctx context.Context, sender Sender, after func(now time.Time,
 				after(now, rs)
 			}
 		case <-l.poke:
-			send(l.Reassert(time.Now()), reassertCopies)
+			send(l.Reassert(), reassertCopies)
 		}
 	}
 }
@@ -259,7 +256,7 @@ func (l *Loop) state(k circuit.Key) *state {
 
 // Reassert returns the last request of every circuit whose viewer has
 // overridden it since, to be sent again at once.
-func (l *Loop) Reassert(now time.Time) []Request {
+func (l *Loop) Reassert() []Request {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var out []Request
@@ -274,7 +271,6 @@ func (l *Loop) Reassert(now time.Time) []Request {
 		}
 		r := st.last
 		r.Sequence, r.Reason = c.UpSequence, "reassert"
-		st.lastAt = now
 		st.requests++
 		l.stats.Requests++
 		l.stats.Reasserts++
@@ -320,7 +316,7 @@ func (l *Loop) Tick(now time.Time) []Request {
 		}
 		r := Request{Circuit: c.Key, Agent: lludp.AgentData{AgentID: c.AgentID, SessionID: c.SessionID},
 			CircuitCode: c.CircuitCode, Sequence: c.UpSequence, Total: target, Throttles: ViewerSplit(target), Reason: reason}
-		st.last, st.lastAt, st.sent, st.intervals = r, now, true, 0
+		st.last, st.sent, st.intervals = r, true, 0
 		st.requests++
 		l.stats.Requests++
 		s := c.Controller.Stats()

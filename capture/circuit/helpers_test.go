@@ -1,14 +1,11 @@
 package circuit
 
 import (
-	"bytes"
 	"errors"
 	"io"
 
 	"github.com/fairgrid/fairgrid/capture"
 )
-
-func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
 
 // trackReader feeds every datagram of r to a new default Tracker.
 func trackReader(r *capture.Reader) (*Tracker, error) { return trackWith(NewTracker(Config{}), r) }
