@@ -46,7 +46,7 @@ func runDecode(args []string, s stdio) int {
 	duration := fs.Duration("duration", 0, "with --live: stop after this long")
 	portsFlag := fs.String("ports", "9000-13100", "UDP ports of simulators in captures: ranges like 9000-13100,12035 (empty: all)")
 	simsFlag := fs.String("sim", "", "known simulator endpoints, comma-separated ip:port (port 0: any); they decide which side is the simulator")
-	if code, ok := parseFlags(fs, decodeSynopsis, args, s); !ok {
+	if code, ok := parseFlagsArgs(fs, decodeSynopsis, args, s); !ok {
 		return code
 	}
 	usageErr := func(format string, a ...any) int {

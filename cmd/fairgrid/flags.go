@@ -22,10 +22,23 @@ func printUsage(fs *flag.FlagSet, synopsis string, w io.Writer) {
 	fs.PrintDefaults()
 }
 
-// parseFlags parses args. It returns false, with the exit code, when the
+// parseFlags parses args for a command that takes no positional arguments:
+// one is an error naming it. It returns false, with the exit code, when the
 // command should stop: help was asked for (printed on stdout, exit 0) or the
-// flags were bad (reported on stderr, exit 2).
+// command line was bad (reported on stderr, exit 2).
 func parseFlags(fs *flag.FlagSet, synopsis string, args []string, s stdio) (int, bool) {
+	code, ok := parseFlagsArgs(fs, synopsis, args, s)
+	if ok && fs.NArg() > 0 {
+		fmt.Fprintf(s.err, "fairgrid %s: unexpected argument %q (this command takes options only; see --help)\n", fs.Name(), fs.Arg(0))
+		return exitUsage, false
+	}
+	return code, ok
+}
+
+// parseFlagsArgs parses args for a command that takes positional arguments,
+// which it then finds in fs.Args(). Flags may follow them, as users type
+// them ("decode real.pcap --summary"); after "--" everything is positional.
+func parseFlagsArgs(fs *flag.FlagSet, synopsis string, args []string, s stdio) (int, bool) {
 	for _, a := range args {
 		if a == "--" {
 			break
@@ -35,10 +48,37 @@ func parseFlags(fs *flag.FlagSet, synopsis string, args []string, s stdio) (int,
 			return exitOK, false
 		}
 	}
-	if err := fs.Parse(args); err != nil {
+	positional, err := parseInterleaved(fs, args)
+	if err != nil {
+		return exitUsage, false
+	}
+	// Parsing "--" and the positionals alone sets no flag and leaves them in
+	// fs.Args(), where each command reads them.
+	if err := fs.Parse(append([]string{"--"}, positional...)); err != nil {
 		return exitUsage, false
 	}
 	return exitOK, true
+}
+
+// parseInterleaved parses flags wherever they stand among the positional
+// arguments, which it returns in order. The flag package stops at the first
+// positional one; parsing resumes after it.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return positional, nil
+		}
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			return append(positional, rest...), nil
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
+	}
 }
 
 // formatFlag declares --format: text or json, checked as the flags are

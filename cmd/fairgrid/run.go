@@ -45,8 +45,17 @@ func runRun(args []string, s stdio) int {
 	fs.Bool("dry-run", false, "measure, decide, log and export; send nothing")
 	fs.String("metrics", "127.0.0.1:9101", "Prometheus metrics address (empty: none)")
 	fs.String("log-level", "info", "debug, info, warn or error")
-	if c, ok := parseFlags(fs, runSynopsis, args, s); !ok {
+	if c, ok := parseFlagsArgs(fs, runSynopsis, args, s); !ok {
 		return c
+	}
+	if fs.NArg() > 0 {
+		// `run --check-config FILE`, as `nginx -t` and `promtool check config`
+		// users type it: the file is the one to check.
+		if !*check || fs.NArg() > 1 || *configPath != "" {
+			fmt.Fprintf(s.err, "fairgrid run: unexpected argument %q (a configuration file is given with --config FILE, or as the one argument of --check-config)\n", fs.Arg(fs.NArg()-1))
+			return exitUsage
+		}
+		*configPath = fs.Arg(0)
 	}
 	if !*demoMode {
 		return runDaemon(fs, *configPath, *check, s)
