@@ -8,23 +8,35 @@ import (
 	"time"
 )
 
-// PipeConfig describes one direction of a link.
+// PipeConfig describes one direction of a link. Validate says which values
+// it refuses; NewPipe refuses them too.
 type PipeConfig struct {
 	// Rate is the bottleneck in bytes/s; 0 is unlimited.
 	Rate int64
-	// Delay is the one-way propagation delay.
+	// Delay is the one-way propagation delay, up to a minute.
 	Delay time.Duration
-	// Loss is the probability a datagram is dropped at random, 0–1.
+	// Loss is the probability a datagram is dropped at random, 0–1; 1
+	// drops every datagram.
 	Loss float64
-	// BurstLen > 1 makes losses come in bursts of that mean length (a
-	// two-state Gilbert–Elliott channel) with the same mean rate Loss.
+	// BurstLen above 1 makes losses come in bursts of that mean length, in
+	// datagrams (a two-state Gilbert–Elliott channel), with the same mean
+	// rate Loss; 0 or 1 makes them independent. A mean burst shorter than
+	// one datagram means nothing and is refused.
 	BurstLen float64
 	// Buffer is the FIFO length in datagrams ahead of the bottleneck; a
-	// datagram arriving to a full buffer is dropped. 0 means 1000.
+	// datagram arriving to a full buffer is dropped. 0 means 1000. With an
+	// unlimited Rate nothing queues and it has no effect.
 	Buffer int
 }
 
-func (c PipeConfig) validate() error {
+// DefaultBuffer is the FIFO length a zero Buffer stands for.
+const DefaultBuffer = 1000
+
+// Validate reports every value the pipe would have to reinterpret: a
+// negative rate, delay or buffer, a delay beyond a minute, a loss outside
+// [0, 1] or NaN, a burst length that is NaN, negative, between 0 and 1 or
+// beyond 1e6.
+func (c PipeConfig) Validate() error {
 	var errs []error
 	if c.Rate < 0 {
 		errs = append(errs, fmt.Errorf("rate %d B/s is negative", c.Rate))
@@ -32,11 +44,11 @@ func (c PipeConfig) validate() error {
 	if c.Delay < 0 || c.Delay > time.Minute {
 		errs = append(errs, fmt.Errorf("delay %v outside [0, 1m]", c.Delay))
 	}
-	if !(c.Loss >= 0 && c.Loss < 1) {
-		errs = append(errs, fmt.Errorf("loss %v outside [0, 1)", c.Loss))
+	if !(c.Loss >= 0 && c.Loss <= 1) {
+		errs = append(errs, fmt.Errorf("loss %v outside [0, 1]", c.Loss))
 	}
-	if c.BurstLen < 0 || c.BurstLen > 1e6 {
-		errs = append(errs, fmt.Errorf("burst length %v outside [0, 1e6]", c.BurstLen))
+	if !(c.BurstLen == 0 || c.BurstLen >= 1 && c.BurstLen <= 1e6) {
+		errs = append(errs, fmt.Errorf("burst length %v: want 1 (independent losses) to 1e6 datagrams, or 0 for 1", c.BurstLen))
 	}
 	if c.Buffer < 0 {
 		errs = append(errs, fmt.Errorf("buffer %d is negative", c.Buffer))
@@ -87,18 +99,22 @@ type Pipe struct {
 
 // NewPipe returns a pipe whose randomness comes from seed.
 func NewPipe(cfg PipeConfig, seed uint64) (*Pipe, error) {
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg.Buffer = cmp.Or(cfg.Buffer, 1000)
+	cfg.Buffer = cmp.Or(cfg.Buffer, DefaultBuffer)
 	return &Pipe{cfg: cfg, rng: rand.New(rand.NewPCG(seed, 0x5EED))}, nil
 }
 
 func (p *Pipe) lost() bool {
-	if p.cfg.Loss == 0 {
+	switch {
+	case p.cfg.Loss == 0:
 		return false
-	}
-	if p.cfg.BurstLen <= 1 {
+	case p.cfg.Loss == 1:
+		// The Gilbert–Elliott chain below would still leave the bad state
+		// now and then: at 100 % nothing gets through.
+		return true
+	case p.cfg.BurstLen <= 1:
 		return p.rng.Float64() < p.cfg.Loss
 	}
 	// Stay bad for BurstLen datagrams on average; enter so that the

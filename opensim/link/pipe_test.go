@@ -2,6 +2,7 @@ package link
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 )
@@ -79,10 +80,54 @@ func TestPipeLoss(t *testing.T) {
 	}
 }
 
+// TestPipeConfigErrors: every value the pipe would have to reinterpret is
+// refused, naming it, by Validate and NewPipe alike; the values at the
+// edges are accepted. (Loss 1 was refused before; it now drops all.)
 func TestPipeConfigErrors(t *testing.T) {
-	for _, cfg := range []PipeConfig{{Rate: -1}, {Delay: -time.Second}, {Loss: 1}, {Loss: math.NaN()}, {Buffer: -1}} {
-		if _, err := NewPipe(cfg, 0); err == nil {
-			t.Errorf("%+v accepted", cfg)
+	for _, tc := range []struct {
+		cfg  PipeConfig
+		want string
+	}{
+		{PipeConfig{Rate: -1}, "rate -1 B/s is negative"},
+		{PipeConfig{Delay: -time.Second}, "delay -1s outside"},
+		{PipeConfig{Delay: time.Hour}, "delay 1h0m0s outside"},
+		{PipeConfig{Loss: 1.01}, "loss 1.01 outside [0, 1]"},
+		{PipeConfig{Loss: -0.1}, "loss -0.1 outside"},
+		{PipeConfig{Loss: math.NaN()}, "loss NaN outside"},
+		{PipeConfig{BurstLen: math.NaN()}, "burst length NaN"},
+		{PipeConfig{BurstLen: math.Inf(1)}, "burst length +Inf"},
+		{PipeConfig{BurstLen: -1}, "burst length -1"},
+		{PipeConfig{BurstLen: 0.5}, "burst length 0.5"},
+		{PipeConfig{BurstLen: 2e6}, "burst length 2e+06"},
+		{PipeConfig{Buffer: -1}, "buffer -1 is negative"},
+	} {
+		if err := tc.cfg.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: Validate() = %v, want %q", tc.cfg, err, tc.want)
+		}
+		if _, err := NewPipe(tc.cfg, 0); err == nil {
+			t.Errorf("%+v accepted by NewPipe", tc.cfg)
+		}
+	}
+	for _, cfg := range []PipeConfig{{}, {Loss: 1}, {BurstLen: 1}, {BurstLen: 1e6}, {Rate: 1, Delay: time.Minute, Buffer: 1}} {
+		if _, err := NewPipe(cfg, 0); err != nil {
+			t.Errorf("%+v refused: %v", cfg, err)
+		}
+	}
+}
+
+// TestPipeDropsAllAtFullLoss: a loss of 1 drops every datagram, bursty or
+// not (the Gilbert–Elliott chain alone would let some through).
+func TestPipeDropsAllAtFullLoss(t *testing.T) {
+	for _, burst := range []float64{0, 1, 3, 1e6} {
+		p, err := NewPipe(PipeConfig{Loss: 1, BurstLen: burst}, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 10_000 {
+			p.Offer(100, t0.Add(time.Duration(i)*time.Millisecond))
+		}
+		if st := p.Stats(); st.Forwarded != 0 || st.DroppedRandom != 10_000 {
+			t.Errorf("burst %v: %+v, want all 10,000 dropped", burst, st)
 		}
 	}
 }
