@@ -1,8 +1,20 @@
 // Package capture reads UDP datagrams from capture files and live
-// interfaces, in pure Go: gopacket's pcapgo reads pcap and pcapng files
-// (gzip-compressed too) and captures on Linux through an AF_PACKET socket,
-// without cgo or libpcap. It knows nothing of LLUDP; package
-// capture/circuit measures the circuits in what it returns.
+// interfaces, in pure Go, without cgo or libpcap: its own reader parses pcap
+// and pcapng files and streams (gzip-compressed too), and gopacket's
+// afpacket captures on Linux through an AF_PACKET socket. It knows nothing
+// of LLUDP; package capture/circuit measures the circuits in what it
+// returns.
+//
+// # Files
+//
+// A file is read in 1 MiB blocks and its records are parsed in place, so
+// a datagram costs no system call, no copy and no allocation. pcap in
+// either byte order with micro- or nanosecond timestamps is read, and
+// pcapng with several sections and interfaces (each with its link type,
+// if_tsresol and if_tsoffset), Enhanced, obsolete and Simple Packet Blocks
+// (a Simple Packet Block has no time: it gets the time of the packet
+// before it). Packets of a pcapng interface whose link type capture does
+// not decode are counted as not IP.
 //
 // # Frames
 //
@@ -37,7 +49,11 @@
 //
 // # Broken captures
 //
-// A file cut short inside a record yields everything before the break and
-// then a *BrokenError saying how many frames were read. An unknown link
-// type is ErrUnknownLinkType.
+// A file cut short inside a record, or with a record whose length is
+// impossible (beyond 16 MiB or the snapshot length, below a block's least,
+// not a multiple of 4 in pcapng, larger than its block) or whose pcapng
+// trailing length disagrees with its leading one, yields everything before
+// the break and then a *BrokenError naming the record and its byte offset:
+// "record 7,381 at byte 1,000,030: …". An unknown link type is
+// ErrUnknownLinkType.
 package capture

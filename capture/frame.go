@@ -20,6 +20,10 @@ const (
 	LinkSLL2     LinkType = 276 // Linux cooked capture v2, 20-byte header
 )
 
+// linkUnsupported marks the frames of a pcapng interface whose link type
+// capture does not decode; link types are 16 bits, so it is no real one.
+const linkUnsupported LinkType = 1 << 31
+
 func (l LinkType) supported() bool {
 	switch l {
 	case LinkNull, LinkEthernet, LinkRaw, LinkLoop, LinkLinuxSLL, LinkIPv4, LinkIPv6, LinkSLL2:
@@ -94,6 +98,8 @@ func udpFrame(lt LinkType, frame []byte) (src, dst netip.AddrPort, payload []byt
 			return src, dst, nil, SkipTruncated, false
 		}
 		ip = frame[4:] // the address family; the version nibble tells us as much
+	case linkUnsupported:
+		return src, dst, nil, SkipNotIP, false
 	default: // LinkRaw, LinkIPv4, LinkIPv6
 		ip = frame
 	}
