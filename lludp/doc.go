@@ -43,9 +43,12 @@
 // touching the body or allocating: the per-datagram path of circuit
 // tracking. Packet.DecodeFromBytes decodes everything into a reused view
 // (Count, Field) without allocating once warm, following gopacket's
-// contract: it may alias the input. Packet.Decode copies the result into Go
-// values for tools, with JSON and text renderings. Packet.Unmarshal fills a
-// typed struct (messages.go) for the messages fairgrid handles on hot paths.
+// contract: it may alias the input. Packet.DecodeValues decodes every field
+// into reused typed Values, and Packet.AppendJSON and AppendText render
+// straight from the datagram's bytes; neither boxes a value or allocates
+// once warm. Packet.Decode copies the result into boxed Go values (Decoded)
+// for tools that keep or re-encode them. Packet.Unmarshal fills a typed
+// struct (messages.go) for the messages fairgrid handles on hot paths.
 //
 // Errors are *DecodeError values naming the part that failed and its offset
 // in the expanded datagram, wrapping sentinels (ErrTruncated,

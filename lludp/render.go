@@ -236,3 +236,361 @@ func printableText(x []byte) (string, bool) {
 	}
 	return string(x), true
 }
+
+// AppendJSON appends the decoded packet as one JSON object, byte for byte
+// as Decoded.AppendJSON does, straight from the datagram's bytes: it boxes
+// nothing and, once b has the capacity, allocates nothing. After a failed
+// decode it appends nothing.
+func (p *Packet) AppendJSON(b []byte) []byte {
+	if !p.complete() {
+		return b
+	}
+	keys := p.msg.json
+	if keys == nil { // a Message not indexed by NewTemplate
+		keys = newJSONKeys(p.msg)
+	}
+	b = append(b, flagsJSON[p.Flags>>4]...)
+	b = strconv.AppendUint(b, uint64(p.Sequence), 10)
+	b = append(b, `,"acks":[`...)
+	for i := range p.Acks.Len() {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendUint(b, uint64(p.Acks.At(i)), 10)
+	}
+	b = append(b, `],"message":`...)
+	b = append(b, keys.head...)
+	for bi, span := range p.blocks {
+		fields := p.msg.Blocks[bi].Fields
+		fieldKeys := keys.fields[bi]
+		b = append(b, keys.blocks[bi]...)
+		i := int(span.first)
+		for inst := range int(span.count) {
+			if inst > 0 {
+				b = append(b, ',')
+			}
+			for fi := range fields {
+				b = append(b, fieldKeys[fi]...)
+				s := p.fields[i]
+				b = valueOf(fields[fi].Type, p.data[s.off:int(s.off)+int(s.n)]).appendJSON(b)
+				i++
+			}
+			if len(fields) == 0 {
+				b = append(b, '{')
+			}
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	return append(b, "}}"...)
+}
+
+// flagsJSON is the start of a JSON object for each combination of the four
+// flags (the high nibble), up to the sequence number.
+var flagsJSON = func() (t [16]string) {
+	for i := range t {
+		f := Flags(i << 4)
+		t[i] = `{"flags":{"zerocoded":` + strconv.FormatBool(f.ZeroCoded()) + `,"reliable":` + strconv.FormatBool(f.Reliable()) +
+			`,"resent":` + strconv.FormatBool(f.Resent()) + `,"acks":` + strconv.FormatBool(f.HasAcks()) + `},"sequence":`
+	}
+	return t
+}()
+
+// jsonKeys are a message's names rendered once as the JSON that precedes
+// each value, so that rendering a datagram copies them.
+type jsonKeys struct {
+	head   string     // the message's name, number and frequency up to its blocks
+	blocks []string   // `"Block":[`, after a comma from the second block on
+	fields [][]string // per block: `{"Field":` for the first field, `,"Field":` after
+}
+
+func newJSONKeys(m *Message) *jsonKeys {
+	k := &jsonKeys{
+		head: string(appendJSONName(nil, m.Name)) + `,"number":` + strconv.FormatUint(uint64(m.ID.Number), 10) +
+			`,"frequency":"` + m.ID.Frequency.String() + `","blocks":{`,
+		blocks: make([]string, len(m.Blocks)),
+		fields: make([][]string, len(m.Blocks)),
+	}
+	for bi := range m.Blocks {
+		blk := &m.Blocks[bi]
+		sep := ","
+		if bi == 0 {
+			sep = ""
+		}
+		k.blocks[bi] = sep + string(appendJSONName(nil, blk.Name)) + ":["
+		k.fields[bi] = make([]string, len(blk.Fields))
+		for fi := range blk.Fields {
+			sep := ","
+			if fi == 0 {
+				sep = "{"
+			}
+			k.fields[bi][fi] = sep + string(appendJSONName(nil, blk.Fields[fi].Name)) + ":"
+		}
+	}
+	return k
+}
+
+// AppendText appends the decoded packet as Decoded.AppendText does,
+// straight from the datagram's bytes. After a failed decode it appends
+// nothing.
+func (p *Packet) AppendText(b []byte) []byte {
+	if !p.complete() {
+		return b
+	}
+	b = append(b, p.msg.Name...)
+	b = append(b, " ("...)
+	b = appendMessageID(b, p.msg.ID)
+	b = append(b, ") seq "...)
+	b = strconv.AppendUint(b, uint64(p.Sequence), 10)
+	b = append(b, " flags "...)
+	b = appendFlags(b, p.Flags)
+	if p.Acks.Len() > 0 {
+		b = append(b, " acks"...)
+		for i := range p.Acks.Len() {
+			b = append(b, ' ')
+			b = strconv.AppendUint(b, uint64(p.Acks.At(i)), 10)
+		}
+	}
+	b = append(b, '\n')
+	for bi, span := range p.blocks {
+		blk := &p.msg.Blocks[bi]
+		if span.count == 0 {
+			b = append(b, "  "...)
+			b = append(b, blk.Name...)
+			b = append(b, " (none)\n"...)
+		}
+		i := int(span.first)
+		for inst := range int(span.count) {
+			b = append(b, "  "...)
+			b = append(b, blk.Name...)
+			if span.count > 1 || blk.Kind != Single {
+				b = append(b, '[')
+				b = strconv.AppendInt(b, int64(inst), 10)
+				b = append(b, ']')
+			}
+			b = append(b, '\n')
+			for fi := range blk.Fields {
+				f := &blk.Fields[fi]
+				b = append(b, "    "...)
+				b = append(b, f.Name...)
+				b = append(b, ": "...)
+				s := p.fields[i]
+				b = valueOf(f.Type, p.data[s.off:int(s.off)+int(s.n)]).appendText(b)
+				b = append(b, '\n')
+				i++
+			}
+		}
+	}
+	return b
+}
+
+// appendMessageID appends id.String() without formatting through fmt.
+func appendMessageID(b []byte, id MessageID) []byte {
+	if id.Frequency == Fixed {
+		const digits = "0123456789ABCDEF"
+		b = append(b, "Fixed 0x"...)
+		for shift := 28; shift >= 0; shift -= 4 {
+			b = append(b, digits[id.Number>>shift&0xF])
+		}
+		return b
+	}
+	b = append(b, id.Frequency.String()...)
+	b = append(b, ' ')
+	return strconv.AppendUint(b, uint64(id.Number), 10)
+}
+
+// appendFlags appends f.String() without building a slice of names.
+func appendFlags(b []byte, f Flags) []byte {
+	start := len(b)
+	for _, x := range [...]struct {
+		f    Flags
+		name string
+	}{{FlagZeroCoded, "zerocoded"}, {FlagReliable, "reliable"}, {FlagResent, "resent"}, {FlagAcks, "acks"}} {
+		if f&x.f != 0 {
+			if len(b) > start {
+				b = append(b, '|')
+			}
+			b = append(b, x.name...)
+		}
+	}
+	if len(b) == start {
+		b = append(b, "none"...)
+	}
+	return b
+}
+
+// appendJSONName appends s as a JSON string as json.Marshal does. Template
+// names are plain ASCII identifiers and are copied as they are; anything
+// else goes through encoding/json, which escapes HTML characters too.
+func appendJSONName(b []byte, s string) []byte {
+	for i := range len(s) {
+		if c := s[i]; c < 0x20 || c >= 0x7F || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return appendJSONString(b, s)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+// appendJSON appends v as appendJSONValue appends its boxed form.
+func (v Value) appendJSON(b []byte) []byte {
+	w := v.words[0]
+	switch v.Type {
+	case TypeU8, TypeU16, TypeU32, TypeIPPort:
+		return strconv.AppendUint(b, w, 10)
+	case TypeU64:
+		if w < maxExactInt {
+			return strconv.AppendUint(b, w, 10)
+		}
+		b = append(b, '"')
+		return append(strconv.AppendUint(b, w, 10), '"')
+	case TypeS8, TypeS16, TypeS32:
+		return strconv.AppendInt(b, int64(w), 10)
+	case TypeS64:
+		if x := int64(w); x > -maxExactInt && x < maxExactInt {
+			return strconv.AppendInt(b, x, 10)
+		}
+		b = append(b, '"')
+		return append(strconv.AppendInt(b, int64(w), 10), '"')
+	case TypeF32:
+		return appendJSONFloat32(b, v.f32(0))
+	case TypeF64:
+		return appendJSONFloat(b, math.Float64frombits(w), 64)
+	case TypeVector3:
+		b = append(b, '[')
+		b = appendJSONFloat32(b, v.f32(0))
+		b = append(b, ',')
+		b = appendJSONFloat32(b, v.f32(1))
+		b = append(b, ',')
+		b = appendJSONFloat32(b, v.f32(2))
+		return append(b, ']')
+	case TypeVector4:
+		b = append(b, '[')
+		for i := range 4 {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONFloat32(b, v.f32(i))
+		}
+		return append(b, ']')
+	case TypeQuaternion:
+		q := v.Quaternion()
+		b = append(b, '[')
+		b = appendJSONFloat32(b, q[0])
+		b = append(b, ',')
+		b = appendJSONFloat32(b, q[1])
+		b = append(b, ',')
+		b = appendJSONFloat32(b, q[2])
+		b = append(b, ',')
+		b = appendJSONFloat32(b, q.W())
+		return append(b, ']')
+	case TypeVector3d:
+		b = append(b, '[')
+		for i := range 3 {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONFloat(b, math.Float64frombits(v.words[i]), 64)
+		}
+		return append(b, ']')
+	case TypeUUID:
+		b = append(b, '"')
+		return append(v.appendUUID(b), '"')
+	case TypeBool:
+		return strconv.AppendBool(b, w != 0)
+	case TypeIPAddr:
+		b = append(b, '"')
+		return append(appendIPv4(b, uint32(w)), '"')
+	}
+	b = append(b, '"')
+	b = hex.AppendEncode(b, v.bytes)
+	return append(b, '"')
+}
+
+// appendJSONFloat32 is appendJSONFloat for an F32, with a shortcut for
+// whole numbers, which are common in real traffic (0, 1, 128) and which
+// strconv formats with 'g' as plain integers below 1e21 … but switches to
+// an exponent from 1e6 on, hence the bound.
+func appendJSONFloat32(b []byte, x float32) []byte {
+	if x > -1e6 && x < 1e6 && x == float32(int32(x)) && (x != 0 || !math.Signbit(float64(x))) {
+		return strconv.AppendInt(b, int64(x), 10)
+	}
+	return appendJSONFloat(b, float64(x), 32)
+}
+
+// appendText appends v as appendTextValue appends its boxed form.
+func (v Value) appendText(b []byte) []byte {
+	switch v.Type {
+	case TypeUUID:
+		return v.appendUUID(b)
+	case TypeIPAddr:
+		return appendIPv4(b, uint32(v.words[0]))
+	case TypeFixed, TypeVariable:
+		return appendTextBytes(b, v.bytes)
+	}
+	return v.appendJSON(b)
+}
+
+// appendTextBytes appends x as quoted text if printableText accepts it,
+// else as hex ("(empty)" when there is nothing).
+func appendTextBytes(b, x []byte) []byte {
+	text := x
+	if len(text) > 0 && text[len(text)-1] == 0 {
+		text = text[:len(text)-1]
+	}
+	plain := len(text) > 0
+	for _, c := range text {
+		if c < 0x20 && c != '\n' && c != '\t' || c >= 0x7F {
+			plain = false
+			break
+		}
+	}
+	if plain { // printable ASCII: quote it here, as strconv.Quote would
+		b = append(b, '"')
+		for _, c := range text {
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, `\n`...)
+			case '\t':
+				b = append(b, `\t`...)
+			default:
+				b = append(b, c)
+			}
+		}
+		return append(b, '"')
+	}
+	if s, ok := printableText(x); ok {
+		return strconv.AppendQuote(b, s)
+	}
+	if len(x) == 0 {
+		return append(b, "(empty)"...)
+	}
+	return hex.AppendEncode(b, x)
+}
+
+// appendUUID appends the canonical 8-4-4-4-12 form of a UUID value.
+func (v Value) appendUUID(b []byte) []byte {
+	const digits = "0123456789abcdef"
+	for i := range 16 {
+		if i == 4 || i == 6 || i == 8 || i == 10 {
+			b = append(b, '-')
+		}
+		c := byte(v.words[i/8] >> (56 - 8*(i%8)))
+		b = append(b, digits[c>>4], digits[c&0xF])
+	}
+	return b
+}
+
+// appendIPv4 appends a dotted quad, as netip.Addr.String does for IPv4.
+func appendIPv4(b []byte, a uint32) []byte {
+	for shift := 24; shift >= 0; shift -= 8 {
+		b = strconv.AppendUint(b, uint64(a>>shift&0xFF), 10)
+		if shift > 0 {
+			b = append(b, '.')
+		}
+	}
+	return b
+}

@@ -170,6 +170,7 @@ type Message struct {
 
 	category Category // set by NewTemplate from categoryByMessage
 	channel  Channel
+	json     *jsonKeys // set by NewTemplate
 }
 
 // BlockIndex returns the index of the named block, or -1.
@@ -211,6 +212,7 @@ func NewTemplate(version string, msgs []Message) (*Template, error) {
 		t.byName[m.Name] = int32(i + 1)
 		m.category = categoryOf(m.Name)
 		m.channel = channelOf(m.Name, m.category)
+		m.json = newJSONKeys(m)
 		var slot *int32
 		switch m.ID.Frequency {
 		case High, Medium:
