@@ -243,16 +243,23 @@ func (d *decoder) datagram(where string, raw []byte, context string) {
 	if d.summary || d.filter != nil && !d.filter[d.packet.Message().Name] {
 		return
 	}
-	dec := d.packet.Decode()
+	// Rendered straight from the packet's bytes into the reused buffer: no
+	// value is boxed and nothing is allocated per datagram.
 	if d.json {
-		obj := dec.AppendJSON(nil)
-		d.buf = append(d.buf[:0], '{')
+		d.buf = d.buf[:0]
 		if context != "" {
-			d.buf = append(append(d.buf, context...), ',')
+			// The object's opening brace becomes the comma after the context.
+			d.buf = append(append(d.buf, '{'), context...)
+			n := len(d.buf)
+			d.buf = d.packet.AppendJSON(d.buf)
+			d.buf[n] = ','
+		} else {
+			d.buf = d.packet.AppendJSON(d.buf)
 		}
-		d.buf = append(append(d.buf, obj[1:]...), '\n')
+		d.buf = append(d.buf, '\n')
 	} else {
-		d.buf = append(dec.AppendText(append(d.buf[:0], where+": "...)), '\n')
+		d.buf = append(append(d.buf[:0], where...), ": "...)
+		d.buf = append(d.packet.AppendText(d.buf), '\n')
 	}
 	d.out.Write(d.buf)
 }
