@@ -208,18 +208,22 @@ func (f *fileReader) openPcapng() error {
 // Description Block is read it returns with no frame and no error.
 func (f *fileReader) nextPcapng() ([]byte, time.Time, LinkType, error) {
 	for {
-		if f.end-f.pos < ngMinBlock {
-			if err := f.fill(ngMinBlock); err != nil {
+		// The type and length come first, so that an impossible length is
+		// reported as such even at the end of the file.
+		if f.end-f.pos < 8 {
+			if err := f.fill(8); err != nil {
 				if err == io.EOF {
 					return nil, time.Time{}, 0, io.EOF
 				}
-				return nil, time.Time{}, 0, f.cutShort(err, "a block header", ngMinBlock)
+				return nil, time.Time{}, 0, f.cutShort(err, "a block header", 8)
 			}
 		}
-		b := f.buf[f.pos:]
-		typ := f.u32(b)
+		typ := f.u32(f.buf[f.pos:])
 		if typ == ngSectionHeader { // a palindrome: it reads alike in either order
-			switch bom := binary.BigEndian.Uint32(b[8:]); bom {
+			if err := f.fill(12); err != nil {
+				return nil, time.Time{}, 0, f.cutShort(noEOF(err), "a section header", 12)
+			}
+			switch bom := binary.BigEndian.Uint32(f.buf[f.pos+8:]); bom {
 			case ngByteOrderMagic:
 				f.big = true
 			case swap32(ngByteOrderMagic):
@@ -228,7 +232,7 @@ func (f *fileReader) nextPcapng() ([]byte, time.Time, LinkType, error) {
 				return nil, time.Time{}, 0, f.broken("section header with byte-order magic %08x, not %08x", bom, ngByteOrderMagic)
 			}
 		}
-		length := f.u32(b[4:])
+		length := f.u32(f.buf[f.pos+4:])
 		if err := f.checkBlockLength(typ, length); err != nil {
 			return nil, time.Time{}, 0, err
 		}
@@ -238,7 +242,7 @@ func (f *fileReader) nextPcapng() ([]byte, time.Time, LinkType, error) {
 				return nil, time.Time{}, 0, f.cutShort(noEOF(err), fmt.Sprintf("the %d-byte %s", n, blockName(typ)), n)
 			}
 		}
-		b = f.buf[f.pos : f.pos+n]
+		b := f.buf[f.pos : f.pos+n]
 		if trail := f.u32(b[n-4:]); trail != length {
 			return nil, time.Time{}, 0, f.broken("%s length %d at its start but %d at its end", blockName(typ), length, trail)
 		}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/netip"
 	"os"
 	"strconv"
@@ -25,15 +26,18 @@ import (
 //go:embed samples.hex
 var samples string
 
-const decodeSynopsis = `[options] [HEX|FILE ...]
+const decodeSynopsis = `[options] [HEX|FILE|- ...]
 
 Decodes LLUDP datagrams. Each argument is a datagram in hex, a .bin file
 holding one raw datagram, a pcap or pcapng capture (gzip-compressed too),
-or a text file with one hex datagram per line. With no arguments, hex
-datagrams are read from stdin, one per line ('#' starts a comment).
-Datagrams from captures carry their time, direction and circuit; --summary
-prints only each circuit's measurements. A datagram that fails to decode is
-reported and the rest go on; the exit code is 1 if any failed.`
+or a text file with one hex datagram per line. With no arguments, or the
+argument -, stdin is read: a capture if it starts like one, else hex
+datagrams one per line ('#' starts a comment). Datagrams from captures
+carry their time, direction and circuit; --summary prints only each
+circuit's measurements, and takes captures only. A datagram that fails to
+decode is reported and the rest go on. The exit code is 1 if any failed,
+if an input could not be read (a missing file, a broken capture, one with
+no LLUDP) or held no datagram, or if the output could not be written.`
 
 func runDecode(args []string, s stdio) int {
 	fs := newFlagSet("decode", decodeSynopsis, s)
@@ -61,8 +65,8 @@ func runDecode(args []string, s stdio) int {
 	if err != nil {
 		return usageErr("--sim: %v", err)
 	}
-	d := &decoder{out: bufio.NewWriter(s.out), errOut: s.err, json: *format == "json", summary: *summary, ports: ports}
-	defer d.out.Flush()
+	d := &decoder{in: s.in, sink: &stickyWriter{w: s.out}, errOut: s.err, json: *format == "json", summary: *summary, ports: ports}
+	d.out = bufio.NewWriterSize(d.sink, 64<<10)
 	if *filter != "" {
 		d.filter = map[string]bool{}
 		for _, name := range strings.Split(*filter, ",") {
@@ -102,17 +106,26 @@ func runDecode(args []string, s stdio) int {
 		}
 		d.liveCapture(*live, *duration)
 	case *useSamples:
+		if *summary {
+			return usageErr("--summary measures the circuits of captures; --samples are single datagrams")
+		}
 		d.hexLines("samples", strings.NewReader(samples))
 	case fs.NArg() == 0:
-		d.hexLines("stdin", s.in)
+		d.stdin()
 	}
 	for _, arg := range fs.Args() {
+		if d.sink.err != nil {
+			break // the output is gone: reading on would only lose more
+		}
 		d.argument(arg)
 	}
-	if d.captures > 0 {
+	if d.captures > 0 && d.sink.err == nil {
 		d.reportCircuits()
 	}
-	d.out.Flush()
+	if err := d.out.Flush(); err != nil {
+		fmt.Fprintf(s.err, "fairgrid decode: write output: %v\n", err)
+		return exitFail
+	}
 	if d.failed > 0 {
 		fmt.Fprintf(s.err, "fairgrid decode: %d of %d datagrams failed\n", d.failed, d.count)
 	}
@@ -123,7 +136,9 @@ func runDecode(args []string, s stdio) int {
 }
 
 type decoder struct {
+	in      io.Reader // stdin, read once
 	out     *bufio.Writer
+	sink    *stickyWriter // under out: its first error ends the run
 	errOut  io.Writer
 	json    bool
 	summary bool
@@ -139,10 +154,55 @@ type decoder struct {
 	stats         capture.Stats
 }
 
-// argument decodes one command-line argument: a file or a hex datagram.
+// stickyWriter keeps the first write error, so that the loops can stop
+// at once when stdout is gone (a full disk, a closed pipe) instead of
+// decoding the rest of a capture into nothing.
+type stickyWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (w *stickyWriter) Write(p []byte) (int, error) {
+	if w.err != nil {
+		return 0, w.err
+	}
+	n, err := w.w.Write(p)
+	w.err = err
+	return n, err
+}
+
+// inputError reports an input that could not be read as asked, in every
+// mode (--summary too), and fails the run.
+func (d *decoder) inputError(format string, a ...any) {
+	fmt.Fprintf(d.errOut, "fairgrid decode: "+format+"\n", a...)
+	d.broken = true
+}
+
+// notCapture is --summary's refusal of an input that is not a capture.
+func (d *decoder) notCapture(name string) {
+	d.inputError("%s: not a capture (pcap, pcapng or gzip): --summary measures the circuits of captures", name)
+}
+
+// looksLikePath says whether a command-line argument was meant as a file:
+// a hex datagram has no path separator and no dot.
+func looksLikePath(arg string) bool {
+	return strings.ContainsAny(arg, "/."+string(os.PathSeparator))
+}
+
+// argument decodes one command-line argument: a file, - for stdin, or a
+// hex datagram.
 func (d *decoder) argument(arg string) {
+	if arg == "-" {
+		d.stdin()
+		return
+	}
 	st, err := os.Stat(arg)
-	if err != nil || st.IsDir() {
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && !looksLikePath(arg):
+		if d.summary {
+			d.inputError("%s: no such file (and --summary takes no hex datagrams)", arg)
+			return
+		}
 		raw, herr := parseHex(arg)
 		if herr != nil {
 			d.count++
@@ -151,50 +211,79 @@ func (d *decoder) argument(arg string) {
 		}
 		d.datagram(arg, raw, "")
 		return
+	case errors.Is(err, fs.ErrNotExist):
+		d.inputError("%s: no such file", arg)
+		return
+	case err != nil:
+		d.inputError("%v", err)
+		return
+	case st.IsDir():
+		d.inputError("%s: is a directory, not a capture or datagram file", arg)
+		return
 	}
-	if isCapture(arg) {
-		d.captureFile(arg)
+	f, err := os.Open(arg)
+	if err != nil {
+		d.inputError("%v", err)
+		return
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, 64<<10)
+	if isCapture(br) {
+		d.captureStream(arg, br)
+		return
+	}
+	if d.summary {
+		d.notCapture(arg)
 		return
 	}
 	if strings.HasSuffix(arg, ".bin") {
-		raw, err := os.ReadFile(arg)
+		raw, err := io.ReadAll(br)
 		if err != nil {
-			fmt.Fprintf(d.errOut, "fairgrid decode: %v\n", err)
-			d.broken = true
+			d.inputError("read %s: %v", arg, err)
 			return
 		}
 		d.datagram(arg, raw, "")
 		return
 	}
-	f, err := os.Open(arg)
-	if err != nil {
-		fmt.Fprintf(d.errOut, "fairgrid decode: %v\n", err)
-		d.broken = true
-		return
-	}
-	defer f.Close()
-	d.hexLines(arg, f)
+	d.hexLines(arg, br)
 }
 
-// isCapture sniffs a file's magic: pcap, pcapng or gzip.
-func isCapture(path string) bool {
-	f, err := os.Open(path)
+// stdin reads standard input: a capture if it starts like one, else hex
+// lines. It can be read once.
+func (d *decoder) stdin() {
+	if d.in == nil {
+		d.inputError("stdin: read already")
+		return
+	}
+	br := bufio.NewReaderSize(d.in, 64<<10)
+	d.in = nil
+	if isCapture(br) {
+		d.captureStream("stdin", br)
+		return
+	}
+	if d.summary {
+		d.notCapture("stdin")
+		return
+	}
+	d.hexLines("stdin", br)
+}
+
+// isCapture sniffs the magic at the start of br: pcap, pcapng or gzip.
+// Hex text never starts with those bytes. It waits for more than one read
+// only when the first byte could begin a magic number, so that a line typed
+// on a terminal is not held up.
+func isCapture(br *bufio.Reader) bool {
+	first, err := br.Peek(1)
 	if err != nil {
 		return false
 	}
-	defer f.Close()
-	var m [4]byte
-	if _, err := io.ReadFull(f, m[:]); err != nil {
+	switch first[0] {
+	case 0x1F, 0xD4, 0xA1, 0x4D, 0x0A:
+	default:
 		return false
 	}
-	switch {
-	case m[0] == 0x1F && m[1] == 0x8B, // gzip
-		m == [4]byte{0xD4, 0xC3, 0xB2, 0xA1}, m == [4]byte{0xA1, 0xB2, 0xC3, 0xD4}, // pcap µs
-		m == [4]byte{0x4D, 0x3C, 0xB2, 0xA1}, m == [4]byte{0xA1, 0xB2, 0x3C, 0x4D}, // pcap ns
-		m == [4]byte{0x0A, 0x0D, 0x0D, 0x0A}: // pcapng
-		return true
-	}
-	return false
+	m, _ := br.Peek(4)
+	return capture.IsCaptureMagic(m)
 }
 
 // hexLines decodes one hex datagram per line; blank lines and text after
@@ -202,7 +291,8 @@ func isCapture(path string) bool {
 func (d *decoder) hexLines(name string, r io.Reader) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 1<<20)
-	for line := 1; sc.Scan(); line++ {
+	before := d.count
+	for line := 1; sc.Scan() && d.sink.err == nil; line++ {
 		text, _, _ := strings.Cut(sc.Text(), "#")
 		if strings.TrimSpace(text) == "" {
 			continue
@@ -217,8 +307,11 @@ func (d *decoder) hexLines(name string, r io.Reader) {
 		d.datagram(where, raw, "")
 	}
 	if err := sc.Err(); err != nil {
-		fmt.Fprintf(d.errOut, "fairgrid decode: read %s: %v\n", name, err)
-		d.broken = true
+		d.inputError("read %s: %v", name, err)
+		return
+	}
+	if d.count == before && d.sink.err == nil {
+		d.inputError("%s: no datagrams (want one hex datagram per line)", name)
 	}
 }
 
@@ -292,16 +385,14 @@ func (d *decoder) fail(where, msg string, offset int, context string) {
 	fmt.Fprintf(d.out, "%s: error: %s\n\n", where, msg)
 }
 
-// captureFile decodes every datagram of a pcap or pcapng file.
-func (d *decoder) captureFile(path string) {
-	r, err := capture.OpenFile(path, d.ports)
+// captureStream decodes every datagram of a pcap or pcapng capture.
+func (d *decoder) captureStream(name string, in io.Reader) {
+	r, err := capture.NewReader(in, d.ports)
 	if err != nil {
-		fmt.Fprintf(d.errOut, "fairgrid decode: %v\n", err)
-		d.broken = true
+		d.inputError("%s: %v", name, err)
 		return
 	}
-	defer r.Close()
-	d.readCapture(path, r)
+	d.readCapture(name, r)
 }
 
 // liveCapture decodes a live interface until interrupted or for duration.
@@ -324,7 +415,7 @@ func (d *decoder) liveCapture(iface string, duration time.Duration) {
 
 func (d *decoder) readCapture(name string, r *capture.Reader) {
 	d.captures++
-	for {
+	for d.sink.err == nil {
 		dg, err := r.Next()
 		if errors.Is(err, io.EOF) {
 			break
@@ -332,11 +423,10 @@ func (d *decoder) readCapture(name string, r *capture.Reader) {
 		if err != nil {
 			var be *capture.BrokenError
 			if errors.As(err, &be) {
-				fmt.Fprintf(d.errOut, "fairgrid decode: %s: read %d packets, then: %v (results up to there are kept)\n", name, be.Frames, be.Err)
+				d.inputError("%s: %v (the %d packets before it are measured)", name, err, be.Frames)
 			} else {
-				fmt.Fprintf(d.errOut, "fairgrid decode: %s: %v\n", name, err)
+				d.inputError("%s: %v", name, err)
 			}
-			d.broken = true
 			break
 		}
 		c, dir, terr := d.tracker.Observe(dg)
@@ -365,9 +455,8 @@ func (d *decoder) readCapture(name string, r *capture.Reader) {
 	for i := range st.Skipped {
 		d.stats.Skipped[i] += st.Skipped[i]
 	}
-	if st.Datagrams == 0 {
-		fmt.Fprintf(d.errOut, "fairgrid decode: %s: no UDP datagrams on the simulator ports (%d frames read)\n", name, st.Frames)
-		d.broken = true
+	if st.Datagrams == 0 && d.sink.err == nil {
+		d.inputError("%s: no UDP datagrams on the simulator ports (%d frames read)", name, st.Frames)
 	}
 }
 

@@ -32,7 +32,7 @@ const (
 
 func commands() []command {
 	return []command{
-		{"decode", "decode LLUDP datagrams (hex, .bin files, or the built-in samples)", runDecode},
+		{"decode", "decode LLUDP datagrams (hex, .bin files, pcap/pcapng captures) or measure captures' circuits", runDecode},
 		{"rate", "print the TCP-fair rate of a path with a given loss rate and RTT", runRate},
 		{"run", "the sidecar daemon; --demo runs the embedded default", runRun},
 		{"sim", "run a test region simulator", runSim},
@@ -46,21 +46,42 @@ func main() {
 }
 
 func run(args []string, s stdio) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
+		usage(s.err)
+		return exitUsage
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" && len(args) == 1 {
 		usage(s.out)
-		if len(args) == 0 {
-			return exitUsage
-		}
 		return exitOK
 	}
-	for _, c := range commands() {
-		if c.name == args[0] {
-			return c.run(args[1:], s)
+	if args[0] == "help" { // help COMMAND is COMMAND --help
+		if len(args) > 2 {
+			fmt.Fprintf(s.err, "fairgrid help: unexpected argument %q (help takes one command name)\n", args[2])
+			return exitUsage
 		}
+		c := findCommand(args[1])
+		if c == nil {
+			fmt.Fprintf(s.err, "fairgrid help: unknown command %q\n\n", args[1])
+			usage(s.err)
+			return exitUsage
+		}
+		return c.run([]string{"--help"}, s)
+	}
+	if c := findCommand(args[0]); c != nil {
+		return c.run(args[1:], s)
 	}
 	fmt.Fprintf(s.err, "fairgrid: unknown command %q\n\n", args[0])
 	usage(s.err)
 	return exitUsage
+}
+
+func findCommand(name string) *command {
+	for _, c := range commands() {
+		if c.name == name {
+			return &c
+		}
+	}
+	return nil
 }
 
 func usage(w io.Writer) {
@@ -69,6 +90,6 @@ func usage(w io.Writer) {
 	for _, c := range commands() {
 		fmt.Fprintf(&b, "  %-8s %s\n", c.name, c.summary)
 	}
-	b.WriteString("\nRun 'fairgrid COMMAND --help' for a command's options.\n")
+	b.WriteString("\nRun 'fairgrid help COMMAND' or 'fairgrid COMMAND --help' for a command's options.\n")
 	io.WriteString(w, b.String())
 }

@@ -1,0 +1,230 @@
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/binary"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/fairgrid/fairgrid/capture/capturetest"
+)
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func gzipped(t *testing.T, s string) string {
+	t.Helper()
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	zw.Write([]byte(s))
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// TestDecodeNoSilentSuccess: every input decode cannot read as asked is an
+// error on stderr with exit 1, --summary included; a capture on stdin is
+// read as a capture; hex on stdin still decodes.
+func TestDecodeNoSilentSuccess(t *testing.T) {
+	dir := t.TempDir()
+	pcap := writeTestCapture(t, capturetest.Pcap, 0)
+	pcapng := writeTestCapture(t, capturetest.Pcapng, 0)
+	hexFile := filepath.Join(dir, "datagrams.txt")
+	os.WriteFile(hexFile, []byte("000000000100010304000000\n"), 0o644)
+	empty := filepath.Join(dir, "empty.pcap")
+	os.WriteFile(empty, nil, 0o644)
+	comments := filepath.Join(dir, "comments.txt")
+	os.WriteFile(comments, []byte("# nothing here\n\n"), 0o644)
+	const hex = "000000000100010304000000\n"
+	tests := []struct {
+		name   string
+		stdin  string
+		args   []string
+		code   int
+		stdout string // "" means stdout must be empty
+		stderr string
+	}{
+		{"summary missing absolute path", "", []string{"--summary", "/no/such/dir/real.pcap"}, exitFail, "", "/no/such/dir/real.pcap: no such file"},
+		{"summary missing relative capture", "", []string{"--summary", "real.pcap"}, exitFail, "", "real.pcap: no such file"},
+		{"missing path is not tried as hex", "", []string{"captures/x.bin"}, exitFail, "", "captures/x.bin: no such file"},
+		{"summary missing word", "", []string{"--summary", "nosuch"}, exitFail, "", "nosuch: no such file"},
+		{"summary directory", "", []string{"--summary", dir}, exitFail, "", "is a directory"},
+		{"directory", "", []string{dir}, exitFail, "", "is a directory"},
+		{"summary text file", "", []string{"--summary", hexFile}, exitFail, "", "datagrams.txt: not a capture"},
+		{"summary empty file", "", []string{"--summary", empty}, exitFail, "", "empty.pcap: not a capture"},
+		{"summary hex on stdin", hex, []string{"--summary"}, exitFail, "", "stdin: not a capture"},
+		{"summary samples", "", []string{"--summary", "--samples"}, exitUsage, "", "--samples"},
+		{"summary pcap on stdin", readFile(t, pcap), []string{"--summary"}, exitOK, "loss events", "1 circuits"},
+		{"summary pcapng on stdin as -", readFile(t, pcapng), []string{"--summary", "-"}, exitOK, "loss events", "1 circuits"},
+		{"summary gzip pcap on stdin", gzipped(t, readFile(t, pcap)), []string{"--summary", "--format", "json", "-"}, exitOK, `"rtt_samples":1`, "1 circuits"},
+		{"summary gzip of text on stdin", gzipped(t, hex), []string{"--summary"}, exitFail, "", "stdin: not a pcap or pcapng capture"},
+		{"datagrams of a pcap on stdin", readFile(t, pcap), []string{"--filter", "StartPingCheck"}, exitFail, "StartPingCheck", "1 of 23 datagrams failed"},
+		{"hex on stdin", hex, nil, exitOK, "StartPingCheck", ""},
+		{"hex on stdin as -", hex, []string{"-", "--format", "json"}, exitOK, `"message":"StartPingCheck"`, ""},
+		{"empty stdin", "", nil, exitFail, "", "stdin: no datagrams"},
+		{"only comments", "", []string{comments}, exitFail, "", "comments.txt: no datagrams"},
+		{"stdin twice", hex, []string{"-", "-"}, exitFail, "StartPingCheck", "stdin: read already"},
+		{"summary empty stdin", "", []string{"--summary"}, exitFail, "", "stdin: not a capture"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := runCmd(t, tt.stdin, append([]string{"decode"}, tt.args...)...)
+			if code != tt.code || !strings.Contains(errOut, tt.stderr) || tt.stdout == "" && out != "" || !strings.Contains(out, tt.stdout) {
+				t.Errorf("exit %d, want %d\nstdout: %s\nstderr: %s", code, tt.code, out, errOut)
+			}
+			if strings.Contains(out+errOut, "invalid byte") && tt.code != exitOK {
+				t.Errorf("an input reported as bad hex: %s%s", out, errOut)
+			}
+		})
+	}
+}
+
+// TestDecodeBrokenCaptureMessages: a broken capture names the record and
+// its byte offset, and an impossible pcapng length says so.
+func TestDecodeBrokenCaptureMessages(t *testing.T) {
+	cut := writeTestCapture(t, capturetest.Pcap, 10)
+	ng := readFile(t, writeTestCapture(t, capturetest.Pcapng, 0))
+	// A block of an impossible length after the capture: 5 is below the
+	// 12 bytes any block has.
+	bad := filepath.Join(t.TempDir(), "bad.pcapng")
+	os.WriteFile(bad, binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint32([]byte(ng), 6), 5), 0o644)
+	for _, tc := range []struct {
+		path string
+		want *regexp.Regexp
+	}{
+		{cut, regexp.MustCompile(`test\.pcap: record 23 at byte [0-9]{1,3}(,[0-9]{3})*: the record needs \d+ bytes, the capture ends \d+ bytes into it: unexpected EOF \(the 22 packets before it are measured\)`)},
+		{bad, regexp.MustCompile(`bad\.pcapng: record 24 at byte [0-9,]+: enhanced packet block length 5 is impossible: the least is 32 \(the 23 packets`)},
+	} {
+		code, out, errOut := runCmd(t, "", "decode", "--summary", "--format", "json", tc.path)
+		if code != exitFail || !tc.want.MatchString(errOut) || strings.Contains(errOut, "unexpected EOF") && strings.Contains(tc.path, "pcapng") ||
+			!strings.Contains(out, `"rtt_samples":1`) {
+			t.Errorf("%s: exit %d\nstdout %s\nstderr %s\nwant stderr matching %s", tc.path, code, out, errOut, tc.want)
+		}
+	}
+}
+
+// brokenOutput fails every write after the first limit bytes, as a full
+// disk or a closed pipe does.
+type brokenOutput struct {
+	limit, written int
+	writes         int
+}
+
+func (w *brokenOutput) Write(p []byte) (int, error) {
+	w.writes++
+	if w.written+len(p) > w.limit {
+		n := w.limit - w.written
+		w.written = w.limit
+		return n, errors.New("no space left on device")
+	}
+	w.written += len(p)
+	return len(p), nil
+}
+
+// TestDecodeWriteError: output that cannot be written is an error, never
+// exit 0 with the output lost, and decoding stops instead of going on into
+// nothing.
+func TestDecodeWriteError(t *testing.T) {
+	pcap := writeTestCapture(t, capturetest.Pcap, 0)
+	for _, tc := range []struct {
+		name  string
+		limit int
+		args  []string
+	}{
+		{"summary", 0, []string{"--summary", pcap}},
+		{"summary json", 10, []string{"--summary", "--format", "json", pcap}},
+		{"datagrams", 0, []string{"--format", "json", pcap}},
+		{"samples", 100, []string{"--samples"}},
+		{"hex", 0, []string{"000000000100010304000000"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := &brokenOutput{limit: tc.limit}
+			var errOut bytes.Buffer
+			code := run(append([]string{"decode"}, tc.args...), stdio{strings.NewReader(""), w, &errOut})
+			if code != exitFail || !strings.Contains(errOut.String(), "write output: no space left on device") {
+				t.Errorf("exit %d, stderr %q", code, errOut.String())
+			}
+		})
+	}
+	// Stopping: 1,000 datagrams of JSON through a writer that fails at
+	// once are not all decoded and written.
+	var many strings.Builder
+	for range 2000 {
+		many.WriteString("000000000100010304000000\n")
+	}
+	w := &brokenOutput{}
+	var errOut bytes.Buffer
+	if code := run([]string{"decode", "--format", "json"}, stdio{strings.NewReader(many.String()), w, &errOut}); code != exitFail || w.writes != 1 {
+		t.Errorf("exit %d after %d writes to a failed output; stderr %q", code, w.writes, errOut.String())
+	}
+}
+
+// TestHelpCommand: `fairgrid help COMMAND` is COMMAND's help for every
+// command; an unknown one is an error.
+func TestHelpCommand(t *testing.T) {
+	for _, c := range commands() {
+		code, out, errOut := runCmd(t, "", "help", c.name)
+		_, want, _ := runCmd(t, "", c.name, "--help")
+		if code != exitOK || !strings.HasPrefix(out, "Usage: fairgrid "+c.name+" ") || out != want || errOut != "" {
+			t.Errorf("help %s: exit %d\nstdout %q\nstderr %q", c.name, code, out, errOut)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		out  string
+		err  string
+	}{
+		{[]string{"help"}, exitOK, "Commands:", ""},
+		{[]string{"help", "nosuch"}, exitUsage, "", `unknown command "nosuch"`},
+		{[]string{"help", "decode", "extra"}, exitUsage, "", `unexpected argument "extra"`},
+		{nil, exitUsage, "", "Commands:"},
+	} {
+		code, out, errOut := runCmd(t, "", tc.args...)
+		if code != tc.code || !strings.Contains(out, tc.out) || tc.out == "" && out != "" || !strings.Contains(errOut, tc.err) {
+			t.Errorf("%v: exit %d\nstdout %q\nstderr %q", tc.args, code, out, errOut)
+		}
+	}
+}
+
+// BenchmarkDecodeSummaryReal runs decode --summary on the real OpenSim
+// capture repeated as one session (ten copies, 241,530 datagrams): the
+// whole command, for profiles of the split between reading and tracking.
+func BenchmarkDecodeSummaryReal(b *testing.B) {
+	in, err := os.Open(filepath.Join("..", "..", "..", "shared", "testdata", "real", "opensim-0922-captures", "testclient-2x-10min.pcap"))
+	if err != nil {
+		b.Skipf("real capture not available: %v", err)
+	}
+	defer in.Close()
+	path := filepath.Join(b.TempDir(), "real.pcap")
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	st, err := capturetest.Repeat(f, in, 10*24153)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if code := run([]string{"decode", "--summary", path}, stdio{nil, io.Discard, io.Discard}); code != exitOK {
+			b.Fatalf("exit %d", code)
+		}
+	}
+	b.ReportMetric(float64(st.Datagrams)*float64(b.N)/b.Elapsed().Seconds()/1e6, "Mdatagrams/s")
+}
