@@ -32,10 +32,13 @@ func fuzzSeeds(f *testing.F) {
 }
 
 // FuzzDecode: no input panics; whatever decodes re-encodes to a datagram
-// that decodes to the same values.
+// that decodes to the same values; the fast paths (DecodeValues, the
+// packet's own JSON and text) agree with Decode, and after a failed decode
+// give nothing.
 func FuzzDecode(f *testing.F) {
 	fuzzSeeds(f)
 	var p, q Packet
+	var vals Values
 	f.Fuzz(func(t *testing.T, b []byte) {
 		h, _, _, err := ParseHeader(b)
 		if err != nil {
@@ -45,8 +48,13 @@ func FuzzDecode(f *testing.F) {
 			return
 		}
 		if err := p.DecodeFromBytes(b); err != nil {
+			p.DecodeValues(&vals)
+			if vals.Message != nil || len(p.AppendJSON(nil)) > 0 || len(p.AppendText(nil)) > 0 {
+				t.Fatalf("a failed decode (%v) renders or gives values", err)
+			}
 			return
 		}
+		checkFastPaths(t, &p, &vals)
 		if h.ID != p.ID {
 			t.Fatalf("ParseHeader read %v, the expanded datagram holds %v", h.ID, p.ID)
 		}
