@@ -21,8 +21,10 @@ const (
 	MaxRTT = 100 * time.Second
 )
 
-// clampInputs applies the documented clamps to equation inputs.
-func clampInputs(s float64, rtt time.Duration, p float64) (float64, float64, float64) {
+// EquationInputs returns the segment size, round-trip time and loss event
+// rate the equations compute with when given s, rtt and p: the inputs
+// after the clamps above, for a caller that tells its user.
+func EquationInputs(s float64, rtt time.Duration, p float64) (float64, time.Duration, float64) {
 	if math.IsNaN(s) || s < 1 {
 		s = 1
 	}
@@ -32,7 +34,12 @@ func clampInputs(s float64, rtt time.Duration, p float64) (float64, float64, flo
 	if p < MinLossEventRate {
 		p = MinLossEventRate
 	}
-	rtt = min(max(rtt, MinRTT), MaxRTT)
+	return s, min(max(rtt, MinRTT), MaxRTT), p
+}
+
+// clampInputs applies the documented clamps to equation inputs.
+func clampInputs(s float64, rtt time.Duration, p float64) (float64, float64, float64) {
+	s, rtt, p = EquationInputs(s, rtt, p)
 	return s, rtt.Seconds(), p
 }
 

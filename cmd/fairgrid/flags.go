@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+
+	"github.com/fairgrid/fairgrid/ratecalc"
 )
 
 // newFlagSet returns a flag set that reports errors on stderr instead of
@@ -104,4 +106,46 @@ func (f formatValue) Set(v string) error {
 	}
 	*f.p = v
 	return nil
+}
+
+// parsePositiveRate reads a rate flag for which zero means nothing: a
+// throttle, a bottleneck, a maximum.
+func parsePositiveRate(name, v string) (ratecalc.Rate, error) {
+	r, err := ratecalc.ParseBitRate(v)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", name, err)
+	}
+	if r == 0 {
+		return 0, fmt.Errorf("%s %s: want a positive rate such as 1536k", name, v)
+	}
+	return r, nil
+}
+
+// resultWriter is a command's standard output that remembers the first
+// write error, so that the command fails instead of exiting 0 having
+// written nothing (a full disk, a closed pipe).
+type resultWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (r *resultWriter) Write(p []byte) (int, error) {
+	if r.err != nil {
+		return 0, r.err
+	}
+	n, err := r.w.Write(p)
+	if err != nil {
+		r.err = fmt.Errorf("writing the results: %w", err)
+	}
+	return n, r.err
+}
+
+// finish turns a write error into exit 1, reported on stderr; otherwise it
+// returns code.
+func (r *resultWriter) finish(s stdio, name string, code int) int {
+	if r.err == nil {
+		return code
+	}
+	fmt.Fprintf(s.err, "fairgrid %s: %v\n", name, r.err)
+	return exitFail
 }

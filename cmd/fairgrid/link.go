@@ -2,13 +2,17 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"math"
 	"net/netip"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/fairgrid/fairgrid/opensim/link"
+	"github.com/fairgrid/fairgrid/ratecalc"
 )
 
 const linkSynopsis = `--listen ADDR --upstream ADDR [--rate R] [--delay D] [--loss P] [--buffer N] [--burst L] [--seed S] [--duration D] [--format text|json]
@@ -26,11 +30,11 @@ func runLink(args []string, s stdio) int {
 	fs := newFlagSet("link", linkSynopsis, s)
 	listen := fs.String("listen", "127.0.0.1:9100", "address viewers send to")
 	upstream := fs.String("upstream", "127.0.0.1:9000", "the simulator's address")
-	rate := fs.String("rate", "0", "bottleneck rate in bits/s (0: unlimited)")
+	rate := fs.String("rate", "0", "bottleneck rate in bits/s, from 8 (0: unlimited)")
 	delay := fs.String("delay", "0", "one-way delay")
-	loss := fs.String("loss", "0", "random loss: a fraction or a percentage")
-	buffer := fs.String("buffer", "1000", "FIFO length in datagrams")
-	burst := fs.String("burst", "1", "mean length of loss bursts (1: independent losses)")
+	loss := fs.String("loss", "0", "random loss: a fraction or a percentage, 0 to 1 (100% drops all)")
+	buffer := fs.String("buffer", "1000", "FIFO length in datagrams, 1 or more (only a limited --rate queues)")
+	burst := fs.String("burst", "1", "mean length of loss bursts in datagrams, 1 to 1e6 (1: independent losses)")
 	seed := fs.Uint64("seed", 1, "seed of the loss processes")
 	duration := fs.Duration("duration", 0, "stop after this long (0: until interrupted)")
 	format := formatFlag(fs, "output format: `text` or json")
@@ -52,11 +56,14 @@ func runLink(args []string, s stdio) int {
 	fmt.Fprintf(s.err, "fairgrid link: relaying %v → %v\n", r.Addr(), cfg.Upstream)
 	r.Run(ctx)
 	down, up := r.Stats()
-	printLinkStats(s, *format, down, up)
-	return exitOK
+	out := &resultWriter{w: s.out}
+	printLinkStats(out, *format, down, up)
+	return out.finish(s, "link", exitOK)
 }
 
-// linkConfig turns the flags into a relay configuration.
+// linkConfig turns the flags into a relay configuration. Each value is
+// checked here, against the emulator's own rules, so that a bad one is a
+// command-line error naming its flag.
 func linkConfig(listen, upstream, rate, delay, loss, buffer, burst string, seed uint64) (link.Config, error) {
 	var cfg link.Config
 	var err error
@@ -69,29 +76,36 @@ func linkConfig(listen, upstream, rate, delay, loss, buffer, burst string, seed 
 	cfg.Seed = seed
 	for _, f := range []struct {
 		name, value string
+		unset       string // a direction left out of down=…,up=…
 		set         func(p *link.PipeConfig, v string) error
 	}{
-		{"--rate", rate, func(p *link.PipeConfig, v string) error {
-			bps, err := parseBitRate(v)
-			p.Rate = int64(bps / 8)
+		{"--rate", rate, "0", func(p *link.PipeConfig, v string) error {
+			r, err := linkRate(v)
+			p.Rate = r
 			return err
 		}},
-		{"--delay", delay, func(p *link.PipeConfig, v string) (err error) { p.Delay, err = parseDelay(v); return err }},
-		{"--loss", loss, func(p *link.PipeConfig, v string) error {
-			if v == "0" {
-				return nil
+		{"--delay", delay, "0", func(p *link.PipeConfig, v string) (err error) {
+			if p.Delay, err = parseDelay(v); err != nil {
+				return err
 			}
-			x, err := parseLoss(v)
-			p.Loss = x
+			return link.PipeConfig{Delay: p.Delay}.Validate()
+		}},
+		{"--loss", loss, "0", func(p *link.PipeConfig, v string) (err error) {
+			p.Loss, err = ratecalc.ParseLoss(v)
 			return err
 		}},
-		{"--buffer", buffer, func(p *link.PipeConfig, v string) (err error) { p.Buffer, err = strconv.Atoi(v); return err }},
-		{"--burst", burst, func(p *link.PipeConfig, v string) (err error) {
-			p.BurstLen, err = strconv.ParseFloat(v, 64)
+		{"--buffer", buffer, "1000", func(p *link.PipeConfig, v string) (err error) {
+			p.Buffer, err = linkBuffer(v)
 			return err
+		}},
+		{"--burst", burst, "1", func(p *link.PipeConfig, v string) (err error) {
+			if p.BurstLen, err = strconv.ParseFloat(v, 64); err != nil {
+				return errors.New("want a mean burst length in datagrams, 1 or more")
+			}
+			return link.PipeConfig{BurstLen: p.BurstLen}.Validate()
 		}},
 	} {
-		down, up, err := perDirection(f.value)
+		down, up, err := perDirection(f.value, f.unset)
 		if err == nil {
 			err = f.set(&cfg.Down, down)
 		}
@@ -99,20 +113,44 @@ func linkConfig(listen, upstream, rate, delay, loss, buffer, burst string, seed 
 			err = f.set(&cfg.Up, up)
 		}
 		if err != nil {
-			return cfg, fmt.Errorf("%s %q: %v", f.name, f.value, err)
+			return cfg, fmt.Errorf("%s %q: %w", f.name, f.value, err)
 		}
 	}
 	return cfg, nil
 }
 
-// perDirection splits "VALUE" or "down=VALUE,up=VALUE".
-func perDirection(v string) (down, up string, err error) {
+// linkRate reads a bottleneck rate: 0 is unlimited, anything else whole
+// bytes per second of at least one (ParseBitRate refuses less), rounded to
+// the nearest byte, as the emulator counts them.
+func linkRate(v string) (int64, error) {
+	r, err := ratecalc.ParseBitRate(v)
+	return int64(math.Round(float64(r))), err
+}
+
+// linkBuffer reads a FIFO length. The emulator takes 0 for its default, so
+// a user's 0 would silently become 1,000 datagrams: refused instead.
+func linkBuffer(v string) (int, error) {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 1 {
+		return 0, errors.New("want at least 1 datagram")
+	}
+	return n, nil
+}
+
+// perDirection splits "VALUE" or "down=VALUE,up=VALUE"; a direction left
+// out takes unset, the flag's default.
+func perDirection(v, unset string) (down, up string, err error) {
 	if !strings.Contains(v, "=") {
 		return v, v, nil
 	}
-	down, up = "0", "0"
+	down, up = unset, unset
+	seen := map[string]bool{}
 	for _, part := range strings.Split(v, ",") {
 		k, val, _ := strings.Cut(strings.TrimSpace(part), "=")
+		if seen[k] {
+			return "", "", fmt.Errorf("%q given twice", k)
+		}
+		seen[k] = true
 		switch k {
 		case "down":
 			down = val
@@ -125,26 +163,6 @@ func perDirection(v string) (down, up string, err error) {
 	return down, up, nil
 }
 
-// parseBitRate reads bits/s with an optional k, M or G suffix (and an
-// optional "bit" or "bit/s" after it).
-func parseBitRate(v string) (float64, error) {
-	s := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSpace(v), "/s"), "bit")
-	mult := 1.0
-	switch {
-	case strings.HasSuffix(s, "k"), strings.HasSuffix(s, "K"):
-		mult, s = 1e3, s[:len(s)-1]
-	case strings.HasSuffix(s, "M"):
-		mult, s = 1e6, s[:len(s)-1]
-	case strings.HasSuffix(s, "G"):
-		mult, s = 1e9, s[:len(s)-1]
-	}
-	x, err := strconv.ParseFloat(s, 64)
-	if err != nil || x < 0 {
-		return 0, fmt.Errorf("not a rate: want bits/s such as 2M or 500k")
-	}
-	return x * mult, nil
-}
-
 func parseDelay(v string) (time.Duration, error) {
 	if v == "0" {
 		return 0, nil
@@ -152,7 +170,7 @@ func parseDelay(v string) (time.Duration, error) {
 	return time.ParseDuration(v)
 }
 
-func printLinkStats(s stdio, format string, down, up link.PipeStats) {
+func printLinkStats(w io.Writer, format string, down, up link.PipeStats) {
 	type dir struct {
 		Forwarded       uint64  `json:"forwarded"`
 		DroppedRandom   uint64  `json:"dropped_random"`
@@ -167,15 +185,14 @@ func printLinkStats(s stdio, format string, down, up link.PipeStats) {
 		Up   dir `json:"up"`
 	}{conv(down), conv(up)}
 	if format == "json" {
-		b, _ := json.Marshal(out)
-		fmt.Fprintln(s.out, string(b))
+		json.NewEncoder(w).Encode(out)
 		return
 	}
 	for _, d := range []struct {
 		name string
 		dir
 	}{{"down (sim → viewer)", out.Down}, {"up (viewer → sim)", out.Up}} {
-		fmt.Fprintf(s.out, "%-20s forwarded %d, dropped %d random + %d queue, mean queueing delay %.2f ms\n",
+		fmt.Fprintf(w, "%-20s forwarded %d, dropped %d random + %d queue, mean queueing delay %.2f ms\n",
 			d.name, d.Forwarded, d.DroppedRandom, d.DroppedQueue, d.QueueDelayMsAvg)
 	}
 }

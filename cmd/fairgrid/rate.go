@@ -27,9 +27,14 @@ func runRate(args []string, s stdio) int {
 		return code
 	}
 	var problems []string
-	loss, err := parseLoss(*lossFlag)
-	if err != nil {
+	loss, err := ratecalc.ParseLoss(*lossFlag)
+	switch {
+	case *lossFlag == "":
+		problems = append(problems, "--loss: required, for example 0.03 or 3%")
+	case err != nil:
 		problems = append(problems, "--loss: "+err.Error())
+	case loss == 0:
+		problems = append(problems, fmt.Sprintf("--loss %s: want a loss event rate above 0 (a lossless path has no TCP-fair rate)", *lossFlag))
 	}
 	if *rtt <= 0 {
 		problems = append(problems, fmt.Sprintf("--rtt: %v: want a positive duration such as 100ms", *rtt))
@@ -37,45 +42,45 @@ func runRate(args []string, s stdio) int {
 	if !(*size >= 1 && *size <= 65535) {
 		problems = append(problems, fmt.Sprintf("--size: %v: want 1 to 65535 bytes", *size))
 	}
-	if fs.NArg() > 0 {
-		problems = append(problems, fmt.Sprintf("unexpected arguments: %q", fs.Args()))
-	}
 	if len(problems) > 0 {
 		fmt.Fprintf(s.err, "fairgrid rate: %s\n", strings.Join(problems, "; "))
 		return exitUsage
 	}
-	tfrc := ratecalc.TFRCRate(*size, *rtt, loss)
-	padhye := ratecalc.PadhyeModel{}.Rate(*size, *rtt, loss)
-	mathis := ratecalc.MathisRate(*size, *rtt, loss)
+	// The equations clamp what they cannot use (ratecalc, "Bad input"):
+	// the numbers printed are those they computed with, and a clamp is
+	// said, with what was given.
+	_, usedRTT, usedLoss := ratecalc.EquationInputs(*size, *rtt, loss)
+	tfrc := ratecalc.TFRCRate(*size, usedRTT, usedLoss)
+	padhye := ratecalc.PadhyeModel{}.Rate(*size, usedRTT, usedLoss)
+	mathis := ratecalc.MathisRate(*size, usedRTT, usedLoss)
+	out := &resultWriter{w: s.out}
 	if *format == "json" {
-		fmt.Fprintf(s.out, "{\"tfrc_bps\":%s,\"padhye_bps\":%s,\"mathis_bps\":%s}\n",
-			jsonNumber(tfrc.BitsPerSecond()), jsonNumber(padhye.BitsPerSecond()), jsonNumber(mathis.BitsPerSecond()))
-		return exitOK
+		var clamped []string
+		if usedLoss != loss {
+			clamped = append(clamped, fmt.Sprintf("\"loss_event_rate\":%s", strconv.FormatFloat(usedLoss, 'g', -1, 64)))
+		}
+		if usedRTT != *rtt {
+			clamped = append(clamped, fmt.Sprintf("\"rtt_s\":%s", strconv.FormatFloat(usedRTT.Seconds(), 'g', -1, 64)))
+		}
+		note := ""
+		if len(clamped) > 0 {
+			note = ",\"clamped\":{" + strings.Join(clamped, ",") + "}"
+		}
+		fmt.Fprintf(out, "{\"tfrc_bps\":%s,\"padhye_bps\":%s,\"mathis_bps\":%s%s}\n",
+			jsonNumber(tfrc.BitsPerSecond()), jsonNumber(padhye.BitsPerSecond()), jsonNumber(mathis.BitsPerSecond()), note)
+		return out.finish(s, "rate", exitOK)
 	}
-	fmt.Fprintf(s.out, "path: loss event rate %g, RTT %v, segment %g B\n", loss, *rtt, *size)
-	fmt.Fprintf(s.out, "  TFRC (RFC 5348)     %12.1f kbit/s\n", tfrc.BitsPerSecond()/1000)
-	fmt.Fprintf(s.out, "  Padhye (64 KiB win) %12.1f kbit/s\n", padhye.BitsPerSecond()/1000)
-	fmt.Fprintf(s.out, "  Mathis (no timeouts)%12.1f kbit/s\n", mathis.BitsPerSecond()/1000)
-	return exitOK
-}
-
-// parseLoss reads a loss rate as a fraction (0.03) or a percentage (3%).
-func parseLoss(v string) (float64, error) {
-	if v == "" {
-		return 0, fmt.Errorf("required, for example 0.03 or 3%%")
+	fmt.Fprintf(out, "path: loss event rate %g, RTT %v, segment %g B\n", usedLoss, usedRTT, *size)
+	if usedLoss != loss {
+		fmt.Fprintf(out, "  (loss event rate clamped from %g to the equations' minimum, %g)\n", loss, usedLoss)
 	}
-	pct := strings.HasSuffix(v, "%")
-	x, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(v, "%")), 64)
-	if err != nil {
-		return 0, fmt.Errorf("%q is not a number", v)
+	if usedRTT != *rtt {
+		fmt.Fprintf(out, "  (RTT clamped from %v to the equations' range [%v, %v])\n", *rtt, ratecalc.MinRTT, ratecalc.MaxRTT)
 	}
-	if pct {
-		x /= 100
-	}
-	if !(x > 0 && x <= 1) {
-		return 0, fmt.Errorf("%q: want a rate above 0 and at most 1 (100%%)", v)
-	}
-	return x, nil
+	fmt.Fprintf(out, "  TFRC (RFC 5348)     %12.1f kbit/s\n", tfrc.BitsPerSecond()/1000)
+	fmt.Fprintf(out, "  Padhye (64 KiB win) %12.1f kbit/s\n", padhye.BitsPerSecond()/1000)
+	fmt.Fprintf(out, "  Mathis (no timeouts)%12.1f kbit/s\n", mathis.BitsPerSecond()/1000)
+	return out.finish(s, "rate", exitOK)
 }
 
 func jsonNumber(x float64) string {

@@ -1,13 +1,17 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"log/slog"
-	"strconv"
+	"math"
 	"strings"
 	"time"
 
+	"github.com/fairgrid/fairgrid/opensim/link"
+	"github.com/fairgrid/fairgrid/ratecalc"
 	"github.com/fairgrid/fairgrid/throttle"
 	"github.com/fairgrid/fairgrid/throttle/demo"
 )
@@ -57,6 +61,14 @@ func runRun(args []string, s stdio) int {
 		}
 		*configPath = fs.Arg(0)
 	}
+	if name := flagOfOtherMode(fs, *demoMode); name != "" {
+		if *demoMode {
+			fmt.Fprintf(s.err, "fairgrid run: --%s is the daemon's; the demo does not use it\n", name)
+		} else {
+			fmt.Fprintf(s.err, "fairgrid run: --%s is the demo's (with --demo); the daemon does not use it\n", name)
+		}
+		return exitUsage
+	}
 	if !*demoMode {
 		return runDaemon(fs, *configPath, *check, s)
 	}
@@ -65,14 +77,55 @@ func runRun(args []string, s stdio) int {
 		fmt.Fprintf(s.err, "fairgrid run: %v\n", err)
 		return exitUsage
 	}
+	if *duration <= 0 {
+		fmt.Fprintf(s.err, "fairgrid run: --duration %v: want a positive duration of at least two intervals\n", *duration)
+		return exitUsage
+	}
 	cfg.Duration = *duration
 	cfg.Loop = throttle.Config{Controller: *controller, Interval: *interval}
+	if err := cfg.Validate(); err != nil {
+		fmt.Fprintf(s.err, "fairgrid run: --demo: %v\n", err)
+		return exitUsage
+	}
+	return runDemo(cfg, *linkSpec, *controller, *format, s)
+}
+
+// Flags only one mode of run reads; the other refuses them rather than
+// dropping them silently.
+var (
+	demoOnlyFlags   = map[string]bool{"duration": true, "link": true, "format": true}
+	daemonOnlyFlags = map[string]bool{"interface": true, "metrics": true, "dry-run": true, "config": true, "check-config": true, "log-level": true}
+)
+
+// flagOfOtherMode names a flag the user set that the chosen mode ignores.
+func flagOfOtherMode(fs *flag.FlagSet, demoMode bool) string {
+	others := demoOnlyFlags
+	if demoMode {
+		others = daemonOnlyFlags
+	}
+	var name string
+	fs.Visit(func(f *flag.Flag) {
+		if others[f.Name] && name == "" {
+			name = f.Name
+		}
+	})
+	return name
+}
+
+// runDemo runs the demo, printing a row per interval and the verdict. An
+// interrupt (Ctrl-C, SIGTERM) ends it early with the verdict for what ran,
+// exit 0: it is how a user stops a demo that has shown enough. A failure to
+// write the results stops it and exits 1.
+func runDemo(cfg demo.Config, linkSpec, controller, format string, s stdio) int {
 	ctx, stop := runContext(0)
 	defer stop()
-	enc := json.NewEncoder(s.out)
-	if *format == "text" {
-		fmt.Fprintf(s.out, "fairgrid demo: link %s, controller %s, %v; a stock viewer asks for 1,536 kbit/s\n\n", *linkSpec, *controller, *duration)
-		fmt.Fprintf(s.out, "%6s %12s %12s %8s %8s %12s %12s %12s\n", "t (s)", "received", "TCP-fair", "p", "RTT ms", "viewer asks", "fairgrid", "applied")
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	out := &resultWriter{w: s.out}
+	enc := json.NewEncoder(out)
+	if format == "text" {
+		fmt.Fprintf(out, "fairgrid demo: link %s, controller %s, %v; a stock viewer asks for 1,536 kbit/s\n\n", linkSpec, controller, cfg.Duration)
+		fmt.Fprintf(out, "%6s %12s %12s %8s %8s %12s %12s %12s\n", "t (s)", "received", "TCP-fair", "p", "RTT ms", "viewer asks", "fairgrid", "applied")
 	}
 	kb := func(v float64) string { return fmt.Sprintf("%.0f kbit/s", v/1000) }
 	opt := func(v *float64, f func(float64) string) string {
@@ -82,51 +135,71 @@ func runRun(args []string, s stdio) int {
 		return f(*v)
 	}
 	sum, err := demo.Run(ctx, cfg, slog.New(slog.DiscardHandler), func(r demo.Row) {
-		if *format == "json" {
+		if format == "json" {
 			enc.Encode(r)
-			return
+		} else {
+			fmt.Fprintf(out, "%6.0f %12s %12s %8.4f %8s %12s %12s %12s\n", r.T, kb(r.RateBPS), opt(r.FairBPS, kb), r.LossEventRate,
+				opt(r.RTTms, func(v float64) string { return fmt.Sprintf("%.0f", v) }), kb(r.ViewerRequestBPS), opt(r.FairgridRequestBPS, kb), kb(r.AppliedBPS))
 		}
-		fmt.Fprintf(s.out, "%6.0f %12s %12s %8.4f %8s %12s %12s %12s\n", r.T, kb(r.RateBPS), opt(r.FairBPS, kb), r.LossEventRate,
-			opt(r.RTTms, func(v float64) string { return fmt.Sprintf("%.0f", v) }), kb(r.ViewerRequestBPS), opt(r.FairgridRequestBPS, kb), kb(r.AppliedBPS))
+		if out.err != nil {
+			cancel() // nobody sees the rest
+		}
 	})
 	if err != nil {
 		fmt.Fprintf(s.err, "fairgrid run: %v\n", err)
 		return exitFail
 	}
-	if *format == "json" {
-		enc.Encode(sum)
-		return exitOK
+	if out.err != nil {
+		return out.finish(s, "run", exitFail)
 	}
-	fmt.Fprintf(s.out, "\nOver the last half of the run the viewer received %.0f kbit/s, %.2f× the TCP-fair %.0f kbit/s (%s model).\n",
-		sum.MeanRateBPS/1000, sum.RatioToFair, sum.MeanFairBPS/1000, sum.FairModel)
-	fmt.Fprintf(s.out, "The stock viewer asked for %.2f× the fair rate; fairgrid overrode it %d times, each within %.0f ms.\n",
+	if format == "json" {
+		enc.Encode(sum)
+		return out.finish(s, "run", exitOK)
+	}
+	fmt.Fprintln(out)
+	if sum.Interrupted {
+		if sum.Intervals == 0 {
+			fmt.Fprintln(out, "Interrupted before the first interval ended: nothing to judge.")
+			return out.finish(s, "run", exitOK)
+		}
+		fmt.Fprintf(out, "Interrupted after %d intervals; the verdict covers what ran.\n", sum.Intervals)
+	}
+	if sum.MeanFairBPS > 0 {
+		fmt.Fprintf(out, "Over the last half of the run the viewer received %.0f kbit/s, %.2f× the TCP-fair %.0f kbit/s (%s model).\n",
+			sum.MeanRateBPS/1000, sum.RatioToFair, sum.MeanFairBPS/1000, sum.FairModel)
+	} else {
+		fmt.Fprintf(out, "Over the last half of the run the viewer received %.0f kbit/s; no loss was measured, so there is no TCP-fair rate to compare it with.\n",
+			sum.MeanRateBPS/1000)
+	}
+	fmt.Fprintf(out, "The stock viewer asked for %.2f× the fair rate; fairgrid overrode it %d times, each within %.0f ms.\n",
 		sum.ViewerRatioToFair, sum.Reasserts, sum.MaxOverrideMs)
-	return exitOK
+	return out.finish(s, "run", exitOK)
 }
 
-// demoConfig reads RATE,DELAY,LOSS,BUFFER.
+// demoConfig reads RATE,DELAY,LOSS,BUFFER with the parsers and the rules
+// of fairgrid link.
 func demoConfig(spec string) (demo.Config, error) {
 	var cfg demo.Config
 	f := strings.Split(spec, ",")
 	if len(f) != 4 {
 		return cfg, fmt.Errorf("--link %q: want RATE,DELAY,LOSS,BUFFER such as 2M,50ms,3%%,100", spec)
 	}
-	rate, err := parseBitRate(f[0])
-	if err != nil || rate <= 0 {
-		return cfg, fmt.Errorf("--link rate %q: want bits/s such as 2M", f[0])
+	rate, err := parsePositiveRate("--link rate", f[0])
+	if err != nil {
+		return cfg, err
 	}
-	delay, err := time.ParseDuration(f[1])
-	if err != nil || delay < 0 {
-		return cfg, fmt.Errorf("--link delay %q: want a duration such as 50ms", f[1])
+	cfg.Link.Rate = int64(math.Round(float64(rate))) // whole bytes/s, as the emulator counts
+	if cfg.Link.Delay, err = parseDelay(f[1]); err == nil {
+		err = link.PipeConfig{Delay: cfg.Link.Delay}.Validate()
 	}
-	loss, err := parseLoss(f[2])
-	if err != nil && f[2] != "0" {
-		return cfg, fmt.Errorf("--link loss %q: %v", f[2], err)
+	if err != nil {
+		return cfg, fmt.Errorf("--link delay %q: %w", f[1], err)
 	}
-	buffer, err := strconv.Atoi(f[3])
-	if err != nil || buffer < 1 {
-		return cfg, fmt.Errorf("--link buffer %q: want datagrams such as 100", f[3])
+	if cfg.Link.Loss, err = ratecalc.ParseLoss(f[2]); err != nil {
+		return cfg, fmt.Errorf("--link loss: %w", err)
 	}
-	cfg.Rate, cfg.Delay, cfg.Loss, cfg.Buffer = rate, delay, loss, buffer
+	if cfg.Link.Buffer, err = linkBuffer(f[3]); err != nil {
+		return cfg, fmt.Errorf("--link buffer %q: %w", f[3], err)
+	}
 	return cfg, nil
 }

@@ -99,14 +99,14 @@ func simConfig(listen, activity, allow, clientMax, sceneMax string, priority boo
 		}
 		cfg.Allowed = append(cfg.Allowed, region.Login{Code: uint32(code), AgentID: agent, SessionID: session})
 	}
-	cm, err := parseBitRate(clientMax)
+	cm, err := parsePositiveRate("--client-max", clientMax)
 	if err != nil {
-		return cfg, fmt.Errorf("--client-max: %v", err)
+		return cfg, err
 	}
-	sm, err := parseBitRate(sceneMax)
+	sm, err := parsePositiveRate("--scene-max", sceneMax)
 	if err != nil {
-		return cfg, fmt.Errorf("--scene-max: %v", err)
+		return cfg, err
 	}
-	cfg.Scheduler = opensim.Config{ClientMax: int64(cm / 8), SceneMax: int64(sm / 8), AvatarPriority: priority}
+	cfg.Scheduler = opensim.Config{ClientMax: int64(cm), SceneMax: int64(sm), AvatarPriority: priority}
 	return cfg, nil
 }

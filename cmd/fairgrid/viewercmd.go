@@ -45,9 +45,12 @@ func runViewer(args []string, s stdio) int {
 		return runStress(s, *sim, *sweep, *clients, *duration, *format, uint32(*code))
 	}
 	addr, err := netip.ParseAddrPort(*sim)
-	var bps float64
+	if err != nil {
+		err = fmt.Errorf("--sim %q: want ip:port", *sim)
+	}
+	var throttle ratecalc.Rate
 	if err == nil {
-		bps, err = parseBitRate(*throttleFlag)
+		throttle, err = parsePositiveRate("--throttle", *throttleFlag)
 	}
 	if err == nil && (*clients < 1 || *clients > 100_000) {
 		err = fmt.Errorf("--clients %d: want 1 to 100000", *clients)
@@ -61,7 +64,7 @@ func runViewer(args []string, s stdio) int {
 	vs := make([]*viewer.Viewer, *clients)
 	var wg sync.WaitGroup
 	for i := range vs {
-		v, err := viewer.New(viewer.Config{Sim: addr, CircuitCode: uint32(*code) + uint32(i), Throttle: ratecalc.RateFromBits(bps),
+		v, err := viewer.New(viewer.Config{Sim: addr, CircuitCode: uint32(*code) + uint32(i), Throttle: throttle,
 			FollowViewerRule: *rule, AckDelay: *ackDelay}, nil)
 		if err != nil {
 			fmt.Fprintf(s.err, "fairgrid viewer: %v\n", err)
@@ -72,7 +75,8 @@ func runViewer(args []string, s stdio) int {
 		go func() { defer wg.Done(); v.Run(ctx) }()
 	}
 	wg.Wait()
-	enc := json.NewEncoder(s.out)
+	out := &resultWriter{w: s.out}
+	enc := json.NewEncoder(out)
 	failed := 0
 	for _, v := range vs {
 		r := v.Report()
@@ -87,14 +91,14 @@ func runViewer(args []string, s stdio) int {
 		if r.RTTms != nil {
 			rtt = fmt.Sprintf("%.2f ms", *r.RTTms)
 		}
-		fmt.Fprintf(s.out, "%s: received %.1f kbit/s (asked %.1f), %d lost in %d loss events, RTT %s, %d reliable (%d duplicates)\n",
+		fmt.Fprintf(out, "%s: received %.1f kbit/s (asked %.1f), %d lost in %d loss events, RTT %s, %d reliable (%d duplicates)\n",
 			r.Viewer, r.RateBPS/1000, r.ThrottleBPS/1000, r.Lost, r.LossEvents, rtt, r.ReliableReceived, r.ReliableDuplicates)
 	}
 	if failed > 0 {
 		fmt.Fprintf(s.err, "fairgrid viewer: %d of %d viewers did not log in\n", failed, len(vs))
-		return exitFail
+		return out.finish(s, "viewer", exitFail)
 	}
-	return exitOK
+	return out.finish(s, "viewer", exitOK)
 }
 
 // runStress runs stress viewers, for one count or a sweep of counts.
@@ -121,9 +125,10 @@ func runStress(s stdio, sim, sweep string, clients int, d time.Duration, format 
 	}
 	ctx, stop := runContext(0)
 	defer stop()
-	enc := json.NewEncoder(s.out)
+	out := &resultWriter{w: s.out}
+	enc := json.NewEncoder(out)
 	if format != "json" {
-		fmt.Fprintf(s.out, "%8s %9s %8s %10s %10s\n", "viewers", "logged in", "echoes", "mean ms", "p99 ms")
+		fmt.Fprintf(out, "%8s %9s %8s %10s %10s\n", "viewers", "logged in", "echoes", "mean ms", "p99 ms")
 	}
 	best := 0
 	for _, n := range counts {
@@ -136,19 +141,19 @@ func runStress(s stdio, sim, sweep string, clients int, d time.Duration, format 
 		if format == "json" {
 			enc.Encode(res)
 		} else {
-			fmt.Fprintf(s.out, "%8d %9d %8d %10.2f %10.2f\n", res.Viewers, res.LoggedIn, res.Echoes, res.MeanMs, res.P99Ms)
+			fmt.Fprintf(out, "%8d %9d %8d %10.2f %10.2f\n", res.Viewers, res.LoggedIn, res.Echoes, res.MeanMs, res.P99Ms)
 		}
 		if res.LoggedIn == n && res.Echoes > 0 && res.MeanMs < 100 {
 			best = max(best, n)
 		}
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || out.err != nil {
 			break
 		}
 	}
 	if format == "json" {
 		enc.Encode(map[string]int{"largest_n_under_100ms": best})
 	} else {
-		fmt.Fprintf(s.out, "largest number of viewers with a mean delay under 100 ms: %d\n", best)
+		fmt.Fprintf(out, "largest number of viewers with a mean delay under 100 ms: %d\n", best)
 	}
-	return exitOK
+	return out.finish(s, "viewer", exitOK)
 }

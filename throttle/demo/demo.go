@@ -8,7 +8,7 @@ package demo
 import (
 	"cmp"
 	"context"
-	"errors"
+	"fmt"
 	"log/slog"
 	"net/netip"
 	"sync"
@@ -22,15 +22,15 @@ import (
 	"github.com/fairgrid/fairgrid/throttle"
 )
 
-// Config describes the demo. Zero fields take the defaults named.
+// Config describes the demo. Zero fields take the defaults named;
+// Validate says which values it refuses, and Run refuses them too.
 type Config struct {
-	// The emulated link, the same both ways: default 2 Mbit/s, 50 ms one
-	// way, 3 % random loss, a 100-datagram buffer.
-	Rate   float64 // bits/s
-	Delay  time.Duration
-	Loss   float64
-	Buffer int
-	// Duration of the run (default 60 s).
+	// Link is the emulated link, the same both ways. A zero Link is
+	// DefaultLink; any other is taken as it is, so a lossless or
+	// unlimited link can be asked for.
+	Link link.PipeConfig
+	// Duration of the run (default 60 s): at least two intervals, so that
+	// there is a second half to judge.
 	Duration time.Duration
 	// Loop configures the control loop (default window tracking, 5 s).
 	Loop throttle.Config
@@ -45,16 +45,42 @@ type Config struct {
 	Live bool
 }
 
+// DefaultLink is the demo's link: 2 Mbit/s, 50 ms one way, 3 % random
+// loss, a 100-datagram buffer.
+var DefaultLink = link.PipeConfig{Rate: 2_000_000 / 8, Delay: 50 * time.Millisecond, Loss: 0.03, Buffer: 100}
+
 func (c Config) withDefaults() Config {
-	c.Rate = cmp.Or(c.Rate, 2_000_000)
-	c.Delay = cmp.Or(c.Delay, 50*time.Millisecond)
-	c.Loss = cmp.Or(c.Loss, 0.03)
-	c.Buffer = cmp.Or(c.Buffer, 100)
+	if c.Link == (link.PipeConfig{}) {
+		c.Link = DefaultLink
+	}
 	c.Duration = cmp.Or(c.Duration, 60*time.Second)
 	c.ViewerThrottle = cmp.Or(c.ViewerThrottle, viewer.DefaultThrottle)
 	c.Activity = cmp.Or(c.Activity, region.Flying)
 	c.Seed = cmp.Or(c.Seed, 1)
 	return c
+}
+
+// Validate reports what Run would refuse: a link the emulator refuses, a
+// loop configuration throttle.New refuses, and a run shorter than two
+// intervals, whose verdict would judge nothing.
+func (c Config) Validate() error {
+	_, err := c.withDefaults().loop(nil)
+	return err
+}
+
+// loop checks c, which has its defaults, and builds its control loop.
+func (c Config) loop(log *slog.Logger) (*throttle.Loop, error) {
+	if err := c.Link.Validate(); err != nil {
+		return nil, fmt.Errorf("link: %w", err)
+	}
+	loop, err := throttle.New(c.Loop, log)
+	if err != nil {
+		return nil, err
+	}
+	if c.Duration < 2*loop.Interval() {
+		return nil, fmt.Errorf("duration %v is shorter than two intervals (2 × %v)", c.Duration, loop.Interval())
+	}
+	return loop, nil
 }
 
 // Row is one interval of the run (`fairgrid run --demo --format json`).
@@ -76,6 +102,11 @@ type Row struct {
 // Summary ends the run.
 type Summary struct {
 	Summary bool `json:"summary"`
+	// Intervals is how many rows the run produced; Interrupted is set when
+	// the caller's context ended it before its duration, and the verdict
+	// covers what ran.
+	Intervals   int  `json:"intervals"`
+	Interrupted bool `json:"interrupted"`
 	// FairModel names the TCP-fair model: "mathis" or "tfrc".
 	FairModel string `json:"fair_model"`
 	// RatioToFair is the mean received rate over the last half of the run
@@ -176,13 +207,16 @@ func (s *linkSender) Send(_ context.Context, r throttle.Request) error {
 }
 
 // Run runs the demo, calling onRow after every interval, and returns the
-// summary. It stops early, with what it has, when ctx ends.
+// summary: one row per whole interval of the duration. When ctx ends
+// first, it stops and returns the summary of the intervals that ran,
+// marked Interrupted, and no error: an interrupted demo still has a
+// verdict.
 func Run(ctx context.Context, cfg Config, log *slog.Logger, onRow func(Row)) (Summary, error) {
 	cfg = cfg.withDefaults()
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	loop, err := throttle.New(cfg.Loop, log)
+	loop, err := cfg.loop(log)
 	if err != nil {
 		return Summary{}, err
 	}
@@ -194,8 +228,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, onRow func(Row)) (Su
 	if err != nil {
 		return Summary{}, err
 	}
-	pipe := link.PipeConfig{Rate: int64(cfg.Rate / 8), Delay: cfg.Delay, Loss: cfg.Loss, Buffer: cfg.Buffer}
-	lcfg := link.Config{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Upstream: sim.Addr(), Down: pipe, Up: pipe, Seed: cfg.Seed}
+	lcfg := link.Config{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Upstream: sim.Addr(), Down: cfg.Link, Up: cfg.Link, Seed: cfg.Seed}
 	if !cfg.Live {
 		lcfg.Tap = func(d link.Datagram) {
 			loop.Observe(capture.Datagram{At: d.At, Src: d.Src, Dst: d.Dst, Payload: d.Payload})
@@ -223,7 +256,11 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, onRow func(Row)) (Su
 	if err != nil {
 		return Summary{}, err
 	}
-	runCtx, cancel := context.WithTimeout(ctx, cfg.Duration)
+	// The run ends after its last whole interval's row. The deadline, half
+	// an interval later, only stops a loop that fell behind: a tick at the
+	// very end of the duration would otherwise race the deadline.
+	intervals := int(cfg.Duration / loop.Interval())
+	runCtx, cancel := context.WithTimeout(ctx, time.Duration(intervals)*loop.Interval()+loop.Interval()/2)
 	defer cancel()
 	var wg sync.WaitGroup
 	for _, run := range []func(context.Context) error{sim.Run, relay.Run, v.Run} {
@@ -273,12 +310,16 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, onRow func(Row)) (Su
 		if onRow != nil {
 			onRow(row)
 		}
+		if len(rows) == intervals {
+			cancel()
+		}
 	})
 	cancel()
 	wg.Wait()
 	sum := summarize(rows, loop, a, sender, loop.Interval())
 	sum.FairModel = fairModel(cfg.Loop.Controller)
-	return sum, ignoreDeadline(ctx.Err())
+	sum.Intervals, sum.Interrupted = len(rows), ctx.Err() != nil
+	return sum, nil
 }
 
 // fairModel is the TCP model a controller follows (congestion.md §6.7):
@@ -301,13 +342,6 @@ func fairRate(controller string, st ratecalc.Stats) ratecalc.Rate {
 // Request is throttle.Request, for the hook's signature.
 type Request = throttle.Request
 
-func ignoreDeadline(err error) error {
-	if errors.Is(err, context.DeadlineExceeded) {
-		return nil
-	}
-	return err
-}
-
 // summarize compares the last half of the run with the TCP-fair rate.
 func summarize(rows []Row, loop *throttle.Loop, a *applied, s *linkSender, interval time.Duration) Summary {
 	st := loop.Stats()
@@ -327,6 +361,12 @@ func summarize(rows []Row, loop *throttle.Loop, a *applied, s *linkSender, inter
 		sum.MeanRateBPS, sum.MeanFairBPS = rate/float64(n), fair/float64(n)
 		sum.RatioToFair = rate / fair
 		sum.ViewerRatioToFair = viewerReq / fair
+	} else if half := rows[len(rows)/2:]; len(half) > 0 {
+		// No loss measured, so no fair rate: what the viewer received is
+		// still worth saying.
+		for _, r := range half {
+			sum.MeanRateBPS += r.RateBPS / float64(len(half))
+		}
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
