@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/netip"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/opensim"
@@ -14,18 +16,23 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-const simSynopsis = `[--listen ADDR] [--activity A] [--allow CODE:AGENT:SESSION,...] [--client-max BPS] [--scene-max BPS] [--avatar-priority] [--stress] [--metrics ADDR] [--duration D]
+const simSynopsis = `[--listen ADDR] [--activity A] [--allow CODE:AGENT:SESSION,...] [--client-max BPS] [--scene-max BPS] [--avatar-priority] [--stress] [--metrics ADDR] [--duration D] [--max-pending N] [--pending-timeout D] [--circuit-rate R] [--circuit-burst N]
 
 A test region simulator speaking LLUDP: viewers log in with UseCircuitCode
 (any circuit code unless --allow restricts them), and it sends them the
 traffic of an activity (standing, walking, flying, login, idle), scheduled
 by package opensim at each client's AgentThrottle. It runs until
-interrupted or for --duration, then prints its clients.`
+interrupted or for --duration, then prints its clients.
+
+Against floods of UseCircuitCode from spoofed addresses, circuits that have
+not completed the handshake are capped (--max-pending, --pending-timeout)
+and each source /24 or /64 may open --circuit-burst circuits at once and
+--circuit-rate a second; connected viewers are never refused.`
 
 func runSim(args []string, s stdio) int {
 	fs := newFlagSet("sim", simSynopsis, s)
 	listen := fs.String("listen", "127.0.0.1:9000", "UDP address of the region")
-	activity := fs.String("activity", "walking", "what the avatar is doing: standing, walking, flying, login or idle")
+	activity := fs.String("activity", "walking", "what the avatar is doing: "+region.ActivityNames())
 	allow := fs.String("allow", "", "accept only these circuits: CODE:AGENT-UUID:SESSION-UUID, comma-separated")
 	clientMax := fs.String("client-max", "5.12M", "largest total per client, bits/s")
 	sceneMax := fs.String("scene-max", "50M", "cap over all clients, bits/s")
@@ -34,11 +41,18 @@ func runSim(args []string, s stdio) int {
 	duration := fs.Duration("duration", 0, "stop after this long (0: until interrupted)")
 	stress := fs.Bool("stress", false, "stress mode: echo each movement to the avatars within view distance")
 	view := fs.Float64("view-distance", 32, "with --stress: view distance in metres")
+	maxPending := fs.Int("max-pending", region.DefaultMaxPending, "most circuits that have not completed the handshake; beyond it new ones are refused")
+	pendingTimeout := fs.Duration("pending-timeout", region.DefaultPendingTimeout, "close a circuit that has not completed the handshake in this long")
+	circuitRate := fs.Float64("circuit-rate", region.DefaultCircuitRate, "new circuits a second per source /24 (IPv4) or /64 (IPv6)")
+	circuitBurst := fs.Int("circuit-burst", region.DefaultCircuitBurst, "new circuits at once per source /24 or /64")
 	if code, ok := parseFlags(fs, simSynopsis, args, s); !ok {
 		return code
 	}
 	cfg, err := simConfig(*listen, *activity, *allow, *clientMax, *sceneMax, *priority)
 	cfg.Stress = region.StressConfig{Enabled: *stress, ViewDistance: float32(*view)}
+	if err == nil {
+		cfg.Admission, err = admissionConfig(*maxPending, *pendingTimeout, *circuitRate, *circuitBurst)
+	}
 	if err != nil {
 		fmt.Fprintf(s.err, "fairgrid sim: %v\n", err)
 		return exitUsage
@@ -109,4 +123,24 @@ func simConfig(listen, activity, allow, clientMax, sceneMax string, priority boo
 	}
 	cfg.Scheduler = opensim.Config{ClientMax: int64(cm), SceneMax: int64(sm), AvatarPriority: priority}
 	return cfg, nil
+}
+
+// admissionConfig checks the admission flags: each must be positive, as a
+// zero would silently mean the default.
+func admissionConfig(maxPending int, pendingTimeout time.Duration, circuitRate float64, circuitBurst int) (region.AdmissionConfig, error) {
+	var errs []error
+	if maxPending < 1 {
+		errs = append(errs, fmt.Errorf("--max-pending %d: want at least 1", maxPending))
+	}
+	if pendingTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--pending-timeout %v: want more than 0", pendingTimeout))
+	}
+	if !(circuitRate > 0) || math.IsInf(circuitRate, 0) {
+		errs = append(errs, fmt.Errorf("--circuit-rate %v: want a finite number of circuits a second above 0", circuitRate))
+	}
+	if circuitBurst < 1 {
+		errs = append(errs, fmt.Errorf("--circuit-burst %d: want at least 1", circuitBurst))
+	}
+	return region.AdmissionConfig{MaxPending: maxPending, PendingTimeout: pendingTimeout,
+		CircuitRate: circuitRate, CircuitBurst: circuitBurst}, errors.Join(errs...)
 }

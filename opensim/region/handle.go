@@ -68,7 +68,10 @@ func (s *Server) handle(in inbound) {
 		if p.Unmarshal(&m) != nil || !s.owns(c, m.AgentData) {
 			break
 		}
-		c.moved = true
+		if !c.moved {
+			c.moved = true
+			s.pending--
+		}
 		s.sendNow(c, &lludp.AgentMovementComplete{AgentData: m.AgentData, Position: lludp.Vector3{128, 128, 25},
 			LookAt: lludp.Vector3{1, 0, 0}, RegionHandle: regionHandle, Timestamp: uint32(in.at.Unix()),
 			ChannelVersion: []byte("fairgrid sim\x00")}, lludp.FlagReliable, in.at)
@@ -120,7 +123,9 @@ func (s *Server) owns(c *client, ad lludp.AgentData) bool {
 }
 
 // login opens a circuit for a UseCircuitCode from a new endpoint: ack it at
-// once with sequence 0, out of band, then send RegionHandshake.
+// once with sequence 0, out of band, then send RegionHandshake. Admission
+// control comes first (doc.go): a refused UseCircuitCode is not acked, so
+// a real viewer sends it again.
 func (s *Server) login(in inbound) {
 	var m lludp.UseCircuitCode
 	if s.packet.Unmarshal(&m) != nil {
@@ -138,7 +143,18 @@ func (s *Server) login(in inbound) {
 			return
 		}
 	}
-	c := &client{addr: in.from, login: login, unacked: map[uint32]*outPacket{}, archive: map[uint32]struct{}{},
+	// The cap before the limiter: a refusal for want of room costs the
+	// prefix no token.
+	if s.pending >= s.cfg.Admission.MaxPending {
+		s.counters.PendingFull++
+		return
+	}
+	if !s.limiter.allow(in.from.Addr(), in.at) {
+		s.counters.RateLimited++
+		return
+	}
+	s.pending++
+	c := &client{addr: in.from, login: login, opened: in.at, unacked: map[uint32]*outPacket{}, archive: map[uint32]struct{}{},
 		rto: initialRTO, pingMS: initialPingMS, lastRecv: in.at, cell: -1, udpAddr: net.UDPAddrFromAddrPort(in.from)}
 	c.id = s.sched.AddClient(in.at)
 	s.clients[in.from] = c
@@ -179,6 +195,9 @@ func (s *Server) flushAcks(c *client) {
 }
 
 func (s *Server) remove(c *client, now time.Time) {
+	if !c.moved {
+		s.pending--
+	}
 	s.grid.remove(c)
 	s.sched.RemoveClient(c.id, now)
 	delete(s.clients, c.addr)
@@ -237,8 +256,13 @@ func (s *Server) resend(now time.Time) {
 	}
 }
 
+// ping pings the clients that completed the handshake; a pending circuit
+// gets its handshake and nothing else, so a flood of them costs no pings.
 func (s *Server) ping(now time.Time) {
 	for _, c := range s.clients {
+		if !c.moved {
+			continue
+		}
 		c.pingID++
 		c.pingSent = now
 		s.sendNow(c, &lludp.StartPingCheck{PingID: c.pingID, OldestUnacked: c.seq}, 0, now)
@@ -247,7 +271,11 @@ func (s *Server) ping(now time.Time) {
 
 func (s *Server) expire(now time.Time) {
 	for _, c := range s.clients {
-		if now.Sub(c.lastRecv) > s.cfg.ClientTimeout {
+		switch {
+		case !c.moved && now.Sub(c.opened) > s.cfg.Admission.PendingTimeout:
+			s.remove(c, now)
+			s.counters.HandshakeTimeouts++
+		case now.Sub(c.lastRecv) > s.cfg.ClientTimeout:
 			s.remove(c, now)
 			s.counters.TimedOut++
 		}

@@ -28,10 +28,16 @@ var (
 	descDropped  = prometheus.NewDesc("fairgrid_sim_dropped_bytes_total", "Bytes dropped by the scheduler: refused at a full queue, or discarded when a client left.", []string{"reason"}, nil)
 	descRefused  = prometheus.NewDesc("fairgrid_sim_ignored_datagrams_total", "Datagrams the region ignored, by reason.", []string{"reason"}, nil)
 	descLeft     = prometheus.NewDesc("fairgrid_sim_circuits_closed_total", "Circuits closed, by reason.", []string{"reason"}, nil)
+
+	descPending        = prometheus.NewDesc("fairgrid_sim_pending_circuits", "Circuits that have not completed the handshake.", nil, nil)
+	descRefusedCircuit = prometheus.NewDesc("fairgrid_sim_refused_circuits_total", "UseCircuitCode from new endpoints refused by admission control, by reason.", []string{"reason"}, nil)
+	descPrefixes       = prometheus.NewDesc("fairgrid_sim_limiter_prefixes", "Source prefixes the new-circuit rate limiter tracks.", nil, nil)
+	descEvictions      = prometheus.NewDesc("fairgrid_sim_limiter_evictions_total", "Prefixes evicted from the full limiter table before their bucket had refilled.", nil, nil)
 )
 
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descClients, descThrottle, descQueue, descResends, descSent, descDropped, descRefused, descLeft} {
+	for _, d := range []*prometheus.Desc{descClients, descThrottle, descQueue, descResends, descSent, descDropped, descRefused, descLeft,
+		descPending, descRefusedCircuit, descPrefixes, descEvictions} {
 		ch <- d
 	}
 }
@@ -64,4 +70,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(descLeft, prometheus.CounterValue, float64(k.TimedOut), "timeout")
 	ch <- prometheus.MustNewConstMetric(descLeft, prometheus.CounterValue, float64(k.LoggedOut), "logout")
+	ch <- prometheus.MustNewConstMetric(descLeft, prometheus.CounterValue, float64(k.HandshakeTimeouts), "handshake_timeout")
+	ch <- prometheus.MustNewConstMetric(descRefusedCircuit, prometheus.CounterValue, float64(k.PendingFull), "pending_full")
+	ch <- prometheus.MustNewConstMetric(descRefusedCircuit, prometheus.CounterValue, float64(k.RateLimited), "rate_limited")
+	ch <- prometheus.MustNewConstMetric(descEvictions, prometheus.CounterValue, float64(k.LimiterEvictions))
+	a := c.s.Admission()
+	ch <- prometheus.MustNewConstMetric(descPending, prometheus.GaugeValue, float64(a.Pending))
+	ch <- prometheus.MustNewConstMetric(descPrefixes, prometheus.GaugeValue, float64(a.Prefixes))
 }

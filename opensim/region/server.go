@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/netip"
 	"sync"
@@ -42,6 +43,8 @@ type Config struct {
 	AckBytes int
 	// QueueTarget is how many packets producers keep queued per channel.
 	QueueTarget int
+	// Admission bounds what a flood of UseCircuitCode can cost (doc.go).
+	Admission AdmissionConfig
 	// Stress turns on stress mode (stress.go).
 	Stress StressConfig
 	// OnThrottle, if set, is called each time an AgentThrottle is applied,
@@ -58,7 +61,68 @@ func (c Config) withDefaults() Config {
 	c.AckBytes = cmp.Or(c.AckBytes, 2800)
 	c.QueueTarget = cmp.Or(c.QueueTarget, 8)
 	c.Stress.ViewDistance = cmp.Or(c.Stress.ViewDistance, 32)
+	c.Admission = c.Admission.withDefaults()
 	return c
+}
+
+// AdmissionConfig bounds the circuits that have not completed the
+// handshake, and how fast each source prefix may open new ones. Zero
+// fields take the defaults (doc.go says why these).
+type AdmissionConfig struct {
+	// MaxPending caps circuits opened by UseCircuitCode whose
+	// CompleteAgentMovement has not arrived; beyond it a UseCircuitCode
+	// from a new endpoint is refused, unacked, so a viewer retries it
+	// (default 1024).
+	MaxPending int
+	// PendingTimeout closes a circuit that has not completed the
+	// handshake in this long (default 10 s).
+	PendingTimeout time.Duration
+	// CircuitRate and CircuitBurst are the token bucket of new circuits
+	// per source /24 (IPv4) or /64 (IPv6): CircuitRate a second, at most
+	// CircuitBurst at once (defaults 50 and 1000).
+	CircuitRate  float64
+	CircuitBurst int
+	// MaxPrefixes bounds the prefixes the limiter tracks; the least
+	// recently used makes room (default 16384).
+	MaxPrefixes int
+}
+
+// Admission defaults; doc.go explains the choice.
+const (
+	DefaultMaxPending     = 1024
+	DefaultPendingTimeout = 10 * time.Second
+	DefaultCircuitRate    = 50
+	DefaultCircuitBurst   = 1000
+	DefaultMaxPrefixes    = 16384
+)
+
+func (a AdmissionConfig) withDefaults() AdmissionConfig {
+	a.MaxPending = cmp.Or(a.MaxPending, DefaultMaxPending)
+	a.PendingTimeout = cmp.Or(a.PendingTimeout, DefaultPendingTimeout)
+	a.CircuitRate = cmp.Or(a.CircuitRate, DefaultCircuitRate)
+	a.CircuitBurst = cmp.Or(a.CircuitBurst, DefaultCircuitBurst)
+	a.MaxPrefixes = cmp.Or(a.MaxPrefixes, DefaultMaxPrefixes)
+	return a
+}
+
+func (a AdmissionConfig) validate() error {
+	var errs []error
+	if a.MaxPending < 1 {
+		errs = append(errs, fmt.Errorf("max pending circuits %d: want at least 1", a.MaxPending))
+	}
+	if a.PendingTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("pending timeout %v: want more than 0", a.PendingTimeout))
+	}
+	if !(a.CircuitRate > 0) || math.IsInf(a.CircuitRate, 0) {
+		errs = append(errs, fmt.Errorf("circuit rate %v: want a finite number above 0", a.CircuitRate))
+	}
+	if a.CircuitBurst < 1 {
+		errs = append(errs, fmt.Errorf("circuit burst %d: want at least 1", a.CircuitBurst))
+	}
+	if a.MaxPrefixes < 1 {
+		errs = append(errs, fmt.Errorf("max prefixes %d: want at least 1", a.MaxPrefixes))
+	}
+	return errors.Join(errs...)
 }
 
 // OpenSim's retransmission timeout: 5 × the smoothed ping, within 250 ms
@@ -80,6 +144,9 @@ const (
 	// maxDatagram bounds a datagram with appended acks: the viewer's
 	// MTUBYTES (protocol.md §2.6).
 	maxDatagram = 1200
+	// summaryInterval: refused circuits are logged as one line at most
+	// this often, never one per datagram.
+	summaryInterval = 10 * time.Second
 )
 
 // outPacket is a message waiting in the scheduler or for its ack.
@@ -96,7 +163,8 @@ type client struct {
 	id       opensim.ClientID
 	addr     netip.AddrPort
 	login    Login
-	moved    bool
+	opened   time.Time
+	moved    bool // CompleteAgentMovement arrived: the handshake is complete
 	seq      uint32
 	unacked  map[uint32]*outPacket
 	acks     []uint32
@@ -144,6 +212,20 @@ type Counters struct {
 	Duplicates      uint64 // reliable packets seen before
 	TimedOut        uint64
 	LoggedOut       uint64
+	// Admission: UseCircuitCode refused because the pending circuits were
+	// at their cap or the source prefix had used its budget; circuits
+	// closed for not completing the handshake in time; prefixes evicted
+	// from the limiter's table before their bucket had refilled.
+	PendingFull       uint64
+	RateLimited       uint64
+	HandshakeTimeouts uint64
+	LimiterEvictions  uint64
+}
+
+// Admission is the state of the region's admission control.
+type Admission struct {
+	Pending  int // circuits that have not completed the handshake
+	Prefixes int // source prefixes the limiter tracks
 }
 
 // Server is a test region: an LLUDP endpoint that behaves like OpenSim
@@ -166,6 +248,9 @@ type Server struct {
 	clients      map[netip.AddrPort]*client
 	byID         map[opensim.ClientID]*client
 	counters     Counters
+	pending      int // clients not yet moved
+	limiter      *prefixLimiter
+	summarised   Counters // as of the last summary logged
 }
 
 type inbound struct {
@@ -177,6 +262,9 @@ type inbound struct {
 // New binds the region's socket; Run serves.
 func New(cfg Config, log *slog.Logger) (*Server, error) {
 	cfg = cfg.withDefaults()
+	if err := cfg.Admission.validate(); err != nil {
+		return nil, fmt.Errorf("region: %w", err)
+	}
 	sched, err := opensim.New[*outPacket](cfg.Scheduler)
 	if err != nil {
 		return nil, fmt.Errorf("region: %w", err)
@@ -192,7 +280,8 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	}
 	return &Server{cfg: cfg, log: log, conn: conn, sched: sched, in: make(chan inbound, 65536),
 		grid: newGrid(cfg.Stress.ViewDistance), batch: newBatchWriter(conn),
-		clients: map[netip.AddrPort]*client{}, byID: map[opensim.ClientID]*client{}}, nil
+		clients: map[netip.AddrPort]*client{}, byID: map[opensim.ClientID]*client{},
+		limiter: newPrefixLimiter(cfg.Admission.CircuitRate, cfg.Admission.CircuitBurst, cfg.Admission.MaxPrefixes)}, nil
 }
 
 // Addr is the region's UDP address.
@@ -202,7 +291,16 @@ func (s *Server) Addr() netip.AddrPort { return s.conn.LocalAddr().(*net.UDPAddr
 func (s *Server) Counters() Counters {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.counters
+	k := s.counters
+	k.LimiterEvictions = s.limiter.evicted
+	return k
+}
+
+// Admission returns the state of the admission control.
+func (s *Server) Admission() Admission {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return Admission{Pending: s.pending, Prefixes: s.limiter.len()}
 }
 
 // Clients describes the connected clients.
@@ -232,10 +330,13 @@ func (s *Server) Run(ctx context.Context) error {
 	defer ticker.Stop()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	var lastResend, lastAck, lastPing time.Time
+	var lastResend, lastAck, lastPing, lastSummary time.Time
 	for {
 		select {
 		case <-ctx.Done():
+			s.mu.Lock()
+			s.summariseRefusals()
+			s.mu.Unlock()
 			return nil
 		case p := <-s.in:
 			s.mu.Lock()
@@ -259,6 +360,10 @@ func (s *Server) Run(ctx context.Context) error {
 				lastPing = now
 			}
 			s.expire(now)
+			if now.Sub(lastSummary) >= summaryInterval {
+				s.summariseRefusals()
+				lastSummary = now
+			}
 			s.mu.Unlock()
 		case <-timer.C:
 		}
@@ -370,4 +475,21 @@ func (s *Server) SchedulerStats() opensim.Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.sched.Stats()
+}
+
+// summariseRefusals logs, in one line, the circuits refused or closed by
+// admission control since the last summary, if any were.
+func (s *Server) summariseRefusals() {
+	k, last := s.counters, s.summarised
+	k.LimiterEvictions = s.limiter.evicted
+	if k.PendingFull == last.PendingFull && k.RateLimited == last.RateLimited &&
+		k.HandshakeTimeouts == last.HandshakeTimeouts && k.LimiterEvictions == last.LimiterEvictions {
+		return
+	}
+	s.log.Warn("new circuits refused",
+		"pending_full", k.PendingFull-last.PendingFull, "rate_limited", k.RateLimited-last.RateLimited,
+		"handshake_timeouts", k.HandshakeTimeouts-last.HandshakeTimeouts,
+		"limiter_evictions", k.LimiterEvictions-last.LimiterEvictions,
+		"pending", s.pending, "prefixes", s.limiter.len())
+	s.summarised = k
 }

@@ -2,6 +2,7 @@ package region
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/fairgrid/fairgrid/lludp"
 )
@@ -37,7 +38,14 @@ func ParseActivity(s string) (Activity, error) {
 			return Activity(i), nil
 		}
 	}
-	return 0, fmt.Errorf("unknown activity %q: want standing, walking, flying or login", s)
+	return 0, fmt.Errorf("unknown activity %q: want %s", s, ActivityNames())
+}
+
+// ActivityNames lists every activity ParseActivity reads, for help and
+// error texts, from the one list they are parsed by.
+func ActivityNames() string {
+	last := len(activityNames) - 1
+	return strings.Join(activityNames[:last], ", ") + " or " + activityNames[last]
 }
 
 // channelLoad is the offered load of one channel: bytes/s in packets of

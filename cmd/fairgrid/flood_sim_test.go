@@ -1,0 +1,369 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/fairgrid/fairgrid/lludp"
+	"github.com/fairgrid/fairgrid/opensim/viewer"
+	"github.com/fairgrid/fairgrid/ratecalc"
+)
+
+// simArgsEnv carries the arguments of `fairgrid sim` to the test binary
+// re-executed as a subprocess: its peak RSS is then the sim's alone.
+const simArgsEnv = "FAIRGRID_FLOOD_SIM_ARGS"
+
+// TestFloodSimProcess is not a test: it is the sim subprocess of the flood
+// tests (the test binary, re-executed, runs the command's entry point).
+func TestFloodSimProcess(t *testing.T) {
+	args := os.Getenv(simArgsEnv)
+	if args == "" {
+		t.Skip("the sim subprocess of TestSimFlood; runs only when re-executed by it")
+	}
+	os.Exit(run(strings.Fields(args), stdio{os.Stdin, os.Stdout, os.Stderr}))
+}
+
+// simProcess is `fairgrid sim` running in a subprocess.
+type simProcess struct {
+	cmd    *exec.Cmd
+	addr   netip.AddrPort
+	mu     sync.Mutex
+	stderr strings.Builder
+	done   chan struct{} // stderr fully read
+}
+
+var listeningRE = regexp.MustCompile(`"region listening" addr=(\S+)`)
+
+// startSim runs `fairgrid sim --listen 127.0.0.1:0 args...` in a subprocess
+// and returns once it listens.
+func startSim(t *testing.T, args ...string) *simProcess {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestFloodSimProcess$")
+	cmd.Env = append(os.Environ(), simArgsEnv+"="+strings.Join(append([]string{"sim", "--listen", "127.0.0.1:0"}, args...), " "))
+	errPipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &simProcess{cmd: cmd, done: make(chan struct{})}
+	t.Cleanup(func() { p.stop(t) })
+	lines := bufio.NewScanner(errPipe)
+	for lines.Scan() {
+		p.stderr.WriteString(lines.Text() + "\n")
+		if m := listeningRE.FindStringSubmatch(lines.Text()); m != nil {
+			p.addr, err = netip.ParseAddrPort(m[1])
+			if err != nil {
+				t.Fatalf("sim address %q: %v", m[1], err)
+			}
+			break
+		}
+	}
+	if !p.addr.IsValid() {
+		t.Fatalf("the sim never listened:\n%s", p.stderr.String())
+	}
+	go func() {
+		defer close(p.done)
+		rest, _ := io.ReadAll(errPipe)
+		p.mu.Lock()
+		p.stderr.Write(rest)
+		p.mu.Unlock()
+	}()
+	return p
+}
+
+// stop interrupts the sim, waits for it and returns its peak RSS in bytes
+// and its standard error (0 if it had already been stopped).
+func (p *simProcess) stop(t *testing.T) (peakRSS int64, stderr string) {
+	if p.cmd.ProcessState != nil {
+		return 0, ""
+	}
+	p.cmd.Process.Signal(os.Interrupt)
+	<-p.done
+	if err := p.cmd.Wait(); err != nil {
+		t.Errorf("sim: %v", err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss * 1024, p.stderr.String()
+}
+
+// flood sends UseCircuitCode datagrams to sim at perSecond, each from a
+// fresh loopback address (all of 127/8 is local on Linux, so binding one
+// needs no privilege) and, with freshPrefix, each from a fresh /24, until
+// ctx ends or n are sent. It returns how many it sent.
+func flood(ctx context.Context, t *testing.T, sim netip.AddrPort, n, perSecond int, freshPrefix bool) int {
+	rng := rand.New(rand.NewPCG(11, uint64(n)))
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	sent := 0
+	for sent < n {
+		select {
+		case <-ctx.Done():
+			return sent
+		case <-tick.C:
+		}
+		for range min(perSecond/100, n-sent) {
+			// Sources 127.a.b.c, never 127.0.0.x: from i = 256 on.
+			i := uint32(sent) + 256
+			src := netip.AddrFrom4([4]byte{127, byte(i >> 16), byte(i >> 8), byte(i)})
+			if freshPrefix {
+				src = netip.AddrFrom4([4]byte{127, byte(i >> 8), byte(i), byte(1 + i%250)})
+			}
+			conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(src, 0)))
+			if err != nil {
+				t.Errorf("bind %v: %v", src, err)
+				return sent
+			}
+			var agent, session lludp.UUID
+			binary.LittleEndian.PutUint64(agent[:], rng.Uint64())
+			binary.LittleEndian.PutUint64(session[:], rng.Uint64())
+			b, _ := lludp.AppendMessage(nil, lludp.Header{Flags: lludp.FlagReliable, Sequence: 1},
+				&lludp.UseCircuitCode{Code: rng.Uint32(), AgentID: agent, SessionID: session}, nil)
+			conn.WriteToUDPAddrPort(b, sim)
+			conn.Close()
+			sent++
+		}
+	}
+	return sent
+}
+
+// goodViewer runs a synthetic viewer against sim for d and reports what it
+// received.
+func goodViewer(t *testing.T, sim netip.AddrPort, code uint32, throttle ratecalc.Rate, d time.Duration) viewer.Report {
+	t.Helper()
+	v, err := viewer.New(viewer.Config{Sim: sim, CircuitCode: code, Throttle: throttle}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	v.Run(ctx)
+	return v.Report()
+}
+
+func rttString(r viewer.Report) string {
+	if r.RTTms == nil {
+		return "none"
+	}
+	return fmt.Sprintf("%.1f ms", *r.RTTms)
+}
+
+// TestSimFlood: a flood of UseCircuitCode from fresh spoofed addresses, at
+// 10,000 a second, while a good viewer runs a normal session: the viewer
+// keeps ≥ 90 % of the rate it had without the flood, measured in the same
+// run, and the sim's peak RSS stays under 100 MB.
+func TestSimFlood(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 30,000-datagram flood against a sim subprocess: skipped with -short")
+	}
+	const (
+		session   = 3 * time.Second
+		perSecond = 10_000
+		maxRSS    = 100 << 20
+	)
+	throttle := ratecalc.RateFromBits(1_500_000)
+	sim := startSim(t, "--activity", "flying")
+	calm := goodViewer(t, sim.addr, 1, throttle, session)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	floodDone := make(chan int)
+	go func() { floodDone <- flood(ctx, t, sim.addr, perSecond*int(session/time.Second), perSecond, true) }()
+	flooded := goodViewer(t, sim.addr, 2, throttle, session)
+	cancel()
+	sent := <-floodDone
+	rss, stderr := sim.stop(t)
+
+	t.Logf("without the flood: %.0f kbit/s, RTT %s; under %d spoofed UseCircuitCode: %.0f kbit/s, RTT %s; sim peak RSS %.1f MB",
+		calm.RateBPS/1000, rttString(calm), sent, flooded.RateBPS/1000, rttString(flooded), float64(rss)/(1<<20))
+	t.Logf("sim stderr:\n%s", stderr)
+	if !calm.LoggedIn || calm.RateBPS < 0.8*throttle.BitsPerSecond() {
+		t.Fatalf("without the flood the viewer got %.0f bit/s of %.0f: the sim is not serving", calm.RateBPS, throttle.BitsPerSecond())
+	}
+	if sent < perSecond {
+		t.Errorf("only %d datagrams of the flood were sent", sent)
+	}
+	if flooded.RateBPS < 0.9*calm.RateBPS {
+		t.Errorf("under the flood the good viewer got %.0f bit/s, %.0f %% of its %.0f without", flooded.RateBPS, 100*flooded.RateBPS/calm.RateBPS, calm.RateBPS)
+	}
+	if rss >= maxRSS {
+		t.Errorf("the sim's peak RSS was %.1f MB, want under %d MB", float64(rss)/(1<<20), maxRSS>>20)
+	}
+}
+
+// simInProcess runs `fairgrid sim --listen 127.0.0.1:0 args...` through
+// the entry point and returns once it listens; wait returns its exit code
+// and output once it has stopped.
+func simInProcess(t *testing.T, args ...string) (sim netip.AddrPort, wait func() (int, string, string)) {
+	t.Helper()
+	pr, pw := io.Pipe()
+	var out strings.Builder
+	code := make(chan int, 1)
+	go func() {
+		code <- run(append([]string{"sim", "--listen", "127.0.0.1:0"}, args...), stdio{strings.NewReader(""), &out, pw})
+		pw.Close()
+	}()
+	var errOut strings.Builder
+	lines := bufio.NewScanner(pr)
+	for lines.Scan() {
+		errOut.WriteString(lines.Text() + "\n")
+		if m := listeningRE.FindStringSubmatch(lines.Text()); m != nil {
+			sim = netip.MustParseAddrPort(m[1])
+			break
+		}
+	}
+	rest := make(chan string)
+	go func() { b, _ := io.ReadAll(pr); rest <- string(b) }()
+	return sim, func() (int, string, string) {
+		c := <-code
+		errOut.WriteString(<-rest)
+		return c, out.String(), errOut.String()
+	}
+}
+
+// counter reads one of the counters `fairgrid sim` prints when it stops.
+func counter(t *testing.T, stdout, name string) int {
+	t.Helper()
+	m := regexp.MustCompile(`\b` + name + `:(\d+)`).FindStringSubmatch(stdout)
+	if m == nil {
+		t.Fatalf("no counter %s in %q", name, stdout)
+	}
+	n := 0
+	fmt.Sscan(m[1], &n)
+	return n
+}
+
+// TestSimAdmissionFlags: each admission flag changes what the sim admits:
+// the same datagrams with the default and with the flag, counted in what
+// the sim prints when it stops.
+func TestSimAdmissionFlags(t *testing.T) {
+	useCircuitCode := func(rng *rand.Rand) []byte {
+		var agent, session lludp.UUID
+		binary.LittleEndian.PutUint64(agent[:], rng.Uint64())
+		binary.LittleEndian.PutUint64(session[:], rng.Uint64())
+		b, _ := lludp.AppendMessage(nil, lludp.Header{Flags: lludp.FlagReliable, Sequence: 1},
+			&lludp.UseCircuitCode{Code: rng.Uint32(), AgentID: agent, SessionID: session}, nil)
+		return b
+	}
+	// send sends n UseCircuitCode, every gap, from 127.a.b.(i+1) with
+	// (a, b) = prefix(i): a fresh address each, in /24s of the caller's
+	// choosing.
+	send := func(t *testing.T, sim netip.AddrPort, n int, gap time.Duration, prefix func(i int) (a, b byte)) {
+		rng := rand.New(rand.NewPCG(5, uint64(n)))
+		tick := time.NewTicker(gap)
+		defer tick.Stop()
+		for i := range n {
+			if i > 0 {
+				<-tick.C
+			}
+			a, b := prefix(i)
+			conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, a, b, byte(i + 1)}), 0)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			conn.WriteToUDPAddrPort(useCircuitCode(rng), sim)
+			conn.Close()
+		}
+	}
+	onePrefix := func(int) (byte, byte) { return 9, 9 }
+	ownPrefix := func(i int) (byte, byte) { return 10, byte(i) }
+	tests := []struct {
+		name    string
+		flags   []string
+		n       int
+		gap     time.Duration
+		prefix  func(int) (byte, byte)
+		counter string
+		want    int
+	}{
+		{"max-pending default", nil, 12, time.Millisecond, ownPrefix, "PendingFull", 0},
+		{"max-pending 5", []string{"--max-pending", "5"}, 12, time.Millisecond, ownPrefix, "PendingFull", 7},
+		{"circuit-burst default", []string{"--circuit-rate", "0.001"}, 12, time.Millisecond, onePrefix, "RateLimited", 0},
+		{"circuit-burst 3", []string{"--circuit-burst", "3", "--circuit-rate", "0.001"}, 12, time.Millisecond, onePrefix, "RateLimited", 9},
+		// One token at once; 50 ms apart, 1,000 a second refills it each
+		// time, 0.001 a second never does.
+		{"circuit-rate 1000", []string{"--circuit-burst", "1", "--circuit-rate", "1000"}, 5, 50 * time.Millisecond, onePrefix, "RateLimited", 0},
+		{"circuit-rate 0.001", []string{"--circuit-burst", "1", "--circuit-rate", "0.001"}, 5, 50 * time.Millisecond, onePrefix, "RateLimited", 4},
+		{"pending-timeout default", nil, 3, time.Millisecond, ownPrefix, "HandshakeTimeouts", 0},
+		{"pending-timeout 100ms", []string{"--pending-timeout", "100ms"}, 3, time.Millisecond, ownPrefix, "HandshakeTimeouts", 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			sim, wait := simInProcess(t, append([]string{"--activity", "idle", "--duration", "1s"}, tt.flags...)...)
+			send(t, sim, tt.n, tt.gap, tt.prefix)
+			code, out, errOut := wait()
+			if code != exitOK {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			if got := counter(t, out, tt.counter); got != tt.want {
+				t.Errorf("%s %d, want %d\nstdout: %s\nstderr: %s", tt.counter, got, tt.want, out, errOut)
+			}
+		})
+	}
+}
+
+// TestSimAdmissionFlagErrors: a value that would silently mean the default
+// or nothing is refused, naming the flag.
+func TestSimAdmissionFlagErrors(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--max-pending", "0"}, "--max-pending 0: want at least 1"},
+		{[]string{"--pending-timeout", "0s"}, "--pending-timeout 0s: want more than 0"},
+		{[]string{"--circuit-rate", "NaN"}, "--circuit-rate NaN"},
+		{[]string{"--circuit-rate", "+Inf"}, "--circuit-rate +Inf"},
+		{[]string{"--circuit-rate", "-1"}, "--circuit-rate -1"},
+		{[]string{"--circuit-burst", "0"}, "--circuit-burst 0: want at least 1"},
+	} {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			code, _, errOut := runCmd(t, "", append([]string{"sim", "--listen", "127.0.0.1:0", "--duration", "1ms"}, tt.args...)...)
+			if code != exitUsage || !strings.Contains(errOut, tt.want) {
+				t.Errorf("exit %d, stderr %q; want %d and %q", code, errOut, exitUsage, tt.want)
+			}
+		})
+	}
+}
+
+// TestSimActivityError: the error for an unknown --activity names every
+// activity the help lists.
+func TestSimActivityError(t *testing.T) {
+	_, help, _ := runCmd(t, "", "sim", "--help")
+	m := regexp.MustCompile(`what the avatar is doing: ([a-z ,]+)`).FindStringSubmatch(help)
+	if m == nil {
+		t.Fatalf("no activity list in the help:\n%s", help)
+	}
+	listed := strings.FieldsFunc(strings.ReplaceAll(m[1], " or ", ","), func(r rune) bool { return r == ',' || r == ' ' })
+	synopsis := regexp.MustCompile(`traffic of an activity \(([a-z, ]+)\)`).FindStringSubmatch(help)
+	if synopsis == nil || strings.Join(listed, ", ") != synopsis[1] {
+		t.Errorf("the flag's help lists %q, the synopsis %q", listed, synopsis)
+	}
+	code, _, errOut := runCmd(t, "", "sim", "--activity", "running")
+	if code != exitUsage || !strings.Contains(errOut, `unknown activity "running"`) {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, name := range listed {
+		if !strings.Contains(errOut, name) {
+			t.Errorf("the error %q does not name %q, which the help lists", errOut, name)
+		}
+		if code, _, errOut := runCmd(t, "", "sim", "--activity", name, "--listen", "127.0.0.1:0", "--duration", "1ms"); code != exitOK {
+			t.Errorf("--activity %s: exit %d: %s", name, code, errOut)
+		}
+	}
+}

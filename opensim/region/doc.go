@@ -1,0 +1,57 @@
+// Package region is a test region simulator: an LLUDP endpoint that
+// behaves like OpenSim where fairgrid's measurements depend on it (the
+// login handshake, acks and resends, pings, AgentThrottle) and schedules
+// its traffic with package opensim. `fairgrid sim` runs one.
+//
+// # Admission control
+//
+// Without Config.Allowed the region accepts any circuit code, and a
+// UseCircuitCode datagram costs nothing to send from a spoofed address:
+// each used to open a full circuit that lived for the 60 s client timeout,
+// was pinged and had its RegionHandshake resent every second. Ten thousand
+// a second grew the simulator past 300 MB and halved an established
+// viewer's rate. A circuit is now pending from its UseCircuitCode until
+// its CompleteAgentMovement, which a viewer sends one round trip later,
+// and three limits apply to pending circuits (AdmissionConfig; flags of
+// `fairgrid sim` in brackets):
+//
+//   - At most MaxPending = 1024 at once [--max-pending]. A
+//     UseCircuitCode beyond it is refused and not acked, so a real viewer
+//     sends it again a second later (it tries four times). The cap bounds
+//     a flood from fresh addresses, which no per-source limit can: a
+//     pending circuit costs about 7 KB of memory, and its RegionHandshake
+//     resent every second; under 10,000 spoofed UseCircuitCode a second,
+//     4096 pending circuits cost an established viewer 15–30 % of its
+//     rate on a 2-core machine, 1024 nothing measurable. 1024 still takes
+//     a login storm of 1,000 viewers at once, and a larger one in waves
+//     a second apart, as the refused retry.
+//   - A pending circuit is closed after PendingTimeout = 10 s
+//     [--pending-timeout]: a viewer completes the handshake in one round
+//     trip, and resends its CompleteAgentMovement three times at least a
+//     second apart, so 10 s covers a slow, lossy path; a spoofed circuit
+//     frees its slot within that. Pending circuits are not pinged.
+//   - New circuits per source /24 (IPv4) or /64 (IPv6) pass a token
+//     bucket of CircuitBurst = 1000 at once and CircuitRate = 50 a second
+//     [--circuit-burst, --circuit-rate]. Many viewers share one NAT, and
+//     a whole class or event may log in through one address, so the burst
+//     lets 1,000 logins from one address through at once; a prefix that
+//     keeps opening more than 50 a second is not logging people in. Once
+//     its burst is spent, one prefix holds at most 50 × 10 s = 500
+//     pending circuits, under half the cap, so it cannot lock the others
+//     out. The limiter tracks at most MaxPrefixes = 16384 prefixes, the
+//     least recently used evicted first; a bucket refills in 20 s, after
+//     which its entry carries no information. Stress runs that log in
+//     thousands of viewers from one address need a larger burst and cap.
+//
+// Circuits that completed the handshake are never refused or evicted by
+// these limits, and everything refused is counted (Counters, and the
+// fairgrid_sim_refused_circuits_total, fairgrid_sim_pending_circuits and
+// fairgrid_sim_limiter_* series of Collector) and logged as one summary
+// line at most every 10 s, never one line per datagram.
+//
+// LLUDP has no proof of address: a spoofer can send CompleteAgentMovement
+// blind, with the IDs it chose itself, and complete the handshake. The
+// per-prefix budget bounds how fast one prefix does that; a region that
+// must not admit strangers at all restricts circuits with Config.Allowed,
+// as OpenSim does through its login service.
+package region

@@ -1,0 +1,216 @@
+package region_test
+
+import (
+	"context"
+	"encoding/binary"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fairgrid/fairgrid/lludp"
+	"github.com/fairgrid/fairgrid/opensim/region"
+	"github.com/fairgrid/fairgrid/opensim/viewer"
+	"github.com/fairgrid/fairgrid/ratecalc"
+)
+
+// useCircuitCode is a UseCircuitCode datagram with random IDs.
+func useCircuitCode(rng *rand.Rand) []byte {
+	var agent, session lludp.UUID
+	binary.LittleEndian.PutUint64(agent[:], rng.Uint64())
+	binary.LittleEndian.PutUint64(session[:], rng.Uint64())
+	b, _ := lludp.AppendMessage(nil, lludp.Header{Flags: lludp.FlagReliable, Sequence: 1},
+		&lludp.UseCircuitCode{Code: rng.Uint32(), AgentID: agent, SessionID: session}, nil)
+	return b
+}
+
+// sendFrom sends b to sim from src, a loopback address of its own (all of
+// 127/8 is local on Linux, so binding one needs no privilege).
+func sendFrom(t *testing.T, src netip.Addr, sim netip.AddrPort, b []byte) {
+	conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(src, 0)))
+	if err != nil {
+		t.Fatalf("bind %v: %v", src, err)
+	}
+	conn.WriteToUDPAddrPort(b, sim)
+	conn.Close()
+}
+
+// recorder keeps the messages logged.
+type recorder struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (r *recorder) Enabled(context.Context, slog.Level) bool { return true }
+func (r *recorder) Handle(_ context.Context, rec slog.Record) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.msgs = append(r.msgs, rec.Message)
+	return nil
+}
+func (r *recorder) WithAttrs([]slog.Attr) slog.Handler { return r }
+func (r *recorder) WithGroup(string) slog.Handler      { return r }
+
+// TestFloodBounded: 3,000 UseCircuitCode from fresh spoofed loopback
+// addresses, each from its own /24, against a region with small caps,
+// while an established viewer is served: the pending circuits and the
+// limiter's table stay within their caps, the heap grows by the admitted
+// circuits only, every datagram is either admitted or counted, the viewer
+// keeps its throttle, and the refusals are logged as one summary line.
+func TestFloodBounded(t *testing.T) {
+	const flood = 3000
+	tests := []struct {
+		name        string
+		maxPending  int
+		maxPrefixes int
+		maxGrowth   int64 // bytes of heap
+	}{
+		// 64 pending circuits of some KB each; before the caps each of the
+		// 3,000 cost about 7 KB.
+		{"pending cap", 64, 16384, 4 << 20},
+		{"limiter table", 1000, 256, 16 << 20},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			floodRegion(t, flood, tt.maxPending, tt.maxPrefixes, tt.maxGrowth)
+		})
+	}
+}
+
+func floodRegion(t *testing.T, flood, maxPending, maxPrefixes int, maxGrowth int64) {
+	log := &recorder{}
+	sim, err := region.New(region.Config{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Activity: region.Flying,
+		Admission: region.AdmissionConfig{MaxPending: maxPending, MaxPrefixes: maxPrefixes}}, slog.New(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { sim.Run(ctx); close(done) }()
+	stopped := false
+	stop := func() {
+		if !stopped {
+			cancel()
+			<-done
+			stopped = true
+		}
+	}
+	defer stop()
+
+	throttle := ratecalc.RateFromBits(800_000)
+	v, err := viewer.New(viewer.Config{Sim: sim.Addr(), CircuitCode: 1, Throttle: throttle}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vctx, vcancel := context.WithTimeout(ctx, 3*time.Second)
+	defer vcancel()
+	vdone := make(chan struct{})
+	go func() { v.Run(vctx); close(vdone) }()
+	<-v.Served()
+
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	rng := rand.New(rand.NewPCG(1, 2))
+	var worst region.Admission
+	for i := range flood {
+		n := uint32(i) + 256 // never 127.0.0.x
+		sendFrom(t, netip.AddrFrom4([4]byte{127, byte(n >> 8), byte(n), 1 + byte(n%250)}), sim.Addr(), useCircuitCode(rng))
+		if i%50 == 49 {
+			a := sim.Admission()
+			worst.Pending, worst.Prefixes = max(worst.Pending, a.Pending), max(worst.Prefixes, a.Prefixes)
+		}
+	}
+	<-vdone
+	runtime.GC()
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	stop()
+
+	rep := v.Report()
+	k := sim.Counters()
+	a := sim.Admission()
+	clients := sim.Clients()
+	growth := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	t.Logf("viewer %.0f bit/s of %.0f; worst %+v, at the end %+v; counters %+v; %d clients; heap growth %d KB",
+		rep.RateBPS, rep.ThrottleBPS, worst, a, k, len(clients), growth>>10)
+	if worst.Pending > maxPending || a.Pending > maxPending || worst.Prefixes > maxPrefixes || a.Prefixes > maxPrefixes {
+		t.Errorf("caps exceeded: worst %+v, end %+v (caps %d pending, %d prefixes)", worst, a, maxPending, maxPrefixes)
+	}
+	// The viewer logged out; the flood's circuits never completed.
+	admitted := len(clients)
+	if admitted != a.Pending || admitted != min(flood, maxPending) || uint64(admitted)+k.PendingFull+k.RateLimited != uint64(flood) {
+		t.Errorf("%d admitted + %d refused for a full table + %d rate-limited, want %d admitted of %d",
+			admitted, k.PendingFull, k.RateLimited, min(flood, maxPending), flood)
+	}
+	if growth > maxGrowth {
+		t.Errorf("the heap grew %d KB under the flood, want at most %d KB", growth>>10, maxGrowth>>10)
+	}
+	if r := rep.RateBPS / throttle.BitsPerSecond(); r < 0.8 {
+		t.Errorf("the established viewer got %.0f bit/s of its %.0f", rep.RateBPS, throttle.BitsPerSecond())
+	}
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	summaries := 0
+	for _, m := range log.msgs {
+		if m == "new circuits refused" {
+			summaries++
+		}
+	}
+	if summaries != 1 || len(log.msgs) != 1 {
+		t.Errorf("%d summaries in %d log records %q: want one summary, no line per datagram", summaries, len(log.msgs), log.msgs)
+	}
+}
+
+// TestLoginBurstOneAddress: 1,000 viewers behind one address (one NAT)
+// send UseCircuitCode at once: the per-prefix budget lets every one in.
+func TestLoginBurstOneAddress(t *testing.T) {
+	sim, err := region.New(region.Config{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Activity: region.Idle}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { sim.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	const n = 1000
+	rng := rand.New(rand.NewPCG(3, 4))
+	conns := make([]*net.UDPConn, n)
+	for i := range conns {
+		c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.0.0.1:0")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		conns[i] = c
+	}
+	for _, c := range conns {
+		c.WriteToUDPAddrPort(useCircuitCode(rng), sim.Addr())
+	}
+	// Each admitted circuit's UseCircuitCode is acked at once.
+	acked := 0
+	buf := make([]byte, 2048)
+	var p lludp.Packet
+	for _, c := range conns {
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		for {
+			m, err := c.Read(buf)
+			if err != nil {
+				break
+			}
+			if p.DecodeFromBytes(buf[:m]) == nil && p.ID == lludp.PacketAckID {
+				acked++
+				break
+			}
+		}
+	}
+	k := sim.Counters()
+	if acked != n || k.RateLimited != 0 || k.PendingFull != 0 || sim.Admission().Pending != n {
+		t.Errorf("%d of %d acked; counters %+v; %+v", acked, n, k, sim.Admission())
+	}
+}
