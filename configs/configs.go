@@ -13,6 +13,8 @@ import (
 	"log/slog"
 	"net/netip"
 	"os"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -35,17 +37,18 @@ type File struct {
 		Ports       []string `toml:"ports"`
 		Sims        []string `toml:"sims"`
 		IdleTimeout Duration `toml:"idle_timeout"`
+		MaxCircuits int      `toml:"max_circuits"`
 	} `toml:"capture"`
 	Control struct {
-		Controller   string    `toml:"controller"`
-		Interval     Duration  `toml:"interval"`
-		MinBPS       float64   `toml:"min_bps"`
-		MaxBPS       float64   `toml:"max_bps"`
-		FloorBPS     float64   `toml:"floor_bps"`
-		MinChange    float64   `toml:"min_change"`
-		ResendEvery  int       `toml:"resend_every"`
-		Split        string    `toml:"split"`
-		SplitWeights []float64 `toml:"split_weights"`
+		Controller   throttle.ControllerName `toml:"controller"`
+		Interval     Duration                `toml:"interval"`
+		MinBPS       float64                 `toml:"min_bps"`
+		MaxBPS       float64                 `toml:"max_bps"`
+		FloorBPS     float64                 `toml:"floor_bps"`
+		MinChange    float64                 `toml:"min_change"`
+		ResendEvery  int                     `toml:"resend_every"`
+		Split        string                  `toml:"split"`
+		SplitWeights []float64               `toml:"split_weights"`
 	} `toml:"control"`
 	Send struct {
 		DryRun  bool   `toml:"dry_run"`
@@ -140,22 +143,31 @@ func (f *File) Validate() error {
 	if d := f.Capture.IdleTimeout.Duration; d < time.Second || d > 24*time.Hour {
 		bad("capture.idle_timeout", "%v outside [1s, 24h]", d)
 	}
+	if n := f.Capture.MaxCircuits; n < 1 || n > maxCircuits {
+		bad("capture.max_circuits", "%d outside [1, %d]", n, maxCircuits)
+	}
 	c := f.Control
-	switch c.Controller {
-	case "window", "tfrc", "viewer":
-	default:
-		bad("control.controller", "%q: want window, tfrc or viewer", c.Controller)
+	var name throttle.ControllerName
+	if err := name.UnmarshalText([]byte(c.Controller)); err != nil {
+		bad("control.controller", "%v", err)
 	}
-	if c.Interval.Duration < 100*time.Millisecond || c.Interval.Duration > time.Hour {
-		bad("control.interval", "%v outside [100ms, 1h]", c.Interval.Duration)
+	if err := throttle.CheckInterval(c.Interval.Duration); err != nil {
+		bad("control.interval", "%v", err)
 	}
-	if !(c.MinBPS >= 8_000) {
+	rate := func(key string, bps float64) bool {
+		if err := ratecalc.CheckBits(bps); err != nil {
+			bad(key, "%v", err)
+			return false
+		}
+		return true
+	}
+	if rate("control.min_bps", c.MinBPS) && c.MinBPS < 8_000 {
 		bad("control.min_bps", "%v: must be at least 8000", c.MinBPS)
 	}
-	if !(c.MaxBPS >= c.MinBPS && c.MaxBPS <= 1e9) {
+	if rate("control.max_bps", c.MaxBPS) && !(c.MaxBPS >= c.MinBPS && c.MaxBPS <= 1e9) {
 		bad("control.max_bps", "%v: must lie between min_bps and 1e9", c.MaxBPS)
 	}
-	if !(c.FloorBPS >= 0 && c.FloorBPS <= c.MaxBPS) {
+	if rate("control.floor_bps", c.FloorBPS) && c.FloorBPS > c.MaxBPS {
 		bad("control.floor_bps", "%v: must lie between 0 and max_bps", c.FloorBPS)
 	}
 	if !(c.MinChange >= 0 && c.MinChange < 1) {
@@ -167,16 +179,8 @@ func (f *File) Validate() error {
 	switch c.Split {
 	case "viewer":
 	case "weights":
-		var sum float64
-		for _, w := range c.SplitWeights {
-			if !(w >= 0) {
-				sum = -1
-				break
-			}
-			sum += w
-		}
-		if len(c.SplitWeights) != 7 || !(sum > 0) {
-			bad("control.split_weights", "want 7 weights, none negative, not all zero")
+		if err := throttle.CheckWeights(c.SplitWeights); err != nil {
+			bad("control.split_weights", "%v", err)
 		}
 	default:
 		bad("control.split", "%q: want viewer or weights", c.Split)
@@ -184,9 +188,14 @@ func (f *File) Validate() error {
 	if f.Send.Regions != "all" && f.Send.Regions != "root" {
 		bad("send.regions", "%q: want all or root", f.Send.Regions)
 	}
-	if f.Metrics.Address != "" {
-		if _, err := netip.ParseAddrPort(f.Metrics.Address); err != nil {
-			bad("metrics.address", "%q: want ip:port, or empty", f.Metrics.Address)
+	if a := f.Metrics.Address; a != "" {
+		// ":port" listens on every address, as net.Listen has it.
+		_, err := netip.ParseAddrPort(a)
+		if port, ok := strings.CutPrefix(a, ":"); ok {
+			_, err = strconv.ParseUint(port, 10, 16)
+		}
+		if err != nil {
+			bad("metrics.address", "%q: want ip:port, or empty (\":port\" for every address)", a)
 		}
 	}
 	if f.Metrics.MaxCircuits < 1 || f.Metrics.MaxCircuits > 100_000 {
@@ -196,6 +205,50 @@ func (f *File) Validate() error {
 		bad("log.level", "%v", err)
 	}
 	return errors.Join(errs...)
+}
+
+// Keys lists every key of the schema as "table.key", in its order. They
+// come from File's own fields, so a new key is listed without anyone
+// remembering to.
+func Keys() []string {
+	var keys []string
+	eachKey(reflect.ValueOf(&File{}).Elem(), func(key string, _ reflect.Value) { keys = append(keys, key) })
+	return keys
+}
+
+// Changed lists the keys whose values differ between a and b.
+func Changed(a, b *File) []string {
+	values := map[string]reflect.Value{}
+	eachKey(reflect.ValueOf(a).Elem(), func(key string, v reflect.Value) { values[key] = v })
+	var changed []string
+	eachKey(reflect.ValueOf(b).Elem(), func(key string, v reflect.Value) {
+		if !reflect.DeepEqual(values[key].Interface(), v.Interface()) {
+			changed = append(changed, key)
+		}
+	})
+	return changed
+}
+
+// Field returns the value of a key (see Keys) for setting or reading, or
+// an invalid Value if there is no such key.
+func (f *File) Field(key string) reflect.Value {
+	var out reflect.Value
+	eachKey(reflect.ValueOf(f).Elem(), func(k string, v reflect.Value) {
+		if k == key {
+			out = v
+		}
+	})
+	return out
+}
+
+// eachKey calls fn with every key of a File value and its field.
+func eachKey(file reflect.Value, fn func(key string, v reflect.Value)) {
+	for i := range file.NumField() {
+		table, tt := file.Field(i), file.Type().Field(i)
+		for j := range table.NumField() {
+			fn(tt.Tag.Get("toml")+"."+table.Type().Field(j).Tag.Get("toml"), table.Field(j))
+		}
+	}
 }
 
 // Ports returns capture.ports.
@@ -238,11 +291,20 @@ func (f *File) LogLevel() (slog.Level, error) {
 	return l, nil
 }
 
+// maxCircuits bounds capture.max_circuits: each circuit's state is a few
+// kilobytes, so a million is gigabytes — a typo, not a setting.
+const maxCircuits = 1_000_000
+
 // Throttle returns the control loop's configuration.
 func (f *File) Throttle() throttle.Config {
 	sims, _ := f.Sims()
 	c := f.Control
-	return throttle.Config{Controller: c.Controller, Interval: c.Interval.Duration,
+	var weights []float64
+	if c.Split == "weights" {
+		weights = slices.Clone(c.SplitWeights)
+	}
+	return throttle.Config{Controller: string(c.Controller), Interval: c.Interval.Duration,
 		Min: ratecalc.RateFromBits(c.MinBPS), Max: ratecalc.RateFromBits(c.MaxBPS), Floor: ratecalc.RateFromBits(c.FloorBPS),
-		MinChange: c.MinChange, ResendEvery: c.ResendEvery, Sims: sims, RootOnly: f.Send.Regions == "root"}
+		MinChange: c.MinChange, ResendEvery: c.ResendEvery, Weights: weights, Sims: sims, RootOnly: f.Send.Regions == "root",
+		MaxCircuits: f.Capture.MaxCircuits, IdleTimeout: f.Capture.IdleTimeout.Duration}
 }

@@ -1,13 +1,11 @@
 package throttle
 
 import (
-	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math"
-	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
@@ -16,38 +14,6 @@ import (
 	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/ratecalc"
 )
-
-// Config configures the control loop. Zero fields take the defaults named.
-type Config struct {
-	// Controller is "window" (window tracking, the default), "tfrc" or
-	// "viewer" (the stock ±10 % rule, for comparison).
-	Controller string
-	// Interval between decisions (default 5 s, as the thesis and the viewer).
-	Interval time.Duration
-	// Min and Max clamp every request. Defaults 64 kbit/s and 5.12 Mbit/s:
-	// OpenSim's per-client floor is about 48 kbit/s and its default
-	// client_throttle_max_bps 5.12 Mbit/s, above which 0.9.2.2 splits wrongly
-	// (protocol.md §8.2, §8.10).
-	Min, Max ratecalc.Rate
-	// Floor is an optional guaranteed minimum (QoS), above Min.
-	Floor ratecalc.Rate
-	// MinChange is the relative change below which no new request is sent
-	// (default 0.05), and ResendEvery re-sends an unchanged request after so
-	// many intervals anyway, since an unreliable packet can be lost
-	// (default 3).
-	MinChange   float64
-	ResendEvery int
-	// Sims are the simulator endpoints, if known (see circuit.Config).
-	Sims []netip.AddrPort
-	// ViewerSetting is what the viewer baseline controller steps from
-	// (default: the classic viewer's 1,000 kbps preference).
-	ViewerSetting ratecalc.Rate
-	// RootOnly sends requests only to each agent's root region — the
-	// circuit it arrived in last — and not to neighbouring regions, whose
-	// throttles OpenSim derives from the root's (protocol.md §8.9). The
-	// viewer itself does the same. Default false: every circuit.
-	RootOnly bool
-}
 
 // Request is one AgentThrottle to send for a circuit.
 type Request struct {
@@ -58,7 +24,7 @@ type Request struct {
 	// injected packet reuses it (protocol.md §10.2).
 	Sequence  uint32
 	Total     ratecalc.Rate
-	Throttles [lludp.NumCategories]float32 // bits/s, the viewer's split
+	Throttles [lludp.NumCategories]float32 // bits/s, split as configured (Config.Weights)
 	Reason    string                       // "changed", "refresh", "reassert"
 }
 
@@ -82,7 +48,6 @@ type state struct {
 	intervals  int       // decisions since the last send
 	seenViewer time.Time // the viewer's AgentThrottle last handled
 	reassert   bool
-	waiting    bool // IDs not known yet, said once
 	decided    ratecalc.Rate
 	requests   uint64
 }
@@ -98,6 +63,9 @@ type Loop struct {
 	tracker *circuit.Tracker
 	states  map[circuit.Key]*state
 	stats   Stats
+	// lastStats is stats at the previous Tick: the interval's summary
+	// line reports the difference.
+	lastStats Stats
 }
 
 // Stats counts the loop's work.
@@ -105,38 +73,10 @@ type Stats struct {
 	Requests  uint64 // requests decided
 	Reasserts uint64 // of which re-assertions after the viewer's own
 	Waiting   uint64 // decisions skipped: the circuit's IDs are not known yet
-}
-
-// ErrConfig is wrapped by configuration errors.
-var ErrConfig = errors.New("invalid throttle configuration")
-
-func (c Config) withDefaults() (Config, error) {
-	c.Controller = cmp.Or(c.Controller, "window")
-	c.Interval = cmp.Or(c.Interval, 5*time.Second)
-	c.Min = cmp.Or(c.Min, ratecalc.RateFromBits(64_000))
-	c.Max = cmp.Or(c.Max, ratecalc.RateFromBits(5_120_000))
-	c.MinChange = cmp.Or(c.MinChange, 0.05)
-	c.ResendEvery = cmp.Or(c.ResendEvery, 3)
-	c.ViewerSetting = cmp.Or(c.ViewerSetting, ratecalc.ViewerDefaultSetting)
-	var errs []error
-	switch c.Controller {
-	case "window", "tfrc", "viewer":
-	default:
-		errs = append(errs, fmt.Errorf("controller %q: want window, tfrc or viewer: %w", c.Controller, ErrConfig))
-	}
-	if c.Interval < 100*time.Millisecond || c.Interval > time.Hour {
-		errs = append(errs, fmt.Errorf("interval %v outside [100ms, 1h]: %w", c.Interval, ErrConfig))
-	}
-	if !(c.Min > 0 && c.Max >= c.Min) || math.IsInf(float64(c.Max), 0) {
-		errs = append(errs, fmt.Errorf("min %v, max %v: want 0 < min ≤ max: %w", c.Min, c.Max, ErrConfig))
-	}
-	if c.Floor < 0 || c.Floor > c.Max {
-		errs = append(errs, fmt.Errorf("floor %v outside [0, max]: %w", c.Floor, ErrConfig))
-	}
-	if !(c.MinChange >= 0 && c.MinChange < 1) || c.ResendEvery < 1 {
-		errs = append(errs, fmt.Errorf("min change %v, resend every %d: %w", c.MinChange, c.ResendEvery, ErrConfig))
-	}
-	return c, errors.Join(errs...)
+	// Evicted counts circuits dropped to stay within MaxCircuits, and
+	// Forgotten those dropped after IdleTimeout of silence.
+	Evicted   uint64
+	Forgotten uint64
 }
 
 // New validates cfg and returns a loop with no circuits.
@@ -153,19 +93,15 @@ func New(cfg Config, log *slog.Logger) (*Loop, error) {
 	return l, nil
 }
 
-func (l *Loop) newController(circuit.Key) ratecalc.Controller {
-	base := ratecalc.Config{Min: l.cfg.Min, Max: l.cfg.Max}
-	var c ratecalc.Controller
-	switch l.cfg.Controller {
-	case "tfrc":
-		c, _ = ratecalc.NewTFRC(ratecalc.TFRCConfig{Config: base})
-	case "viewer":
-		c, _ = ratecalc.NewViewer(ratecalc.ViewerConfig{Config: base, Setting: l.cfg.ViewerSetting})
-	default:
-		c, _ = ratecalc.NewWindow(ratecalc.WindowConfig{Config: base})
-	}
-	if l.cfg.Floor > 0 {
-		c = &ratecalc.QoS{Controller: c, Floor: l.cfg.Floor}
+// newController makes each new circuit's controller. New and Reconfigure
+// built one from the same configuration already, so an error here is a
+// bug; the circuit is then measured without a controller, and so gets no
+// requests, rather than the loop dying.
+func (l *Loop) newController(k circuit.Key) ratecalc.Controller {
+	c, err := l.cfg.newController()
+	if err != nil {
+		l.log.Error("BUG: a validated controller configuration failed", "circuit", k, "err", err)
+		return nil
 	}
 	return c
 }
@@ -286,21 +222,18 @@ func (l *Loop) Reassert() []Request {
 func (l *Loop) Tick(now time.Time) []Request {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.forget(now.Add(-l.cfg.IdleTimeout))
 	var out []Request
 	for _, c := range l.tracker.Circuits() {
 		if c.Controller == nil {
 			continue
 		}
 		st := l.state(c.Key)
-		target := min(max(c.Controller.Rate(now), l.cfg.Min), l.cfg.Max)
+		target := min(max(c.Controller.Rate(now), l.cfg.Min, l.cfg.Floor), l.cfg.Max)
 		st.decided = target
 		st.intervals++
 		if !c.Known() {
 			l.stats.Waiting++
-			if !st.waiting {
-				l.log.Info("measuring; no request until the circuit's AgentID and SessionID are seen", "circuit", c.Key)
-				st.waiting = true
-			}
 			continue
 		}
 		if l.cfg.RootOnly && !l.isRoot(c) {
@@ -315,7 +248,7 @@ func (l *Loop) Tick(now time.Time) []Request {
 			reason = "refresh"
 		}
 		r := Request{Circuit: c.Key, Agent: lludp.AgentData{AgentID: c.AgentID, SessionID: c.SessionID},
-			CircuitCode: c.CircuitCode, Sequence: c.UpSequence, Total: target, Throttles: ViewerSplit(target), Reason: reason}
+			CircuitCode: c.CircuitCode, Sequence: c.UpSequence, Total: target, Throttles: l.cfg.split(target), Reason: reason}
 		st.last, st.sent, st.intervals = r, true, 0
 		st.requests++
 		l.stats.Requests++
@@ -324,7 +257,25 @@ func (l *Loop) Tick(now time.Time) []Request {
 			"loss_event_rate", s.LossEventRate, "rtt_ms", float64(s.SRTT)/1e6, "receive_bps", s.ReceiveRate.BitsPerSecond())
 		out = append(out, r)
 	}
+	l.summarize(len(out))
 	return out
+}
+
+// summarize logs the interval in one line, whatever the number of
+// circuits: a flood of fake ones must not become a flood of log lines. It
+// is at info level when circuits were skipped or dropped — what an
+// operator looks into — and at debug level otherwise.
+func (l *Loop) summarize(requests int) {
+	s, p := l.stats, l.lastStats
+	l.lastStats = s
+	level := slog.LevelDebug
+	if s.Waiting != p.Waiting || s.Evicted != p.Evicted || s.Forgotten != p.Forgotten {
+		level = slog.LevelInfo
+	}
+	l.log.Log(context.Background(), level, "interval",
+		"circuits", len(l.tracker.Circuits()), "requests", requests,
+		"unidentified", s.Waiting-p.Waiting,
+		"evicted", s.Evicted-p.Evicted, "forgotten", s.Forgotten-p.Forgotten)
 }
 
 // isRoot: no circuit of the same agent has a later arrival.
@@ -360,8 +311,12 @@ func (l *Loop) Circuit(k circuit.Key) (circuit.Summary, ratecalc.Stats, bool) {
 }
 
 // Reconfigure applies the settings that can change while running — the
-// clamps, the floor, the hysteresis — and returns the names of those that
-// differ but need a restart (controller, interval, sims).
+// clamps, the floor, the hysteresis, the split, RootOnly, IdleTimeout —
+// and returns the names of those that differ but need a restart
+// (controller, interval, sims, max circuits). New clamps restart every
+// circuit's controller: a controller bounds its own state by them (window
+// tracking caps its window at Max), so clamping only its output would
+// leave a raised Max unreachable.
 func (l *Loop) Reconfigure(cfg Config) (needRestart []string, err error) {
 	c, err := cfg.withDefaults()
 	if err != nil {
@@ -378,8 +333,32 @@ func (l *Loop) Reconfigure(cfg Config) (needRestart []string, err error) {
 	if fmt.Sprint(c.Sims) != fmt.Sprint(l.cfg.Sims) {
 		needRestart = append(needRestart, "sims")
 	}
-	l.cfg.Min, l.cfg.Max, l.cfg.Floor, l.cfg.MinChange, l.cfg.ResendEvery, l.cfg.RootOnly = c.Min, c.Max, c.Floor, c.MinChange, c.ResendEvery, c.RootOnly
+	if c.MaxCircuits != l.cfg.MaxCircuits {
+		needRestart = append(needRestart, "max circuits")
+	}
+	clamps := c.Min != l.cfg.Min || c.Max != l.cfg.Max
+	live := l.cfg
+	live.Min, live.Max, live.Floor, live.MinChange, live.ResendEvery = c.Min, c.Max, c.Floor, c.MinChange, c.ResendEvery
+	live.Weights, live.RootOnly, live.IdleTimeout = c.Weights, c.RootOnly, c.IdleTimeout
+	l.cfg = live
+	if clamps {
+		for _, circ := range l.tracker.Circuits() {
+			if circ.Controller != nil {
+				circ.Controller = l.newController(circ.Key)
+			}
+		}
+	}
 	return needRestart, nil
+}
+
+// Config returns the configuration in force, defaults filled in.
+func (l *Loop) Config() Config {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c := l.cfg
+	c.Weights = slices.Clone(c.Weights)
+	c.Sims = slices.Clone(c.Sims)
+	return c
 }
 
 // CircuitState is a snapshot of one circuit for metrics.
@@ -432,14 +411,21 @@ func (l *Loop) Keys() []circuit.Key {
 	return ks
 }
 
-// Forget drops circuits idle since before the given time.
+// Forget drops circuits idle since before the given time. Tick does so
+// itself after IdleTimeout.
 func (l *Loop) Forget(before time.Time) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return l.forget(before)
+}
+
+func (l *Loop) forget(before time.Time) int {
 	for k := range l.states {
 		if c := l.tracker.Circuit(k); c == nil || c.Last().Before(before) {
 			delete(l.states, k)
 		}
 	}
-	return l.tracker.Forget(before)
+	n := l.tracker.Forget(before)
+	l.stats.Forgotten += uint64(n)
+	return n
 }

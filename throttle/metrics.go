@@ -3,6 +3,7 @@ package throttle
 import (
 	"runtime/debug"
 	"sort"
+	"sync/atomic"
 
 	"github.com/fairgrid/fairgrid/capture"
 	"github.com/fairgrid/fairgrid/lludp"
@@ -11,11 +12,12 @@ import (
 
 // Collector exports the loop's state to Prometheus, snapshotted at scrape
 // time (circuits that are forgotten disappear). Register it on a registry of
-// your own. Per-circuit series are limited to MaxCircuits circuits.
+// your own. Per-circuit series are limited to MaxCircuits circuits (100 if
+// not set), which may change while it is scraped.
 type Collector struct {
 	Loop        *Loop
 	Capture     func() capture.Stats // nil: no capture counters
-	MaxCircuits int
+	MaxCircuits atomic.Int64
 }
 
 var (
@@ -51,7 +53,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	states := c.Loop.Snapshot()
 	sort.Slice(states, func(i, j int) bool { return states[i].Key.String() < states[j].Key.String() })
 	gauge(mCircuits, float64(len(states)))
-	limit := c.MaxCircuits
+	limit := int(c.MaxCircuits.Load())
 	if limit <= 0 {
 		limit = 100
 	}

@@ -2,11 +2,15 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"os"
 	"os/signal"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -15,6 +19,7 @@ import (
 	"github.com/fairgrid/fairgrid/configs"
 	"github.com/fairgrid/fairgrid/throttle"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
 // loadDaemonConfig reads --config (or the defaults) and applies the flags
@@ -27,16 +32,20 @@ func loadDaemonConfig(fs *flag.FlagSet, path string) (*configs.File, error) {
 			return nil, err
 		}
 	}
-	var err error
+	var errs []error
 	fs.Visit(func(fl *flag.Flag) {
 		v := fl.Value.String()
 		switch fl.Name {
 		case "interface":
 			f.Capture.Interface = v
 		case "controller":
-			f.Control.Controller = v
+			// The configuration file's parser: one rule for both.
+			if err := f.Control.Controller.UnmarshalText([]byte(v)); err != nil {
+				errs = append(errs, fmt.Errorf("--controller (control.controller): %w", err))
+			}
 		case "interval":
-			f.Control.Interval.Duration, err = time.ParseDuration(v)
+			// A flag.Duration already parsed it.
+			f.Control.Interval.Duration = fl.Value.(flag.Getter).Get().(time.Duration)
 		case "dry-run":
 			f.Send.DryRun = v == "true"
 		case "metrics":
@@ -45,7 +54,7 @@ func loadDaemonConfig(fs *flag.FlagSet, path string) (*configs.File, error) {
 			f.Log.Level = v
 		}
 	})
-	if err != nil {
+	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
 	return f, f.Validate()
@@ -59,6 +68,85 @@ func (d dryRunSender) Send(_ context.Context, r throttle.Request) error {
 	return nil
 }
 
+// restartKeys are the keys a running daemon cannot change: they decide
+// what it captures (interface, ports, sims), what state it keeps per
+// circuit (max_circuits, controller), its clock (interval), its sockets
+// (dry_run opens or closes the raw ones) and its listener. A reload names
+// each that differs; every other key is applied at once.
+var restartKeys = []string{
+	"capture.interface", "capture.ports", "capture.sims", "capture.max_circuits",
+	"control.controller", "control.interval", "send.dry_run", "metrics.address",
+}
+
+// daemon is the state a reload changes.
+type daemon struct {
+	mu      sync.Mutex
+	running *configs.File // the values in force
+	loop    *throttle.Loop
+	level   *slog.LevelVar
+	metrics *throttle.Collector
+}
+
+// newDaemon builds the loop, the log level and the collector for f.
+func newDaemon(f *configs.File, log *slog.Logger, level *slog.LevelVar) (*daemon, error) {
+	l, err := f.LogLevel()
+	if err != nil {
+		return nil, err
+	}
+	level.Set(l)
+	loop, err := throttle.New(f.Throttle(), log.With("component", "throttle"))
+	if err != nil {
+		return nil, err
+	}
+	d := &daemon{running: f, loop: loop, level: level, metrics: &throttle.Collector{Loop: loop}}
+	d.metrics.MaxCircuits.Store(int64(f.Metrics.MaxCircuits))
+	return d, nil
+}
+
+// reload applies what differs in nf and can change live, and names the
+// rest. Nothing is applied if nf is refused.
+func (d *daemon) reload(nf *configs.File) (applied, needRestart []string, err error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	level, err := nf.LogLevel()
+	if err != nil {
+		return nil, nil, err
+	}
+	// The loop takes the live keys only: what needs a restart keeps the
+	// running values.
+	next := *d.running
+	for _, key := range configs.Changed(d.running, nf) {
+		if slices.Contains(restartKeys, key) {
+			needRestart = append(needRestart, key)
+			continue
+		}
+		next.Field(key).Set(nf.Field(key))
+		applied = append(applied, key)
+	}
+	if _, err := d.loop.Reconfigure(next.Throttle()); err != nil {
+		return nil, nil, err
+	}
+	d.level.Set(level)
+	d.metrics.MaxCircuits.Store(int64(next.Metrics.MaxCircuits))
+	d.running = &next
+	return applied, needRestart, nil
+}
+
+// registry is the daemon's metrics: its own, and its process's CPU,
+// memory and build, which are part of what it promises.
+func registry(own prometheus.Collector) *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(own, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewBuildInfoCollector())
+	return reg
+}
+
+// beyondLoopback reports whether a listen address ("ip:port" or ":port")
+// is reachable from other hosts.
+func beyondLoopback(addr string) bool {
+	ap, err := netip.ParseAddrPort(addr)
+	return err != nil || !ap.Addr().IsLoopback()
+}
+
 // runDaemon is the live sidecar: capture, measure, decide, send.
 func runDaemon(fs *flag.FlagSet, configPath string, check bool, s stdio) int {
 	f, err := loadDaemonConfig(fs, configPath)
@@ -70,13 +158,14 @@ func runDaemon(fs *flag.FlagSet, configPath string, check bool, s stdio) int {
 		fmt.Fprintln(s.out, "configuration ok")
 		return exitOK
 	}
-	level, _ := f.LogLevel()
+	level := new(slog.LevelVar)
 	log := slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: level}))
-	loop, err := throttle.New(f.Throttle(), log.With("component", "throttle"))
+	d, err := newDaemon(f, log, level)
 	if err != nil {
 		fmt.Fprintf(s.err, "fairgrid run: %v\n", err)
 		return exitUsage
 	}
+	loop := d.loop
 	var sender throttle.Sender = dryRunSender{log}
 	if !f.Send.DryRun {
 		raw, err := throttle.NewRawSender()
@@ -102,14 +191,16 @@ func runDaemon(fs *flag.FlagSet, configPath string, check bool, s stdio) int {
 	context.AfterFunc(ctx, func() { current.Load().Close() })
 
 	if f.Metrics.Address != "" {
-		reg := prometheus.NewRegistry()
-		reg.MustRegister(&throttle.Collector{Loop: loop, Capture: func() capture.Stats { return current.Load().Stats() }, MaxCircuits: f.Metrics.MaxCircuits})
-		shutdown, err := serveMetrics(f.Metrics.Address, reg, log)
+		d.metrics.Capture = func() capture.Stats { return current.Load().Stats() }
+		shutdown, err := serveMetrics(f.Metrics.Address, registry(d.metrics), log)
 		if err != nil {
 			fmt.Fprintf(s.err, "fairgrid run: metrics: %v\n", err)
 			return exitFail
 		}
 		defer shutdown()
+		if beyondLoopback(f.Metrics.Address) {
+			log.Warn("metrics are served beyond loopback: circuits and agent IDs become visible to the network", "address", f.Metrics.Address)
+		}
 	}
 
 	// SIGHUP reloads what can change live.
@@ -123,15 +214,12 @@ func runDaemon(fs *flag.FlagSet, configPath string, check bool, s stdio) int {
 				log.Error("reload refused: the running configuration stays", "err", err)
 				continue
 			}
-			restart, err := loop.Reconfigure(nf.Throttle())
+			applied, restart, err := d.reload(nf)
 			if err != nil {
-				log.Error("reload refused", "err", err)
+				log.Error("reload refused: the running configuration stays", "err", err)
 				continue
 			}
-			if nf.Capture.Interface != f.Capture.Interface || fmt.Sprint(nf.Capture.Ports) != fmt.Sprint(f.Capture.Ports) {
-				restart = append(restart, "capture.interface/ports")
-			}
-			log.Info("configuration reloaded: clamps and hysteresis apply now", "need_restart", restart)
+			log.Info("configuration reloaded", "applied", applied, "need_restart", restart)
 		}
 	}()
 
@@ -168,12 +256,7 @@ func runDaemon(fs *flag.FlagSet, configPath string, check bool, s stdio) int {
 	}()
 
 	log.Info("fairgrid running", "interface", f.Capture.Interface, "controller", f.Control.Controller, "dry_run", f.Send.DryRun)
-	idle := f.Capture.IdleTimeout.Duration
-	loop.Run(ctx, sender, func(now time.Time, _ []throttle.Request) {
-		if n := loop.Forget(now.Add(-idle)); n > 0 {
-			log.Info("forgot idle circuits", "n", n)
-		}
-	})
+	loop.Run(ctx, sender, nil)
 	log.Info("fairgrid stopped")
 	return exitOK
 }

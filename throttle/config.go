@@ -1,0 +1,223 @@
+package throttle
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"math"
+	"net/netip"
+	"time"
+
+	"github.com/fairgrid/fairgrid/lludp"
+	"github.com/fairgrid/fairgrid/ratecalc"
+)
+
+// Config configures the control loop. Zero fields take the defaults named.
+type Config struct {
+	// Controller is "window" (window tracking, the default), "tfrc" or
+	// "viewer" (the stock ±10 % rule, for comparison); ControllerName
+	// parses it.
+	Controller string
+	// Interval between decisions (default 5 s, as the thesis and the
+	// viewer), within [MinInterval, MaxInterval].
+	Interval time.Duration
+	// Min and Max clamp every request. Defaults 64 kbit/s and 5.12 Mbit/s:
+	// OpenSim's per-client floor is about 48 kbit/s and its default
+	// client_throttle_max_bps 5.12 Mbit/s, above which 0.9.2.2 splits wrongly
+	// (protocol.md §8.2, §8.10).
+	Min, Max ratecalc.Rate
+	// Floor is an optional guaranteed minimum (QoS), above Min: no request
+	// goes below it.
+	Floor ratecalc.Rate
+	// MinChange is the relative change below which no new request is sent
+	// (default 0.05), and ResendEvery re-sends an unchanged request after so
+	// many intervals anyway, since an unreliable packet can be lost
+	// (default 3).
+	MinChange   float64
+	ResendEvery int
+	// Weights, if set, split every request over the seven categories
+	// (Resend, Land, Wind, Cloud, Task, Texture, Asset) in these
+	// proportions; nil means the viewer's own split (ViewerSplit). See
+	// CheckWeights.
+	Weights []float64
+	// Sims are the simulator endpoints, if known (see circuit.Config).
+	Sims []netip.AddrPort
+	// ViewerSetting is what the viewer baseline controller steps from
+	// (default: the classic viewer's 1,000 kbps preference).
+	ViewerSetting ratecalc.Rate
+	// RootOnly sends requests only to each agent's root region — the
+	// circuit it arrived in last — and not to neighbouring regions, whose
+	// throttles OpenSim derives from the root's (protocol.md §8.9). The
+	// viewer itself does the same. Default false: every circuit.
+	RootOnly bool
+	// MaxCircuits bounds the circuits measured at once (default
+	// DefaultMaxCircuits); beyond it the loop evicts circuits whose
+	// identity is not established first, then the least recently active.
+	// A spoofed-source flood costs nothing to send, so without a bound it
+	// costs the daemon memory per fake source.
+	MaxCircuits int
+	// IdleTimeout: a circuit silent this long is forgotten (default 60 s).
+	IdleTimeout time.Duration
+}
+
+// DefaultMaxCircuits: a viewer holds a handful of circuits (its root
+// region and the neighbours in draw distance), so a few hundred covers a
+// host of viewers while keeping a flood's cost to a few hundred circuits'
+// state.
+const DefaultMaxCircuits = 256
+
+// The bounds of Config.Interval: below 100 ms a decision sees too few
+// packets to measure anything, and above an hour the circuit has long been
+// forgotten.
+const (
+	MinInterval = 100 * time.Millisecond
+	MaxInterval = time.Hour
+)
+
+// ControllerName names a rate controller. Its UnmarshalText is the one
+// check of a controller's name, shared by the configuration file, the
+// command line and New.
+type ControllerName string
+
+// The controllers.
+const (
+	Window      ControllerName = "window" // window tracking, the thesis's approach
+	TFRC        ControllerName = "tfrc"   // RFC 5348
+	ViewerRule  ControllerName = "viewer" // the stock viewer's ±10 % rule
+	controllers                = "window, tfrc or viewer"
+)
+
+func (n ControllerName) String() string { return string(n) }
+
+// MarshalText lets a ControllerName be a flag.TextVar default and a TOML
+// value.
+func (n ControllerName) MarshalText() ([]byte, error) { return []byte(n), nil }
+
+// UnmarshalText accepts exactly the names of the controllers.
+func (n *ControllerName) UnmarshalText(b []byte) error {
+	switch v := ControllerName(b); v {
+	case Window, TFRC, ViewerRule:
+		*n = v
+		return nil
+	}
+	return fmt.Errorf("%q: want %s", b, controllers)
+}
+
+// CheckInterval reports whether d is a usable decision interval.
+func CheckInterval(d time.Duration) error {
+	if d < MinInterval || d > MaxInterval {
+		// Spelled out: time.Duration prints MaxInterval as "1h0m0s".
+		return fmt.Errorf("%v outside [100ms, 1h]", d)
+	}
+	return nil
+}
+
+// CheckWeights reports whether w can split a request: seven finite
+// weights, none negative, not all zero.
+func CheckWeights(w []float64) error {
+	var sum float64
+	for _, x := range w {
+		if !(x >= 0) || math.IsInf(x, 0) {
+			return fmt.Errorf("want %d weights, none negative, not all zero", lludp.NumCategories)
+		}
+		sum += x
+	}
+	if len(w) != lludp.NumCategories || !(sum > 0) {
+		return fmt.Errorf("want %d weights, none negative, not all zero", lludp.NumCategories)
+	}
+	return nil
+}
+
+// ErrConfig is wrapped by configuration errors.
+var ErrConfig = errors.New("invalid throttle configuration")
+
+func (c Config) withDefaults() (Config, error) {
+	c.Controller = cmp.Or(c.Controller, string(Window))
+	c.Interval = cmp.Or(c.Interval, 5*time.Second)
+	c.Min = cmp.Or(c.Min, ratecalc.RateFromBits(64_000))
+	c.Max = cmp.Or(c.Max, ratecalc.RateFromBits(5_120_000))
+	c.MinChange = cmp.Or(c.MinChange, 0.05)
+	c.ResendEvery = cmp.Or(c.ResendEvery, 3)
+	c.ViewerSetting = cmp.Or(c.ViewerSetting, ratecalc.ViewerDefaultSetting)
+	c.MaxCircuits = cmp.Or(c.MaxCircuits, DefaultMaxCircuits)
+	c.IdleTimeout = cmp.Or(c.IdleTimeout, time.Minute)
+	var errs []error
+	var name ControllerName
+	if err := name.UnmarshalText([]byte(c.Controller)); err != nil {
+		errs = append(errs, fmt.Errorf("controller %w: %w", err, ErrConfig))
+	}
+	if err := CheckInterval(c.Interval); err != nil {
+		errs = append(errs, fmt.Errorf("interval %w: %w", err, ErrConfig))
+	}
+	if !(c.Min > 0 && c.Max >= c.Min) || math.IsInf(float64(c.Max), 0) {
+		errs = append(errs, fmt.Errorf("min %v, max %v: want 0 < min ≤ max: %w", c.Min, c.Max, ErrConfig))
+	}
+	if !(c.Floor >= 0 && c.Floor <= c.Max) {
+		errs = append(errs, fmt.Errorf("floor %v outside [0, max]: %w", c.Floor, ErrConfig))
+	}
+	if !(c.MinChange >= 0 && c.MinChange < 1) || c.ResendEvery < 1 {
+		errs = append(errs, fmt.Errorf("min change %v, resend every %d: %w", c.MinChange, c.ResendEvery, ErrConfig))
+	}
+	if c.Weights != nil {
+		if err := CheckWeights(c.Weights); err != nil {
+			errs = append(errs, fmt.Errorf("weights %w: %w", err, ErrConfig))
+		}
+	}
+	if c.IdleTimeout < 0 {
+		errs = append(errs, fmt.Errorf("idle timeout %v: want positive: %w", c.IdleTimeout, ErrConfig))
+	}
+	if c.MaxCircuits < 1 {
+		errs = append(errs, fmt.Errorf("max circuits %d: want at least 1: %w", c.MaxCircuits, ErrConfig))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return c, err
+	}
+	// A controller's own constructor has the last word on Min and Max.
+	if _, err := c.newController(); err != nil {
+		return c, fmt.Errorf("controller %s: %w: %w", c.Controller, err, ErrConfig)
+	}
+	return c, nil
+}
+
+// newController makes one circuit's controller.
+func (c Config) newController() (ratecalc.Controller, error) {
+	base := ratecalc.Config{Min: c.Min, Max: c.Max}
+	var ctl ratecalc.Controller
+	var err error
+	switch ControllerName(c.Controller) {
+	case TFRC:
+		ctl, err = ratecalc.NewTFRC(ratecalc.TFRCConfig{Config: base})
+	case ViewerRule:
+		ctl, err = ratecalc.NewViewer(ratecalc.ViewerConfig{Config: base, Setting: c.ViewerSetting})
+	default:
+		ctl, err = ratecalc.NewWindow(ratecalc.WindowConfig{Config: base})
+	}
+	if err != nil {
+		return nil, err
+	}
+	return ctl, nil
+}
+
+// split divides a request's total over the categories.
+func (c Config) split(total ratecalc.Rate) [lludp.NumCategories]float32 {
+	if c.Weights == nil {
+		return ViewerSplit(total)
+	}
+	return WeightedSplit(total, c.Weights)
+}
+
+// WeightedSplit divides total over the seven categories in proportion to
+// w (see CheckWeights), in bits/s.
+func WeightedSplit(total ratecalc.Rate, w []float64) [lludp.NumCategories]float32 {
+	var sum float64
+	for _, x := range w {
+		sum += x
+	}
+	var out [lludp.NumCategories]float32
+	for c := range out {
+		if c < len(w) && sum > 0 {
+			out[c] = float32(total.BitsPerSecond() * w[c] / sum)
+		}
+	}
+	return out
+}
