@@ -2,10 +2,13 @@ package demo
 
 import (
 	"context"
+	"math"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/fairgrid/fairgrid/opensim/link"
 	"github.com/fairgrid/fairgrid/throttle"
 )
 
@@ -76,5 +79,69 @@ func TestLive(t *testing.T) {
 	}
 	if sum.RatioToFair < 0.75 || sum.RatioToFair > 1.25 {
 		t.Errorf("the viewer received %.2f× the TCP-fair rate, want within ±25 %%", sum.RatioToFair)
+	}
+}
+
+// TestDemoInterrupted: a run whose context ends early returns the summary
+// of the intervals that ran, marked interrupted, and no error: a user who
+// stops a demo still gets its verdict. The test cancels from the row
+// callback, so it waits for rows, not for time.
+func TestDemoInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rows := 0
+	sum, err := Run(ctx, Config{Duration: time.Hour, Loop: throttle.Config{Interval: 100 * time.Millisecond}}, nil, func(Row) {
+		if rows++; rows == 3 {
+			cancel()
+		}
+	})
+	if err != nil || !sum.Summary || !sum.Interrupted || sum.Intervals != 3 || rows != 3 {
+		t.Errorf("summary %+v after %d rows, error %v; want 3 intervals, interrupted, no error", sum, rows, err)
+	}
+}
+
+// TestDemoRowsPerDuration: a run gives one row per whole interval of its
+// duration, however the last tick and the deadline fall.
+func TestDemoRowsPerDuration(t *testing.T) {
+	rows := 0
+	sum, err := Run(context.Background(), Config{Duration: 300 * time.Millisecond, Loop: throttle.Config{Interval: 100 * time.Millisecond}}, nil, func(Row) { rows++ })
+	if err != nil || rows != 3 || sum.Intervals != 3 || sum.Interrupted {
+		t.Errorf("%d rows, summary %+v, error %v; want 3 rows, not interrupted", rows, sum, err)
+	}
+}
+
+// TestDemoConfigRefused: Validate, and Run with it, refuse what would make
+// the verdict meaningless or the link other than asked.
+func TestDemoConfigRefused(t *testing.T) {
+	short := throttle.Config{Interval: 100 * time.Millisecond}
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"one interval", Config{Duration: 150 * time.Millisecond, Loop: short}, "duration 150ms is shorter than two intervals (2 × 100ms)"},
+		{"default interval", Config{Duration: 9 * time.Second}, "shorter than two intervals (2 × 5s)"},
+		{"negative duration", Config{Duration: -time.Second}, "shorter than two intervals"},
+		{"NaN burst", Config{Duration: time.Second, Loop: short, Link: link.PipeConfig{Rate: 1000, BurstLen: math.NaN()}}, "burst length NaN"},
+		{"loss above 1", Config{Duration: time.Second, Loop: short, Link: link.PipeConfig{Loss: 1.5}}, "loss 1.5 outside"},
+		{"interval", Config{Duration: time.Second, Loop: throttle.Config{Interval: time.Millisecond}}, "1ms outside"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.cfg.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Validate() = %v, want %q", err, tc.want)
+			}
+			if _, err := Run(context.Background(), tc.cfg, nil, nil); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Run: %v, want %q", err, tc.want)
+			}
+		})
+	}
+	// A link given is the link used: no loss is no loss, not the default
+	// 3 %; only a zero Link is the default.
+	lossless := link.PipeConfig{Rate: 1000, Buffer: 5}
+	if got := (Config{Link: lossless}).withDefaults().Link; got != lossless {
+		t.Errorf("link %+v became %+v", lossless, got)
+	}
+	if got := (Config{}).withDefaults().Link; got != DefaultLink {
+		t.Errorf("zero link became %+v, want DefaultLink", got)
 	}
 }
