@@ -124,7 +124,13 @@ func New[P any](cfg Config) (*Scheduler[P], error) {
 func (s *Scheduler[P]) Config() Config { return s.cfg }
 
 func (s *Scheduler[P]) burstFor(rate int64) int64 {
-	return max(rate*int64(s.cfg.BurstTime)/int64(time.Second), s.cfg.MinBurst)
+	burstTime := int64(s.cfg.BurstTime)
+	if rate > maxBurstBytes*int64(time.Second)/burstTime {
+		// More than a bucket holds; at the largest rates and burst times
+		// allowed, rate × BurstTime would overflow int64.
+		return maxBurstBytes
+	}
+	return max(rate*burstTime/int64(time.Second), s.cfg.MinBurst)
 }
 
 // clock turns now into nanoseconds and holds time still when it goes
@@ -233,8 +239,12 @@ func (s *Scheduler[P]) SetThrottleValues(id ClientID, categories [lludp.NumCateg
 	s.stats.ThrottleClamped += uint64(n)
 	s.applyRates(c, id.slot(), clamped, ns)
 	if c.state == stateWaiting {
-		// The refill time was computed at the old rate: look again.
+		// The refill time was computed at the old rate: look again. If the
+		// bucket has refilled already (its wake-up is rounded up to the
+		// waiting slot's end), the client rejoins at the current virtual
+		// time, as one the timer wakes does, with no credit for the wait.
 		s.leave(c, id.slot())
+		c.start = maxTag(s.vt, c.finish)
 		s.park(c, id.slot(), ns)
 	}
 	return rep, nil
@@ -542,6 +552,10 @@ func (s *Scheduler[P]) send(c *client[P], i uint32, ns int64) Item[P] {
 		c.vt = start
 		c.chFinish[ch] = advance(start, size, c.chInverse[ch])
 	}
+	// Charged now, not when the client joined the ready calendar: a client
+	// that waited its turn with a full bucket earned nothing meanwhile. The
+	// refill is one park would do anyway, so it costs nothing more.
+	c.bucket.refill(ns)
 	c.bucket.take(size)
 	s.scene.take(size)
 	s.vt = c.start
