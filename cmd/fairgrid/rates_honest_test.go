@@ -59,7 +59,6 @@ func TestRateFlagsRefuseNonsense(t *testing.T) {
 		{"demo link rate NaN", with(shortDemo, "--link", "NaN,50ms,3%,100"), `"NaN" is not a rate`},
 		{"demo link rate Inf", with(shortDemo, "--link", "+Inf,50ms,3%,100"), `"+Inf" is not a rate`},
 		{"demo link rate too large", with(shortDemo, "--link", "100G,50ms,3%,100"), "100G bit/s is above the 68.7G bit/s maximum"},
-		{"demo link rate zero", with(shortDemo, "--link", "0,50ms,3%,100"), "want a positive rate"},
 		{"demo link loss NaN", with(shortDemo, "--link", "2M,50ms,NaN,100"), `"NaN" is not a loss rate`},
 		{"demo link loss above 100%", with(shortDemo, "--link", "2M,50ms,101%,100"), "101% is outside 0 to 1"},
 		{"demo link loss negative", with(shortDemo, "--link", "2M,50ms,-3%,100"), "-3% is outside 0 to 1"},
@@ -116,6 +115,10 @@ func TestLinkSaysWhatItDoes(t *testing.T) {
 		if err != nil || cfg.Link.Loss != 0 || cfg.Link.Rate != 250_000 || cfg.Link.Buffer != 100 {
 			t.Errorf("--link 2M,50ms,%s,100: %+v, %v; want no loss", loss, cfg, err)
 		}
+	}
+	// As in fairgrid link, a rate of 0 is an unlimited link.
+	if dc, err := demoConfig("0,50ms,3%,100"); err != nil || dc.Link.Rate != 0 || dc.Link.Loss != 0.03 {
+		t.Errorf("--link 0,50ms,3%%,100: %+v, %v; want an unlimited link", dc, err)
 	}
 	// 100 % loss is accepted and drops everything, in both.
 	cfg, err := linkConfig("127.0.0.1:0", "127.0.0.1:9000", "0", "0", "100%", "1000", "4", 1)

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"math"
 	"strings"
 	"time"
 
@@ -17,7 +16,7 @@ import (
 )
 
 const runSynopsis = `[--config FILE] [--check-config] [--interface IFACE] [--controller C] [--interval D] [--dry-run] [--metrics ADDR] [--log-level L]
-       fairgrid run --demo [--duration D] [--link RATE,DELAY,LOSS,BUFFER] [--controller window|tfrc|viewer] [--format text|json]
+       fairgrid run --demo [--duration D] [--link RATE,DELAY,LOSS,BUFFER] [--controller window|tfrc|viewer] [--interval D] [--format text|json]
 
 The sidecar daemon: it captures the viewer's circuits on an interface,
 measures loss and RTT, and every interval asks each simulator for a
@@ -27,13 +26,20 @@ configuration; flags override it; SIGHUP reloads it. --dry-run measures,
 decides, logs and exports, and sends nothing.
 
 With --demo it runs the embedded default: a test
-region, a link emulator (default 2M,50ms,3%,100: rate in bits/s, one-way
-delay, random loss, buffer in datagrams) and a stock viewer asking for
-1,500 kbps and following its ±10 % rule, all in this process; fairgrid
+region, a link emulator (default 2M,50ms,3%,100: rate in bits/s, 0 for
+unlimited; one-way delay; random loss, a fraction or a percentage; buffer
+in datagrams — the values fairgrid link takes) and a stock viewer asking
+for 1,500 kbps and following its ±10 % rule, all in this process; fairgrid
 reads the viewer's traffic from the emulator and sends its AgentThrottle
 through it, so no root is needed. It prints a row per interval — received
 rate, TCP-fair rate, loss event rate, RTT, what the viewer asked for, what
-fairgrid asked for, what the region applied — and a verdict.`
+fairgrid asked for, what the region applied — and a verdict. --duration
+must cover at least two intervals. Interrupted (Ctrl-C, SIGTERM), it prints
+the verdict for the intervals that ran and exits 0.
+
+Flags of one mode are errors in the other: --duration, --link and
+--format are the demo's; --config, --check-config, --interface,
+--dry-run, --metrics and --log-level the daemon's.`
 
 func runRun(args []string, s stdio) int {
 	fs := newFlagSet("run", runSynopsis, s)
@@ -184,11 +190,10 @@ func demoConfig(spec string) (demo.Config, error) {
 	if len(f) != 4 {
 		return cfg, fmt.Errorf("--link %q: want RATE,DELAY,LOSS,BUFFER such as 2M,50ms,3%%,100", spec)
 	}
-	rate, err := parsePositiveRate("--link rate", f[0])
-	if err != nil {
-		return cfg, err
+	var err error
+	if cfg.Link.Rate, err = linkRate(f[0]); err != nil {
+		return cfg, fmt.Errorf("--link rate: %w", err)
 	}
-	cfg.Link.Rate = int64(math.Round(float64(rate))) // whole bytes/s, as the emulator counts
 	if cfg.Link.Delay, err = parseDelay(f[1]); err == nil {
 		err = link.PipeConfig{Delay: cfg.Link.Delay}.Validate()
 	}
