@@ -80,8 +80,9 @@ type Identity struct {
 func (id Identity) Known() bool { return !id.AgentID.IsZero() && !id.SessionID.IsZero() }
 
 type direction struct {
-	stats DirStats
-	seq   seqTracker
+	stats       DirStats // but First and Last, kept below
+	first, last int64    // unix ns
+	seq         seqTracker
 	loss  ratecalc.LossHistory
 
 	circuit *Circuit
@@ -111,9 +112,27 @@ type sentRecord struct {
 }
 
 // Circuit is everything known about one circuit.
+//
+// Until its traffic shows a conversation (see the package documentation)
+// a circuit is a candidate: Observe returns it, with its Key, direction and
+// what its messages told about the agent, but its measurements are held
+// back (Stats, the RTTs, First and Last read zero) and it is not among
+// Circuits. Once promoted, the same Circuit measures everything it carried
+// from its first datagram on.
 type Circuit struct {
 	Key Key
 	Identity
+	// IdentitySince is when a viewer→simulator datagram first carried the
+	// current AgentID and SessionID; IdentityDatagrams is how many have
+	// carried them since (UseCircuitCode, CompleteAgentMovement,
+	// AgentUpdate, AgentThrottle). IdentityConflicts counts the ones that
+	// carried other IDs once both were known: they replace the IDs (but for
+	// an AgentThrottle, which a simulator ignores then) and restart the
+	// count. A request should wait until IdentityDatagrams is large enough
+	// that the IDs cannot be one spoofed datagram's.
+	IdentitySince     time.Time
+	IdentityDatagrams uint32
+	IdentityConflicts uint32
 	// UpSequence is the viewer's latest sequence number on this circuit:
 	// an injected AgentThrottle reuses it (protocol.md §10.2).
 	UpSequence uint32
@@ -127,8 +146,30 @@ type Circuit struct {
 	// (protocol.md §11.2).
 	ArrivedAt time.Time
 	// Controller, if set, receives the measurements of the down direction.
+	// The tracker makes it when the circuit is promoted.
 	Controller ratecalc.Controller
 
+	// m is the bulk of the state, allocated on promotion; candidates share
+	// the zero value.
+	m *measures
+
+	serial  uint64 // order of appearance
+	seen    int64  // latest datagram, unix ns: what idleness is judged by
+	removed bool   // evicted or forgotten: no longer the tracker's
+
+	// A candidate's datagrams, replayed on promotion.
+	notes  [maxNotes]note
+	nnotes uint8
+	slot   int32 // index in the candidate ring; -1 once promoted
+
+	// The eviction lists (Config.MaxCircuits): list is 1 while the
+	// identity is known.
+	prev, next *Circuit
+	list       int8
+}
+
+// measures is what a promoted circuit measures.
+type measures struct {
 	dirs [2]direction
 	// rtt is the network RTT: viewer StartPingCheck to sim CompletePingCheck.
 	rtt ratecalc.RTTStats
@@ -145,39 +186,68 @@ type Circuit struct {
 	nextRel  int
 }
 
+// candidateMeasures is what a candidate reads: nothing measured yet. Only
+// promotion writes measures, never into this one.
+var candidateMeasures measures
+
+// Candidate reports whether the circuit is still a candidate: its traffic
+// has not yet shown a conversation, and it is not measured.
+func (c *Circuit) Candidate() bool { return c.m == &candidateMeasures }
+
 // Stats returns the counters of one direction.
 func (c *Circuit) Stats(d Direction) DirStats {
-	s := c.dirs[d].stats
-	s.LossEventRate = c.dirs[d].loss.LossEventRate()
-	s.LossEvents = c.dirs[d].loss.Events()
+	dir := &c.m.dirs[d]
+	s := dir.stats
+	if s.Packets > 0 {
+		s.First, s.Last = time.Unix(0, dir.first).UTC(), time.Unix(0, dir.last).UTC()
+	}
+	s.LossEventRate = dir.loss.LossEventRate()
+	s.LossEvents = dir.loss.Events()
 	return s
 }
 
-// RTT is the ping-based round-trip estimate (RFC 6298 smoothing).
-func (c *Circuit) RTT() *ratecalc.RTTStats { return &c.rtt }
+// RTT is the ping-based round-trip estimate (RFC 6298 smoothing). The
+// result is the circuit's own: read it, do not add to it.
+func (c *Circuit) RTT() *ratecalc.RTTStats { return &c.m.rtt }
 
 // AckRTT is the ack-based estimate, biased by the simulator's ack delay.
-func (c *Circuit) AckRTT() *ratecalc.RTTStats { return &c.ackRTT }
+func (c *Circuit) AckRTT() *ratecalc.RTTStats { return &c.m.ackRTT }
 
 // LocalRTT is the viewer's answer time to the simulator's own pings.
-func (c *Circuit) LocalRTT() *ratecalc.RTTStats { return &c.localRTT }
+func (c *Circuit) LocalRTT() *ratecalc.RTTStats { return &c.m.localRTT }
 
 // Last is the time of the latest datagram in either direction.
 func (c *Circuit) Last() time.Time {
-	a, b := c.dirs[Down].stats.Last, c.dirs[Up].stats.Last
-	if a.After(b) {
-		return a
+	if c.Candidate() {
+		return time.Time{}
 	}
-	return b
+	return time.Unix(0, c.lastNs()).UTC()
+}
+
+// lastNs is the time of the latest datagram, unix ns.
+func (c *Circuit) lastNs() int64 {
+	down, up := &c.m.dirs[Down], &c.m.dirs[Up]
+	switch {
+	case down.stats.Packets == 0:
+		return up.last
+	case up.stats.Packets == 0:
+		return down.last
+	}
+	return max(down.last, up.last)
 }
 
 // First is the time of the first datagram.
 func (c *Circuit) First() time.Time {
-	a, b := c.dirs[Down].stats.First, c.dirs[Up].stats.First
-	if a.IsZero() || !b.IsZero() && b.Before(a) {
-		return b
+	down, up := &c.m.dirs[Down], &c.m.dirs[Up]
+	switch {
+	case down.stats.Packets == 0 && up.stats.Packets == 0:
+		return time.Time{}
+	case down.stats.Packets == 0:
+		return time.Unix(0, up.first).UTC()
+	case up.stats.Packets == 0:
+		return time.Unix(0, down.first).UTC()
 	}
-	return a
+	return time.Unix(0, min(down.first, up.first)).UTC()
 }
 
 // lossRTT is the RTT used to group losses into events: the ping estimate,
@@ -185,8 +255,8 @@ func (c *Circuit) First() time.Time {
 // biased both ways (OpenSim's acks lag by up to 500 ms, its immediate ack of
 // UseCircuitCode by nothing at all).
 func (c *Circuit) lossRTT() time.Duration {
-	if c.rtt.Samples() > 0 {
-		return c.rtt.SRTT()
+	if c.m.rtt.Samples() > 0 {
+		return c.m.rtt.SRTT()
 	}
 	return 100 * time.Millisecond
 }

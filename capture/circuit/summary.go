@@ -74,20 +74,20 @@ func (c *Circuit) Summary() Summary {
 		First:       c.First().UTC().Format(time.RFC3339Nano),
 		Last:        c.Last().UTC().Format(time.RFC3339Nano),
 		Down:        dirSummary(down), Up: dirSummary(c.Stats(Up)),
-		RTTSamples: c.rtt.Samples(), AckRTTSamples: c.ackRTT.Samples(),
+		RTTSamples: c.m.rtt.Samples(), AckRTTSamples: c.m.ackRTT.Samples(),
 		ByCategory: make(map[string]uint64, lludp.NumCategories+1),
 	}
 	if c.Known() {
 		s.AgentID, s.SessionID = c.AgentID.String(), c.SessionID.String()
 	}
-	if c.rtt.Samples() > 0 {
-		s.RTTms = millis(c.rtt.SRTT())
+	if c.m.rtt.Samples() > 0 {
+		s.RTTms = millis(c.m.rtt.SRTT())
 	}
-	if c.ackRTT.Samples() > 0 {
-		s.AckRTTms = millis(c.ackRTT.SRTT())
+	if c.m.ackRTT.Samples() > 0 {
+		s.AckRTTms = millis(c.m.ackRTT.SRTT())
 	}
-	if c.localRTT.Samples() > 0 {
-		s.LocalRTTms = millis(c.localRTT.SRTT())
+	if c.m.localRTT.Samples() > 0 {
+		s.LocalRTTms = millis(c.m.localRTT.SRTT())
 	}
 	for cat := range lludp.Category(lludp.NumCategories) {
 		s.ByCategory[cat.String()] = down.ByCategory[cat]
