@@ -83,7 +83,7 @@ type direction struct {
 	stats       DirStats // but First and Last, kept below
 	first, last int64    // unix ns
 	seq         seqTracker
-	loss  ratecalc.LossHistory
+	loss        ratecalc.LossHistory
 
 	circuit *Circuit
 	which   Direction
