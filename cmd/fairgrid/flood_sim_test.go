@@ -106,41 +106,51 @@ func (p *simProcess) stop(t *testing.T) (peakRSS int64, stderr string) {
 // flood sends UseCircuitCode datagrams to sim at perSecond, each from a
 // fresh loopback address (all of 127/8 is local on Linux, so binding one
 // needs no privilege) and, with freshPrefix, each from a fresh /24, until
-// ctx ends or n are sent. It returns how many it sent.
+// ctx ends or n are sent. A tick it falls behind by is made up at the
+// next. It returns how many it sent.
 func flood(ctx context.Context, t *testing.T, sim netip.AddrPort, n, perSecond int, freshPrefix bool) int {
 	rng := rand.New(rand.NewPCG(11, uint64(n)))
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
+	start := time.Now()
 	sent := 0
 	for sent < n {
 		select {
 		case <-ctx.Done():
 			return sent
-		case <-tick.C:
-		}
-		for range min(perSecond/100, n-sent) {
-			// Sources 127.a.b.c, never 127.0.0.x: from i = 256 on.
-			i := uint32(sent) + 256
-			src := netip.AddrFrom4([4]byte{127, byte(i >> 16), byte(i >> 8), byte(i)})
-			if freshPrefix {
-				src = netip.AddrFrom4([4]byte{127, byte(i >> 8), byte(i), byte(1 + i%250)})
+		case now := <-tick.C:
+			due := min(int(now.Sub(start).Seconds()*float64(perSecond)), n)
+			for ; sent < due; sent++ {
+				if !spoof(t, sim, rng, uint32(sent), freshPrefix) {
+					return sent
+				}
 			}
-			conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(src, 0)))
-			if err != nil {
-				t.Errorf("bind %v: %v", src, err)
-				return sent
-			}
-			var agent, session lludp.UUID
-			binary.LittleEndian.PutUint64(agent[:], rng.Uint64())
-			binary.LittleEndian.PutUint64(session[:], rng.Uint64())
-			b, _ := lludp.AppendMessage(nil, lludp.Header{Flags: lludp.FlagReliable, Sequence: 1},
-				&lludp.UseCircuitCode{Code: rng.Uint32(), AgentID: agent, SessionID: session}, nil)
-			conn.WriteToUDPAddrPort(b, sim)
-			conn.Close()
-			sent++
 		}
 	}
 	return sent
+}
+
+// spoof sends one UseCircuitCode with random IDs from the i-th fresh
+// loopback address.
+func spoof(t *testing.T, sim netip.AddrPort, rng *rand.Rand, i uint32, freshPrefix bool) bool {
+	i += 256 // sources 127.a.b.c, never 127.0.0.x
+	src := netip.AddrFrom4([4]byte{127, byte(i >> 16), byte(i >> 8), byte(i)})
+	if freshPrefix {
+		src = netip.AddrFrom4([4]byte{127, byte(i >> 8), byte(i), byte(1 + i%250)})
+	}
+	conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(src, 0)))
+	if err != nil {
+		t.Errorf("bind %v: %v", src, err)
+		return false
+	}
+	defer conn.Close()
+	var agent, session lludp.UUID
+	binary.LittleEndian.PutUint64(agent[:], rng.Uint64())
+	binary.LittleEndian.PutUint64(session[:], rng.Uint64())
+	b, _ := lludp.AppendMessage(nil, lludp.Header{Flags: lludp.FlagReliable, Sequence: 1},
+		&lludp.UseCircuitCode{Code: rng.Uint32(), AgentID: agent, SessionID: session}, nil)
+	conn.WriteToUDPAddrPort(b, sim)
+	return true
 }
 
 // goodViewer runs a synthetic viewer against sim for d and reports what it
@@ -192,7 +202,9 @@ func TestSimFlood(t *testing.T) {
 	t.Logf("without the flood: %.0f kbit/s, RTT %s; under %d spoofed UseCircuitCode: %.0f kbit/s, RTT %s; sim peak RSS %.1f MB",
 		calm.RateBPS/1000, rttString(calm), sent, flooded.RateBPS/1000, rttString(flooded), float64(rss)/(1<<20))
 	t.Logf("sim stderr:\n%s", stderr)
-	if !calm.LoggedIn || calm.RateBPS < 0.8*throttle.BitsPerSecond() {
+	// Half the throttle: a machine this busy measures nothing; less is a
+	// sim that does not serve.
+	if !calm.LoggedIn || calm.RateBPS < 0.5*throttle.BitsPerSecond() {
 		t.Fatalf("without the flood the viewer got %.0f bit/s of %.0f: the sim is not serving", calm.RateBPS, throttle.BitsPerSecond())
 	}
 	if sent < perSecond {

@@ -3,11 +3,13 @@ package region_test
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"net"
 	"net/netip"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +18,7 @@ import (
 	"github.com/fairgrid/fairgrid/opensim/region"
 	"github.com/fairgrid/fairgrid/opensim/viewer"
 	"github.com/fairgrid/fairgrid/ratecalc"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // useCircuitCode is a UseCircuitCode datagram with random IDs.
@@ -146,6 +149,26 @@ func floodRegion(t *testing.T, flood, maxPending, maxPrefixes int, maxGrowth int
 	if admitted != a.Pending || admitted != min(flood, maxPending) || uint64(admitted)+k.PendingFull+k.RateLimited != uint64(flood) {
 		t.Errorf("%d admitted + %d refused for a full table + %d rate-limited, want %d admitted of %d",
 			admitted, k.PendingFull, k.RateLimited, min(flood, maxPending), flood)
+	}
+	// The exported series are the region's state and counters.
+	want := fmt.Sprintf(`
+# HELP fairgrid_sim_limiter_evictions_total Prefixes evicted from the full limiter table before their bucket had refilled.
+# TYPE fairgrid_sim_limiter_evictions_total counter
+fairgrid_sim_limiter_evictions_total %d
+# HELP fairgrid_sim_limiter_prefixes Source prefixes the new-circuit rate limiter tracks.
+# TYPE fairgrid_sim_limiter_prefixes gauge
+fairgrid_sim_limiter_prefixes %d
+# HELP fairgrid_sim_pending_circuits Circuits that have not completed the handshake.
+# TYPE fairgrid_sim_pending_circuits gauge
+fairgrid_sim_pending_circuits %d
+# HELP fairgrid_sim_refused_circuits_total UseCircuitCode from new endpoints refused by admission control, by reason.
+# TYPE fairgrid_sim_refused_circuits_total counter
+fairgrid_sim_refused_circuits_total{reason="pending_full"} %d
+fairgrid_sim_refused_circuits_total{reason="rate_limited"} %d
+`, k.LimiterEvictions, a.Prefixes, a.Pending, k.PendingFull, k.RateLimited)
+	if err := testutil.CollectAndCompare(region.NewCollector(sim), strings.NewReader(want), "fairgrid_sim_limiter_evictions_total",
+		"fairgrid_sim_limiter_prefixes", "fairgrid_sim_pending_circuits", "fairgrid_sim_refused_circuits_total"); err != nil {
+		t.Error(err)
 	}
 	if growth > maxGrowth {
 		t.Errorf("the heap grew %d KB under the flood, want at most %d KB", growth>>10, maxGrowth>>10)
