@@ -40,7 +40,7 @@ type Config struct {
 }
 
 // DefaultMaxCandidates is the default size of the candidate table: about
-// 400 bytes an entry (TestCandidateMemory), 3.2 MiB in all. At 100,000 new
+// 700 bytes an entry (TestCandidateMemory), 5.6 MiB in all. At 100,000 new
 // spoofed sources a second a candidate lives 80 ms, while a real circuit
 // carries its promoting datagram within milliseconds: the simulator
 // answers UseCircuitCode at once (protocol.md §11.2).
