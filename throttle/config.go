@@ -66,6 +66,11 @@ type Config struct {
 // state.
 const DefaultMaxCircuits = 256
 
+// IdentityDatagrams is how many viewer→simulator datagrams must have
+// carried a circuit's AgentID and SessionID before the loop sends a
+// request in their name; see the package documentation.
+const IdentityDatagrams = 3
+
 // The bounds of Config.Interval: below 100 ms a decision sees too few
 // packets to measure anything, and above an hour the circuit has long been
 // forgotten.

@@ -1,6 +1,34 @@
 // Package throttle turns a target rate into the AgentThrottle a simulator
 // receives. ViewerSplit shapes a total the way the Second Life viewer does,
-// so requests look like those simulators already get. The per-circuit
-// control loop that decides the target every interval and sends it arrives
-// with the sidecar daemon (issue 7).
+// so requests look like those simulators already get; WeightedSplit uses
+// configured proportions instead. Loop is the per-circuit control loop of
+// the sidecar daemon: it measures every circuit from captured datagrams,
+// decides each one's request every interval and sends it.
+//
+// # Floods
+//
+// A datagram with a spoofed source costs nothing to send, so the loop
+// bounds what it keeps: at most Config.MaxCircuits circuits (circuits
+// whose agent is unknown are evicted first, then the least recently
+// active), endpoints that never hold a conversation stay cheap candidates
+// in the tracker (package circuit), and the log has one summary line per
+// interval, not a line per circuit.
+//
+// A request is sent in the name of a circuit's AgentID and SessionID only
+// once IdentityDatagrams = 3 viewer→simulator datagrams of one circuit
+// have carried them, from that viewer endpoint. The viewer repeats its IDs
+// constantly on its root region's circuit: UseCircuitCode and
+// CompleteAgentMovement when it arrives, then AgentUpdate 1 to 125 times
+// a second for as long as it stays (protocol.md §9, §11.2). So a real
+// circuit — even one whose capture started mid-session — reaches three
+// within three seconds at the slowest, before the first decision at the
+// default 5 s interval, and loses nothing; more would delay it at the
+// slowest AgentUpdate rate. A neighbour region's circuit carries the IDs
+// only in its UseCircuitCode; it shares the viewer's UDP socket, so the
+// root circuit from the same endpoint vouches for it. A blind spoofer that
+// sends from fresh addresses puts one datagram on each endpoint; to have
+// the loop speak for an agent it must forge the same endpoint and IDs
+// three times and hold a conversation with the simulator from there. Not
+// two: a viewer resends an unacknowledged UseCircuitCode, so two copies of
+// one login datagram are normal and prove nothing.
 package throttle

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"net/netip"
 	"slices"
 	"sync"
 	"time"
@@ -73,6 +74,9 @@ type Stats struct {
 	Requests  uint64 // requests decided
 	Reasserts uint64 // of which re-assertions after the viewer's own
 	Waiting   uint64 // decisions skipped: the circuit's IDs are not known yet
+	// Implausible counts decisions skipped because fewer than
+	// IdentityDatagrams datagrams have carried the circuit's IDs.
+	Implausible uint64
 	// Evicted counts circuits dropped to stay within MaxCircuits, and
 	// Forgotten those dropped after IdleTimeout of silence.
 	Evicted   uint64
@@ -89,7 +93,7 @@ func New(cfg Config, log *slog.Logger) (*Loop, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	l := &Loop{cfg: c, log: log, states: map[circuit.Key]*state{}, poke: make(chan struct{}, 1)}
-	l.tracker = circuit.NewTracker(circuit.Config{Sims: c.Sims, NewController: l.newController})
+	l.tracker = circuit.NewTracker(circuit.Config{Sims: c.Sims, NewController: l.newController, MaxCircuits: c.MaxCircuits, OnEvict: l.evict})
 	return l, nil
 }
 
@@ -106,6 +110,13 @@ func (l *Loop) newController(k circuit.Key) ratecalc.Controller {
 	return c
 }
 
+// evict drops the loop's state of a circuit the tracker evicted; the
+// tracker calls it from Observe, under l.mu.
+func (l *Loop) evict(k circuit.Key) {
+	delete(l.states, k)
+	l.stats.Evicted++
+}
+
 // Observe measures one captured datagram. It reports whether the viewer
 // just sent an AgentThrottle of its own that the loop must re-assert over
 // (see Reassert).
@@ -116,8 +127,10 @@ func (l *Loop) Observe(d capture.Datagram) (reassert bool) {
 	if err != nil || dir != circuit.Up || c == nil || c.ViewerThrottleAt.IsZero() {
 		return false
 	}
-	st := l.state(c.Key)
-	if !c.ViewerThrottleAt.After(st.seenViewer) {
+	// Before the loop's first request there is nothing to re-assert, and
+	// no state is made: a flood of spoofed AgentThrottles must not grow it.
+	st := l.states[c.Key]
+	if st == nil || !st.sent || !c.ViewerThrottleAt.After(st.seenViewer) {
 		return false
 	}
 	st.seenViewer = c.ViewerThrottleAt
@@ -223,6 +236,7 @@ func (l *Loop) Tick(now time.Time) []Request {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.forget(now.Add(-l.cfg.IdleTimeout))
+	vouched := l.vouched()
 	var out []Request
 	for _, c := range l.tracker.Circuits() {
 		if c.Controller == nil {
@@ -234,6 +248,10 @@ func (l *Loop) Tick(now time.Time) []Request {
 		st.intervals++
 		if !c.Known() {
 			l.stats.Waiting++
+			continue
+		}
+		if !vouched[identityOf(c)] {
+			l.stats.Implausible++
 			continue
 		}
 		if l.cfg.RootOnly && !l.isRoot(c) {
@@ -249,6 +267,10 @@ func (l *Loop) Tick(now time.Time) []Request {
 		}
 		r := Request{Circuit: c.Key, Agent: lludp.AgentData{AgentID: c.AgentID, SessionID: c.SessionID},
 			CircuitCode: c.CircuitCode, Sequence: c.UpSequence, Total: target, Throttles: l.cfg.split(target), Reason: reason}
+		if !st.sent {
+			// The viewer's own requests so far are overridden by this one.
+			st.seenViewer = c.ViewerThrottleAt
+		}
 		st.last, st.sent, st.intervals = r, true, 0
 		st.requests++
 		l.stats.Requests++
@@ -261,6 +283,31 @@ func (l *Loop) Tick(now time.Time) []Request {
 	return out
 }
 
+// identity is who a circuit speaks for, from where: a viewer uses one UDP
+// socket for all its circuits.
+type identity struct {
+	viewer             netip.AddrPort
+	agentID, sessionID lludp.UUID
+}
+
+func identityOf(c *circuit.Circuit) identity {
+	return identity{c.Key.Viewer, c.AgentID, c.SessionID}
+}
+
+// vouched returns the identities that IdentityDatagrams datagrams of one
+// circuit have carried, a circuit the simulator has answered. A neighbour region's circuit carries its IDs only
+// in UseCircuitCode, and is vouched for by the agent's root circuit from
+// the same viewer endpoint.
+func (l *Loop) vouched() map[identity]bool {
+	out := map[identity]bool{}
+	for _, c := range l.tracker.Circuits() {
+		if c.Known() && c.IdentityDatagrams >= IdentityDatagrams && c.Stats(circuit.Down).Packets > 0 {
+			out[identityOf(c)] = true
+		}
+	}
+	return out
+}
+
 // summarize logs the interval in one line, whatever the number of
 // circuits: a flood of fake ones must not become a flood of log lines. It
 // is at info level when circuits were skipped or dropped — what an
@@ -269,13 +316,15 @@ func (l *Loop) summarize(requests int) {
 	s, p := l.stats, l.lastStats
 	l.lastStats = s
 	level := slog.LevelDebug
-	if s.Waiting != p.Waiting || s.Evicted != p.Evicted || s.Forgotten != p.Forgotten {
+	if s.Waiting != p.Waiting || s.Implausible != p.Implausible || s.Evicted != p.Evicted || s.Forgotten != p.Forgotten {
 		level = slog.LevelInfo
 	}
+	candidates, _ := l.tracker.Candidates()
 	l.log.Log(context.Background(), level, "interval",
 		"circuits", len(l.tracker.Circuits()), "requests", requests,
-		"unidentified", s.Waiting-p.Waiting,
-		"evicted", s.Evicted-p.Evicted, "forgotten", s.Forgotten-p.Forgotten)
+		"unidentified", s.Waiting-p.Waiting, "implausible", s.Implausible-p.Implausible,
+		"evicted", s.Evicted-p.Evicted, "forgotten", s.Forgotten-p.Forgotten,
+		"candidates", candidates, "folded_total", l.tracker.Folded())
 }
 
 // isRoot: no circuit of the same agent has a later arrival.

@@ -39,6 +39,14 @@ func (f *feed) send(at time.Duration, up bool, flags lludp.Flags, m lludp.Typed)
 	return f.l.Observe(capture.Datagram{At: t0.Add(at), Src: src, Dst: dst, Payload: b})
 }
 
+// agentUpdates sends n AgentUpdates, 100 ms apart from at, as a viewer
+// does once in a region: they carry its IDs (see IdentityDatagrams).
+func (f *feed) agentUpdates(at time.Duration, n int) {
+	for i := range n {
+		f.send(at+time.Duration(i)*100*time.Millisecond, true, lludp.FlagZeroCoded, &lludp.AgentUpdate{AgentData: agent})
+	}
+}
+
 // stream sends n simulator packets of 1000 bytes from at, every 10 ms.
 func (f *feed) stream(at time.Duration, n int) {
 	for i := range n {
@@ -58,6 +66,7 @@ func TestLoopDecisions(t *testing.T) {
 		t.Fatalf("requests before the IDs were known: %v", rs)
 	}
 	f.send(5*time.Second, true, lludp.FlagReliable|lludp.FlagZeroCoded, &lludp.AgentThrottle{AgentData: agent, CircuitCode: 9, Throttles: ViewerSplit(ratecalc.RateFromBits(1536000))})
+	f.agentUpdates(5*time.Second, IdentityDatagrams-1)
 	f.stream(5*time.Second, 300)
 	rs := l.Tick(t0.Add(10 * time.Second))
 	if len(rs) != 1 {
@@ -107,6 +116,7 @@ func TestLoopHysteresis(t *testing.T) {
 	l, _ := New(Config{Controller: "viewer", Sims: []netip.AddrPort{simEP}, ResendEvery: 3}, nil)
 	f := &feed{t: t, l: l}
 	f.send(0, true, lludp.FlagReliable, &lludp.UseCircuitCode{Code: 1, SessionID: agent.SessionID, AgentID: agent.AgentID})
+	f.agentUpdates(0, IdentityDatagrams-1)
 	var reasons []string
 	for k := 1; k <= 7; k++ {
 		f.stream(time.Duration(k-1)*5*time.Second, 100) // loss-free: the viewer rule sits at its 1.5 cap
@@ -141,6 +151,7 @@ func TestRootOnly(t *testing.T) {
 	f := &feed{t: t, l: l}
 	f.send(0, true, lludp.FlagReliable, &lludp.UseCircuitCode{Code: 1, SessionID: agent.SessionID, AgentID: agent.AgentID})
 	f.send(time.Millisecond, true, lludp.FlagReliable, &lludp.CompleteAgentMovement{AgentData: agent, CircuitCode: 1})
+	f.agentUpdates(time.Millisecond, IdentityDatagrams-2)
 	// The neighbour: a circuit opened with UseCircuitCode only.
 	b, _ := lludp.AppendMessage(nil, lludp.Header{Flags: lludp.FlagReliable, Sequence: 1}, &lludp.UseCircuitCode{Code: 1, SessionID: agent.SessionID, AgentID: agent.AgentID}, nil)
 	l.Observe(capture.Datagram{At: t0, Src: viewerEP, Dst: neighbour, Payload: b})

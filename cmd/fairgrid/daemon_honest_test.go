@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
+	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -443,4 +447,32 @@ func TestSplitReachesTheSim(t *testing.T) {
 func totalOf(v [lludp.NumCategories]float32) float64 {
 	m := lludp.AgentThrottle{Throttles: v}
 	return m.Total()
+}
+
+// TestDaemonMetricsSeries (issue 11, item 10): the running daemon's
+// metrics carry its own series and its process's: Go runtime, CPU and
+// memory, and build.
+func TestDaemonMetricsSeries(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // the daemon takes the port over
+	honestDaemon(t, "--metrics", addr, "--dry-run")
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"fairgrid_circuits", "fairgrid_build_info", "go_goroutines", "go_memstats_heap_alloc_bytes",
+		"process_cpu_seconds_total", "process_resident_memory_bytes", "go_build_info"} {
+		if !regexp.MustCompile(`(?m)^` + name + `[{ ]`).Match(body) {
+			t.Errorf("no %s series in the daemon's metrics", name)
+		}
+	}
 }
