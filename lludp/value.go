@@ -22,41 +22,47 @@ type Value struct {
 // valueOf decodes the wire bytes of a field of type t; b has the type's
 // wire size (Packet.walk checked it), or any size for Fixed and Variable.
 func valueOf(t FieldType, b []byte) Value {
+	var v Value
+	v.decode(t, b)
+	return v
+}
+
+// decode sets v in place, which spares DecodeValues a copy per field.
+func (v *Value) decode(t FieldType, b []byte) {
 	le, be := binary.LittleEndian, binary.BigEndian
-	v := Value{Type: t}
+	var w0, w1, w2 uint64
+	var bytes []byte
 	switch t {
 	case TypeU8, TypeBool:
-		v.words[0] = uint64(b[0])
+		w0 = uint64(b[0])
 	case TypeU16:
-		v.words[0] = uint64(le.Uint16(b))
+		w0 = uint64(le.Uint16(b))
 	case TypeU32, TypeF32:
-		v.words[0] = uint64(le.Uint32(b))
-	case TypeU64, TypeF64:
-		v.words[0] = le.Uint64(b)
+		w0 = uint64(le.Uint32(b))
+	case TypeU64, TypeF64, TypeS64:
+		w0 = le.Uint64(b)
 	case TypeS8:
-		v.words[0] = uint64(int64(int8(b[0])))
+		w0 = uint64(int64(int8(b[0])))
 	case TypeS16:
-		v.words[0] = uint64(int64(int16(le.Uint16(b))))
+		w0 = uint64(int64(int16(le.Uint16(b))))
 	case TypeS32:
-		v.words[0] = uint64(int64(int32(le.Uint32(b))))
-	case TypeS64:
-		v.words[0] = le.Uint64(b)
+		w0 = uint64(int64(int32(le.Uint32(b))))
 	case TypeVector3, TypeQuaternion:
-		v.words[0], v.words[1] = le.Uint64(b), uint64(le.Uint32(b[8:]))
+		w0, w1 = le.Uint64(b), uint64(le.Uint32(b[8:]))
 	case TypeVector4:
-		v.words[0], v.words[1] = le.Uint64(b), le.Uint64(b[8:])
+		w0, w1 = le.Uint64(b), le.Uint64(b[8:])
 	case TypeVector3d:
-		v.words = [3]uint64{le.Uint64(b), le.Uint64(b[8:]), le.Uint64(b[16:])}
+		w0, w1, w2 = le.Uint64(b), le.Uint64(b[8:]), le.Uint64(b[16:])
 	case TypeUUID:
-		v.words[0], v.words[1] = be.Uint64(b), be.Uint64(b[8:])
+		w0, w1 = be.Uint64(b), be.Uint64(b[8:])
 	case TypeIPAddr:
-		v.words[0] = uint64(be.Uint32(b))
+		w0 = uint64(be.Uint32(b))
 	case TypeIPPort:
-		v.words[0] = uint64(be.Uint16(b))
+		w0 = uint64(be.Uint16(b))
 	default: // Fixed, Variable
-		v.bytes = b
+		bytes = b
 	}
-	return v
+	v.Type, v.words, v.bytes = t, [3]uint64{w0, w1, w2}, bytes
 }
 
 // Uint returns a U8, U16, U32, U64 or IPPORT value.
@@ -224,13 +230,15 @@ func (p *Packet) DecodeValues(dst *Values) {
 	dst.Message = p.msg
 	dst.blocks = append(dst.blocks, p.blocks...)
 	data, spans := p.data, p.fields
+	dst.values = resize(dst.values, len(spans))
+	values := dst.values
 	for bi, span := range p.blocks {
 		fields := p.msg.Blocks[bi].Fields
 		i := int(span.first)
 		for range span.count {
 			for fi := range fields {
 				s := spans[i]
-				dst.values = append(dst.values, valueOf(fields[fi].Type, data[s.off:int(s.off)+int(s.n)]))
+				values[i].decode(fields[fi].Type, data[s.off:int(s.off)+int(s.n)])
 				i++
 			}
 		}
