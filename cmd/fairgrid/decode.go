@@ -489,6 +489,13 @@ func (d *decoder) reportCircuits() {
 	if n := d.tracker.NotCircuit(); n > 0 {
 		fmt.Fprintf(d.errOut, "; %d outside any circuit", n)
 	}
+	// Endpoints whose LLUDP never showed a conversation (a spoofed-source
+	// flood, say) are counted, not reported one by one.
+	waiting, held := d.tracker.Candidates()
+	folded, foldedDatagrams := d.tracker.Folded()+uint64(waiting), d.tracker.FoldedDatagrams()+held
+	if folded > 0 {
+		fmt.Fprintf(d.errOut, "; %d endpoints folded (%d datagrams too few to make a circuit)", folded, foldedDatagrams)
+	}
 	if st.KernelDrops > 0 {
 		fmt.Fprintf(d.errOut, "; the kernel dropped %d (gaps they leave are not network loss)", st.KernelDrops)
 	}
