@@ -97,3 +97,28 @@ func TestAdmissionConfig(t *testing.T) {
 		})
 	}
 }
+
+// TestInboundBudget: the bytes between the reader and a stalled loop stay
+// within maxInboundBytes; beyond it datagrams are dropped and counted, and
+// what the loop handles makes room again.
+func TestInboundBudget(t *testing.T) {
+	var b inboundBudget
+	const size = 60_000
+	taken := 0
+	for b.take(size) {
+		taken++
+		if taken > maxInboundBytes/size+1 {
+			t.Fatalf("%d datagrams of %d bytes queued, bound %d bytes", taken, size, maxInboundBytes)
+		}
+	}
+	if taken != maxInboundBytes/size || b.dropped.Load() != 1 || b.bytes.Load() != int64(taken*size) {
+		t.Errorf("%d taken, %d dropped, %d bytes queued", taken, b.dropped.Load(), b.bytes.Load())
+	}
+	if !b.take(maxInboundBytes-taken*size) || b.take(1) {
+		t.Errorf("the last bytes of the budget: %d queued", b.bytes.Load())
+	}
+	b.release(size)
+	if !b.take(size) || b.dropped.Load() != 2 {
+		t.Errorf("after a release: %d queued, %d dropped", b.bytes.Load(), b.dropped.Load())
+	}
+}

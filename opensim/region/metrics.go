@@ -33,11 +33,12 @@ var (
 	descRefusedCircuit = prometheus.NewDesc("fairgrid_sim_refused_circuits_total", "UseCircuitCode from new endpoints refused by admission control, by reason.", []string{"reason"}, nil)
 	descPrefixes       = prometheus.NewDesc("fairgrid_sim_limiter_prefixes", "Source prefixes the new-circuit rate limiter tracks.", nil, nil)
 	descEvictions      = prometheus.NewDesc("fairgrid_sim_limiter_evictions_total", "Prefixes evicted from the full limiter table before their bucket had refilled.", nil, nil)
+	descOverflow       = prometheus.NewDesc("fairgrid_sim_inbound_overflow_datagrams_total", "Datagrams dropped on arrival because the bytes waiting for the region's loop were at their bound.", nil, nil)
 )
 
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descClients, descThrottle, descQueue, descResends, descSent, descDropped, descRefused, descLeft,
-		descPending, descRefusedCircuit, descPrefixes, descEvictions} {
+		descPending, descRefusedCircuit, descPrefixes, descEvictions, descOverflow} {
 		ch <- d
 	}
 }
@@ -74,6 +75,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descRefusedCircuit, prometheus.CounterValue, float64(k.PendingFull), "pending_full")
 	ch <- prometheus.MustNewConstMetric(descRefusedCircuit, prometheus.CounterValue, float64(k.RateLimited), "rate_limited")
 	ch <- prometheus.MustNewConstMetric(descEvictions, prometheus.CounterValue, float64(k.LimiterEvictions))
+	ch <- prometheus.MustNewConstMetric(descOverflow, prometheus.CounterValue, float64(k.Overflow))
 	a := c.s.Admission()
 	ch <- prometheus.MustNewConstMetric(descPending, prometheus.GaugeValue, float64(a.Pending))
 	ch <- prometheus.MustNewConstMetric(descPrefixes, prometheus.GaugeValue, float64(a.Prefixes))

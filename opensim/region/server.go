@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fairgrid/fairgrid/lludp"
@@ -220,6 +221,9 @@ type Counters struct {
 	RateLimited       uint64
 	HandshakeTimeouts uint64
 	LimiterEvictions  uint64
+	// Overflow: datagrams dropped on arrival because the bytes waiting for
+	// the region's loop were at their bound (maxInboundBytes).
+	Overflow uint64
 }
 
 // Admission is the state of the region's admission control.
@@ -232,14 +236,18 @@ type Admission struct {
 // where fairgrid's measurements depend on it, and schedules its traffic
 // with package opensim.
 type Server struct {
-	cfg    Config
-	log    *slog.Logger
-	conn   *net.UDPConn
-	sched  *opensim.Scheduler[*outPacket]
-	in     chan inbound
-	packet lludp.Packet
-	buf    []byte
-	out    [64]opensim.Item[*outPacket] // a batch from the scheduler
+	cfg   Config
+	log   *slog.Logger
+	conn  *net.UDPConn
+	sched *opensim.Scheduler[*outPacket]
+	in    chan inbound
+	// inbound bounds the bytes read but not yet handled: the channel's
+	// 65536 slots alone would hold 4 GB of 64 KB datagrams if the loop
+	// fell behind a flood of them.
+	inbound inboundBudget
+	packet  lludp.Packet
+	buf     []byte
+	out     [64]opensim.Item[*outPacket] // a batch from the scheduler
 
 	mu           sync.Mutex // guards everything below; the loop holds it while it works
 	grid         *grid
@@ -293,6 +301,7 @@ func (s *Server) Counters() Counters {
 	defer s.mu.Unlock()
 	k := s.counters
 	k.LimiterEvictions = s.limiter.evicted
+	k.Overflow = s.inbound.dropped.Load()
 	return k
 }
 
@@ -339,6 +348,7 @@ func (s *Server) Run(ctx context.Context) error {
 			s.mu.Unlock()
 			return nil
 		case p := <-s.in:
+			s.inbound.release(len(p.data))
 			s.mu.Lock()
 			s.handle(p)
 			s.mu.Unlock()
@@ -384,6 +394,9 @@ func (s *Server) read() {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
+			continue
+		}
+		if !s.inbound.take(n) {
 			continue
 		}
 		s.in <- inbound{from: from, data: append([]byte(nil), buf[:n]...), at: time.Now()}
@@ -493,3 +506,28 @@ func (s *Server) summariseRefusals() {
 		"pending", s.pending, "prefixes", s.limiter.len())
 	s.summarised = k
 }
+
+// maxInboundBytes bounds the datagrams read but not yet handled. The loop
+// handles refused and malformed datagrams at hundreds of thousands a
+// second, so this fills only when it stalls; 16 MB is then four times the
+// socket's own receive buffer.
+const maxInboundBytes = 16 << 20
+
+// inboundBudget counts the bytes between the reader and the loop; the
+// reader drops a datagram that would exceed maxInboundBytes, as a full
+// socket buffer would.
+type inboundBudget struct {
+	bytes   atomic.Int64
+	dropped atomic.Uint64
+}
+
+func (b *inboundBudget) take(n int) bool {
+	if b.bytes.Add(int64(n)) > maxInboundBytes {
+		b.bytes.Add(-int64(n))
+		b.dropped.Add(1)
+		return false
+	}
+	return true
+}
+
+func (b *inboundBudget) release(n int) { b.bytes.Add(-int64(n)) }
