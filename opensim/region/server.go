@@ -494,15 +494,15 @@ func (s *Server) SchedulerStats() opensim.Stats {
 // admission control since the last summary, if any were.
 func (s *Server) summariseRefusals() {
 	k, last := s.counters, s.summarised
-	k.LimiterEvictions = s.limiter.evicted
-	if k.PendingFull == last.PendingFull && k.RateLimited == last.RateLimited &&
-		k.HandshakeTimeouts == last.HandshakeTimeouts && k.LimiterEvictions == last.LimiterEvictions {
+	k.LimiterEvictions, k.Overflow = s.limiter.evicted, s.inbound.dropped.Load()
+	if k.PendingFull == last.PendingFull && k.RateLimited == last.RateLimited && k.HandshakeTimeouts == last.HandshakeTimeouts &&
+		k.LimiterEvictions == last.LimiterEvictions && k.Overflow == last.Overflow {
 		return
 	}
 	s.log.Warn("new circuits refused",
 		"pending_full", k.PendingFull-last.PendingFull, "rate_limited", k.RateLimited-last.RateLimited,
 		"handshake_timeouts", k.HandshakeTimeouts-last.HandshakeTimeouts,
-		"limiter_evictions", k.LimiterEvictions-last.LimiterEvictions,
+		"limiter_evictions", k.LimiterEvictions-last.LimiterEvictions, "inbound_overflow", k.Overflow-last.Overflow,
 		"pending", s.pending, "prefixes", s.limiter.len())
 	s.summarised = k
 }
