@@ -53,7 +53,7 @@ func runLink(args []string, s stdio) int {
 	}
 	ctx, stop := runContext(*duration)
 	defer stop()
-	fmt.Fprintf(s.err, "fairgrid link: relaying %v → %v\n", r.Addr(), cfg.Upstream)
+	fmt.Fprintf(s.err, "fairgrid link: relaying %v → %v\n  down (sim → viewer): %v\n  up (viewer → sim):   %v\n", r.Addr(), cfg.Upstream, cfg.Down, cfg.Up)
 	r.Run(ctx)
 	down, up := r.Stats()
 	out := &resultWriter{w: s.out}

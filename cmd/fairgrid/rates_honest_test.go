@@ -103,6 +103,14 @@ func TestLinkSaysWhatItDoes(t *testing.T) {
 			}
 		})
 	}
+	// It starts by saying what each direction does.
+	code, _, errOut := runCmd(t, "", with(shortLink, "--rate", "down=2M", "--loss", "3%", "--burst", "up=3")...)
+	for _, want := range []string{"down (sim → viewer): 2000 kbit/s, buffer 1000 datagrams, delay 0s, loss 3% (independent)",
+		"up (viewer → sim):   unlimited rate, delay 0s, loss 3% (bursts of 3 on average)"} {
+		if code != exitOK || !strings.Contains(errOut, want) {
+			t.Errorf("exit %d, stderr %q; want %q", code, errOut, want)
+		}
+	}
 	zeros := []string{"0", "0%", "0.0", "down=0%,up=0.0"}
 	for _, loss := range zeros {
 		cfg, err := linkConfig("127.0.0.1:0", "127.0.0.1:9000", "2M", "10ms", loss, "50", "1", 1)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -54,6 +56,27 @@ func (c PipeConfig) Validate() error {
 		errs = append(errs, fmt.Errorf("buffer %d is negative", c.Buffer))
 	}
 	return errors.Join(errs...)
+}
+
+// String says what a pipe of this configuration does, in the units of
+// fairgrid link's flags: "2000 kbit/s, buffer 100 datagrams, delay 50ms,
+// loss 3% (independent)".
+func (c PipeConfig) String() string {
+	var b strings.Builder
+	if c.Rate == 0 {
+		b.WriteString("unlimited rate")
+	} else {
+		fmt.Fprintf(&b, "%s kbit/s, buffer %d datagrams", strconv.FormatFloat(float64(c.Rate)*8/1000, 'f', -1, 64), cmp.Or(c.Buffer, DefaultBuffer))
+	}
+	fmt.Fprintf(&b, ", delay %v, loss %s%%", c.Delay, strconv.FormatFloat(c.Loss*100, 'f', -1, 64))
+	switch {
+	case c.Loss == 0:
+	case c.BurstLen > 1:
+		fmt.Fprintf(&b, " (bursts of %g on average)", c.BurstLen)
+	default:
+		b.WriteString(" (independent)")
+	}
+	return b.String()
 }
 
 // Cause says what became of a datagram offered to a pipe.

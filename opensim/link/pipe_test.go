@@ -131,3 +131,20 @@ func TestPipeDropsAllAtFullLoss(t *testing.T) {
 		}
 	}
 }
+
+// TestPipeConfigString: the description names what the pipe does,
+// including the buffer a zero Buffer stands for.
+func TestPipeConfigString(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  PipeConfig
+		want string
+	}{
+		{PipeConfig{}, "unlimited rate, delay 0s, loss 0%"},
+		{PipeConfig{Rate: 250_000, Delay: 50 * time.Millisecond, Loss: 0.03, Buffer: 100}, "2000 kbit/s, buffer 100 datagrams, delay 50ms, loss 3% (independent)"},
+		{PipeConfig{Rate: 1, Loss: 1, BurstLen: 4}, "0.008 kbit/s, buffer 1000 datagrams, delay 0s, loss 100% (bursts of 4 on average)"},
+	} {
+		if got := tc.cfg.String(); got != tc.want {
+			t.Errorf("%#v: %q, want %q", tc.cfg, got, tc.want)
+		}
+	}
+}
