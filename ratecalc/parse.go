@@ -55,14 +55,14 @@ func formatBits(x float64) string {
 }
 
 // ParseBitRate reads a rate in bits/s: a decimal number with an optional k
-// (or K), M or G multiplier and an optional unit "bit/s", "bit" or "bps"
-// ("2M", "500k", "1536kbit/s", "2 Mbps"). It accepts zero, for the settings
-// where zero means none or unlimited; a setting that needs a rate checks
-// that the result is positive. Everything CheckBits refuses is an error in
+// (or K), M or G multiplier and an optional unit "bit/s", "bit", "bps" or
+// "/s" ("2M", "500k", "1536kbit/s", "2 Mbps", "2M/s"). It accepts zero,
+// for the settings where zero means none or unlimited; a setting that
+// needs a rate checks that the result is positive. Everything CheckBits refuses is an error in
 // the units the user typed ("100G bit/s is above the 68.7G bit/s maximum").
 func ParseBitRate(s string) (Rate, error) {
 	v := strings.TrimSpace(s)
-	for _, u := range []string{"bit/s", "bps", "bit"} {
+	for _, u := range []string{"bit/s", "bps", "bit", "/s"} {
 		if strings.HasSuffix(v, u) {
 			v = strings.TrimSpace(strings.TrimSuffix(v, u))
 			break
