@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"syscall"
@@ -167,6 +168,20 @@ func goodViewer(t *testing.T, sim netip.AddrPort, code uint32, throttle ratecalc
 	return v.Report()
 }
 
+// raceDetector reports whether this binary was built with -race.
+func raceDetector() bool {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return false
+	}
+	for _, s := range info.Settings {
+		if s.Key == "-race" {
+			return s.Value == "true"
+		}
+	}
+	return false
+}
+
 func rttString(r viewer.Report) string {
 	if r.RTTms == nil {
 		return "none"
@@ -181,6 +196,9 @@ func rttString(r viewer.Report) string {
 func TestSimFlood(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a 30,000-datagram flood against a sim subprocess: skipped with -short")
+	}
+	if raceDetector() {
+		t.Skip("the sim's share and memory under the race detector measure the detector (it slows every packet several-fold and adds its shadow memory): run it without -race, as the scale step of make test should")
 	}
 	const (
 		session   = 3 * time.Second
