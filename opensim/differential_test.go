@@ -61,7 +61,9 @@ type differ struct {
 // differCoverage counts what the comparisons exercised, so that a test can
 // insist it compared something.
 type differCoverage struct {
-	packets, choices, sceneWaits, clientWaits, idle, refused, discarded, priority int
+	operations, packets, choices, sceneWaits, clientWaits, idle, refused, discarded, priority int
+	// Clients beyond a calendar's horizon, in its overflow heap.
+	farReady, farWaiting int
 }
 
 // differEpoch is where a sequence's time starts.
@@ -218,6 +220,7 @@ func (d *differ) checkSent(it Item[int], t int64) {
 	if it != want {
 		d.fail("sent %+v; the reference sends %+v from that client", it, want)
 	}
+	d.noteHorizons(out, t)
 	d.ref.send(c, t)
 	d.seen.packets++
 	if len(out.candidates) > 1 {
@@ -237,6 +240,7 @@ func (d *differ) checkWait(wait time.Duration, t int64) {
 	if len(out.candidates) > 0 {
 		d.fail("nothing sent, wait %v; the reference sends %s", wait, d.describe(out, t))
 	}
+	d.noteHorizons(out, t)
 	want := out.wait
 	if want != Idle {
 		want += time.Duration(t - d.now.UnixNano())
@@ -252,6 +256,20 @@ func (d *differ) checkWait(wait time.Duration, t int64) {
 		d.seen.clientWaits++
 	default:
 		d.seen.idle++
+	}
+}
+
+// noteHorizons counts the calls at which some client was beyond a fast
+// calendar's horizon (8,192 slots), so in its overflow heap.
+func (d *differ) noteHorizons(out refOutcome, t int64) {
+	for _, c := range d.ref.clients {
+		switch {
+		case !c.live:
+		case c.state == refReady && len(out.candidates) > 0 && c.start/readySlot-d.ref.clients[out.candidates[0].client].start/readySlot >= 1<<13:
+			d.seen.farReady++
+		case c.state == refWaiting && refWakeTime(c)/waitingSlot-t/waitingSlot > 1<<13:
+			d.seen.farWaiting++
+		}
 	}
 }
 
@@ -466,16 +484,17 @@ func (d *differ) run(r *opReader, maxOps int) {
 			d.nextBatch(int(r.byte()))
 		}
 		d.compare()
+		d.seen.operations++
 	}
 }
 
 // runDifferential runs one input end to end: a configuration, the
 // operations, then a drain of everything left.
-func runDifferential(t testing.TB, data []byte) differCoverage {
+func runDifferential(t testing.TB, data []byte) (seen differCoverage, ran bool) {
 	r := &opReader{data: data}
 	d, err := newDiffer(t, differConfig(r))
 	if err != nil {
-		return differCoverage{} // configurations New refuses are TestConfigErrors' business
+		return seen, false // configurations New refuses are TestConfigErrors' business
 	}
 	d.run(r, 5000)
 	d.drain(200_000)
@@ -484,7 +503,7 @@ func runDifferential(t testing.TB, data []byte) differCoverage {
 		d.fail("drained, but %d bytes enqueued, %d sent, %d discarded", st.EnqueuedBytes, st.SentBytes, st.DiscardedBytes)
 	}
 	d.seen.discarded = int(d.ref.stats.DiscardedBytes)
-	return d.seen
+	return d.seen, true
 }
 
 // TestSchedulerMatchesReference runs seeded random operation sequences
@@ -494,15 +513,20 @@ func runDifferential(t testing.TB, data []byte) differCoverage {
 // queue limits and discards on removal.
 func TestSchedulerMatchesReference(t *testing.T) {
 	var total differCoverage
-	ops := 0
-	for seed := range uint64(150) {
+	runs := 0
+	const seeds = 150
+	for seed := range uint64(seeds) {
 		rng := rand.New(rand.NewPCG(seed, 0x5eed))
 		data := make([]byte, 200+rng.IntN(600))
 		for i := range data {
 			data[i] = byte(rng.Uint32())
 		}
-		seen := runDifferential(t, data)
-		ops += len(data) / 3
+		seen, ran := runDifferential(t, data)
+		if !ran {
+			continue
+		}
+		runs++
+		total.operations += seen.operations
 		total.packets += seen.packets
 		total.choices += seen.choices
 		total.sceneWaits += seen.sceneWaits
@@ -511,12 +535,18 @@ func TestSchedulerMatchesReference(t *testing.T) {
 		total.refused += seen.refused
 		total.discarded += seen.discarded
 		total.priority += seen.priority
+		total.farReady += seen.farReady
+		total.farWaiting += seen.farWaiting
 	}
-	t.Logf("about %d operations; compared %+v", ops, total)
+	t.Logf("%d of %d configurations valid; compared %+v", runs, seeds, total)
+	if runs < seeds/2 {
+		t.Errorf("only %d of %d configurations valid", runs, seeds)
+	}
 	for name, n := range map[string]int{
-		"packets": total.packets, "choices among clients": total.choices, "scene waits": total.sceneWaits,
+		"operations": total.operations, "packets": total.packets, "choices among clients": total.choices, "scene waits": total.sceneWaits,
 		"client waits": total.clientWaits, "idle": total.idle, "refusals": total.refused,
 		"discards": total.discarded, "Avatar priority sends": total.priority,
+		"ready clients beyond the horizon": total.farReady, "waiting clients beyond the horizon": total.farWaiting,
 	} {
 		if n == 0 {
 			t.Errorf("no %s compared: the sequences no longer exercise them", name)
