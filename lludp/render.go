@@ -1,10 +1,12 @@
 package lludp
 
 import (
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"math"
 	"net/netip"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 )
@@ -272,7 +274,7 @@ func (p *Packet) AppendJSON(b []byte) []byte {
 			for fi := range fields {
 				b = append(b, fieldKeys[fi]...)
 				s := p.fields[i]
-				b = valueOf(fields[fi].Type, p.data[s.off:int(s.off)+int(s.n)]).appendJSON(b)
+				b = appendFieldJSON(b, fields[fi].Type, p.data[s.off:int(s.off)+int(s.n)])
 				i++
 			}
 			if len(fields) == 0 {
@@ -375,7 +377,7 @@ func (p *Packet) AppendText(b []byte) []byte {
 				b = append(b, f.Name...)
 				b = append(b, ": "...)
 				s := p.fields[i]
-				b = valueOf(f.Type, p.data[s.off:int(s.off)+int(s.n)]).appendText(b)
+				b = appendFieldText(b, f.Type, p.data[s.off:int(s.off)+int(s.n)])
 				b = append(b, '\n')
 				i++
 			}
@@ -433,37 +435,50 @@ func appendJSONName(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// appendJSON appends v as appendJSONValue appends its boxed form.
-func (v Value) appendJSON(b []byte) []byte {
-	w := v.words[0]
-	switch v.Type {
-	case TypeU8, TypeU16, TypeU32, TypeIPPort:
-		return strconv.AppendUint(b, w, 10)
+// appendFieldJSON appends the value of a field of type t, given its wire
+// bytes, as appendJSONValue appends its boxed form.
+func appendFieldJSON(b []byte, t FieldType, raw []byte) []byte {
+	le := binary.LittleEndian
+	switch t {
+	case TypeU8:
+		return strconv.AppendUint(b, uint64(raw[0]), 10)
+	case TypeU16:
+		return strconv.AppendUint(b, uint64(le.Uint16(raw)), 10)
+	case TypeU32:
+		return strconv.AppendUint(b, uint64(le.Uint32(raw)), 10)
+	case TypeIPPort:
+		return strconv.AppendUint(b, uint64(binary.BigEndian.Uint16(raw)), 10)
 	case TypeU64:
+		w := le.Uint64(raw)
 		if w < maxExactInt {
 			return strconv.AppendUint(b, w, 10)
 		}
 		b = append(b, '"')
 		return append(strconv.AppendUint(b, w, 10), '"')
-	case TypeS8, TypeS16, TypeS32:
-		return strconv.AppendInt(b, int64(w), 10)
+	case TypeS8:
+		return strconv.AppendInt(b, int64(int8(raw[0])), 10)
+	case TypeS16:
+		return strconv.AppendInt(b, int64(int16(le.Uint16(raw))), 10)
+	case TypeS32:
+		return strconv.AppendInt(b, int64(int32(le.Uint32(raw))), 10)
 	case TypeS64:
-		if x := int64(w); x > -maxExactInt && x < maxExactInt {
+		x := int64(le.Uint64(raw))
+		if x > -maxExactInt && x < maxExactInt {
 			return strconv.AppendInt(b, x, 10)
 		}
 		b = append(b, '"')
-		return append(strconv.AppendInt(b, int64(w), 10), '"')
+		return append(strconv.AppendInt(b, x, 10), '"')
 	case TypeF32:
-		return appendJSONFloat32(b, v.f32(0))
+		return appendJSONFloat32(b, f32(raw))
 	case TypeF64:
-		return appendJSONFloat(b, math.Float64frombits(w), 64)
+		return appendJSONFloat(b, f64(raw), 64)
 	case TypeVector3:
 		b = append(b, '[')
-		b = appendJSONFloat32(b, v.f32(0))
+		b = appendJSONFloat32(b, f32(raw))
 		b = append(b, ',')
-		b = appendJSONFloat32(b, v.f32(1))
+		b = appendJSONFloat32(b, f32(raw[4:]))
 		b = append(b, ',')
-		b = appendJSONFloat32(b, v.f32(2))
+		b = appendJSONFloat32(b, f32(raw[8:]))
 		return append(b, ']')
 	case TypeVector4:
 		b = append(b, '[')
@@ -471,11 +486,11 @@ func (v Value) appendJSON(b []byte) []byte {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendJSONFloat32(b, v.f32(i))
+			b = appendJSONFloat32(b, f32(raw[4*i:]))
 		}
 		return append(b, ']')
 	case TypeQuaternion:
-		q := v.Quaternion()
+		q := Quaternion{f32(raw), f32(raw[4:]), f32(raw[8:])}
 		b = append(b, '[')
 		b = appendJSONFloat32(b, q[0])
 		b = append(b, ',')
@@ -491,21 +506,23 @@ func (v Value) appendJSON(b []byte) []byte {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendJSONFloat(b, math.Float64frombits(v.words[i]), 64)
+			b = appendJSONFloat(b, f64(raw[8*i:]), 64)
 		}
 		return append(b, ']')
 	case TypeUUID:
-		b = append(b, '"')
-		return append(v.appendUUID(b), '"')
+		return appendUUID(b, raw, '"')
 	case TypeBool:
-		return strconv.AppendBool(b, w != 0)
+		return strconv.AppendBool(b, raw[0] != 0)
 	case TypeIPAddr:
 		b = append(b, '"')
-		return append(appendIPv4(b, uint32(w)), '"')
+		return append(appendIPv4(b, raw), '"')
 	}
-	b = append(b, '"')
-	b = hex.AppendEncode(b, v.bytes)
-	return append(b, '"')
+	n := len(b)
+	b = slices.Grow(b, 2+hex.EncodedLen(len(raw)))[:n+2+hex.EncodedLen(len(raw))]
+	b[n] = '"'
+	hex.Encode(b[n+1:], raw)
+	b[len(b)-1] = '"'
+	return b
 }
 
 // appendJSONFloat32 is appendJSONFloat for an F32, with a shortcut for
@@ -519,17 +536,18 @@ func appendJSONFloat32(b []byte, x float32) []byte {
 	return appendJSONFloat(b, float64(x), 32)
 }
 
-// appendText appends v as appendTextValue appends its boxed form.
-func (v Value) appendText(b []byte) []byte {
-	switch v.Type {
+// appendFieldText appends the value of a field of type t, given its wire
+// bytes, as appendTextValue appends its boxed form.
+func appendFieldText(b []byte, t FieldType, raw []byte) []byte {
+	switch t {
 	case TypeUUID:
-		return v.appendUUID(b)
+		return appendUUID(b, raw, 0)
 	case TypeIPAddr:
-		return appendIPv4(b, uint32(v.words[0]))
+		return appendIPv4(b, raw)
 	case TypeFixed, TypeVariable:
-		return appendTextBytes(b, v.bytes)
+		return appendTextBytes(b, raw)
 	}
-	return v.appendJSON(b)
+	return appendFieldJSON(b, t, raw)
 }
 
 // appendTextBytes appends x as quoted text if printableText accepts it,
@@ -571,26 +589,43 @@ func appendTextBytes(b, x []byte) []byte {
 	return hex.AppendEncode(b, x)
 }
 
-// appendUUID appends the canonical 8-4-4-4-12 form of a UUID value.
-func (v Value) appendUUID(b []byte) []byte {
+// appendUUID appends the canonical 8-4-4-4-12 form of a UUID's 16 wire
+// bytes, between quotes unless quote is 0.
+func appendUUID(b, raw []byte, quote byte) []byte {
 	const digits = "0123456789abcdef"
+	size := 36
+	if quote != 0 {
+		size += 2
+	}
+	n := len(b)
+	b = slices.Grow(b, size)[:n+size]
+	out := b[n:]
+	if quote != 0 {
+		out[0], out[37] = quote, quote
+		out = out[1:37]
+	}
+	out = out[:36]
+	_ = raw[15]
+	j := 0
 	for i := range 16 {
 		if i == 4 || i == 6 || i == 8 || i == 10 {
-			b = append(b, '-')
+			out[j] = '-'
+			j++
 		}
-		c := byte(v.words[i/8] >> (56 - 8*(i%8)))
-		b = append(b, digits[c>>4], digits[c&0xF])
+		c := raw[i]
+		out[j], out[j+1] = digits[c>>4], digits[c&0xF]
+		j += 2
 	}
 	return b
 }
 
 // appendIPv4 appends a dotted quad, as netip.Addr.String does for IPv4.
-func appendIPv4(b []byte, a uint32) []byte {
-	for shift := 24; shift >= 0; shift -= 8 {
-		b = strconv.AppendUint(b, uint64(a>>shift&0xFF), 10)
-		if shift > 0 {
+func appendIPv4(b, raw []byte) []byte {
+	for i, c := range raw[:4] {
+		if i > 0 {
 			b = append(b, '.')
 		}
+		b = strconv.AppendUint(b, uint64(c), 10)
 	}
 	return b
 }

@@ -19,15 +19,9 @@ type Value struct {
 	bytes []byte // Fixed and Variable
 }
 
-// valueOf decodes the wire bytes of a field of type t; b has the type's
-// wire size (Packet.walk checked it), or any size for Fixed and Variable.
-func valueOf(t FieldType, b []byte) Value {
-	var v Value
-	v.decode(t, b)
-	return v
-}
-
-// decode sets v in place, which spares DecodeValues a copy per field.
+// decode sets v to the value of a field of type t from its wire bytes: b
+// has the type's wire size (Packet.walk checked it), or any size for Fixed
+// and Variable. It works in place, sparing DecodeValues a copy per field.
 func (v *Value) decode(t FieldType, b []byte) {
 	le, be := binary.LittleEndian, binary.BigEndian
 	var w0, w1, w2 uint64
