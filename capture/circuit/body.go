@@ -1,6 +1,7 @@
 package circuit
 
 import (
+	"bytes"
 	"encoding/binary"
 
 	"github.com/fairgrid/fairgrid/capture"
@@ -25,7 +26,12 @@ type fastBody struct {
 	fixed bool // in the template, every block is Single and of fixed size
 	size  int  // the body's size: the larger of the template's and the Go type's
 	typed int  // what the Go type reads
+	read  int  // what the tracker reads: the fields up to the last it needs
 }
+
+// fastRead is how much of each body the tracker reads (see learn).
+var fastRead = [numBodies]int{bodyStartPing: 1, bodyCompletePing: 1, bodyUseCircuitCode: 36,
+	bodyAgentUpdate: 32, bodyCompleteAgentMovement: 36}
 
 var fastTyped = [numBodies]lludp.Typed{&lludp.StartPingCheck{}, &lludp.CompletePingCheck{}, &lludp.UseCircuitCode{},
 	&lludp.AgentUpdate{}, &lludp.CompleteAgentMovement{}}
@@ -41,7 +47,7 @@ func fastBodies(tmpl *lludp.Template) [numBodies]fastBody {
 		// error: fixed fields only.
 		wire, _ := lludp.AppendMessage(nil, lludp.Header{}, m, nil)
 		typed := len(wire) - lludp.HeaderSize - numberLen(m.MessageID())
-		out[i] = fastBody{size: typed, typed: typed}
+		out[i] = fastBody{size: typed, typed: typed, read: fastRead[i]}
 		msg := tmpl.Lookup(m.MessageID())
 		if msg == nil {
 			continue
@@ -69,14 +75,14 @@ func numberLen(id lludp.MessageID) int {
 	return 4
 }
 
-// fields returns the body of a message of kind which, long enough for its
-// Go type; nil if the message decodes but is too short for the type (as
+// fields returns the body of a message of kind which, at least as long as
+// the tracker reads of it (fastRead); nil if the message decodes but is too short for the type (as
 // Unmarshal would fail, nothing is learned from it); an error if it does not
 // decode.
 func (t *Tracker) fields(which int, p []byte, h lludp.Header, end int) ([]byte, error) {
 	fb := &t.body[which]
 	if fb.fixed {
-		if body, ok := t.peek(fb.size, p, h, end); ok {
+		if body, ok := t.peek(fb.size, fb.read, p, h, end); ok {
 			return body, nil
 		}
 	}
@@ -89,45 +95,52 @@ func (t *Tracker) fields(which int, p []byte, h lludp.Header, end int) ([]byte, 
 	return nil, nil
 }
 
-// peek returns the first size bytes of the body of datagram p, expanded,
-// if the whole datagram decodes and its body holds that many; otherwise ok
+// peek returns the first read bytes of the body of datagram p, expanded,
+// if the whole datagram decodes and its body holds size bytes; otherwise ok
 // is false and the full decoder must judge it.
-func (t *Tracker) peek(size int, p []byte, h lludp.Header, end int) (body []byte, ok bool) {
+func (t *Tracker) peek(size, read int, p []byte, h lludp.Header, end int) (body []byte, ok bool) {
 	skip := numberLen(h.ID) + int(h.Extra)
 	if !h.Flags.ZeroCoded() {
 		if start := lludp.HeaderSize + skip; start+size <= end {
-			return p[start : start+size], true
+			return p[start : start+read], true
 		}
 		return nil, false
 	}
-	if skip+size > len(t.expand) {
+	if skip+read > len(t.expand) {
 		return nil, false
 	}
-	total, ok := expandPrefix(t.expand[:], p[lludp.HeaderSize:end], lludp.MaxPacketSize-lludp.HeaderSize)
+	total, ok := expandPrefix(t.expand[:skip+read], p[lludp.HeaderSize:end], lludp.MaxPacketSize-lludp.HeaderSize)
 	if !ok || total < skip+size {
 		return nil, false
 	}
-	return t.expand[skip : skip+size], true
+	return t.expand[skip : skip+read], true
 }
 
 // expandPrefix expands zero-coded src as lludp.ZeroDecode does, writing as
 // much as dst holds, and returns the whole expanded length; ok is false
-// where ZeroDecode into limit bytes would overflow.
+// where ZeroDecode into limit bytes would overflow. Past dst it only
+// counts, skipping runs of non-zero bytes at once.
 func expandPrefix(dst, src []byte, limit int) (total int, ok bool) {
-	o := 0
-	for i := 0; i < len(src); {
+	o, i := 0, 0
+	for i < len(src) {
 		c := src[i]
-		i++
 		if c != 0 {
-			if o >= limit {
-				return o, false
-			}
-			if o < len(dst) {
+			run := 1
+			if o >= len(dst) {
+				if run = bytes.IndexByte(src[i:], 0); run < 0 {
+					run = len(src) - i
+				}
+			} else {
 				dst[o] = c
 			}
-			o++
+			if run > limit-o {
+				return limit, false
+			}
+			o += run
+			i += run
 			continue
 		}
+		i++
 		zeros := 1
 		for i < len(src) && src[i] == 0 {
 			zeros += 256
