@@ -272,7 +272,7 @@ func TestDemoInterrupted(t *testing.T) {
 	w := &textRowWatcher{rowWatcher{n: 2, fire: func() { syscall.Kill(os.Getpid(), syscall.SIGINT) }}}
 	var errOut bytes.Buffer
 	code := run([]string{"run", "--demo", "--interval", "100ms", "--duration", "1h"}, stdio{strings.NewReader(""), w, &errOut})
-	if out := w.buf.String(); code != exitOK || !strings.Contains(out, "Interrupted after 2 intervals") || !strings.Contains(out, "The stock viewer asked for") {
+	if out := w.buf.String(); code != exitOK || !strings.Contains(out, "Interrupted after 2 intervals") || !strings.Contains(out, "Over the last half of the run the viewer received") {
 		t.Errorf("text: exit %d, stderr %q, stdout:\n%s", code, errOut.String(), out)
 	}
 }
