@@ -328,3 +328,36 @@ func TestRateSaysItClamped(t *testing.T) {
 		})
 	}
 }
+
+// TestDemoLinkAsGiven: the demo's --link is the link used. A zero loss or
+// a zero delay used to be replaced by the defaults (3 %, 50 ms), so a
+// "lossless" demo lost packets and a "0s" link had a 100 ms RTT.
+func TestDemoLinkAsGiven(t *testing.T) {
+	code, out, errOut := runCmd(t, "", "run", "--demo", "--interval", "100ms", "--duration", "500ms", "--link", "50M,0s,0,1000", "--format", "json")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	rtts := 0
+	for _, line := range lines[:len(lines)-1] {
+		var row struct {
+			LossEventRate float64  `json:"loss_event_rate"`
+			RTTms         *float64 `json:"rtt_ms"`
+		}
+		if err := json.Unmarshal([]byte(line), &row); err != nil {
+			t.Fatalf("%v: %s", err, line)
+		}
+		if row.LossEventRate != 0 {
+			t.Errorf("loss event rate %v over a lossless link: %s", row.LossEventRate, line)
+		}
+		if row.RTTms != nil {
+			rtts++
+			if *row.RTTms >= 50 {
+				t.Errorf("RTT %.1f ms over a link without delay: %s", *row.RTTms, line)
+			}
+		}
+	}
+	if rtts == 0 {
+		t.Errorf("no RTT measured in %d rows:\n%s", len(lines)-1, out)
+	}
+}
