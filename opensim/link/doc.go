@@ -7,6 +7,9 @@
 // (two-state Gilbert–Elliott, same mean rate) loss before the queue. It
 // decides each datagram's fate from its arrival time and size alone, without
 // a clock, so a seeded Pipe is deterministic and testable on virtual time.
+// PipeConfig.Validate refuses every value the pipe would otherwise have to
+// reinterpret (a NaN or sub-datagram burst length, a loss outside [0, 1]);
+// a loss of 1 drops everything, bursty or not.
 //
 // Relay puts two pipes in a UDP relay: viewers send to its listening
 // address, and each viewer endpoint reaches the simulator from a socket of
