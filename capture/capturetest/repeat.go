@@ -36,7 +36,8 @@ func Repeat(out io.Writer, in io.Reader, datagrams uint64) (RepeatStats, error) 
 	if err != nil {
 		return st, fmt.Errorf("read capture: %w", err)
 	}
-	var recs []record
+	var recs []kept
+	var perCopy uint64
 	flows := map[flowKey]*flowSpan{}
 	for {
 		data, ci, err := pr.ReadPacketData()
@@ -46,25 +47,21 @@ func Repeat(out io.Writer, in io.Reader, datagrams uint64) (RepeatStats, error) 
 		if err != nil {
 			return st, fmt.Errorf("read capture: %w", err)
 		}
-		rec, err := parseRecord(data, ci, pr.LinkType())
+		p, err := parseRecord(append([]byte(nil), data...), ci, pr.LinkType())
 		if err != nil {
 			return st, err
 		}
-		if rec.udp != nil {
+		rec := kept{ci: ci, data: p.data, flow: p.flow, lludp: p.udp != nil}
+		if rec.lludp {
 			f := flows[rec.flow]
 			if f == nil {
 				f = &flowSpan{}
 				flows[rec.flow] = f
 			}
-			f.note(rec.udp.Payload)
-		}
-		recs = append(recs, rec)
-	}
-	var perCopy uint64
-	for _, r := range recs {
-		if r.udp != nil {
+			f.note(p.udp.Payload)
 			perCopy++
 		}
+		recs = append(recs, rec)
 	}
 	if perCopy == 0 {
 		return st, errors.New("no LLUDP datagrams in the capture")
@@ -87,12 +84,18 @@ func Repeat(out io.Writer, in io.Reader, datagrams uint64) (RepeatStats, error) 
 			ci := r.ci
 			ci.Timestamp = ci.Timestamp.Add(shift)
 			frame := r.data
-			if r.udp != nil {
-				payload, err = renumber(append(payload[:0], r.udp.Payload...), k, flows[r.flow], flows[r.flow.reverse()])
+			if r.lludp {
+				// Parsed again for each copy: holding 24,000 parsed
+				// packets would cost more memory than the capture.
+				p, err := parseRecord(r.data, r.ci, pr.LinkType())
 				if err != nil {
 					return st, err
 				}
-				if err := gopacket.SerializeLayers(buf, opts, append(r.below, gopacket.Payload(payload))...); err != nil {
+				payload, err = renumber(append(payload[:0], p.udp.Payload...), k, flows[r.flow], flows[r.flow.reverse()])
+				if err != nil {
+					return st, err
+				}
+				if err := gopacket.SerializeLayers(buf, opts, append(p.below, gopacket.Payload(payload))...); err != nil {
 					return st, fmt.Errorf("write frame: %w", err)
 				}
 				frame = buf.Bytes()
@@ -240,8 +243,16 @@ func plainBody(p []byte, h lludp.Header, end int) ([]byte, bool) {
 	return p[start:end], true
 }
 
-// record is one frame of the input; udp is set for LLUDP datagrams, with
-// the layers below the payload ready to serialise again.
+// kept is one frame of the input as Repeat keeps it between copies.
+type kept struct {
+	ci    gopacket.CaptureInfo
+	data  []byte
+	flow  flowKey
+	lludp bool
+}
+
+// record is one frame of the input parsed; udp is set for LLUDP datagrams,
+// with the layers below the payload ready to serialise again.
 type record struct {
 	ci    gopacket.CaptureInfo
 	data  []byte
@@ -251,8 +262,8 @@ type record struct {
 }
 
 func parseRecord(data []byte, ci gopacket.CaptureInfo, lt layers.LinkType) (record, error) {
-	rec := record{ci: ci, data: append([]byte(nil), data...)}
-	pkt := gopacket.NewPacket(rec.data, lt, gopacket.Default)
+	rec := record{ci: ci, data: data}
+	pkt := gopacket.NewPacket(rec.data, lt, gopacket.NoCopy)
 	udp, _ := pkt.Layer(layers.LayerTypeUDP).(*layers.UDP)
 	if udp == nil || pkt.Layer(gopacket.LayerTypeFragment) != nil || ci.CaptureLength != ci.Length {
 		return rec, nil

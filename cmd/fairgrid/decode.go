@@ -417,10 +417,10 @@ func (d *decoder) readCapture(name string, r *capture.Reader) {
 	d.captures++
 	for d.sink.err == nil {
 		dg, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
 		if err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
 			var be *capture.BrokenError
 			if errors.As(err, &be) {
 				d.inputError("%s: %v (the %d packets before it are measured)", name, err, be.Frames)

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -214,7 +216,11 @@ func BenchmarkDecodeSummaryReal(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	st, err := capturetest.Repeat(f, in, 10*24153)
+	w := bufio.NewWriterSize(f, 1<<20)
+	st, err := capturetest.Repeat(w, bufio.NewReader(in), 10*24153)
+	if ferr := w.Flush(); err == nil {
+		err = ferr
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -227,4 +233,69 @@ func BenchmarkDecodeSummaryReal(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(st.Datagrams)*float64(b.N)/b.Elapsed().Seconds()/1e6, "Mdatagrams/s")
+}
+
+// TestRepeatedRealCapture: gencapture -real's repetition of the real
+// OpenSim capture reads as one long session: three copies measure three
+// times the packets, pings and resends of one, and still nothing lost.
+func TestRepeatedRealCapture(t *testing.T) {
+	real := filepath.Join("..", "..", "..", "shared", "testdata", "real", "opensim-0922-captures", "testclient-2x-10min.pcap")
+	in, err := os.Open(real)
+	if err != nil {
+		t.Skipf("real capture not available: %v", err)
+	}
+	defer in.Close()
+	// Written to a file, not held: the test process stays small (a child's
+	// peak RSS, which other tests measure, starts from its parent's).
+	three := filepath.Join(t.TempDir(), "three.pcap")
+	f, err := os.Create(three)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := bufio.NewWriter(f)
+	if _, err := capturetest.Repeat(w, bufio.NewReader(in), 3*24153); err != nil {
+		t.Fatal(err)
+	}
+	if err := errors.Join(w.Flush(), f.Close()); err != nil {
+		t.Fatal(err)
+	}
+	type dir struct {
+		Packets, Lost, LossEvents, Resent, Spurious, Reordered, Duplicates float64
+	}
+	summaries := func(path string) map[string][3]dir {
+		t.Helper()
+		code, out, errOut := runCmd(t, "", "decode", "--summary", "--format", "json", path)
+		if code != exitOK {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		got := map[string][3]dir{}
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			var s map[string]any
+			if err := json.Unmarshal([]byte(line), &s); err != nil {
+				t.Fatal(err)
+			}
+			var ds [3]dir
+			for i, name := range []string{"down", "up"} {
+				m := s[name].(map[string]any)
+				ds[i] = dir{m["packets"].(float64), m["lost"].(float64), m["loss_events"].(float64), m["resent"].(float64),
+					m["spurious_resends"].(float64), m["reordered"].(float64), m["duplicates"].(float64)}
+			}
+			ds[2].Packets = s["rtt_samples"].(float64)
+			got[s["viewer"].(string)] = ds
+		}
+		return got
+	}
+	one, many := summaries(real), summaries(three)
+	if len(one) != 2 || len(many) != 2 {
+		t.Fatalf("circuits: %d in the capture, %d repeated", len(one), len(many))
+	}
+	for viewer, o := range one {
+		m := many[viewer]
+		for i := range o {
+			want := dir{3 * o[i].Packets, 0, 0, 3 * o[i].Resent, 3 * o[i].Spurious, 3 * o[i].Reordered, 3 * o[i].Duplicates}
+			if o[i].Lost != 0 || m[i] != want {
+				t.Errorf("%s [%d]: one copy %+v, three %+v, want %+v", viewer, i, o[i], m[i], want)
+			}
+		}
+	}
 }
