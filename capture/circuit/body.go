@@ -1,7 +1,6 @@
 package circuit
 
 import (
-	"bytes"
 	"encoding/binary"
 
 	"github.com/fairgrid/fairgrid/capture"
@@ -118,47 +117,49 @@ func (t *Tracker) peek(size, read int, p []byte, h lludp.Header, end int) (body 
 
 // expandPrefix expands zero-coded src as lludp.ZeroDecode does, writing as
 // much as dst holds, and returns the whole expanded length; ok is false
-// where ZeroDecode into limit bytes would overflow. Past dst it only
-// counts, skipping runs of non-zero bytes at once.
+// where ZeroDecode into limit bytes would overflow. The expansion only
+// grows, so it overflows exactly when the whole length passes limit: past
+// dst the bytes are only counted.
 func expandPrefix(dst, src []byte, limit int) (total int, ok bool) {
 	o, i := 0, 0
-	for i < len(src) {
+	for i < len(src) && o < len(dst) {
 		c := src[i]
+		i++
 		if c != 0 {
-			run := 1
-			if o >= len(dst) {
-				if run = bytes.IndexByte(src[i:], 0); run < 0 {
-					run = len(src) - i
-				}
-			} else {
-				dst[o] = c
-			}
-			if run > limit-o {
-				return limit, false
-			}
-			o += run
-			i += run
+			dst[o] = c
+			o++
 			continue
 		}
-		i++
-		zeros := 1
-		for i < len(src) && src[i] == 0 {
-			zeros += 256
-			i++
-		}
-		if i < len(src) {
-			zeros += int(src[i]) - 1
-			i++
-		}
-		if zeros > limit-o {
-			return o, false
-		}
-		if o < len(dst) {
-			clear(dst[o:min(o+zeros, len(dst))])
-		}
+		zeros := zeroRun(src, &i)
+		clear(dst[o:min(o+zeros, len(dst))])
 		o += zeros
 	}
-	return o, true
+	for i < len(src) {
+		c := src[i]
+		i++
+		if c != 0 {
+			o++
+			continue
+		}
+		o += zeroRun(src, &i)
+	}
+	return o, o <= limit
+}
+
+// zeroRun is how many zeros the run of 00 bytes just read from src (at
+// *i−1) expands to: one, 256 more for each further 00, and the count byte
+// after them minus one (lludp.ZeroDecode). It advances *i past the run.
+func zeroRun(src []byte, i *int) int {
+	zeros := 1
+	for *i < len(src) && src[*i] == 0 {
+		zeros += 256
+		*i++
+	}
+	if *i < len(src) {
+		zeros += int(src[*i]) - 1
+		*i++
+	}
+	return zeros
 }
 
 // learn takes what the tracker needs from the body of a message: into n
