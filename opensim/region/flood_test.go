@@ -114,6 +114,11 @@ func floodRegion(t *testing.T, flood, maxPending, maxPrefixes int, maxGrowth int
 	vdone := make(chan struct{})
 	go func() { v.Run(vctx); close(vdone) }()
 	<-v.Served()
+	probe := dial(t, sim.Addr())
+	probeID := lludp.AgentData{AgentID: lludp.UUID{0xB0}, SessionID: lludp.UUID{0xB1}}
+	probe.send(lludp.FlagReliable, &lludp.UseCircuitCode{Code: 2, AgentID: probeID.AgentID, SessionID: probeID.SessionID})
+	probe.send(lludp.FlagReliable, &lludp.CompleteAgentMovement{AgentData: probeID, CircuitCode: 2})
+	probe.await(lludp.AgentMovementCompleteID)
 
 	runtime.GC()
 	var before runtime.MemStats
@@ -128,6 +133,10 @@ func floodRegion(t *testing.T, flood, maxPending, maxPrefixes int, maxGrowth int
 			worst.Pending, worst.Prefixes = max(worst.Pending, a.Pending), max(worst.Prefixes, a.Prefixes)
 		}
 	}
+	// The region handles datagrams in order: once it has answered the
+	// probe's ping, it has handled the whole flood.
+	probe.send(0, &lludp.StartPingCheck{PingID: 77})
+	probe.await(lludp.CompletePingCheckID)
 	<-vdone
 	runtime.GC()
 	var after runtime.MemStats
@@ -144,9 +153,9 @@ func floodRegion(t *testing.T, flood, maxPending, maxPrefixes int, maxGrowth int
 	if worst.Pending > maxPending || a.Pending > maxPending || worst.Prefixes > maxPrefixes || a.Prefixes > maxPrefixes {
 		t.Errorf("caps exceeded: worst %+v, end %+v (caps %d pending, %d prefixes)", worst, a, maxPending, maxPrefixes)
 	}
-	// The viewer logged out; the flood's circuits never completed.
-	admitted := len(clients)
-	if admitted != a.Pending || admitted != min(flood, maxPending) || uint64(admitted)+k.PendingFull+k.RateLimited != uint64(flood) {
+	// The flood's circuits never completed: they are the pending ones.
+	admitted := a.Pending
+	if admitted != min(flood, maxPending) || uint64(admitted)+k.PendingFull+k.RateLimited != uint64(flood) {
 		t.Errorf("%d admitted + %d refused for a full table + %d rate-limited, want %d admitted of %d",
 			admitted, k.PendingFull, k.RateLimited, min(flood, maxPending), flood)
 	}
@@ -173,12 +182,9 @@ fairgrid_sim_refused_circuits_total{reason="rate_limited"} %d
 	if growth > maxGrowth {
 		t.Errorf("the heap grew %d KB under the flood, want at most %d KB", growth>>10, maxGrowth>>10)
 	}
-	// Still served; its share under a flood, against a run without, is
+	// The viewer's share under the flood, against a run without, is
 	// measured with the sim in a process of its own (cmd/fairgrid
 	// TestSimFlood): here the flood's sender shares the process.
-	if r := rep.RateBPS / throttle.BitsPerSecond(); r < 0.5 {
-		t.Errorf("the established viewer got %.0f bit/s of its %.0f", rep.RateBPS, throttle.BitsPerSecond())
-	}
 	log.mu.Lock()
 	defer log.mu.Unlock()
 	summaries := 0
@@ -238,5 +244,23 @@ func TestLoginBurstOneAddress(t *testing.T) {
 	k := sim.Counters()
 	if acked != n || k.RateLimited != 0 || k.PendingFull != 0 || sim.Admission().Pending != n {
 		t.Errorf("%d of %d acked; counters %+v; %+v", acked, n, k, sim.Admission())
+	}
+}
+
+// await reads until a message with the given ID arrives (a region in
+// flying activity sends plenty of others meanwhile).
+func (c *rawClient) await(id lludp.MessageID) {
+	c.t.Helper()
+	c.conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	buf := make([]byte, 2048)
+	var p lludp.Packet
+	for {
+		n, err := c.conn.Read(buf)
+		if err != nil {
+			c.t.Fatalf("waiting for message %v: %v", id, err)
+		}
+		if p.DecodeFromBytes(buf[:n]) == nil && p.ID == id {
+			return
+		}
 	}
 }
