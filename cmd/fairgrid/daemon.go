@@ -206,6 +206,7 @@ func runDaemon(fs *flag.FlagSet, configPath string, check bool, s stdio) int {
 	// SIGHUP reloads what can change live.
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
+	defer close(hup) // after Stop: the reload goroutine ends
 	defer signal.Stop(hup)
 	go func() {
 		for range hup {

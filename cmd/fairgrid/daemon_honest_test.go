@@ -19,6 +19,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/fairgrid/fairgrid/capture"
@@ -29,6 +30,7 @@ import (
 	"github.com/fairgrid/fairgrid/opensim/viewer"
 	"github.com/fairgrid/fairgrid/ratecalc"
 	"github.com/fairgrid/fairgrid/throttle"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // honestLog is a log the daemon writes while the test waits for lines.
@@ -452,7 +454,10 @@ func totalOf(v [lludp.NumCategories]float32) float64 {
 // TestDaemonMetricsSeries (issue 11, item 10): the running daemon's
 // metrics carry its own series and its process's: Go runtime, CPU and
 // memory, and build.
-func TestDaemonMetricsSeries(t *testing.T) {
+func TestDaemonMetricsSeries(t *testing.T) { liveMetrics(t) }
+
+// liveMetrics scrapes a running daemon on the address it was given.
+func liveMetrics(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -474,5 +479,426 @@ func TestDaemonMetricsSeries(t *testing.T) {
 		if !regexp.MustCompile(`(?m)^` + name + `[{ ]`).Match(body) {
 			t.Errorf("no %s series in the daemon's metrics", name)
 		}
+	}
+}
+
+// scenario is what a daemon built from a configuration did with a
+// scripted minute of traffic: two viewers, the first also in a neighbour
+// region, with loss, in virtual time.
+type scenario struct {
+	d        *daemon
+	requests []throttle.Request
+	keysEnd  int // circuits measured at the end of the traffic
+	keysIdle int // and two seconds later
+	infoLogs int // info lines logged
+}
+
+var (
+	scenarioSim       = netip.MustParseAddrPort("10.0.0.1:9000")
+	scenarioNeighbour = netip.MustParseAddrPort("10.0.0.3:9001")
+	scenarioViewerA   = netip.MustParseAddrPort("10.0.0.2:50000")
+	scenarioViewerB   = netip.MustParseAddrPort("10.0.0.4:50001")
+	scenarioAgentA    = lludp.AgentData{AgentID: lludp.UUID{0xA}, SessionID: lludp.UUID{0xA, 1}}
+	scenarioAgentB    = lludp.AgentData{AgentID: lludp.UUID{0xB}, SessionID: lludp.UUID{0xB, 1}}
+	scenarioStart     = time.Unix(1_700_000_000, 0)
+)
+
+// countingHandler counts the records it is enabled for.
+type countingHandler struct {
+	level *slog.LevelVar
+	info  *int
+}
+
+func (h countingHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= h.level.Level() }
+func (h countingHandler) WithAttrs([]slog.Attr) slog.Handler           { return h }
+func (h countingHandler) WithGroup(string) slog.Handler                { return h }
+func (h countingHandler) Handle(_ context.Context, r slog.Record) error {
+	if r.Level == slog.LevelInfo {
+		*h.info++
+	}
+	return nil
+}
+
+// runScenario builds the daemon's loop from toml, as runDaemon does, feeds
+// it the scripted traffic and ticks it every interval.
+func runScenario(t *testing.T, toml string) scenario {
+	t.Helper()
+	f, err := configs.Parse([]byte(toml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s scenario
+	level := new(slog.LevelVar)
+	if s.d, err = newDaemon(f, slog.New(countingHandler{level, &s.infoLogs}), level); err != nil {
+		t.Fatal(err)
+	}
+	seq := map[[2]netip.AddrPort]uint32{}
+	send := func(at time.Duration, src, dst netip.AddrPort, m lludp.Typed) {
+		k := [2]netip.AddrPort{src, dst}
+		seq[k]++
+		// Not zero-coded: the images' zeros would shrink to nothing.
+		b, err := lludp.AppendMessage(nil, lludp.Header{Flags: lludp.FlagReliable, Sequence: seq[k]}, m, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.d.loop.Observe(capture.Datagram{At: scenarioStart.Add(at), Src: src, Dst: dst, Payload: b})
+	}
+	root := []struct {
+		viewer netip.AddrPort
+		agent  lludp.AgentData
+	}{{scenarioViewerA, scenarioAgentA}, {scenarioViewerB, scenarioAgentB}}
+	for i, v := range root {
+		send(0, v.viewer, scenarioSim, &lludp.UseCircuitCode{Code: uint32(i + 1), SessionID: v.agent.SessionID, AgentID: v.agent.AgentID})
+		send(time.Millisecond, v.viewer, scenarioSim, &lludp.CompleteAgentMovement{AgentData: v.agent, CircuitCode: uint32(i + 1)})
+	}
+	send(2*time.Millisecond, scenarioViewerA, scenarioNeighbour, &lludp.UseCircuitCode{Code: 1, SessionID: scenarioAgentA.SessionID, AgentID: scenarioAgentA.AgentID})
+	interval := f.Control.Interval.Duration
+	const length = 60 * time.Second
+	next := interval
+	for at := 10 * time.Millisecond; at <= length; at += 10 * time.Millisecond {
+		for _, v := range root {
+			if at%(100*time.Millisecond) == 0 {
+				send(at, v.viewer, scenarioSim, &lludp.AgentUpdate{AgentData: v.agent})
+			}
+			if at%time.Second == 0 {
+				send(at, v.viewer, scenarioSim, &lludp.StartPingCheck{PingID: uint8(at / time.Second)})
+				send(at+80*time.Millisecond, scenarioSim, v.viewer, &lludp.CompletePingCheck{PingID: uint8(at / time.Second)})
+			}
+			if at%(970*time.Millisecond) == 0 {
+				seq[[2]netip.AddrPort{scenarioSim, v.viewer}]++ // one lost
+			}
+			send(at, scenarioSim, v.viewer, &lludp.ImagePacket{Data: make([]byte, 970)})
+		}
+		send(at, scenarioNeighbour, scenarioViewerA, &lludp.ImagePacket{Data: make([]byte, 200)})
+		if at >= next {
+			s.requests = append(s.requests, s.d.loop.Tick(scenarioStart.Add(at))...)
+			next += interval
+		}
+	}
+	s.keysEnd = len(s.d.loop.Keys())
+	s.d.loop.Tick(scenarioStart.Add(length + 2*time.Second))
+	s.keysIdle = len(s.d.loop.Keys())
+	return s
+}
+
+// requestsTo returns the totals requested for one circuit.
+func (s scenario) totals(viewer, sim netip.AddrPort) []float64 {
+	var out []float64
+	for _, r := range s.requests {
+		if r.Circuit.Viewer == viewer && r.Circuit.Sim == sim {
+			out = append(out, r.Total.BitsPerSecond())
+		}
+	}
+	return out
+}
+
+// behaviourCase is a key's change and what it must change in what the
+// daemon does, against the defaults.
+type behaviourCase struct {
+	toml  string
+	check func(t *testing.T, def, changed scenario)
+}
+
+func everyTotal(t *testing.T, s scenario, ok func(bps float64) bool, what string) {
+	t.Helper()
+	if len(s.requests) == 0 {
+		t.Fatal("no requests")
+	}
+	for _, r := range s.requests {
+		if !ok(r.Total.BitsPerSecond()) {
+			t.Errorf("a request for %.0f bit/s; want %s", r.Total.BitsPerSecond(), what)
+		}
+	}
+}
+
+// behaviourCases covers every key: a key without a case fails
+// TestEveryKeyChangesBehaviour. Keys whose effect is outside the loop
+// run the daemon itself, as root.
+var behaviourCases = map[string]behaviourCase{
+	"capture.sims": {"[capture]\nsims = [\"10.9.9.9:9000\"]\n", func(t *testing.T, def, s scenario) {
+		if len(def.requests) == 0 || len(s.requests) != 0 || s.keysEnd != 0 {
+			t.Errorf("with another sim configured: %d requests, %d circuits; want none (default: %d requests)", len(s.requests), s.keysEnd, len(def.requests))
+		}
+	}},
+	"capture.idle_timeout": {"[capture]\nidle_timeout = \"1s\"\n", func(t *testing.T, def, s scenario) {
+		if def.keysIdle != 3 || s.keysIdle != 0 {
+			t.Errorf("circuits 2 s after the traffic stopped: %d (default %d); want 0 (default 3)", s.keysIdle, def.keysIdle)
+		}
+	}},
+	"capture.max_circuits": {"[capture]\nmax_circuits = 1\n", func(t *testing.T, def, s scenario) {
+		if def.keysEnd != 3 || s.keysEnd != 1 {
+			t.Errorf("circuits: %d (default %d); want 1 (default 3)", s.keysEnd, def.keysEnd)
+		}
+	}},
+	"control.controller": {"[control]\ncontroller = \"viewer\"\n", func(t *testing.T, def, s scenario) {
+		if slices.Equal(def.totals(scenarioViewerA, scenarioSim), s.totals(scenarioViewerA, scenarioSim)) {
+			t.Errorf("the viewer rule requested what window tracking did: %v", s.totals(scenarioViewerA, scenarioSim))
+		}
+	}},
+	"control.interval": {"[control]\ninterval = \"2s\"\n", func(t *testing.T, def, s scenario) {
+		if d, c := def.d.loop.Interval(), s.d.loop.Interval(); d != 5*time.Second || c != 2*time.Second {
+			t.Errorf("intervals %v and %v", d, c)
+		}
+		// The ticks of the loop's Run, in a bubble of virtual time (where
+		// the loop must be made too).
+		for _, tc := range []struct {
+			toml  string
+			ticks int
+		}{{"", 2}, {"[control]\ninterval = \"2s\"\n", 5}} {
+			synctest.Test(t, func(t *testing.T) {
+				f, err := configs.Parse([]byte(tc.toml))
+				if err != nil {
+					t.Fatal(err)
+				}
+				d, err := newDaemon(f, slog.New(slog.DiscardHandler), new(slog.LevelVar))
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second+time.Millisecond)
+				defer cancel()
+				ticks := 0
+				d.loop.Run(ctx, dryRunSender{slog.New(slog.DiscardHandler)}, func(time.Time, []throttle.Request) { ticks++ })
+				if ticks != tc.ticks {
+					t.Errorf("%q: %d decisions in 10 s; want %d", tc.toml, ticks, tc.ticks)
+				}
+			})
+		}
+	}},
+	"control.min_bps": {"[control]\nmin_bps = 4000000\n", func(t *testing.T, def, s scenario) {
+		everyTotal(t, s, func(bps float64) bool { return bps >= 4e6 }, "at least 4 Mbit/s")
+		everyTotal(t, def, func(bps float64) bool { return bps >= 64e3 }, "at least 64 kbit/s")
+		if slices.Min(def.totals(scenarioViewerA, scenarioSim)) >= 4e6 {
+			t.Error("the default requests never went below 4 Mbit/s: the case shows nothing")
+		}
+	}},
+	"control.max_bps": {"[control]\nmax_bps = 100000\n", func(t *testing.T, def, s scenario) {
+		everyTotal(t, s, func(bps float64) bool { return bps <= 100e3 }, "at most 100 kbit/s")
+		if slices.Max(def.totals(scenarioViewerA, scenarioSim)) <= 100e3 {
+			t.Error("the default requests never exceeded 100 kbit/s: the case shows nothing")
+		}
+	}},
+	"control.floor_bps": {"[control]\nfloor_bps = 3000000\n", func(t *testing.T, def, s scenario) {
+		everyTotal(t, s, func(bps float64) bool { return bps >= 3e6 }, "at least the 3 Mbit/s floor")
+		if slices.Min(def.totals(scenarioViewerA, scenarioSim)) >= 3e6 {
+			t.Error("the default requests never went below 3 Mbit/s: the case shows nothing")
+		}
+	}},
+	"control.min_change": {"[control]\nmin_change = 0.9\nresend_every = 100\n", func(t *testing.T, def, s scenario) {
+		// Against resend_every = 100 alone: min_change decides.
+		if n := len(s.totals(scenarioViewerA, scenarioSim)); n != 1 {
+			t.Errorf("%d requests with min_change 0.9 and no refresh; want the first only", n)
+		}
+	}},
+	"control.resend_every": {"[control]\nresend_every = 1\nmin_change = 0.9\n", func(t *testing.T, def, s scenario) {
+		// Every interval a request, changed or not: 12 in 60 s.
+		if n := len(s.totals(scenarioViewerA, scenarioSim)); n != 12 {
+			t.Errorf("%d requests with resend_every 1; want 12", n)
+		}
+	}},
+	"control.split": {"[control]\nsplit = \"weights\"\n", func(t *testing.T, def, s scenario) {
+		r := s.requests[0]
+		w := configs.Default().Control.SplitWeights
+		if want := throttle.WeightedSplit(r.Total, w); r.Throttles != want || def.requests[0].Throttles == throttle.WeightedSplit(def.requests[0].Total, w) {
+			t.Errorf("split %v; want %v", r.Throttles, want)
+		}
+	}},
+	"control.split_weights": {"[control]\nsplit = \"weights\"\nsplit_weights = [0, 0, 0, 0, 0, 1, 0]\n", func(t *testing.T, def, s scenario) {
+		r := s.requests[0]
+		if r.Throttles[lludp.Texture] != float32(r.Total.BitsPerSecond()) {
+			t.Errorf("split %v; want everything in Texture", r.Throttles)
+		}
+	}},
+	"send.regions": {"[send]\nregions = \"root\"\n", func(t *testing.T, def, s scenario) {
+		if len(def.totals(scenarioViewerA, scenarioNeighbour)) == 0 || len(s.totals(scenarioViewerA, scenarioNeighbour)) != 0 || len(s.totals(scenarioViewerA, scenarioSim)) == 0 {
+			t.Errorf("neighbour requests: %d with regions = root, %d with all; root requests %d",
+				len(s.totals(scenarioViewerA, scenarioNeighbour)), len(def.totals(scenarioViewerA, scenarioNeighbour)), len(s.totals(scenarioViewerA, scenarioSim)))
+		}
+	}},
+	"metrics.max_circuits": {"[metrics]\nmax_circuits = 1\n", func(t *testing.T, def, s scenario) {
+		got := testutil.CollectAndCount(s.d.metrics, "fairgrid_circuit_requests_sent_total")
+		want := testutil.CollectAndCount(def.d.metrics, "fairgrid_circuit_requests_sent_total")
+		if got != 1 || want != 3 {
+			t.Errorf("per-circuit series: %d (default %d); want 1 (default 3)", got, want)
+		}
+	}},
+	"log.level": {"[log]\nlevel = \"warn\"\n", func(t *testing.T, def, s scenario) {
+		if def.infoLogs == 0 || s.infoLogs != 0 {
+			t.Errorf("info lines: %d at warn, %d at info", s.infoLogs, def.infoLogs)
+		}
+	}},
+	"capture.interface": {"", func(t *testing.T, _, _ scenario) { liveInterface(t) }},
+	"capture.ports":     {"", func(t *testing.T, _, _ scenario) { livePorts(t) }},
+	"send.dry_run":      {"", func(t *testing.T, _, _ scenario) { liveDryRun(t) }},
+	"metrics.address":   {"", func(t *testing.T, _, _ scenario) { liveMetrics(t) }},
+}
+
+// TestEveryKeyChangesBehaviour (issue 11, item 8): each key of the
+// configuration, changed from its default, changes what the daemon does.
+func TestEveryKeyChangesBehaviour(t *testing.T) {
+	def := runScenario(t, "")
+	for _, key := range configs.Keys() {
+		t.Run(key, func(t *testing.T) {
+			tc, ok := behaviourCases[key]
+			if !ok {
+				t.Fatalf("no behaviour case for %s: add one", key)
+			}
+			var changed scenario
+			if tc.toml != "" {
+				changed = runScenario(t, tc.toml)
+			}
+			tc.check(t, def, changed)
+		})
+	}
+}
+
+// liveInterface: the daemon captures on the interface it is given.
+func liveInterface(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("opening an interface needs root (CI runs as root)")
+	}
+	code, _, errOut := runCmd(t, "", "run", "--interface", "nosuch0", "--dry-run", "--metrics", "")
+	if code != exitFail || !strings.Contains(errOut, "nosuch0") {
+		t.Errorf("--interface nosuch0: exit %d, %q; want exit 1 naming it", code, errOut)
+	}
+}
+
+// udpFrom sends LLUDP messages, as a viewer, from a socket of its own.
+func udpFrom(t *testing.T, to netip.AddrPort, ms ...lludp.Typed) {
+	t.Helper()
+	// Unconnected: nothing listens on the port, and a connected socket
+	// would report the ICMP refusal of one datagram on the next write.
+	conn, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for i, m := range ms {
+		b, err := lludp.AppendMessage(nil, lludp.Header{Flags: lludp.FlagReliable, Sequence: uint32(i + 1)}, m, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.WriteToUDPAddrPort(b, to); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// livePorts: the daemon captures the configured ports only. A login to a
+// port outside them, then one to a port inside, on lo: the summary line
+// counts one circuit.
+func livePorts(t *testing.T) {
+	conf := filepath.Join(t.TempDir(), "fairgrid.toml")
+	os.WriteFile(conf, []byte("[capture]\ninterface = \"lo\"\nports = [\"39011\"]\n[send]\ndry_run = true\n[metrics]\naddress = \"\"\n[log]\nlevel = \"debug\"\n"), 0o644)
+	log := honestDaemon(t, "--config", conf, "--interval", "100ms")
+	login := func(port uint16) {
+		udpFrom(t, netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), port),
+			&lludp.UseCircuitCode{Code: 5, AgentID: lludp.UUID{5}, SessionID: lludp.UUID{5, 1}},
+			&lludp.AgentUpdate{AgentData: lludp.AgentData{AgentID: lludp.UUID{5}, SessionID: lludp.UUID{5, 1}}},
+			&lludp.AgentUpdate{AgentData: lludp.AgentData{AgentID: lludp.UUID{5}, SessionID: lludp.UUID{5, 1}}})
+	}
+	login(39012) // outside capture.ports: first, so that it would be seen first
+	login(39011)
+	line := log.waitFor(t, 10*time.Second, "msg=interval", "circuits=1")
+	// Captured in order, the outside port's circuit would be counted by now.
+	if strings.Contains(log.String(), "circuits=2") {
+		t.Errorf("a login outside capture.ports became a circuit:\n%s", log.String())
+	}
+	t.Log(line)
+}
+
+// liveDryRun: with --dry-run the daemon decides and logs, and the region
+// receives only the viewer's own AgentThrottle.
+func liveDryRun(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the daemon captures on lo: needs root (CI runs as root)")
+	}
+	discard := slog.New(slog.DiscardHandler)
+	var mu sync.Mutex
+	var applied []float64
+	sim, err := region.New(region.Config{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Activity: region.Walking,
+		OnThrottle: func(_ netip.AddrPort, requestedBPS float64, _ int64, _ time.Time) {
+			mu.Lock()
+			applied = append(applied, requestedBPS)
+			mu.Unlock()
+		}}, discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := viewer.New(viewer.Config{Sim: sim.Addr(), CircuitCode: 92}, discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := filepath.Join(t.TempDir(), "fairgrid.toml")
+	os.WriteFile(conf, []byte(fmt.Sprintf("[capture]\ninterface = \"lo\"\nports = [\"%d\"]\n[metrics]\naddress = \"\"\n", sim.Addr().Port())), 0o644)
+	log := honestDaemon(t, "--config", conf, "--interval", "200ms", "--dry-run")
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for _, run := range []func(context.Context) error{sim.Run, v.Run} {
+		wg.Add(1)
+		go func() { defer wg.Done(); run(ctx) }()
+	}
+	// Three decisions not sent, then the region's view.
+	for range 3 {
+		log.waitFor(t, 10*time.Second, `msg="dry run: not sent"`)
+	}
+	line := log.waitFor(t, 10*time.Second, `msg="dry run: not sent"`)
+	cancel()
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	viewerOwn := v.Report().ThrottleBPS
+	for _, bps := range applied {
+		if bps != viewerOwn {
+			t.Errorf("the region applied %.0f bit/s, not the viewer's own %.0f: the dry run sent (%s)", bps, viewerOwn, line)
+		}
+	}
+	if strings.Contains(log.String(), "send AgentThrottle") {
+		t.Errorf("the dry run tried to send:\n%s", log.String())
+	}
+}
+
+// TestEveryFlagReachesItsKey (issue 11, item 8): each flag of the daemon
+// sets its key — a bad value is refused naming the key — so that
+// TestEveryKeyChangesBehaviour covers the flag too. The flags come from
+// the synopsis of `fairgrid run --help`.
+func TestEveryFlagReachesItsKey(t *testing.T) {
+	_, help, _ := runCmd(t, "", "run", "--help")
+	synopsis, _, _ := strings.Cut(help, "\n")
+	flags := regexp.MustCompile(`\[--([a-z-]+)`).FindAllStringSubmatch(synopsis, -1)
+	missing := filepath.Join(t.TempDir(), "missing.toml")
+	cases := map[string]struct {
+		args []string
+		code int
+		want string
+	}{
+		"config":       {[]string{"--config", missing, "--check-config"}, exitUsage, "missing.toml"},
+		"check-config": {[]string{"--check-config"}, exitOK, "configuration ok"},
+		"interface":    {[]string{"--interface", "", "--check-config"}, exitUsage, "capture.interface"},
+		"controller":   {[]string{"--controller", "reno", "--check-config"}, exitUsage, "control.controller"},
+		"interval":     {[]string{"--interval", "10ms", "--check-config"}, exitUsage, "control.interval"},
+		"metrics":      {[]string{"--metrics", "everywhere", "--check-config"}, exitUsage, "metrics.address"},
+		"log-level":    {[]string{"--log-level", "chatty", "--check-config"}, exitUsage, "log.level"},
+		// A boolean has no bad value: it is shown live (liveDryRun).
+		"dry-run": {},
+	}
+	if len(flags) < 8 {
+		t.Fatalf("found %d flags in the synopsis %q", len(flags), synopsis)
+	}
+	for _, m := range flags {
+		name := m[1]
+		t.Run(name, func(t *testing.T) {
+			tc, ok := cases[name]
+			if !ok {
+				t.Fatalf("no case for --%s: add one", name)
+			}
+			if tc.args == nil {
+				liveDryRun(t)
+				return
+			}
+			code, out, errOut := runCmd(t, "", append([]string{"run"}, tc.args...)...)
+			if code != tc.code || !strings.Contains(out+errOut, tc.want) {
+				t.Errorf("%v: exit %d, %q %q; want exit %d with %q", tc.args, code, out, errOut, tc.code, tc.want)
+			}
+		})
 	}
 }
