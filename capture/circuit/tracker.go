@@ -70,11 +70,6 @@ type Tracker struct {
 	body   [numBodies]fastBody
 	packet lludp.Packet
 	ack    lludp.PacketAck
-	ping   lludp.StartPingCheck
-	pong   lludp.CompletePingCheck
-	use    lludp.UseCircuitCode
-	upd    lludp.AgentUpdate
-	move   lludp.CompleteAgentMovement
 	thr    lludp.AgentThrottle
 	expand [512]byte
 
