@@ -234,3 +234,29 @@ func TestForgetCandidates(t *testing.T) {
 		t.Errorf("%d candidates (%d datagrams) left", e, d)
 	}
 }
+
+// TestCircuitOrder: circuits are listed in the order they appeared, not
+// the order they were promoted in.
+func TestCircuitOrder(t *testing.T) {
+	ms := time.Millisecond
+	other := netip.MustParseAddrPort("192.0.2.11:50000")
+	s := &script{t: t}
+	s.add(0, Up, lludp.Header{Sequence: 1}, &lludp.StartPingCheck{}) // the first to appear
+	for i := range 3 {
+		b, _ := lludp.AppendMessage(nil, lludp.Header{Sequence: uint32(i + 1)}, &lludp.StartPingCheck{}, nil)
+		s.ds = append(s.ds, dgram{time.Duration(1+i) * ms, other, sim, b}) // the first promoted
+	}
+	s.down(10*ms, 1, 0)
+	tr, err := track(t, pcapBytes(t, s.ds, false), Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := tr.Circuits()
+	if len(cs) != 2 || cs[0].Key.Viewer != viewer || cs[1].Key.Viewer != other {
+		var ks []Key
+		for _, c := range cs {
+			ks = append(ks, c.Key)
+		}
+		t.Errorf("circuits %v, want %v first", ks, viewer)
+	}
+}
