@@ -298,6 +298,7 @@ const maxCircuits = 1_000_000
 // Throttle returns the control loop's configuration.
 func (f *File) Throttle() throttle.Config {
 	sims, _ := f.Sims()
+	ports, _ := f.Ports()
 	c := f.Control
 	var weights []float64
 	if c.Split == "weights" {
@@ -305,6 +306,6 @@ func (f *File) Throttle() throttle.Config {
 	}
 	return throttle.Config{Controller: string(c.Controller), Interval: c.Interval.Duration,
 		Min: ratecalc.RateFromBits(c.MinBPS), Max: ratecalc.RateFromBits(c.MaxBPS), Floor: ratecalc.RateFromBits(c.FloorBPS),
-		MinChange: c.MinChange, ResendEvery: c.ResendEvery, Weights: weights, Sims: sims, RootOnly: f.Send.Regions == "root",
+		MinChange: c.MinChange, ResendEvery: c.ResendEvery, Weights: weights, Sims: sims, SimPorts: ports, RootOnly: f.Send.Regions == "root",
 		MaxCircuits: f.Capture.MaxCircuits, IdleTimeout: f.Capture.IdleTimeout.Duration}
 }

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/fairgrid/fairgrid/capture"
 	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/ratecalc"
 )
@@ -40,8 +41,10 @@ type Config struct {
 	// proportions; nil means the viewer's own split (ViewerSplit). See
 	// CheckWeights.
 	Weights []float64
-	// Sims are the simulator endpoints, if known (see circuit.Config).
-	Sims []netip.AddrPort
+	// Sims are the simulator endpoints, if known, and SimPorts the
+	// simulators' ports (see circuit.Config).
+	Sims     []netip.AddrPort
+	SimPorts capture.Ports
 	// ViewerSetting is what the viewer baseline controller steps from
 	// (default: the classic viewer's 1,000 kbps preference).
 	ViewerSetting ratecalc.Rate

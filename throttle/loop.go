@@ -93,7 +93,7 @@ func New(cfg Config, log *slog.Logger) (*Loop, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	l := &Loop{cfg: c, log: log, states: map[circuit.Key]*state{}, poke: make(chan struct{}, 1)}
-	l.tracker = circuit.NewTracker(circuit.Config{Sims: c.Sims, NewController: l.newController, MaxCircuits: c.MaxCircuits, OnEvict: l.evict})
+	l.tracker = circuit.NewTracker(circuit.Config{Sims: c.Sims, SimPorts: c.SimPorts, NewController: l.newController, MaxCircuits: c.MaxCircuits, OnEvict: l.evict})
 	return l, nil
 }
 
@@ -362,10 +362,10 @@ func (l *Loop) Circuit(k circuit.Key) (circuit.Summary, ratecalc.Stats, bool) {
 // Reconfigure applies the settings that can change while running — the
 // clamps, the floor, the hysteresis, the split, RootOnly, IdleTimeout —
 // and returns the names of those that differ but need a restart
-// (controller, interval, sims, max circuits). New clamps restart every
-// circuit's controller: a controller bounds its own state by them (window
-// tracking caps its window at Max), so clamping only its output would
-// leave a raised Max unreachable.
+// (controller, interval, sims, sim ports, max circuits). New clamps
+// restart every circuit's controller: a controller bounds its own state by
+// them (window tracking caps its window at Max), so clamping only its
+// output would leave a raised Max unreachable.
 func (l *Loop) Reconfigure(cfg Config) (needRestart []string, err error) {
 	c, err := cfg.withDefaults()
 	if err != nil {
@@ -381,6 +381,9 @@ func (l *Loop) Reconfigure(cfg Config) (needRestart []string, err error) {
 	}
 	if fmt.Sprint(c.Sims) != fmt.Sprint(l.cfg.Sims) {
 		needRestart = append(needRestart, "sims")
+	}
+	if fmt.Sprint(c.SimPorts) != fmt.Sprint(l.cfg.SimPorts) {
+		needRestart = append(needRestart, "sim ports")
 	}
 	if c.MaxCircuits != l.cfg.MaxCircuits {
 		needRestart = append(needRestart, "max circuits")

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/netip"
@@ -14,7 +15,9 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -23,6 +26,7 @@ import (
 	"time"
 
 	"github.com/fairgrid/fairgrid/capture"
+	"github.com/fairgrid/fairgrid/capture/circuit"
 	"github.com/fairgrid/fairgrid/configs"
 	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/opensim/link"
@@ -901,4 +905,145 @@ func TestEveryFlagReachesItsKey(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRunDaemonFlood (issue 11, item 3): the daemon itself, capturing lo
+// beside a region and a viewer, while 5,000 spoofed endpoints from fresh
+// 127.x.y.z addresses send the region AgentThrottles, three each with
+// advancing sequence numbers so that they pass for circuits. It measures
+// at most capture.max_circuits circuits, its heap stays bounded, it sends
+// nothing in a spoofed identity, it keeps serving the real viewer, and it
+// logs a summary line per interval rather than lines per fake circuit.
+func TestRunDaemonFlood(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("spoofing sources and capturing lo need root (CI runs as root)")
+	}
+	if testing.Short() {
+		t.Skip("a few seconds on loopback")
+	}
+	discard := slog.New(slog.DiscardHandler)
+	var mu sync.Mutex
+	var applied []time.Time
+	sim, err := region.New(region.Config{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Activity: region.Walking,
+		OnThrottle: func(_ netip.AddrPort, _ float64, _ int64, at time.Time) {
+			mu.Lock()
+			applied = append(applied, at)
+			mu.Unlock()
+		}}, discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := viewer.New(viewer.Config{Sim: sim.Addr(), CircuitCode: 93}, discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const maxCircuits = 16
+	conf := filepath.Join(t.TempDir(), "fairgrid.toml")
+	os.WriteFile(conf, []byte(fmt.Sprintf("[capture]\ninterface = \"lo\"\nports = [\"%d\"]\nmax_circuits = %d\n[metrics]\naddress = \"\"\n", sim.Addr().Port(), maxCircuits)), 0o644)
+	log := honestDaemon(t, "--config", conf, "--interval", "200ms")
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for _, run := range []func(context.Context) error{sim.Run, v.Run} {
+		wg.Add(1)
+		go func() { defer wg.Done(); run(ctx) }()
+	}
+	defer func() { cancel(); wg.Wait() }()
+	log.waitFor(t, 10*time.Second, `msg="throttle decision"`)
+
+	raw, err := throttle.NewRawSender()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	before := heapInUseNow()
+	rng := rand.New(rand.NewPCG(5, 5))
+	const fakes = 5000
+	for i := range fakes {
+		src := netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 1 + byte(i>>16), byte(i >> 8), byte(i)}), 40000)
+		r := throttle.Request{Circuit: circuit.Key{Viewer: src, Sim: sim.Addr()},
+			Agent:     lludp.AgentData{AgentID: lludp.UUID{byte(rng.Uint32()), 1}, SessionID: lludp.UUID{byte(rng.Uint32()), 2}},
+			Throttles: throttle.ViewerSplit(ratecalc.RateFromBits(100_000))}
+		for seq := range uint32(3) {
+			r.Sequence = seq + 1
+			if err := raw.Send(ctx, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	flooded := time.Now()
+	// The evictions are reported at the next interval.
+	log.waitFor(t, 10*time.Second, "msg=interval", "evicted=")
+	// Served after the flood: two more of the daemon's requests applied.
+	// The summary line every interval wakes the wait.
+	deadline := time.After(15 * time.Second)
+	for {
+		mu.Lock()
+		served := 0
+		for _, at := range applied {
+			if at.After(flooded) {
+				served++
+			}
+		}
+		mu.Unlock()
+		if served >= 2 {
+			break
+		}
+		select {
+		case <-deadline:
+			t.Fatalf("the region applied %d requests in the 15 s after the flood", served)
+		case <-log.nextWrite():
+		}
+	}
+	grown := int64(heapInUseNow()) - int64(before)
+	logs := log.String()
+	intervals, others := 0, 0
+	for line := range strings.Lines(logs) {
+		switch {
+		case strings.Contains(line, "msg=interval"):
+			intervals++
+			if n := circuitsIn(line); n > maxCircuits {
+				t.Errorf("%d circuits measured, more than %d: %s", n, maxCircuits, line)
+			}
+		case strings.Contains(line, `msg="throttle decision"`):
+			// The viewer is on 127.0.0.1, the spoofed sources elsewhere.
+			if !strings.Contains(line, "circuit=127.0.0.1:") {
+				t.Errorf("a decision for a circuit not the viewer's: %s", line)
+			}
+		default:
+			others++
+		}
+	}
+	if others > 5 {
+		t.Errorf("%d log lines neither summaries nor decisions:\n%s", others, logs)
+	}
+	if grown > 8<<20 { // 5,000 circuits tracked would be 24 MiB
+		t.Errorf("the heap grew by %d MiB under the flood", grown>>20)
+	}
+	if !regexp.MustCompile(`evicted=[1-9]`).MatchString(logs) {
+		t.Errorf("no eviction reported under the flood:\n%s", logs)
+	}
+	t.Logf("%d spoofed endpoints, %d summary lines, heap grew %d KiB", fakes, intervals, grown>>10)
+}
+
+// nextWrite is closed at the log's next write.
+func (l *honestLog) nextWrite() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.changed
+}
+
+func circuitsIn(line string) int {
+	m := regexp.MustCompile(` circuits=(\d+)`).FindStringSubmatch(line)
+	if m == nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
+}
+
+func heapInUseNow() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapInuse
 }
