@@ -103,10 +103,17 @@ func (f *fileReader) fill(n int) error {
 	if n > len(f.buf) {
 		f.buf = append(f.buf[:f.end], make([]byte, n-f.end)...)
 	}
-	for f.end < n && f.readErr == nil {
+	for empty := 0; f.end < n && f.readErr == nil; {
 		var k int
 		k, f.readErr = f.r.Read(f.buf[f.end:])
 		f.end += k
+		// A reader that keeps returning nothing would hold us here for
+		// ever; bufio gives up the same way.
+		if empty++; k > 0 {
+			empty = 0
+		} else if empty == 100 && f.readErr == nil {
+			f.readErr = io.ErrNoProgress
+		}
 	}
 	switch {
 	case f.end >= n:

@@ -309,3 +309,25 @@ func TestThousands(t *testing.T) {
 		}
 	}
 }
+
+// emptyReader returns nothing, and no error, for ever.
+type emptyReader struct{}
+
+func (emptyReader) Read([]byte) (int, error) { return 0, nil }
+
+// TestReaderNoProgress: a stream that returns nothing and no error is an
+// error, not a reader spinning for ever.
+func TestReaderNoProgress(t *testing.T) {
+	frame := testFrame(t, "lludp")
+	head := pcapFile(t, binary.LittleEndian, 65535, frame)
+	r, err := NewReader(io.MultiReader(bytes.NewReader(head), emptyReader{}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Next(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Next(); !errors.Is(err, io.ErrNoProgress) {
+		t.Errorf("got %v, want io.ErrNoProgress", err)
+	}
+}
