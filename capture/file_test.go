@@ -6,11 +6,14 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/fairgrid/fairgrid/capture/capturetest"
+	"github.com/gopacket/gopacket/pcapgo"
 )
 
 // pcapFile builds a pcap file by hand: a header and records of the given
@@ -329,5 +332,48 @@ func TestReaderNoProgress(t *testing.T) {
 	}
 	if _, err := r.Next(); !errors.Is(err, io.ErrNoProgress) {
 		t.Errorf("got %v, want io.ErrNoProgress", err)
+	}
+}
+
+// TestRealCaptureAgreesWithPcapgo: on the real OpenSim capture, every
+// frame capture's reader returns is the one gopacket's pcapgo reads, with
+// the same time.
+func TestRealCaptureAgreesWithPcapgo(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "shared", "testdata", "real", "opensim-0922-captures", "testclient-2x-10min.pcap"))
+	if err != nil {
+		t.Skipf("real capture not available: %v", err)
+	}
+	pr, err := pcapgo.NewReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewReader(bytes.NewReader(data), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for {
+		frame, ci, err := pr.ReadPacketData()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		src, dst, payload, _, ok := udpFrame(LinkEthernet, frame)
+		if !ok {
+			continue
+		}
+		d, err := r.Next()
+		if err != nil {
+			t.Fatalf("datagram %d: %v", n, err)
+		}
+		if !d.At.Equal(ci.Timestamp) || d.Src != src || d.Dst != dst || !bytes.Equal(d.Payload, payload) {
+			t.Fatalf("datagram %d: %v %v>%v, pcapgo %v %v>%v", n, d.At, d.Src, d.Dst, ci.Timestamp, src, dst)
+		}
+		n++
+	}
+	if _, err := r.Next(); err != io.EOF || n != 24153 || r.Stats().Frames != 24388 {
+		t.Errorf("%d datagrams, then %v; stats %+v", n, err, r.Stats())
 	}
 }
