@@ -7,7 +7,8 @@ import (
 )
 
 // Value is one field decoded to its Go value without boxing it in an
-// interface: Type says which accessor applies, and the others return zero.
+// interface (Values.Field returns it): Type says which accessor applies,
+// and the others return zero.
 // A Fixed or Variable value aliases the Packet's datagram, as the Packet's
 // own view does, so it is valid only while that Packet is unchanged.
 type Value struct {
@@ -17,46 +18,6 @@ type Value struct {
 	// low half), one F64 component per word, or a UUID's bytes big-endian.
 	words [3]uint64
 	bytes []byte // Fixed and Variable
-}
-
-// decode sets v to the value of a field of type t from its wire bytes: b
-// has the type's wire size (Packet.walk checked it), or any size for Fixed
-// and Variable. It works in place, sparing DecodeValues a copy per field.
-func (v *Value) decode(t FieldType, b []byte) {
-	le, be := binary.LittleEndian, binary.BigEndian
-	var w0, w1, w2 uint64
-	var bytes []byte
-	switch t {
-	case TypeU8, TypeBool:
-		w0 = uint64(b[0])
-	case TypeU16:
-		w0 = uint64(le.Uint16(b))
-	case TypeU32, TypeF32:
-		w0 = uint64(le.Uint32(b))
-	case TypeU64, TypeF64, TypeS64:
-		w0 = le.Uint64(b)
-	case TypeS8:
-		w0 = uint64(int64(int8(b[0])))
-	case TypeS16:
-		w0 = uint64(int64(int16(le.Uint16(b))))
-	case TypeS32:
-		w0 = uint64(int64(int32(le.Uint32(b))))
-	case TypeVector3, TypeQuaternion:
-		w0, w1 = le.Uint64(b), uint64(le.Uint32(b[8:]))
-	case TypeVector4:
-		w0, w1 = le.Uint64(b), le.Uint64(b[8:])
-	case TypeVector3d:
-		w0, w1, w2 = le.Uint64(b), le.Uint64(b[8:]), le.Uint64(b[16:])
-	case TypeUUID:
-		w0, w1 = be.Uint64(b), be.Uint64(b[8:])
-	case TypeIPAddr:
-		w0 = uint64(be.Uint32(b))
-	case TypeIPPort:
-		w0 = uint64(be.Uint16(b))
-	default: // Fixed, Variable
-		bytes = b
-	}
-	v.Type, v.words, v.bytes = t, [3]uint64{w0, w1, w2}, bytes
 }
 
 // Uint returns a U8, U16, U32, U64 or IPPORT value.
@@ -207,32 +168,75 @@ type Values struct {
 	Header
 	Acks    []uint32
 	Message *Message
-	blocks  []blockSpan // first indexes values
-	values  []Value
+	data    []byte      // the Packet's datagram, which Fixed and Variable slots index
+	blocks  []blockSpan // first indexes slots
+	slots   []slot
+}
+
+// slot is a Value as stored: without a pointer, so that filling a slice of
+// them needs no write barrier and the collector never scans it. A Fixed or
+// Variable slot holds its offset and length in data.
+type slot struct {
+	typ        FieldType
+	w0, w1, w2 uint64
 }
 
 // DecodeValues decodes every field of the decoded packet into dst,
 // replacing what dst held. After a failed decode dst holds the header and
 // no message.
 func (p *Packet) DecodeValues(dst *Values) {
-	dst.Header, dst.Message = p.Header, nil
+	dst.Header, dst.Message, dst.data = p.Header, nil, nil
 	dst.Acks = p.Acks.AppendTo(dst.Acks[:0])
-	dst.blocks, dst.values = dst.blocks[:0], dst.values[:0]
+	dst.blocks, dst.slots = dst.blocks[:0], dst.slots[:0]
 	if !p.complete() {
 		return
 	}
-	dst.Message = p.msg
+	dst.Message, dst.data = p.msg, p.data
 	dst.blocks = append(dst.blocks, p.blocks...)
 	data, spans := p.data, p.fields
-	dst.values = resize(dst.values, len(spans))
-	values := dst.values
+	dst.slots = resize(dst.slots, len(spans))
+	slots := dst.slots
+	le, be := binary.LittleEndian, binary.BigEndian
 	for bi, span := range p.blocks {
 		fields := p.msg.Blocks[bi].Fields
 		i := int(span.first)
 		for range span.count {
 			for fi := range fields {
-				s := spans[i]
-				values[i].decode(fields[fi].Type, data[s.off:int(s.off)+int(s.n)])
+				sp := spans[i]
+				b := data[sp.off : int(sp.off)+int(sp.n)]
+				t := fields[fi].Type
+				var w0, w1, w2 uint64
+				switch t {
+				case TypeU8, TypeBool:
+					w0 = uint64(b[0])
+				case TypeU16:
+					w0 = uint64(le.Uint16(b))
+				case TypeU32, TypeF32:
+					w0 = uint64(le.Uint32(b))
+				case TypeU64, TypeF64, TypeS64:
+					w0 = le.Uint64(b)
+				case TypeS8:
+					w0 = uint64(int64(int8(b[0])))
+				case TypeS16:
+					w0 = uint64(int64(int16(le.Uint16(b))))
+				case TypeS32:
+					w0 = uint64(int64(int32(le.Uint32(b))))
+				case TypeVector3, TypeQuaternion:
+					w0, w1 = le.Uint64(b), uint64(le.Uint32(b[8:]))
+				case TypeVector4:
+					w0, w1 = le.Uint64(b), le.Uint64(b[8:])
+				case TypeVector3d:
+					w0, w1, w2 = le.Uint64(b), le.Uint64(b[8:]), le.Uint64(b[16:])
+				case TypeUUID:
+					w0, w1 = be.Uint64(b), be.Uint64(b[8:])
+				case TypeIPAddr:
+					w0 = uint64(be.Uint32(b))
+				case TypeIPPort:
+					w0 = uint64(be.Uint16(b))
+				default: // Fixed, Variable
+					w0, w1 = uint64(sp.off), uint64(sp.n)
+				}
+				slots[i] = slot{t, w0, w1, w2}
 				i++
 			}
 		}
@@ -272,5 +276,11 @@ func (v *Values) Field(bi, inst, fi int) (Value, bool) {
 	if uint(inst) >= uint(span.count) || uint(fi) >= uint(nf) {
 		return Value{}, false
 	}
-	return v.values[int(span.first)+inst*nf+fi], true
+	sl := v.slots[int(span.first)+inst*nf+fi]
+	val := Value{Type: sl.typ, words: [3]uint64{sl.w0, sl.w1, sl.w2}}
+	if sl.typ == TypeFixed || sl.typ == TypeVariable {
+		val.words = [3]uint64{}
+		val.bytes = v.data[sl.w0 : sl.w0+sl.w1]
+	}
+	return val, true
 }
