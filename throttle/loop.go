@@ -160,7 +160,7 @@ const reassertCopies = 2
 // called after each decision with what was sent. It returns when ctx ends.
 // Sending errors are logged, not fatal: the next interval tries again.
 func (l *Loop) Run(ctx context.Context, sender Sender, after func(now time.Time, sent []Request)) error {
-	ticker := time.NewTicker(l.cfg.Interval)
+	ticker := time.NewTicker(l.Interval())
 	defer ticker.Stop()
 	send := func(rs []Request, copies int) {
 		for _, r := range rs {
@@ -192,7 +192,11 @@ func (l *Loop) Run(ctx context.Context, sender Sender, after func(now time.Time,
 func (l *Loop) Poked() <-chan struct{} { return l.poke }
 
 // Interval is the decision interval.
-func (l *Loop) Interval() time.Duration { return l.cfg.Interval }
+func (l *Loop) Interval() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.cfg.Interval
+}
 
 func (l *Loop) state(k circuit.Key) *state {
 	st := l.states[k]
