@@ -167,8 +167,8 @@ func TestFlood(t *testing.T) {
 		t.Errorf("the heap grew by %d MiB under the flood", grown>>20)
 	}
 	st := l.Stats()
-	if realRequests < 3 || st.Evicted == 0 || st.Implausible == 0 {
-		t.Errorf("%d requests for the real circuit, stats %+v; want at least 3, and evictions and implausible circuits counted", realRequests, st)
+	if realRequests < 3 || st.Evicted == 0 || st.Implausible == 0 || st.Folded == 0 {
+		t.Errorf("%d requests for the real circuit, stats %+v; want at least 3, and evictions, implausible circuits and folded endpoints counted", realRequests, st)
 	}
 	t.Logf("%d fake endpoints; heap grew %d KiB; %d real requests; stats %+v", fakes, grown>>10, realRequests, st)
 }

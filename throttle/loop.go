@@ -81,6 +81,9 @@ type Stats struct {
 	// Forgotten those dropped after IdleTimeout of silence.
 	Evicted   uint64
 	Forgotten uint64
+	// Folded counts endpoints the tracker dropped before they held a
+	// conversation (see circuit.Tracker.Folded): a flood's spoofed sources.
+	Folded uint64
 }
 
 // New validates cfg and returns a loop with no circuits.
@@ -348,7 +351,9 @@ func (l *Loop) isRoot(c *circuit.Circuit) bool {
 func (l *Loop) Stats() Stats {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.stats
+	s := l.stats
+	s.Folded = l.tracker.Folded()
+	return s
 }
 
 // Circuit returns a snapshot of a circuit's measurements and its

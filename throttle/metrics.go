@@ -31,6 +31,8 @@ var (
 	mCircuits = prometheus.NewDesc("fairgrid_circuits", "Circuits being measured.", nil, nil)
 	mReqTotal = prometheus.NewDesc("fairgrid_throttle_requests_sent_total", "AgentThrottle requests sent, re-assertions included.", nil, nil)
 	mReassert = prometheus.NewDesc("fairgrid_throttle_reassertions_total", "Requests sent again because the viewer overrode them.", nil, nil)
+	mEvicted  = prometheus.NewDesc("fairgrid_circuits_evicted_total", "Circuits dropped to stay within capture.max_circuits.", nil, nil)
+	mFolded   = prometheus.NewDesc("fairgrid_endpoints_folded_total", "Endpoints dropped before they held a conversation with a simulator (spoofed sources, scans).", nil, nil)
 	mCaptured = prometheus.NewDesc("fairgrid_packets_captured_total", "UDP datagrams captured on the simulator ports.", nil, nil)
 	mDrops    = prometheus.NewDesc("fairgrid_capture_drops_total", "Datagrams the kernel dropped because the capture fell behind.", nil, nil)
 	mDecode   = prometheus.NewDesc("fairgrid_decode_errors_total", "Datagrams on simulator ports that were not LLUDP, by reason.", []string{"reason"}, nil)
@@ -38,7 +40,7 @@ var (
 )
 
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{mRTT, mLoss, mRecv, mRecvCat, mTarget, mViewer, mReqs, mCircuits, mReqTotal, mReassert, mCaptured, mDrops, mDecode, mBuild} {
+	for _, d := range []*prometheus.Desc{mRTT, mLoss, mRecv, mRecvCat, mTarget, mViewer, mReqs, mCircuits, mReqTotal, mReassert, mEvicted, mFolded, mCaptured, mDrops, mDecode, mBuild} {
 		ch <- d
 	}
 }
@@ -80,6 +82,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	st := c.Loop.Stats()
 	counter(mReqTotal, float64(st.Requests))
 	counter(mReassert, float64(st.Reasserts))
+	counter(mEvicted, float64(st.Evicted))
+	counter(mFolded, float64(st.Folded))
 	if c.Capture != nil {
 		cs := c.Capture()
 		counter(mCaptured, float64(cs.Datagrams))

@@ -19,11 +19,16 @@ import (
 var updateGolden = flag.Bool("update", false, "rewrite testdata/collector.golden from the collector's output")
 
 // goldenCircuit scripts one identified circuit with a ping, a lost
-// packet, an AgentThrottle from the viewer and a decision.
+// packet, an AgentThrottle from the viewer and a decision, which evicts a
+// circuit of no known agent.
 func goldenCircuit(t *testing.T) *Loop {
-	l, err := New(Config{Sims: []netip.AddrPort{simEP}}, nil)
+	l, err := New(Config{Sims: []netip.AddrPort{simEP}, MaxCircuits: 1}, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// A circuit of no known agent, evicted when the real one comes.
+	for seq := range uint32(3) {
+		spoofed(t, l, 0, netip.MustParseAddrPort("10.0.0.9:50000"), seq+1, &lludp.StartPingCheck{PingID: uint8(seq)})
 	}
 	f := &feed{t: t, l: l}
 	f.send(0, true, lludp.FlagReliable, &lludp.UseCircuitCode{Code: 1, SessionID: agent.SessionID, AgentID: agent.AgentID})
@@ -47,6 +52,7 @@ func TestCollectorGolden(t *testing.T) {
 	names := []string{"fairgrid_circuit_rtt_seconds", "fairgrid_circuit_loss_event_rate", "fairgrid_circuit_receive_rate_bytes_per_second",
 		"fairgrid_circuit_received_bytes_total", "fairgrid_circuit_target_rate_bytes_per_second", "fairgrid_circuit_viewer_request_bytes_per_second",
 		"fairgrid_circuit_requests_sent_total", "fairgrid_circuits", "fairgrid_throttle_requests_sent_total", "fairgrid_throttle_reassertions_total",
+		"fairgrid_circuits_evicted_total", "fairgrid_endpoints_folded_total",
 		"fairgrid_packets_captured_total", "fairgrid_capture_drops_total", "fairgrid_decode_errors_total"}
 	if *updateGolden {
 		got, err := testutil.CollectAndFormat(c, expfmt.TypeTextPlain, names...)
