@@ -585,7 +585,7 @@ func runScenario(t *testing.T, toml string) scenario {
 	return s
 }
 
-// requestsTo returns the totals requested for one circuit.
+// totals returns the totals requested for one circuit, in bit/s.
 func (s scenario) totals(viewer, sim netip.AddrPort) []float64 {
 	var out []float64
 	for _, r := range s.requests {
