@@ -70,8 +70,10 @@ func BenchmarkDecode(b *testing.B) {
 	}
 }
 
-// BenchmarkDecodeReal decodes every real datagram in turn; its ns/op is
-// the figure compared with other decoders on the same datagrams.
+// BenchmarkDecodeReal decodes every real datagram in turn into the
+// Packet's view (header, acks, zero-coding, where each field lies). The
+// full decode into values, which is what other decoders do and what make
+// bench-js compares with node-metaverse, is BenchmarkDecodeRealValues.
 func BenchmarkDecodeReal(b *testing.B) {
 	_, all := benchDatagrams(b)
 	var p Packet

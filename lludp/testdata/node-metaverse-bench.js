@@ -1,6 +1,10 @@
-// Baseline for BenchmarkDecodeReal (make bench-js): decodes the same real
-// datagrams with node-metaverse's Packet.readFromBuffer, a widely used
+// Baseline for BenchmarkDecodeRealValues (make bench-js): decodes the same
+// real datagrams with node-metaverse's Packet.readFromBuffer, a widely used
 // JavaScript LLUDP implementation, and prints nanoseconds per datagram.
+// Like DecodeRealValues it decodes every field of every block into values
+// (numbers, UUID and vector objects, Buffer slices of the datagram for
+// Variable fields, copying nothing); it also allocates a Packet and a
+// message object per datagram, where the Go side reuses its storage.
 // Usage: node node-metaverse-bench.js NODE_METAVERSE_PACKAGE_DIR SHARED_REAL_DIR
 const fs = require('fs');
 const path = require('path');
