@@ -23,6 +23,7 @@ type Packet struct {
 	blocks  []blockSpan
 	fields  []fieldSpan
 	buf     [MaxPacketSize]byte
+	decoded bool // the last DecodeFromBytes succeeded: blocks and fields are whole
 }
 
 type blockSpan struct {
@@ -40,7 +41,7 @@ type fieldSpan struct {
 // viewer (lltemplatemessagereader.cpp decodeData). Errors are *DecodeError
 // values wrapping the sentinels of errors.go.
 func (p *Packet) DecodeFromBytes(b []byte) error {
-	p.msg, p.data, p.bodyOff = nil, nil, 0
+	p.msg, p.data, p.bodyOff, p.decoded = nil, nil, 0, false
 	p.blocks, p.fields = p.blocks[:0], p.fields[:0]
 	h, acks, end, err := ParseHeader(b)
 	if err != nil {
@@ -73,7 +74,11 @@ func (p *Packet) DecodeFromBytes(b []byte) error {
 	if p.bodyOff > len(p.data) {
 		return decodeError(len(p.data), msg, "extra header", ErrTruncated)
 	}
-	return p.walk()
+	if err := p.walk(); err != nil {
+		return err
+	}
+	p.decoded = true
+	return nil
 }
 
 // walk records where every block instance and field lies in p.data.

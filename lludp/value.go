@@ -185,14 +185,18 @@ type slot struct {
 // replacing what dst held. After a failed decode dst holds the header and
 // no message.
 func (p *Packet) DecodeValues(dst *Values) {
-	dst.Header, dst.Message, dst.data = p.Header, nil, nil
-	dst.Acks = p.Acks.AppendTo(dst.Acks[:0])
-	dst.blocks, dst.slots = dst.blocks[:0], dst.slots[:0]
-	if !p.complete() {
+	dst.Header = p.Header
+	dst.Acks = dst.Acks[:0]
+	if p.Acks.Len() > 0 {
+		dst.Acks = p.Acks.AppendTo(dst.Acks)
+	}
+	if !p.decoded {
+		dst.Message, dst.data = nil, nil
+		dst.blocks, dst.slots = dst.blocks[:0], dst.slots[:0]
 		return
 	}
 	dst.Message, dst.data = p.msg, p.data
-	dst.blocks = append(dst.blocks, p.blocks...)
+	dst.blocks = append(dst.blocks[:0], p.blocks...)
 	data, spans := p.data, p.fields
 	dst.slots = resize(dst.slots, len(spans))
 	slots := dst.slots
@@ -245,16 +249,7 @@ func (p *Packet) DecodeValues(dst *Values) {
 
 // complete reports whether the packet holds a whole decoded message: walk
 // stops at the first error, leaving blocks and fields short.
-func (p *Packet) complete() bool {
-	if p.msg == nil || len(p.blocks) != len(p.msg.Blocks) {
-		return false
-	}
-	if len(p.blocks) == 0 {
-		return true
-	}
-	last := p.blocks[len(p.blocks)-1]
-	return int(last.first)+int(last.count)*len(p.msg.Blocks[len(p.blocks)-1].Fields) == len(p.fields)
-}
+func (p *Packet) complete() bool { return p.decoded }
 
 // Count returns the number of instances of block bi, or 0 if there is no
 // such block.
