@@ -434,6 +434,7 @@ func (d *differ) run(r *opReader, maxOps int) {
 		case 11, 12:
 			b := r.byte()
 			var step time.Duration
+			rethrottle := ClientID(0)
 			switch op >> 4 % 8 {
 			case 0:
 				step = time.Duration(b)
@@ -447,11 +448,15 @@ func (d *differ) run(r *opReader, maxOps int) {
 				step = max(d.wait, 0)
 			case 5:
 				// To the exact refill of a waiting client, before the
-				// waiting calendar's rounded-up wake-up.
+				// waiting calendar's rounded-up wake-up, where a viewer's
+				// new AgentThrottle may find it.
 				ns := d.now.UnixNano()
-				for _, c := range d.ref.clients {
+				for h, c := range d.ref.clients {
 					if c.live && c.state == refWaiting {
 						step = time.Duration(c.bucket.firstPositive()-ns) + time.Duration(b%2)
+						if b&4 != 0 {
+							rethrottle = d.ids[h]
+						}
 						break
 					}
 				}
@@ -463,6 +468,9 @@ func (d *differ) run(r *opReader, maxOps int) {
 			}
 			d.now = d.now.Add(step)
 			d.logf("time %+v", step)
+			if rethrottle != 0 {
+				d.throttleValues(rethrottle, [lludp.NumCategories]float32{0, 0, 0, 0, throttleValues[b>>4], 0, 0})
+			}
 		case 13:
 			// A sender's loop: send what may leave, sleep the wait.
 			for range 1 + int(r.byte()) {
