@@ -131,6 +131,14 @@ func honestDaemon(t *testing.T, args ...string) *honestLog {
 		t.Fatalf("the daemon exited %d before running:\n%s", code, log.String())
 	}
 	t.Cleanup(func() {
+		select {
+		case code := <-exit:
+			// Ended on its own: a SIGTERM now would reach no handler and
+			// end the test binary.
+			t.Errorf("the daemon exited %d during the test:\n%s", code, log.String())
+			return
+		default:
+		}
 		syscall.Kill(os.Getpid(), syscall.SIGTERM) // its signal context catches it
 		select {
 		case code := <-exit:
