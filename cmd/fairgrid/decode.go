@@ -147,6 +147,7 @@ type decoder struct {
 	packet  lludp.Packet
 	tracker *circuit.Tracker
 	buf     []byte
+	line    []byte // a datagram's capture context, reused
 
 	count, failed uint64
 	captures      int
@@ -433,14 +434,31 @@ func (d *decoder) readCapture(name string, r *capture.Reader) {
 		if d.summary {
 			continue // the tracker counts everything the summary reports
 		}
-		context := `"time":"` + dg.At.UTC().Format(time.RFC3339Nano) + `"`
-		where := dg.At.UTC().Format("15:04:05.000000") + " " + dg.Src.String() + " > " + dg.Dst.String()
-		if c != nil {
-			context += `,"direction":"` + dir.String() + `","viewer":"` + c.Key.Viewer.String() + `","sim":"` + c.Key.Sim.String() + `"`
-			where += " " + dir.String()
+		// Only the form the output uses is built, appended into one reused
+		// buffer: formatting both with string concatenation cost more than
+		// decoding and rendering the datagram.
+		var context, where string
+		b := d.line[:0]
+		at := dg.At.UTC()
+		if d.json {
+			b = at.AppendFormat(append(b, `"time":"`...), time.RFC3339Nano)
+			if c != nil {
+				b = append(append(b, `","direction":"`...), dir.String()...)
+				b = c.Key.Viewer.AppendTo(append(b, `","viewer":"`...))
+				b = append(c.Key.Sim.AppendTo(append(b, `","sim":"`...)), '"')
+			} else {
+				b = append(b, `","direction":null,"viewer":null,"sim":null`...)
+			}
+			context = string(b)
 		} else {
-			context += `,"direction":null,"viewer":null,"sim":null`
+			b = dg.Src.AppendTo(append(at.AppendFormat(b, "15:04:05.000000"), ' '))
+			b = dg.Dst.AppendTo(append(b, " > "...))
+			if c != nil {
+				b = append(append(b, ' '), dir.String()...)
+			}
+			where = string(b)
 		}
+		d.line = b
 		if terr != nil && !errors.Is(terr, circuit.ErrNotCircuit) {
 			d.count++
 			d.fail(where, terr.Error(), errorOffset(terr), context)
