@@ -37,10 +37,13 @@ unit:
 # Scale tests run without the race detector, which would measure itself.
 scale:
 	$(GO) test -count=1 -run 'TestThousandViewers|TestStress' ./opensim/viewer
+	$(GO) test -count=1 -run 'TestSimFlood$$' ./cmd/fairgrid
 
 # Each fuzz target briefly, seeded from the real datagrams: package:target.
 FUZZ_TARGETS := lludp:FuzzDecode lludp:FuzzZeroCode lludp:FuzzPeekZeroCoded lludp:FuzzParseTemplate \
-	capture:FuzzUDPFrame capture/circuit:FuzzObserve opensim:FuzzScheduler configs:FuzzParse
+	capture:FuzzUDPFrame capture:FuzzReader capture/circuit:FuzzObserve capture/circuit:FuzzFastBody \
+	opensim:FuzzScheduler opensim:FuzzSchedulerReference configs:FuzzParse \
+	ratecalc:FuzzParseBitRate ratecalc:FuzzParseLoss
 fuzz-smoke:
 	@for pt in $(FUZZ_TARGETS); do \
 		p=$${pt%%:*}; t=$${pt#*:}; \
@@ -76,7 +79,7 @@ bench-capture: build
 SWEEP ?= 250,500,1000,2000,3000,4000
 bench-sim: build
 	@ulimit -n 65536 2>/dev/null || true; \
-	bin/fairgrid sim --listen 127.0.0.1:9500 --activity idle --stress >/dev/null 2>&1 & sim=$$!; \
+	bin/fairgrid sim --listen 127.0.0.1:9500 --activity idle --stress --circuit-burst 20000 --max-pending 4096 >/dev/null 2>&1 & sim=$$!; \
 	trap 'kill $$sim 2>/dev/null' EXIT; \
 	bin/fairgrid viewer --sim 127.0.0.1:9500 --stress --sweep $(SWEEP) --duration 10s
 

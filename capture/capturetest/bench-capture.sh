@@ -6,7 +6,8 @@
 # GOMAXPROCS=1 (one core, its GC included; tcpdump has one thread), the two
 # alternate RUNS times, and the best of each counts, in wall time and in CPU
 # time (user+sys, which other load on the machine disturbs less); the
-# ratios are taken in the same run.
+# ratios are taken in the same run. On the real capture, decode --format json
+# streaming every datagram is timed too.
 set -euo pipefail
 bin=$1
 n=${2:-2000000}
@@ -42,9 +43,24 @@ bench() { # bench LABEL FILE
 	}'
 }
 
+bench_json() { # bench_json FILE: decode streaming every datagram as JSON
+	local file=$1 jw=() jc=() a b count
+	count=$("$bin" decode --summary "$file" 2>&1 >/dev/null | sed -n 's/.* frames, \([0-9]*\) UDP datagrams.*/\1/p')
+	for _ in $(seq "$runs"); do
+		read -r a b < <(clock env GOMAXPROCS=1 "$bin" decode --format json "$file"); jw+=("$a"); jc+=("$b")
+	done
+	awk -v n="$count" -v jw="${jw[*]}" -v jc="${jc[*]}" '
+	function best(s,   a, i, b) { split(s, a, " "); b = a[1]; for (i in a) if (a[i] + 0 < b + 0) b = a[i]; return b }
+	BEGIN {
+		printf "  fairgrid decode --format json %6.3f s (%5.2f)             %6.3f s (%5.2f)\n", best(jw), n/best(jw)/1e6, best(jc), n/best(jc)/1e6
+		printf "  all runs, wall: %s\n", jw
+	}'
+}
+
 if [ -r "$real" ]; then
 	go run ./capture/capturetest/gencapture -real "$real" -n "$n" -o "$dir/real.pcap"
 	bench "real OpenSim capture repeated as one session" "$dir/real.pcap"
+	bench_json "$dir/real.pcap"
 	rm -f "$dir/real.pcap"
 else
 	echo "real capture $real not found: the real benchmark is skipped (set REAL=path)"
