@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/fairgrid/fairgrid/capture"
@@ -89,12 +88,12 @@ func TestDecodeFloodCapture(t *testing.T) {
 func runBinary(t *testing.T, bin string, args ...string) (stdout, stderr string, peakRSS int64) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	cmd := exec.Command(bin, args...)
+	cmd, peak := measuredCommand(t, bin, args...)
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("%s %s: %v\n%s", bin, strings.Join(args, " "), err, errOut.String())
 	}
-	return out.String(), errOut.String(), cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10
+	return out.String(), errOut.String(), peak()
 }
 
 // readDatagrams reads every UDP datagram of a capture file.

@@ -15,7 +15,6 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -40,11 +39,12 @@ func TestFloodSimProcess(t *testing.T) {
 
 // simProcess is `fairgrid sim` running in a subprocess.
 type simProcess struct {
-	cmd    *exec.Cmd
-	addr   netip.AddrPort
-	mu     sync.Mutex
-	stderr strings.Builder
-	done   chan struct{} // stderr fully read
+	cmd     *exec.Cmd
+	peakRSS func() int64
+	addr    netip.AddrPort
+	mu      sync.Mutex
+	stderr  strings.Builder
+	done    chan struct{} // stderr fully read
 }
 
 var listeningRE = regexp.MustCompile(`"region listening" addr=(\S+)`)
@@ -53,8 +53,8 @@ var listeningRE = regexp.MustCompile(`"region listening" addr=(\S+)`)
 // and returns once it listens.
 func startSim(t *testing.T, args ...string) *simProcess {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestFloodSimProcess$")
-	cmd.Env = append(os.Environ(), simArgsEnv+"="+strings.Join(append([]string{"sim", "--listen", "127.0.0.1:0"}, args...), " "))
+	cmd, peak := measuredCommand(t, os.Args[0], "-test.run=^TestFloodSimProcess$")
+	cmd.Env = append(cmd.Env, simArgsEnv+"="+strings.Join(append([]string{"sim", "--listen", "127.0.0.1:0"}, args...), " "))
 	errPipe, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -62,7 +62,7 @@ func startSim(t *testing.T, args ...string) *simProcess {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &simProcess{cmd: cmd, done: make(chan struct{})}
+	p := &simProcess{cmd: cmd, peakRSS: peak, done: make(chan struct{})}
 	t.Cleanup(func() { p.stop(t) })
 	lines := bufio.NewScanner(errPipe)
 	for lines.Scan() {
@@ -101,7 +101,7 @@ func (p *simProcess) stop(t *testing.T) (peakRSS int64, stderr string) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss * 1024, p.stderr.String()
+	return p.peakRSS(), p.stderr.String()
 }
 
 // flood sends UseCircuitCode datagrams to sim at perSecond, each from a

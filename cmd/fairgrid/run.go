@@ -15,7 +15,7 @@ import (
 	"github.com/fairgrid/fairgrid/throttle/demo"
 )
 
-const runSynopsis = `[--config FILE] [--check-config] [--interface IFACE] [--controller C] [--interval D] [--dry-run] [--metrics ADDR] [--log-level L]
+const runSynopsis = `[--config FILE] [--check-config [FILE]] [--interface IFACE] [--controller C] [--interval D] [--dry-run] [--metrics ADDR] [--log-level L]
        fairgrid run --demo [--duration D] [--link RATE,DELAY,LOSS,BUFFER] [--controller window|tfrc|viewer] [--interval D] [--format text|json]
 
 The sidecar daemon: it captures the viewer's circuits on an interface,
