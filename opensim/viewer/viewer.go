@@ -16,7 +16,6 @@ import (
 	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/opensim/region"
 	"github.com/fairgrid/fairgrid/ratecalc"
-	"github.com/fairgrid/fairgrid/throttle"
 )
 
 // Config configures a synthetic viewer. Zero fields take the defaults
@@ -314,7 +313,7 @@ func (v *Viewer) circuit() *circuit.Circuit {
 
 func (v *Viewer) sendThrottle(now time.Time) {
 	v.sendReliable(&lludp.AgentThrottle{AgentData: v.agent(), CircuitCode: v.cfg.CircuitCode,
-		Throttles: throttle.ViewerSplit(v.throttle)}, lludp.FlagZeroCoded, now)
+		Throttles: lludp.ViewerSplit(v.throttle.BitsPerSecond())}, lludp.FlagZeroCoded, now)
 }
 
 // Served is closed once the viewer has logged in and received data.
