@@ -304,7 +304,7 @@ func (f *File) Throttle() throttle.Config {
 	if c.Split == "weights" {
 		weights = slices.Clone(c.SplitWeights)
 	}
-	return throttle.Config{Controller: string(c.Controller), Interval: c.Interval.Duration,
+	return throttle.Config{Controller: c.Controller, Interval: c.Interval.Duration,
 		Min: ratecalc.RateFromBits(c.MinBPS), Max: ratecalc.RateFromBits(c.MaxBPS), Floor: ratecalc.RateFromBits(c.FloorBPS),
 		MinChange: c.MinChange, ResendEvery: c.ResendEvery, Weights: weights, Sims: sims, SimPorts: ports, RootOnly: f.Send.Regions == "root",
 		MaxCircuits: f.Capture.MaxCircuits, IdleTimeout: f.Capture.IdleTimeout.Duration}

@@ -15,10 +15,9 @@ import (
 
 // Config configures the control loop. Zero fields take the defaults named.
 type Config struct {
-	// Controller is "window" (window tracking, the default), "tfrc" or
-	// "viewer" (the stock ±10 % rule, for comparison); ControllerName
-	// parses it.
-	Controller string
+	// Controller is Window (window tracking, the default), TFRC or
+	// ViewerRule (the stock ±10 % rule, for comparison).
+	Controller ControllerName
 	// Interval between decisions (default 5 s, as the thesis and the
 	// viewer), within [MinInterval, MaxInterval].
 	Interval time.Duration
@@ -140,7 +139,7 @@ func CheckWeights(w []float64) error {
 var ErrConfig = errors.New("invalid throttle configuration")
 
 func (c Config) withDefaults() (Config, error) {
-	c.Controller = cmp.Or(c.Controller, string(Window))
+	c.Controller = cmp.Or(c.Controller, Window)
 	c.Interval = cmp.Or(c.Interval, 5*time.Second)
 	c.Min = cmp.Or(c.Min, ratecalc.RateFromBits(64_000))
 	c.Max = cmp.Or(c.Max, ratecalc.RateFromBits(5_120_000))
@@ -150,6 +149,7 @@ func (c Config) withDefaults() (Config, error) {
 	c.MaxCircuits = cmp.Or(c.MaxCircuits, DefaultMaxCircuits)
 	c.IdleTimeout = cmp.Or(c.IdleTimeout, time.Minute)
 	var errs []error
+	// A name set in code rather than parsed still gets the parser's check.
 	var name ControllerName
 	if err := name.UnmarshalText([]byte(c.Controller)); err != nil {
 		errs = append(errs, fmt.Errorf("controller %w: %w", err, ErrConfig))
@@ -192,7 +192,7 @@ func (c Config) newController() (ratecalc.Controller, error) {
 	base := ratecalc.Config{Min: c.Min, Max: c.Max}
 	var ctl ratecalc.Controller
 	var err error
-	switch ControllerName(c.Controller) {
+	switch c.Controller {
 	case TFRC:
 		ctl, err = ratecalc.NewTFRC(ratecalc.TFRCConfig{Config: base})
 	case ViewerRule:

@@ -26,7 +26,45 @@ type Request struct {
 	Sequence  uint32
 	Total     ratecalc.Rate
 	Throttles [lludp.NumCategories]float32 // bits/s, split as configured (Config.Weights)
-	Reason    string                       // "changed", "refresh", "reassert"
+	Reason    Reason
+}
+
+// Reason says why a request was sent.
+type Reason uint8
+
+// The reasons.
+const (
+	Changed  Reason = iota + 1 // the decision moved by MinChange or more
+	Refresh                    // unchanged, re-sent after ResendEvery intervals
+	Reassert                   // the viewer overrode the last request
+)
+
+var reasonNames = [...]string{Changed: "changed", Refresh: "refresh", Reassert: "reassert"}
+
+func (r Reason) String() string {
+	if int(r) < len(reasonNames) && reasonNames[r] != "" {
+		return reasonNames[r]
+	}
+	return fmt.Sprintf("reason(%d)", uint8(r))
+}
+
+// MarshalText writes the name, so logs and JSON read "changed", not 1.
+func (r Reason) MarshalText() ([]byte, error) {
+	if int(r) < len(reasonNames) && reasonNames[r] != "" {
+		return []byte(reasonNames[r]), nil
+	}
+	return nil, fmt.Errorf("reason %d: not a reason", uint8(r))
+}
+
+// UnmarshalText accepts exactly the names String gives.
+func (r *Reason) UnmarshalText(b []byte) error {
+	for i, name := range reasonNames {
+		if name != "" && name == string(b) {
+			*r = Reason(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("reason %q: want changed, refresh or reassert", b)
 }
 
 // Encode returns the request as an unreliable, zero-coded AgentThrottle
@@ -226,7 +264,7 @@ func (l *Loop) Reassert() []Request {
 			continue
 		}
 		r := st.last
-		r.Sequence, r.Reason = c.UpSequence, "reassert"
+		r.Sequence, r.Reason = c.UpSequence, Reassert
 		st.requests++
 		l.stats.Requests++
 		l.stats.Reasserts++
@@ -268,9 +306,9 @@ func (l *Loop) Tick(now time.Time) []Request {
 		if !changed && st.intervals < l.cfg.ResendEvery {
 			continue
 		}
-		reason := "changed"
+		reason := Changed
 		if !changed {
-			reason = "refresh"
+			reason = Refresh
 		}
 		r := Request{Circuit: c.Key, Agent: lludp.AgentData{AgentID: c.AgentID, SessionID: c.SessionID},
 			CircuitCode: c.CircuitCode, Sequence: c.UpSequence, Total: target, Throttles: l.cfg.split(target), Reason: reason}

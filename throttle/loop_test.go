@@ -3,6 +3,7 @@ package throttle
 import (
 	"errors"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -73,7 +74,7 @@ func TestLoopDecisions(t *testing.T) {
 		t.Fatalf("got %d requests", len(rs))
 	}
 	r := rs[0]
-	if r.Agent != agent || r.Sequence != f.up || r.Reason != "changed" || r.Total < l.cfg.Min || r.Total > l.cfg.Max {
+	if r.Agent != agent || r.Sequence != f.up || r.Reason != Changed || r.Total < l.cfg.Min || r.Total > l.cfg.Max {
 		t.Errorf("request %+v", r)
 	}
 	var sum float32
@@ -102,7 +103,7 @@ func TestLoopDecisions(t *testing.T) {
 		t.Fatal("the viewer's AgentThrottle did not call for a re-assertion")
 	}
 	again := l.Reassert()
-	if len(again) != 1 || again[0].Total != r.Total || again[0].Reason != "reassert" || again[0].Sequence != f.up {
+	if len(again) != 1 || again[0].Total != r.Total || again[0].Reason != Reassert || again[0].Sequence != f.up {
 		t.Errorf("re-assertion %+v", again)
 	}
 	if len(l.Reassert()) != 0 {
@@ -117,14 +118,14 @@ func TestLoopHysteresis(t *testing.T) {
 	f := &feed{t: t, l: l}
 	f.send(0, true, lludp.FlagReliable, &lludp.UseCircuitCode{Code: 1, SessionID: agent.SessionID, AgentID: agent.AgentID})
 	f.agentUpdates(0, IdentityDatagrams-1)
-	var reasons []string
+	var reasons []Reason
 	for k := 1; k <= 7; k++ {
 		f.stream(time.Duration(k-1)*5*time.Second, 100) // loss-free: the viewer rule sits at its 1.5 cap
 		for _, r := range l.Tick(t0.Add(time.Duration(k) * 5 * time.Second)) {
 			reasons = append(reasons, r.Reason)
 		}
 	}
-	want := []string{"changed", "refresh", "refresh"}
+	want := []Reason{Changed, Refresh, Refresh}
 	if len(reasons) != len(want) {
 		t.Fatalf("reasons %v, want %v", reasons, want)
 	}
@@ -159,5 +160,29 @@ func TestRootOnly(t *testing.T) {
 	rs := l.Tick(t0.Add(5 * time.Second))
 	if len(rs) != 1 || rs[0].Circuit.Sim != simEP {
 		t.Errorf("requests %+v, want one, to the root region", rs)
+	}
+}
+
+// TestReasonText: every reason's name parses back to it, logs and JSON
+// read the name, and anything else is refused with the names listed.
+func TestReasonText(t *testing.T) {
+	for _, r := range []Reason{Changed, Refresh, Reassert} {
+		b, err := r.MarshalText()
+		var back Reason
+		if err != nil || back.UnmarshalText(b) != nil || back != r || string(b) != r.String() {
+			t.Errorf("%v: marshalled %q (%v), back %v", r, b, err, back)
+		}
+	}
+	for _, bad := range []string{"", "Changed", "reasserted", "0"} {
+		var r Reason
+		if err := r.UnmarshalText([]byte(bad)); err == nil || !strings.Contains(err.Error(), "want changed, refresh or reassert") {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+	if _, err := Reason(0).MarshalText(); err == nil {
+		t.Error("the zero Reason marshalled")
+	}
+	if got := Reason(9).String(); got != "reason(9)" {
+		t.Errorf("Reason(9) = %q", got)
 	}
 }

@@ -46,7 +46,9 @@ func runRun(args []string, s stdio) int {
 	demoMode := fs.Bool("demo", false, "run the embedded default: region, link emulator and viewer in one process")
 	duration := fs.Duration("duration", 60*time.Second, "how long the demo runs")
 	linkSpec := fs.String("link", "2M,50ms,3%,100", "the emulated link: RATE,DELAY,LOSS,BUFFER")
-	controller := fs.String("controller", "window", "window (window tracking), tfrc, or viewer (the stock rule)")
+	// A string, not a TextVar: the daemon's error names the key the flag
+	// overrides (control.controller), from the same parser.
+	controllerFlag := fs.String("controller", "window", "window (window tracking), tfrc, or viewer (the stock rule)")
 	interval := fs.Duration("interval", 5*time.Second, "decision interval")
 	format := formatFlag(fs, "output format: `text` or json (one object per interval, then a summary)")
 	configPath := fs.String("config", "", "configuration file (default: the built-in defaults, as in configs/fairgrid.toml)")
@@ -88,12 +90,17 @@ func runRun(args []string, s stdio) int {
 		return exitUsage
 	}
 	cfg.Duration = *duration
-	cfg.Loop = throttle.Config{Controller: *controller, Interval: *interval}
+	var controller throttle.ControllerName
+	if err := controller.UnmarshalText([]byte(*controllerFlag)); err != nil {
+		fmt.Fprintf(s.err, "fairgrid run: --controller %v\n", err)
+		return exitUsage
+	}
+	cfg.Loop = throttle.Config{Controller: controller, Interval: *interval}
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintf(s.err, "fairgrid run: --demo: %v\n", err)
 		return exitUsage
 	}
-	return runDemo(cfg, *linkSpec, *controller, *format, s)
+	return runDemo(cfg, *linkSpec, controller, *format, s)
 }
 
 // Flags only one mode of run reads; the other refuses them rather than
@@ -122,7 +129,7 @@ func flagOfOtherMode(fs *flag.FlagSet, demoMode bool) string {
 // interrupt (Ctrl-C, SIGTERM) ends it early with the verdict for what ran,
 // exit 0: it is how a user stops a demo that has shown enough. A failure to
 // write the results stops it and exits 1.
-func runDemo(cfg demo.Config, linkSpec, controller, format string, s stdio) int {
+func runDemo(cfg demo.Config, linkSpec string, controller throttle.ControllerName, format string, s stdio) int {
 	ctx, stop := runContext(0)
 	defer stop()
 	ctx, cancel := context.WithCancel(ctx)

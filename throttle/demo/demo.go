@@ -325,14 +325,14 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, onRow func(Row)) (Su
 // fairModel is the TCP model a controller follows (congestion.md §6.7):
 // window tracking emulates Reno, whose rate is Mathis's; the others aim at
 // the TFRC equation.
-func fairModel(controller string) string {
-	if controller == "" || controller == "window" {
+func fairModel(controller throttle.ControllerName) string {
+	if controller == "" || controller == throttle.Window {
 		return "mathis"
 	}
 	return "tfrc"
 }
 
-func fairRate(controller string, st ratecalc.Stats) ratecalc.Rate {
+func fairRate(controller throttle.ControllerName, st ratecalc.Stats) ratecalc.Rate {
 	if fairModel(controller) == "mathis" {
 		return ratecalc.MathisRate(st.SegmentSize, st.SRTT, st.LossEventRate)
 	}
