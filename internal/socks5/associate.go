@@ -1,0 +1,272 @@
+package socks5
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Association is one UDP ASSOCIATE (RFC 1928 §7). It owns two sockets: the
+// client-facing one the client sends its wrapped datagrams to, and the relay
+// socket every remote host sees, so a simulator meets one stable endpoint
+// per viewer circuit set.
+type Association struct {
+	id         uint64
+	srv        *Server
+	clientIP   netip.Addr
+	clientPort atomic.Uint32 // 0 until declared or learned from the first datagram
+	clientSide *net.UDPConn
+	relay      *net.UDPConn
+	relayAddr  netip.AddrPort
+	done       chan struct{}
+
+	// resolved caches domain destinations; only the client loop uses it.
+	resolved map[string]netip.Addr
+}
+
+// ID numbers associations in the order they were made, from 1.
+func (a *Association) ID() uint64 { return a.id }
+
+// ClientAddr is the address the client sends its datagrams from; its port is
+// 0 until the client declared it or sent its first datagram.
+func (a *Association) ClientAddr() netip.AddrPort {
+	return netip.AddrPortFrom(a.clientIP, uint16(a.clientPort.Load()))
+}
+
+// RelayAddr is the local address of the relay socket: the endpoint remote
+// hosts see. With Config.RelayAddr unset its address is unspecified.
+func (a *Association) RelayAddr() netip.AddrPort { return a.relayAddr }
+
+// WriteTo sends a datagram of the proxy's own to remote from the relay
+// socket, as if the client had sent it. It is safe to call concurrently with
+// the relay, and fails once the association has ended.
+func (a *Association) WriteTo(payload []byte, remote netip.AddrPort) error {
+	if _, err := a.relay.WriteToUDPAddrPort(payload, remote); err != nil {
+		return fmt.Errorf("socks5: association %d: %w", a.id, err)
+	}
+	a.srv.stats.datagrams[dirInjected].Add(1)
+	a.srv.stats.datagramBytes[dirInjected].Add(uint64(len(payload)))
+	return nil
+}
+
+// Done is closed when the association has ended.
+func (a *Association) Done() <-chan struct{} { return a.done }
+
+// resolveTimeout bounds the lookup of a domain destination, which stalls
+// the client's direction of this association while it runs.
+const resolveTimeout = 2 * time.Second
+
+// maxResolved bounds the per-association name cache.
+const maxResolved = 64
+
+// associate serves a UDP ASSOCIATE request. The association lasts as long
+// as the TCP control connection (RFC 1928 §7).
+func (s *Server) associate(ctx context.Context, conn net.Conn, br *bufio.Reader, client netip.AddrPort, declared Addr) {
+	clientStr := client.String()
+	clientIP := client.Addr().Unmap()
+	if !s.acquire(s.perClientUDP, clientIP, s.cfg.MaxAssociationsPerClient) {
+		s.stats.refuse(s.log, RefusedAssociationLimit, clientStr, fmt.Errorf("%d associations open", s.cfg.MaxAssociationsPerClient))
+		conn.Write(appendReply(nil, repNotAllowed, Addr{}))
+		return
+	}
+	defer s.release(s.perClientUDP, clientIP)
+
+	a, err := s.newAssociation(conn, clientIP)
+	if err != nil {
+		s.stats.refuse(s.log, RefusedUDPSetup, clientStr, err)
+		conn.Write(appendReply(nil, repGeneralFailure, Addr{}))
+		return
+	}
+	// RFC 1928 §7: DST.ADDR/DST.PORT name where the client will send from.
+	// Only the port is taken: the address may be unspecified or, behind a
+	// NAT, not the one the proxy sees, and the control connection's address
+	// is the one the RFC asks the server to hold the client to.
+	if declared.Port != 0 {
+		a.clientPort.Store(uint32(declared.Port))
+	}
+	bnd := addrPortOf(a.clientSide.LocalAddr())
+	if _, err := conn.Write(appendReply(nil, repSucceeded, Addr{IP: bnd.Addr().Unmap(), Port: bnd.Port()})); err != nil {
+		a.clientSide.Close()
+		a.relay.Close()
+		return
+	}
+	conn.SetDeadline(time.Time{})
+	s.stats.associations.Add(1)
+	s.stats.associationsAll.Add(1)
+
+	var wg sync.WaitGroup
+	wg.Go(a.relayFromClient)
+	wg.Go(a.relayFromRemote)
+	// Nothing is expected on the control connection; it is read only to
+	// learn when it ends (EOF, reset, or serveConn closing it at shutdown).
+	io.Copy(io.Discard, br)
+	a.clientSide.Close()
+	a.relay.Close()
+	wg.Wait()
+	s.stats.associations.Add(-1)
+	close(a.done)
+	if s.cfg.Hooks != nil {
+		s.cfg.Hooks.AssociationClosed(a)
+	}
+}
+
+func (s *Server) newAssociation(conn net.Conn, clientIP netip.Addr) (*Association, error) {
+	// The client-facing socket listens on the address the client reached
+	// the proxy at, so a loopback proxy never opens a port elsewhere.
+	local := addrPortOf(conn.LocalAddr()).Addr().Unmap()
+	clientSide, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(local, 0)))
+	if err != nil {
+		return nil, fmt.Errorf("opening client socket: %w", err)
+	}
+	var relayBind *net.UDPAddr
+	if s.cfg.RelayAddr.IsValid() {
+		relayBind = net.UDPAddrFromAddrPort(netip.AddrPortFrom(s.cfg.RelayAddr, 0))
+	}
+	relay, err := net.ListenUDP("udp", relayBind)
+	if err != nil {
+		clientSide.Close()
+		return nil, fmt.Errorf("opening relay socket: %w", err)
+	}
+	s.mu.Lock()
+	s.nextID++
+	id := s.nextID
+	s.mu.Unlock()
+	return &Association{
+		id:         id,
+		srv:        s,
+		clientIP:   clientIP,
+		clientSide: clientSide,
+		relay:      relay,
+		relayAddr:  addrPortOf(relay.LocalAddr()),
+		done:       make(chan struct{}),
+		resolved:   make(map[string]netip.Addr),
+	}, nil
+}
+
+// maxDatagram is the largest UDP payload IPv4 or IPv6 (without jumbograms)
+// can carry.
+const maxDatagram = 65535
+
+// relayFromClient unwraps the client's datagrams and sends them on from the
+// relay socket. It ends when the client socket is closed.
+func (a *Association) relayFromClient() {
+	s := a.srv
+	buf := make([]byte, maxDatagram)
+	for {
+		n, from, err := a.clientSide.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			continue // e.g. ICMP port unreachable reported by the kernel
+		}
+		at := s.cfg.Now()
+		from = netip.AddrPortFrom(from.Addr().Unmap(), from.Port())
+		port := uint16(a.clientPort.Load())
+		if from.Addr() != a.clientIP || port != 0 && from.Port() != port {
+			s.stats.drop(s.log, DroppedForeignSource, from.String())
+			continue
+		}
+		if port == 0 {
+			a.clientPort.Store(uint32(from.Port()))
+		}
+		dst, off, err := parseUDPHeader(buf[:n])
+		if err != nil {
+			s.stats.drop(s.log, dropCauseOf(err), from.String())
+			continue
+		}
+		remote, ok := a.resolve(dst)
+		if !ok {
+			s.stats.drop(s.log, DroppedUnresolved, from.String())
+			continue
+		}
+		payload := buf[off:n]
+		if s.cfg.Hooks != nil {
+			payload = s.cfg.Hooks.ClientDatagram(a, remote, payload, at)
+			if payload == nil {
+				s.stats.drop(s.log, DroppedByHook, from.String())
+				continue
+			}
+		}
+		if _, err := a.relay.WriteToUDPAddrPort(payload, remote); err != nil {
+			s.stats.drop(s.log, DroppedSendFailed, remote.String())
+			continue
+		}
+		s.stats.datagrams[dirClientToRemote].Add(1)
+		s.stats.datagramBytes[dirClientToRemote].Add(uint64(len(payload)))
+	}
+}
+
+func dropCauseOf(err error) DropCause {
+	switch {
+	case errors.Is(err, errFragment):
+		return DroppedFragment
+	case errors.Is(err, errShort):
+		return DroppedShortHeader
+	}
+	return DroppedAddressType
+}
+
+func (a *Association) resolve(dst Addr) (netip.AddrPort, bool) {
+	if dst.Name == "" {
+		return netip.AddrPortFrom(dst.IP.Unmap(), dst.Port), true
+	}
+	ip, ok := a.resolved[dst.Name]
+	if !ok {
+		ctx, cancel := context.WithTimeout(context.Background(), resolveTimeout)
+		ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", dst.Name)
+		cancel()
+		if err != nil || len(ips) == 0 {
+			return netip.AddrPort{}, false
+		}
+		if len(a.resolved) >= maxResolved {
+			clear(a.resolved)
+		}
+		ip = ips[0].Unmap()
+		a.resolved[dst.Name] = ip
+	}
+	return netip.AddrPortFrom(ip, dst.Port), true
+}
+
+// relayFromRemote wraps every datagram arriving at the relay socket in a
+// header naming its source and sends it to the client. The payload is read
+// behind room for the longest IP header so wrapping needs no copy.
+func (a *Association) relayFromRemote() {
+	s := a.srv
+	buf := make([]byte, udpHeaderIPv6+maxDatagram)
+	for {
+		n, from, err := a.relay.ReadFromUDPAddrPort(buf[udpHeaderIPv6:])
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			continue
+		}
+		at := s.cfg.Now()
+		from = netip.AddrPortFrom(from.Addr().Unmap(), from.Port())
+		client := a.ClientAddr()
+		if client.Port() == 0 {
+			s.stats.drop(s.log, DroppedClientUnknown, from.String())
+			continue
+		}
+		payload := buf[udpHeaderIPv6 : udpHeaderIPv6+n]
+		if s.cfg.Hooks != nil {
+			s.cfg.Hooks.RemoteDatagram(a, from, payload, at)
+		}
+		start := udpHeaderIPv6 - udpHeaderLen(from)
+		putUDPHeader(buf[start:udpHeaderIPv6], from)
+		if _, err := a.clientSide.WriteToUDPAddrPort(buf[start:udpHeaderIPv6+n], client); err != nil {
+			s.stats.drop(s.log, DroppedSendFailed, client.String())
+			continue
+		}
+		s.stats.datagrams[dirRemoteToClient].Add(1)
+		s.stats.datagramBytes[dirRemoteToClient].Add(uint64(n))
+	}
+}

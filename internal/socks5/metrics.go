@@ -1,0 +1,147 @@
+package socks5
+
+import (
+	"log/slog"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// RefusalCause names why a TCP session was refused; it is the cause label of
+// fairgrid_proxy_refused_total.
+type RefusalCause int
+
+const (
+	RefusedBadVersion        RefusalCause = iota // greeting or request with VER != 5
+	RefusedMalformed                             // truncated, reserved octet set, bad domain, garbage
+	RefusedNoMethod                              // no acceptable authentication method offered
+	RefusedAuthFailed                            // wrong username or password
+	RefusedCommand                               // BIND or an unknown command
+	RefusedAddressType                           // unknown ATYP in a request
+	RefusedPort                                  // CONNECT to a port not in AllowedPorts
+	RefusedAssociationLimit                      // MaxAssociationsPerClient reached
+	RefusedConnectLimit                          // MaxConnectsPerClient reached
+	RefusedHandshakeTimeout                      // handshake not finished within HandshakeTimeout
+	RefusedDialFailed                            // CONNECT target unreachable or refused
+	RefusedUDPSetup                              // relay sockets could not be opened
+	numRefusalCauses
+)
+
+var refusalNames = [numRefusalCauses]string{
+	"bad_version", "malformed", "no_acceptable_method", "auth_failed", "unsupported_command",
+	"unsupported_address_type", "port_not_allowed", "association_limit", "connect_limit",
+	"handshake_timeout", "dial_failed", "udp_setup_failed",
+}
+
+func (c RefusalCause) String() string { return refusalNames[c] }
+
+// DropCause names why a datagram was dropped; it is the cause label of
+// fairgrid_proxy_dropped_datagrams_total.
+type DropCause int
+
+const (
+	DroppedForeignSource DropCause = iota // not from the client that made the association (RFC 1928 §7)
+	DroppedFragment                       // FRAG != 0: reassembly is optional (RFC 1928 §7) and not done
+	DroppedShortHeader                    // too short for the SOCKS UDP header
+	DroppedAddressType                    // unknown ATYP or invalid domain in the UDP header
+	DroppedUnresolved                     // domain destination that did not resolve
+	DroppedClientUnknown                  // remote datagram before the client's port was known
+	DroppedSendFailed                     // the kernel refused to send it
+	DroppedByHook                         // Hooks.ClientDatagram returned nil
+	numDropCauses
+)
+
+var dropNames = [numDropCauses]string{
+	"foreign_source", "fragmented", "short_header", "unknown_address_type", "unresolved_name",
+	"client_port_unknown", "send_failed", "hook",
+}
+
+func (c DropCause) String() string { return dropNames[c] }
+
+const (
+	dirClientToRemote = iota
+	dirRemoteToClient
+	dirInjected // the proxy's own datagrams (Association.WriteTo)
+	numDirections
+)
+
+var dirNames = [numDirections]string{"client_to_remote", "remote_to_client", "injected"}
+
+// stats are the server's counters; every field is updated atomically so the
+// relay goroutines never take a lock for them.
+type stats struct {
+	refused         [numRefusalCauses]atomic.Uint64
+	dropped         [numDropCauses]atomic.Uint64
+	datagrams       [numDirections]atomic.Uint64
+	datagramBytes   [numDirections]atomic.Uint64
+	connectBytes    [2]atomic.Uint64 // client_to_remote, remote_to_client
+	associations    atomic.Int64
+	associationsAll atomic.Uint64
+	connects        atomic.Int64
+	connectsAll     atomic.Uint64
+
+	refusedLogged [numRefusalCauses]atomic.Bool
+	droppedLogged [numDropCauses]atomic.Bool
+}
+
+// refuse counts a refusal and logs its first occurrence per cause, so a
+// scan or flood leaves one line and a counter instead of a flood of lines.
+func (s *stats) refuse(log *slog.Logger, c RefusalCause, client string, err error) {
+	s.refused[c].Add(1)
+	if !s.refusedLogged[c].Swap(true) {
+		log.Warn("socks5 session refused; further refusals of this cause are only counted",
+			"cause", c.String(), "client", client, "err", err)
+	}
+}
+
+func (s *stats) drop(log *slog.Logger, c DropCause, from string) {
+	s.dropped[c].Add(1)
+	if !s.droppedLogged[c].Swap(true) {
+		log.Warn("socks5 datagram dropped; further drops of this cause are only counted",
+			"cause", c.String(), "from", from)
+	}
+}
+
+var (
+	mRefused      = prometheus.NewDesc("fairgrid_proxy_refused_total", "SOCKS5 sessions refused, by cause.", []string{"cause"}, nil)
+	mDropped      = prometheus.NewDesc("fairgrid_proxy_dropped_datagrams_total", "UDP datagrams dropped by the relay, by cause.", []string{"cause"}, nil)
+	mDatagrams    = prometheus.NewDesc("fairgrid_proxy_relayed_datagrams_total", "UDP datagrams relayed, by direction (injected: the proxy's own).", []string{"direction"}, nil)
+	mDgramBytes   = prometheus.NewDesc("fairgrid_proxy_relayed_bytes_total", "UDP payload bytes relayed (SOCKS header excluded), by direction.", []string{"direction"}, nil)
+	mConnectBytes = prometheus.NewDesc("fairgrid_proxy_connect_bytes_total", "Bytes relayed over CONNECT sessions, by direction.", []string{"direction"}, nil)
+	mAssocs       = prometheus.NewDesc("fairgrid_proxy_associations", "UDP associations open.", nil, nil)
+	mAssocsAll    = prometheus.NewDesc("fairgrid_proxy_associations_total", "UDP associations opened.", nil, nil)
+	mConnects     = prometheus.NewDesc("fairgrid_proxy_connects", "CONNECT sessions open.", nil, nil)
+	mConnectsAll  = prometheus.NewDesc("fairgrid_proxy_connects_total", "CONNECT sessions opened.", nil, nil)
+)
+
+// collector exports a server's counters; it reads them at scrape time.
+type collector struct{ s *stats }
+
+func (c collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{mRefused, mDropped, mDatagrams, mDgramBytes, mConnectBytes, mAssocs, mAssocsAll, mConnects, mConnectsAll} {
+		ch <- d
+	}
+}
+
+func (c collector) Collect(ch chan<- prometheus.Metric) {
+	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	}
+	for i := range c.s.refused {
+		counter(mRefused, c.s.refused[i].Load(), RefusalCause(i).String())
+	}
+	for i := range c.s.dropped {
+		counter(mDropped, c.s.dropped[i].Load(), DropCause(i).String())
+	}
+	for i := range c.s.datagrams {
+		counter(mDatagrams, c.s.datagrams[i].Load(), dirNames[i])
+		counter(mDgramBytes, c.s.datagramBytes[i].Load(), dirNames[i])
+	}
+	for i := range c.s.connectBytes {
+		counter(mConnectBytes, c.s.connectBytes[i].Load(), dirNames[i])
+	}
+	ch <- prometheus.MustNewConstMetric(mAssocs, prometheus.GaugeValue, float64(c.s.associations.Load()))
+	counter(mAssocsAll, c.s.associationsAll.Load())
+	ch <- prometheus.MustNewConstMetric(mConnects, prometheus.GaugeValue, float64(c.s.connects.Load()))
+	counter(mConnectsAll, c.s.connectsAll.Load())
+}

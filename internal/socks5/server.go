@@ -1,0 +1,357 @@
+package socks5
+
+import (
+	"bufio"
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Auth holds RFC 1929 username/password credentials, each 1 to 255 bytes.
+type Auth struct {
+	Username string
+	Password string
+}
+
+func (a *Auth) validate() error {
+	if a == nil {
+		return nil
+	}
+	if len(a.Username) == 0 || len(a.Username) > 255 || len(a.Password) == 0 || len(a.Password) > 255 {
+		return errors.New("socks5: username and password must each be 1 to 255 bytes (RFC 1929 §2)")
+	}
+	return nil
+}
+
+// PortRange is an inclusive range of TCP ports.
+type PortRange struct{ Low, High uint16 }
+
+// DefaultAllowedPorts are the CONNECT ports a viewer needs for a grid; see
+// doc.go for what each serves.
+var DefaultAllowedPorts = []PortRange{
+	{80, 80}, {443, 443}, // HTTP(S): Second Life login, capabilities, web profiles
+	{8002, 8002},         // OpenSim grid (ROBUST) login service
+	{9000, 13100},        // OpenSim region HTTP servers: capabilities, event queue
+	{12043, 12043},       // Second Life simulator capabilities (HTTPS)
+	{12046, 12046},       // Second Life simulator capabilities and event queue
+}
+
+// Defaults for the zero values of Config.
+const (
+	DefaultMaxAssociationsPerClient = 16  // a viewer holds one circuit per region in view, rarely more than 9
+	DefaultMaxConnectsPerClient     = 128 // viewers fetch textures and meshes over many parallel HTTP connections
+	DefaultHandshakeTimeout         = 10 * time.Second
+	DefaultDialTimeout              = 15 * time.Second
+)
+
+// Hooks are the proxy's view into the UDP relay. The relay calls them from
+// the association's goroutines, one datagram at a time per direction, so a
+// hook must not block; payload is valid only during the call.
+type Hooks interface {
+	// ClientDatagram is called for each datagram from the client towards
+	// remote, received at at. It returns the payload to send: payload itself,
+	// or a replacement (which may reuse payload's memory).
+	ClientDatagram(a *Association, remote netip.AddrPort, payload []byte, at time.Time) []byte
+	// RemoteDatagram is called for each datagram from remote towards the
+	// client, received at at, before it is relayed unchanged.
+	RemoteDatagram(a *Association, remote netip.AddrPort, payload []byte, at time.Time)
+	// AssociationClosed is called once when the association has ended and
+	// its sockets are closed.
+	AssociationClosed(a *Association)
+}
+
+// Config configures a Server. The zero value serves loopback clients without
+// authentication, with the defaults above.
+type Config struct {
+	// Auth, if set, requires RFC 1929 username/password from every client.
+	Auth *Auth
+	// AllowedPorts limits CONNECT destinations; nil means DefaultAllowedPorts.
+	AllowedPorts []PortRange
+	// MaxAssociationsPerClient and MaxConnectsPerClient limit the sessions
+	// open at once from one client IP address; 0 means the default.
+	MaxAssociationsPerClient int
+	MaxConnectsPerClient     int
+	// HandshakeTimeout bounds everything from accept to the reply; 0 means
+	// DefaultHandshakeTimeout.
+	HandshakeTimeout time.Duration
+	// DialTimeout bounds a CONNECT's dial; 0 means DefaultDialTimeout.
+	DialTimeout time.Duration
+	// RelayAddr is the address the remote-facing UDP socket of each
+	// association binds to; the zero value means all addresses.
+	RelayAddr netip.Addr
+	// Hooks, if set, see every relayed datagram.
+	Hooks Hooks
+	// Now reads the clock once per received datagram; nil means time.Now.
+	Now func() time.Time
+}
+
+// CheckListen refuses to serve a non-loopback address without credentials:
+// an open SOCKS5 proxy is a relay for anyone who finds it. The command calls
+// it before listening.
+func CheckListen(listen string, auth *Auth) error {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return fmt.Errorf("socks5: listen address %q: %w", listen, err)
+	}
+	if err := auth.validate(); err != nil {
+		return err
+	}
+	if host == "localhost" {
+		return nil
+	}
+	ip, err := netip.ParseAddr(host)
+	if err == nil && ip.IsLoopback() {
+		return nil
+	}
+	if auth == nil {
+		return fmt.Errorf("socks5: listen address %q is not loopback: a username and password are required", listen)
+	}
+	return nil
+}
+
+// Server is a SOCKS5 server with CONNECT and UDP ASSOCIATE.
+type Server struct {
+	cfg   Config
+	log   *slog.Logger
+	stats stats
+
+	mu           sync.Mutex
+	perClientUDP map[netip.Addr]int
+	perClientTCP map[netip.Addr]int
+	nextID       uint64
+}
+
+// New validates cfg and returns a server; it starts nothing.
+func New(cfg Config, logger *slog.Logger) (*Server, error) {
+	if err := cfg.Auth.validate(); err != nil {
+		return nil, err
+	}
+	for _, r := range cfg.AllowedPorts {
+		if r.Low > r.High {
+			return nil, fmt.Errorf("socks5: port range %d-%d is empty", r.Low, r.High)
+		}
+	}
+	if cfg.AllowedPorts == nil {
+		cfg.AllowedPorts = DefaultAllowedPorts
+	}
+	if cfg.MaxAssociationsPerClient < 0 || cfg.MaxConnectsPerClient < 0 || cfg.HandshakeTimeout < 0 || cfg.DialTimeout < 0 {
+		return nil, errors.New("socks5: limits and timeouts must not be negative")
+	}
+	if cfg.MaxAssociationsPerClient == 0 {
+		cfg.MaxAssociationsPerClient = DefaultMaxAssociationsPerClient
+	}
+	if cfg.MaxConnectsPerClient == 0 {
+		cfg.MaxConnectsPerClient = DefaultMaxConnectsPerClient
+	}
+	if cfg.HandshakeTimeout == 0 {
+		cfg.HandshakeTimeout = DefaultHandshakeTimeout
+	}
+	if cfg.DialTimeout == 0 {
+		cfg.DialTimeout = DefaultDialTimeout
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if logger == nil {
+		return nil, errors.New("socks5: nil logger")
+	}
+	return &Server{
+		cfg:          cfg,
+		log:          logger,
+		perClientUDP: make(map[netip.Addr]int),
+		perClientTCP: make(map[netip.Addr]int),
+	}, nil
+}
+
+// Collector exports the server's counters; register it on the command's own
+// registry.
+func (s *Server) Collector() prometheus.Collector { return collector{&s.stats} }
+
+// Refused is the number of sessions refused for cause c.
+func (s *Server) Refused(c RefusalCause) uint64 { return s.stats.refused[c].Load() }
+
+// Dropped is the number of datagrams dropped for cause c.
+func (s *Server) Dropped(c DropCause) uint64 { return s.stats.dropped[c].Load() }
+
+// Serve accepts SOCKS5 sessions on ln until ctx ends or ln fails. It closes
+// ln and every session it started, waits for all their goroutines, and
+// returns nil if ctx ended, the accept error otherwise.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stop()
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			ln.Close()
+			return fmt.Errorf("socks5: accept: %w", err)
+		}
+		wg.Go(func() { s.serveConn(ctx, conn) })
+	}
+}
+
+func (s *Server) serveConn(ctx context.Context, conn net.Conn) {
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	client := addrPortOf(conn.RemoteAddr())
+	clientStr := client.String()
+	conn.SetDeadline(time.Now().Add(s.cfg.HandshakeTimeout))
+	// The handshake is read through a small buffer; nothing may follow the
+	// request before the reply, so nothing buffered is lost afterwards
+	// (a client that pipelines data is refused as malformed for CONNECT).
+	br := bufio.NewReaderSize(conn, 512)
+	req, err := s.handshake(conn, br)
+	if err != nil {
+		s.refuseHandshake(conn, clientStr, err)
+		return
+	}
+	switch req.cmd {
+	case cmdConnect:
+		if br.Buffered() > 0 {
+			s.stats.refuse(s.log, RefusedMalformed, clientStr, errors.New("data before the CONNECT reply"))
+			conn.Write(appendReply(nil, repGeneralFailure, Addr{}))
+			return
+		}
+		s.connect(ctx, conn, client, req.dst)
+	case cmdUDPAssociate:
+		s.associate(ctx, conn, br, client, req.dst)
+	default:
+		// RFC 1928 §6: X'07' for BIND and anything unknown.
+		s.stats.refuse(s.log, RefusedCommand, clientStr, fmt.Errorf("command %d", req.cmd))
+		conn.Write(appendReply(nil, repCommandNotSupported, Addr{}))
+	}
+}
+
+// errAuthFailed and errNoMethod are handshake outcomes already answered.
+var (
+	errAuthFailed = errors.New("socks5: authentication failed")
+	errNoMethod   = errors.New("socks5: no acceptable authentication method")
+)
+
+func (s *Server) handshake(conn net.Conn, br *bufio.Reader) (request, error) {
+	methods, err := readGreeting(br)
+	if err != nil {
+		return request{}, err
+	}
+	want := byte(methodNoAuth)
+	if s.cfg.Auth != nil {
+		want = methodUserPass
+	}
+	found := false
+	for _, m := range methods {
+		found = found || m == want
+	}
+	if !found {
+		conn.Write([]byte{version5, methodNoAcceptable}) // RFC 1928 §3: then the client closes
+		return request{}, errNoMethod
+	}
+	if _, err := conn.Write([]byte{version5, want}); err != nil {
+		return request{}, fmt.Errorf("writing method: %w", err)
+	}
+	if want == methodUserPass {
+		user, pass, err := readUserPass(br)
+		if err != nil {
+			if errors.Is(err, errAuthVersion) || errors.Is(err, errEmptyField) {
+				conn.Write([]byte{userPassVersion, userPassFailure})
+			}
+			return request{}, err
+		}
+		// Both comparisons always run so the time taken tells nothing.
+		okUser := subtle.ConstantTimeCompare([]byte(user), []byte(s.cfg.Auth.Username))
+		okPass := subtle.ConstantTimeCompare([]byte(pass), []byte(s.cfg.Auth.Password))
+		if okUser&okPass != 1 {
+			// RFC 1929 §2: a failure status, then the server closes.
+			conn.Write([]byte{userPassVersion, userPassFailure})
+			return request{}, errAuthFailed
+		}
+		if _, err := conn.Write([]byte{userPassVersion, userPassSuccess}); err != nil {
+			return request{}, fmt.Errorf("writing auth status: %w", err)
+		}
+	}
+	return readRequest(br)
+}
+
+// refuseHandshake answers a failed handshake with the RFC's reply where one
+// exists and counts it.
+func (s *Server) refuseHandshake(conn net.Conn, client string, err error) {
+	var ne net.Error
+	switch {
+	case errors.As(err, &ne) && ne.Timeout() || errors.Is(err, os.ErrDeadlineExceeded):
+		s.stats.refuse(s.log, RefusedHandshakeTimeout, client, err)
+	case errors.Is(err, errNoMethod):
+		s.stats.refuse(s.log, RefusedNoMethod, client, err)
+	case errors.Is(err, errAuthFailed):
+		s.stats.refuse(s.log, RefusedAuthFailed, client, err)
+	case errors.Is(err, errAddrType):
+		s.stats.refuse(s.log, RefusedAddressType, client, err)
+		conn.Write(appendReply(nil, repAddrTypeNotSupport, Addr{}))
+	case errors.Is(err, errVersion):
+		s.stats.refuse(s.log, RefusedBadVersion, client, err)
+		// A request (not a greeting) with a wrong version still gets a
+		// general failure; for a greeting RFC 1928 defines no reply, and a
+		// SOCKS4 client would misread one, so nothing is sent then.
+		if errors.Is(err, errRequestVersion) {
+			conn.Write(appendReply(nil, repGeneralFailure, Addr{}))
+		}
+	case errors.Is(err, errReserved) || errors.Is(err, errDomain):
+		s.stats.refuse(s.log, RefusedMalformed, client, err)
+		conn.Write(appendReply(nil, repGeneralFailure, Addr{}))
+	default: // truncated: the peer closed mid-message, nobody to answer
+		s.stats.refuse(s.log, RefusedMalformed, client, err)
+	}
+}
+
+func addrPortOf(a net.Addr) netip.AddrPort {
+	switch a := a.(type) {
+	case *net.TCPAddr:
+		return a.AddrPort()
+	case *net.UDPAddr:
+		return a.AddrPort()
+	}
+	ap, _ := netip.ParseAddrPort(a.String())
+	return ap
+}
+
+// acquire reserves one session of a kind for a client IP within limit.
+func (s *Server) acquire(m map[netip.Addr]int, ip netip.Addr, limit int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if m[ip] >= limit {
+		return false
+	}
+	m[ip]++
+	return true
+}
+
+func (s *Server) release(m map[netip.Addr]int, ip netip.Addr) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if m[ip]--; m[ip] <= 0 {
+		delete(m, ip)
+	}
+}
+
+func (s *Server) portAllowed(p uint16) bool {
+	for _, r := range s.cfg.AllowedPorts {
+		if p >= r.Low && p <= r.High {
+			return true
+		}
+	}
+	return false
+}
