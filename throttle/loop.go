@@ -406,6 +406,21 @@ func (l *Loop) Circuit(k circuit.Key) (circuit.Summary, ratecalc.Stats, bool) {
 	return c.Summary(), c.Controller.Stats(), true
 }
 
+// Request returns the request the loop currently wants for circuit k: the
+// last one it decided and sent (or re-asserted), with its split, and false
+// before the first. A proxy in the viewer's path writes its Throttles into
+// each AgentThrottle the viewer sends; the loop, seeing those values come
+// through, takes them as its own and does not re-assert.
+func (l *Loop) Request(k circuit.Key) (Request, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	st := l.states[k]
+	if st == nil || !st.sent {
+		return Request{}, false
+	}
+	return st.last, true
+}
+
 // Reconfigure applies the settings that can change while running — the
 // clamps, the floor, the hysteresis, the split, RootOnly, IdleTimeout —
 // and returns the names of those that differ but need a restart

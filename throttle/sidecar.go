@@ -1,0 +1,366 @@
+package throttle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fairgrid/fairgrid/capture"
+	"github.com/fairgrid/fairgrid/capture/circuit"
+)
+
+// Source yields the datagrams a sidecar measures, each stamped with the
+// time it was seen: a live capture (*capture.Reader), the link emulator's
+// tap or a proxy's relay (both through a ChanSource).
+type Source interface {
+	// Next blocks until the next datagram. Its Payload need only stay
+	// valid until the following call. An error means the source failed or
+	// ended (io.EOF); Close interrupts a blocked Next.
+	Next() (capture.Datagram, error)
+	Close() error
+}
+
+// ErrSourceClosed is what a closed ChanSource's Next returns.
+var ErrSourceClosed = errors.New("source closed")
+
+// ChanSource is a Source fed by pushing: a proxy's relay goroutines or
+// the link emulator's tap hand it the datagrams they forward, and the
+// sidecar reads them. Push never blocks the relay: when the buffer is
+// full the datagram is dropped and counted, since a relay that waited for
+// measurement would delay the traffic it measures.
+type ChanSource struct {
+	c       chan capture.Datagram
+	done    chan struct{}
+	once    sync.Once
+	dropped atomic.Uint64
+}
+
+// NewChanSource returns a source that holds up to buffer datagrams not
+// yet read (at least 1).
+func NewChanSource(buffer int) *ChanSource {
+	return &ChanSource{c: make(chan capture.Datagram, max(buffer, 1)), done: make(chan struct{})}
+}
+
+// Push queues d and reports whether it was queued: false when the buffer
+// is full (counted in Dropped) or the source is closed. The source keeps
+// d.Payload, so the caller must not reuse it; d.At is the time the
+// datagram was relayed, Src and Dst its endpoints as the simulator and
+// the viewer know them. It is safe for concurrent use.
+func (s *ChanSource) Push(d capture.Datagram) bool {
+	select {
+	case <-s.done:
+		return false
+	default:
+	}
+	select {
+	case s.c <- d:
+		return true
+	default:
+		s.dropped.Add(1)
+		return false
+	}
+}
+
+// Next returns the next pushed datagram, or ErrSourceClosed once the
+// source is closed.
+func (s *ChanSource) Next() (capture.Datagram, error) {
+	select {
+	case d := <-s.c:
+		return d, nil
+	case <-s.done:
+		return capture.Datagram{}, ErrSourceClosed
+	}
+}
+
+// Close ends the source: Next returns ErrSourceClosed and Push false.
+// Closing twice is harmless.
+func (s *ChanSource) Close() error {
+	s.once.Do(func() { close(s.done) })
+	return nil
+}
+
+// Dropped counts datagrams Push dropped because the buffer was full.
+func (s *ChanSource) Dropped() uint64 { return s.dropped.Load() }
+
+// DefaultReopenEvery is how often a failed source is reopened: an
+// interface that went down comes back within seconds, and a second
+// between attempts costs nothing while it is away.
+const DefaultReopenEvery = time.Second
+
+// SidecarConfig wires a sidecar. Loop, Source and Sender are required.
+type SidecarConfig struct {
+	Loop   *Loop
+	Source Source
+	// Sender delivers the loop's requests: raw sockets as the viewer, the
+	// link emulator, or a proxy's socket for the association.
+	Sender Sender
+	// Reopen, if set, replaces a Source that failed: it is called every
+	// ReopenEvery (default DefaultReopenEvery) until it succeeds. Without
+	// it a failing source ends Run with its error, and a source that ends
+	// (io.EOF, ErrSourceClosed) ends Run without one.
+	Reopen      func() (Source, error)
+	ReopenEvery time.Duration
+	// Metrics, if set, are served over HTTP on MetricsListener until Run
+	// ends. The caller opens the listener, so that an address in use is
+	// reported before the sidecar starts.
+	MetricsListener net.Listener
+	Metrics         http.Handler
+	// Reloads asks for a reload (the caller passes a signal.Notify channel
+	// for SIGHUP). Reload then returns the loop's new configuration, which
+	// the sidecar applies with Loop.Reconfigure, and commit, if not nil,
+	// which it calls after the loop took it, so that what the caller keeps
+	// beside the loop (log level, metrics limits) changes with it or not at
+	// all. A refused reload is logged and changes nothing.
+	Reloads <-chan os.Signal
+	Reload  func() (next Config, commit func(), err error)
+	// AfterTick, if set, is called after each decision with what was sent.
+	AfterTick func(now time.Time, sent []Request)
+	Log       *slog.Logger
+}
+
+// Sidecar runs the capture → measure → decide → send path of one
+// front-end (the daemon, the demo, the proxy) as one unit: Run starts its
+// parts, and returns when all have stopped.
+type Sidecar struct {
+	cfg     SidecarConfig
+	log     *slog.Logger
+	current atomic.Pointer[sourceBox] // the source being read: Reopen replaces it
+	reopens atomic.Uint64
+}
+
+type sourceBox struct{ Source }
+
+// NewSidecar checks cfg and returns a sidecar that has not started.
+func NewSidecar(cfg SidecarConfig) (*Sidecar, error) {
+	var errs []error
+	if cfg.Loop == nil {
+		errs = append(errs, errors.New("no loop"))
+	}
+	if cfg.Source == nil {
+		errs = append(errs, errors.New("no source"))
+	}
+	if cfg.Sender == nil {
+		errs = append(errs, errors.New("no sender"))
+	}
+	if (cfg.MetricsListener == nil) != (cfg.Metrics == nil) {
+		errs = append(errs, errors.New("metrics need both a listener and a handler"))
+	}
+	if (cfg.Reloads == nil) != (cfg.Reload == nil) {
+		errs = append(errs, errors.New("reloads need both a channel and a Reload function"))
+	}
+	if cfg.ReopenEvery < 0 {
+		errs = append(errs, fmt.Errorf("reopen every %v: want positive", cfg.ReopenEvery))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("sidecar: %w", err)
+	}
+	if cfg.ReopenEvery == 0 {
+		cfg.ReopenEvery = DefaultReopenEvery
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	s := &Sidecar{cfg: cfg, log: cfg.Log}
+	s.current.Store(&sourceBox{cfg.Source})
+	return s, nil
+}
+
+// Loop is the sidecar's control loop.
+func (s *Sidecar) Loop() *Loop { return s.cfg.Loop }
+
+// Request returns the request fairgrid currently wants for circuit k —
+// the last one the loop decided and sent, with its split — and false
+// before the first. A proxy puts its Throttles into the body of each
+// AgentThrottle the viewer sends (see Loop.Request).
+func (s *Sidecar) Request(k circuit.Key) (Request, bool) { return s.cfg.Loop.Request(k) }
+
+// CaptureStats returns the counters of the source being read, if it is a
+// capture (it has Stats), and the zero Stats otherwise.
+func (s *Sidecar) CaptureStats() capture.Stats {
+	if c, ok := s.current.Load().Source.(interface{ Stats() capture.Stats }); ok {
+		return c.Stats()
+	}
+	return capture.Stats{}
+}
+
+// Reopens counts the sources Reopen has opened.
+func (s *Sidecar) Reopens() uint64 { return s.reopens.Load() }
+
+// Run reads the source into the loop, runs the loop's decisions and
+// sends, serves the metrics and applies reloads, until ctx ends or one of
+// them fails. It returns the first failure (nil when ctx ended or the
+// source ended), after every part has stopped, and closes the source.
+func (s *Sidecar) Run(ctx context.Context) error {
+	var g group
+	g.add(s.readSource, func() { s.current.Load().Close() })
+	g.add(func(ctx context.Context) error { return s.cfg.Loop.Run(ctx, s.cfg.Sender, s.cfg.AfterTick) }, nil)
+	if s.cfg.Metrics != nil {
+		hs := &http.Server{Handler: s.cfg.Metrics, ReadHeaderTimeout: 5 * time.Second}
+		g.add(func(context.Context) error {
+			if err := hs.Serve(s.cfg.MetricsListener); !errors.Is(err, http.ErrServerClosed) {
+				return fmt.Errorf("metrics: %w", err)
+			}
+			return nil
+		}, func() {
+			// A scrape in progress gets a second to finish.
+			sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			hs.Shutdown(sctx)
+		})
+	}
+	if s.cfg.Reloads != nil {
+		g.add(s.reloads, nil)
+	}
+	err := g.run(ctx)
+	s.current.Load().Close()
+	return err
+}
+
+// readSource feeds the loop until the source fails or ends; a failed one
+// is replaced by Reopen, if set. A source closed because Run is stopping
+// is no failure.
+func (s *Sidecar) readSource(ctx context.Context) error {
+	for {
+		src := s.current.Load()
+		err := s.drain(src)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if s.cfg.Reopen == nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, ErrSourceClosed) {
+				return nil
+			}
+			return fmt.Errorf("source: %w", err)
+		}
+		s.log.Warn("source failed; reopening", "err", err, "every", s.cfg.ReopenEvery)
+		next, err := s.reopen(ctx)
+		src.Close()
+		if err != nil {
+			return nil // ctx ended while reopening
+		}
+		s.current.Store(&sourceBox{next})
+		s.reopens.Add(1)
+		// Run's stop may have closed the old source just before the swap:
+		// the new one must not outlive it.
+		if ctx.Err() != nil {
+			next.Close()
+			return nil
+		}
+		s.log.Info("source reopened")
+	}
+}
+
+func (s *Sidecar) drain(src *sourceBox) error {
+	for {
+		d, err := src.Next()
+		if err != nil {
+			return err
+		}
+		s.cfg.Loop.Observe(d)
+	}
+}
+
+// reopen retries Reopen every ReopenEvery until it succeeds or ctx ends;
+// the failures are the one already logged, so they are not logged again.
+func (s *Sidecar) reopen(ctx context.Context) (Source, error) {
+	t := time.NewTicker(s.cfg.ReopenEvery)
+	defer t.Stop()
+	for {
+		if next, err := s.cfg.Reopen(); err == nil {
+			return next, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// reloads applies each reload asked for until ctx ends.
+func (s *Sidecar) reloads(ctx context.Context) error {
+	reloads := s.cfg.Reloads
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case _, ok := <-reloads:
+			if !ok {
+				reloads = nil // closed: no more reloads, the rest runs on
+				continue
+			}
+			if err := s.reload(); err != nil {
+				s.log.Error("reload refused: the running configuration stays", "err", err)
+			}
+		}
+	}
+}
+
+func (s *Sidecar) reload() error {
+	next, commit, err := s.cfg.Reload()
+	if err != nil {
+		return err
+	}
+	restart, err := s.cfg.Loop.Reconfigure(next)
+	if err != nil {
+		return err
+	}
+	if len(restart) > 0 {
+		s.log.Warn("reload: these settings need a restart", "loop", restart)
+	}
+	if commit != nil {
+		commit()
+	}
+	return nil
+}
+
+// group runs functions together: the first to return stops the others
+// (its context is cancelled and each interrupt is called, for blocking
+// calls that ignore contexts), and run returns the first error once all
+// have returned. It is errgroup with oklog/run's interrupts, in the few
+// lines it takes.
+type group struct {
+	execute   []func(context.Context) error
+	interrupt []func()
+}
+
+func (g *group) add(execute func(context.Context) error, interrupt func()) {
+	g.execute = append(g.execute, execute)
+	g.interrupt = append(g.interrupt, interrupt)
+}
+
+func (g *group) run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make(chan error, len(g.execute))
+	for _, execute := range g.execute {
+		go func() { errs <- execute(ctx) }()
+	}
+	var first error
+	received := 0
+	select {
+	case first = <-errs:
+		received++
+	case <-ctx.Done():
+	}
+	cancel()
+	for _, interrupt := range g.interrupt {
+		if interrupt != nil {
+			interrupt()
+		}
+	}
+	for ; received < len(g.execute); received++ {
+		if err := <-errs; first == nil {
+			first = err
+		}
+	}
+	return first
+}
