@@ -6,12 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/netip"
 	"os"
 	"os/signal"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -20,6 +20,7 @@ import (
 	"github.com/fairgrid/fairgrid/throttle"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // loadDaemonConfig reads --config (or the defaults) and applies the flags
@@ -83,6 +84,7 @@ type daemon struct {
 	mu      sync.Mutex
 	running *configs.File // the values in force
 	loop    *throttle.Loop
+	log     *slog.Logger
 	level   *slog.LevelVar
 	metrics *throttle.Collector
 }
@@ -98,38 +100,79 @@ func newDaemon(f *configs.File, log *slog.Logger, level *slog.LevelVar) (*daemon
 	if err != nil {
 		return nil, err
 	}
-	d := &daemon{running: f, loop: loop, level: level, metrics: &throttle.Collector{Loop: loop}}
+	d := &daemon{running: f, loop: loop, log: log, level: level, metrics: &throttle.Collector{Loop: loop}}
 	d.metrics.MaxCircuits.Store(int64(f.Metrics.MaxCircuits))
 	return d, nil
 }
 
-// reload applies what differs in nf and can change live, and names the
-// rest. Nothing is applied if nf is refused.
-func (d *daemon) reload(nf *configs.File) (applied, needRestart []string, err error) {
+// pendingReload is a reload decided but not yet in force.
+type pendingReload struct {
+	next                 configs.File
+	level                slog.Level
+	applied, needRestart []string
+}
+
+// prepare decides what of nf a reload applies: what differs and can
+// change live; the rest keeps the running values and is named.
+func (d *daemon) prepare(nf *configs.File) (*pendingReload, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	level, err := nf.LogLevel()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	// The loop takes the live keys only: what needs a restart keeps the
-	// running values.
-	next := *d.running
+	p := &pendingReload{next: *d.running, level: level}
 	for _, key := range configs.Changed(d.running, nf) {
 		if slices.Contains(restartKeys, key) {
-			needRestart = append(needRestart, key)
+			p.needRestart = append(p.needRestart, key)
 			continue
 		}
-		next.Field(key).Set(nf.Field(key))
-		applied = append(applied, key)
+		p.next.Field(key).Set(nf.Field(key))
+		p.applied = append(p.applied, key)
 	}
-	if _, err := d.loop.Reconfigure(next.Throttle()); err != nil {
+	return p, nil
+}
+
+// commit puts in force what lives beside the loop, once the loop has
+// taken p.
+func (d *daemon) commit(p *pendingReload) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.level.Set(p.level)
+	d.metrics.MaxCircuits.Store(int64(p.next.Metrics.MaxCircuits))
+	d.running = &p.next
+	d.log.Info("configuration reloaded", "applied", p.applied, "need_restart", p.needRestart)
+}
+
+// sidecarReload is the sidecar's Reload: the file again, with the flags
+// over it, as at start.
+func (d *daemon) sidecarReload(fs *flag.FlagSet, configPath string) func() (throttle.Config, func(), error) {
+	return func() (throttle.Config, func(), error) {
+		nf, err := loadDaemonConfig(fs, configPath)
+		if err != nil {
+			return throttle.Config{}, nil, err
+		}
+		p, err := d.prepare(nf)
+		if err != nil {
+			return throttle.Config{}, nil, err
+		}
+		return p.next.Throttle(), func() { d.commit(p) }, nil
+	}
+}
+
+// reload applies what differs in nf and can change live, and names the
+// rest. Nothing is applied if nf is refused. The running sidecar does the
+// same in its steps (sidecarReload).
+func (d *daemon) reload(nf *configs.File) (applied, needRestart []string, err error) {
+	p, err := d.prepare(nf)
+	if err != nil {
 		return nil, nil, err
 	}
-	d.level.Set(level)
-	d.metrics.MaxCircuits.Store(int64(next.Metrics.MaxCircuits))
-	d.running = &next
-	return applied, needRestart, nil
+	if _, err := d.loop.Reconfigure(p.next.Throttle()); err != nil {
+		return nil, nil, err
+	}
+	d.commit(p)
+	return p.applied, p.needRestart, nil
 }
 
 // registry is the daemon's metrics: its own, and its process's CPU,
@@ -165,8 +208,7 @@ func runDaemon(fs *flag.FlagSet, configPath string, check bool, s stdio) int {
 		fmt.Fprintf(s.err, "fairgrid run: %v\n", err)
 		return exitUsage
 	}
-	loop := d.loop
-	var sender throttle.Sender = dryRunSender{log}
+	cfg := throttle.SidecarConfig{Loop: d.loop, Sender: dryRunSender{log}, Log: log}
 	if !f.Send.DryRun {
 		raw, err := throttle.NewRawSender()
 		if err != nil {
@@ -174,90 +216,51 @@ func runDaemon(fs *flag.FlagSet, configPath string, check bool, s stdio) int {
 			return exitFail
 		}
 		defer raw.Close()
-		sender = raw
+		cfg.Sender = raw
 	}
+	// The interface is reopened when it fails, so the daemon survives it
+	// going down and up.
 	ports, _ := f.Ports()
-	reader, err := capture.OpenLive(f.Capture.Interface, ports)
-	if err != nil {
+	cfg.Reopen = func() (throttle.Source, error) {
+		r, err := capture.OpenLive(f.Capture.Interface, ports)
+		if err != nil {
+			return nil, fmt.Errorf("capture on %s: %w", f.Capture.Interface, err)
+		}
+		return r, nil
+	}
+	if cfg.Source, err = cfg.Reopen(); err != nil {
 		fmt.Fprintf(s.err, "fairgrid run: %v\n", err)
 		return exitFail
 	}
-	ctx, stop := runContext(0)
-	defer stop()
-	// The capture goroutine replaces the reader when the interface fails;
-	// the metrics and the shutdown always reach the current one.
-	var current atomic.Pointer[capture.Reader]
-	current.Store(reader)
-	context.AfterFunc(ctx, func() { current.Load().Close() })
-
 	if f.Metrics.Address != "" {
-		d.metrics.Capture = func() capture.Stats { return current.Load().Stats() }
-		shutdown, err := serveMetrics(f.Metrics.Address, registry(d.metrics), log)
-		if err != nil {
+		if cfg.MetricsListener, err = net.Listen("tcp", f.Metrics.Address); err != nil {
+			cfg.Source.Close()
 			fmt.Fprintf(s.err, "fairgrid run: metrics: %v\n", err)
 			return exitFail
 		}
-		defer shutdown()
+		cfg.Metrics = promhttp.HandlerFor(registry(d.metrics), promhttp.HandlerOpts{})
 		if beyondLoopback(f.Metrics.Address) {
 			log.Warn("metrics are served beyond loopback: circuits and agent IDs become visible to the network", "address", f.Metrics.Address)
 		}
 	}
-
 	// SIGHUP reloads what can change live.
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
-	defer close(hup) // after Stop: the reload goroutine ends
 	defer signal.Stop(hup)
-	go func() {
-		for range hup {
-			nf, err := loadDaemonConfig(fs, configPath)
-			if err != nil {
-				log.Error("reload refused: the running configuration stays", "err", err)
-				continue
-			}
-			applied, restart, err := d.reload(nf)
-			if err != nil {
-				log.Error("reload refused: the running configuration stays", "err", err)
-				continue
-			}
-			log.Info("configuration reloaded", "applied", applied, "need_restart", restart)
-		}
-	}()
-
-	// Capture: every datagram to the loop; a failing interface is retried,
-	// so the daemon survives it going down and up.
-	go func() {
-		for {
-			d, err := reader.Next()
-			if err == nil {
-				loop.Observe(d)
-				continue
-			}
-			if ctx.Err() != nil {
-				return
-			}
-			log.Warn("capture failed; reopening", "interface", f.Capture.Interface, "err", err)
-			for ctx.Err() == nil {
-				r, err := capture.OpenLive(f.Capture.Interface, ports)
-				if err == nil {
-					reader.Close()
-					reader = r
-					current.Store(r)
-					if ctx.Err() != nil {
-						r.Close() // shutdown began while it opened
-					}
-					break
-				}
-				select {
-				case <-ctx.Done():
-				case <-time.After(time.Second):
-				}
-			}
-		}
-	}()
-
+	cfg.Reloads, cfg.Reload = hup, d.sidecarReload(fs, configPath)
+	sc, err := throttle.NewSidecar(cfg)
+	if err != nil {
+		fmt.Fprintf(s.err, "fairgrid run: %v\n", err)
+		return exitFail
+	}
+	d.metrics.Capture = sc.CaptureStats
+	ctx, stop := runContext(0)
+	defer stop()
 	log.Info("fairgrid running", "interface", f.Capture.Interface, "controller", f.Control.Controller, "dry_run", f.Send.DryRun)
-	loop.Run(ctx, sender, nil)
+	if err := sc.Run(ctx); err != nil {
+		log.Error("fairgrid stopped", "err", err)
+		return exitFail
+	}
 	log.Info("fairgrid stopped")
 	return exitOK
 }
