@@ -20,6 +20,7 @@
 //     replies with the outgoing socket's address (§6) and copies bytes both
 //     ways. The viewer's login (XML-RPC), capabilities and event queue are
 //     HTTP(S) and use this.
+//
 //   - UDP ASSOCIATE (§7): the server opens two UDP sockets and replies with
 //     the client-facing one's address. The client wraps each datagram in a
 //     header naming the destination:
@@ -35,6 +36,7 @@
 //     one stable endpoint per viewer. Datagrams arriving at the relay socket
 //     are wrapped in a header naming their source and sent to the client.
 //     The association lasts as long as the TCP control connection.
+//
 //   - BIND and anything else: reply X'07' (command not supported), close.
 //
 // Hooks see each relayed datagram with the time it was received (the relay

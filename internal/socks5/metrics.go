@@ -12,18 +12,18 @@ import (
 type RefusalCause int
 
 const (
-	RefusedBadVersion        RefusalCause = iota // greeting or request with VER != 5
-	RefusedMalformed                             // truncated, reserved octet set, bad domain, garbage
-	RefusedNoMethod                              // no acceptable authentication method offered
-	RefusedAuthFailed                            // wrong username or password
-	RefusedCommand                               // BIND or an unknown command
-	RefusedAddressType                           // unknown ATYP in a request
-	RefusedPort                                  // CONNECT to a port not in AllowedPorts
-	RefusedAssociationLimit                      // MaxAssociationsPerClient reached
-	RefusedConnectLimit                          // MaxConnectsPerClient reached
-	RefusedHandshakeTimeout                      // handshake not finished within HandshakeTimeout
-	RefusedDialFailed                            // CONNECT target unreachable or refused
-	RefusedUDPSetup                              // relay sockets could not be opened
+	RefusedBadVersion       RefusalCause = iota // greeting or request with VER != 5
+	RefusedMalformed                            // truncated, reserved octet set, bad domain, garbage
+	RefusedNoMethod                             // no acceptable authentication method offered
+	RefusedAuthFailed                           // wrong username or password
+	RefusedCommand                              // BIND or an unknown command
+	RefusedAddressType                          // unknown ATYP in a request
+	RefusedPort                                 // CONNECT to a port not in AllowedPorts
+	RefusedAssociationLimit                     // MaxAssociationsPerClient reached
+	RefusedConnectLimit                         // MaxConnectsPerClient reached
+	RefusedHandshakeTimeout                     // handshake not finished within HandshakeTimeout
+	RefusedDialFailed                           // CONNECT target unreachable or refused
+	RefusedUDPSetup                             // relay sockets could not be opened
 	numRefusalCauses
 )
 

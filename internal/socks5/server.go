@@ -39,10 +39,10 @@ type PortRange struct{ Low, High uint16 }
 // doc.go for what each serves.
 var DefaultAllowedPorts = []PortRange{
 	{80, 80}, {443, 443}, // HTTP(S): Second Life login, capabilities, web profiles
-	{8002, 8002},         // OpenSim grid (ROBUST) login service
-	{9000, 13100},        // OpenSim region HTTP servers: capabilities, event queue
-	{12043, 12043},       // Second Life simulator capabilities (HTTPS)
-	{12046, 12046},       // Second Life simulator capabilities and event queue
+	{8002, 8002},   // OpenSim grid (ROBUST) login service
+	{9000, 13100},  // OpenSim region HTTP servers: capabilities, event queue
+	{12043, 12043}, // Second Life simulator capabilities (HTTPS)
+	{12046, 12046}, // Second Life simulator capabilities and event queue
 }
 
 // Defaults for the zero values of Config.
@@ -296,6 +296,10 @@ func (s *Server) refuseHandshake(conn net.Conn, client string, err error) {
 		s.stats.refuse(s.log, RefusedHandshakeTimeout, client, err)
 	case errors.Is(err, errNoMethod):
 		s.stats.refuse(s.log, RefusedNoMethod, client, err)
+	case errors.Is(err, errNoMethods):
+		// An empty method list has no acceptable method either (RFC 1928 §3).
+		s.stats.refuse(s.log, RefusedNoMethod, client, err)
+		conn.Write([]byte{version5, methodNoAcceptable})
 	case errors.Is(err, errAuthFailed):
 		s.stats.refuse(s.log, RefusedAuthFailed, client, err)
 	case errors.Is(err, errAddrType):

@@ -95,17 +95,17 @@ func appendAddr(b []byte, a Addr) []byte {
 
 // Errors of the wire parsers. Each maps to one refusal or drop cause.
 var (
-	errVersion     = errors.New("socks5: wrong protocol version")
+	errVersion = errors.New("socks5: wrong protocol version")
 	// errRequestVersion is errVersion in a request, which has a reply.
 	errRequestVersion = fmt.Errorf("%w in request", errVersion)
-	errNoMethods   = errors.New("socks5: greeting offers no methods")
-	errAuthVersion = errors.New("socks5: wrong username/password sub-negotiation version")
-	errEmptyField  = errors.New("socks5: empty username or password")
-	errReserved    = errors.New("socks5: reserved octet is not zero")
-	errAddrType    = errors.New("socks5: unknown address type")
-	errDomain      = errors.New("socks5: invalid domain name")
-	errShort       = errors.New("socks5: datagram shorter than its header")
-	errFragment    = errors.New("socks5: fragmented datagram")
+	errNoMethods      = errors.New("socks5: greeting offers no methods")
+	errAuthVersion    = errors.New("socks5: wrong username/password sub-negotiation version")
+	errEmptyField     = errors.New("socks5: empty username or password")
+	errReserved       = errors.New("socks5: reserved octet is not zero")
+	errAddrType       = errors.New("socks5: unknown address type")
+	errDomain         = errors.New("socks5: invalid domain name")
+	errShort          = errors.New("socks5: datagram shorter than its header")
+	errFragment       = errors.New("socks5: fragmented datagram")
 )
 
 // readGreeting reads the method-selection message (RFC 1928 §3):
