@@ -38,6 +38,7 @@ func commands() []command {
 		{"sim", "run a test region simulator", runSim},
 		{"viewer", "run synthetic viewers against a simulator", runViewer},
 		{"link", "relay UDP between viewers and a simulator through an emulated link", runLink},
+		{"version", "print the version and the commit it was built from", runVersion},
 	}
 }
 
@@ -53,6 +54,9 @@ func run(args []string, s stdio) int {
 	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" && len(args) == 1 {
 		usage(s.out)
 		return exitOK
+	}
+	if args[0] == "--version" || args[0] == "-version" {
+		return runVersion(args[1:], s)
 	}
 	if args[0] == "help" { // help COMMAND is COMMAND --help
 		if len(args) > 2 {
