@@ -5,6 +5,21 @@
 // the sidecar daemon: it measures every circuit from captured datagrams,
 // decides each one's request every interval and sends it.
 //
+// # The sidecar
+//
+// Sidecar is that loop with its inputs and outputs, the one piece every
+// front-end runs: a Source of timestamped datagrams (a live capture, the
+// link emulator's tap, a SOCKS5 proxy's relay), a Sender (raw sockets as
+// the viewer, the emulator, the proxy's socket), and Run, which runs the
+// source, the loop's ticks, the metrics server and reloads as a group:
+// the first to fail stops the rest, and Run returns once all have
+// stopped. A front-end that relays the traffic itself pushes what it
+// relays into a ChanSource, and asks Request for the request in force to
+// rewrite the viewer's own AgentThrottle in flight. The daemon reopens a
+// failed capture every DefaultReopenEvery; a SIGHUP arrives as a value on
+// SidecarConfig.Reloads, and the sidecar applies the configuration it
+// yields with Loop.Reconfigure.
+//
 // # Floods
 //
 // A datagram with a spoofed source costs nothing to send, so the loop

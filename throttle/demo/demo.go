@@ -6,6 +6,7 @@
 package demo
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"fmt"
@@ -172,6 +173,11 @@ func near(set map[int64]bool, total int64) bool {
 	return false
 }
 
+// tapBuffer holds the tap's datagrams until the sidecar reads them: at the
+// demo's 2 Mbit/s, a few hundred a second, so a second's worth in case the
+// reader is descheduled.
+const tapBuffer = 1024
+
 // linkSender sends requests through the emulator, as if from the viewer,
 // or with raw sockets in live mode.
 type linkSender struct {
@@ -229,28 +235,33 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, onRow func(Row)) (Su
 		return Summary{}, err
 	}
 	lcfg := link.Config{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Upstream: sim.Addr(), Down: cfg.Link, Up: cfg.Link, Seed: cfg.Seed}
+	// The tap hands the sidecar what the viewer's host sees, as a proxy's
+	// relay would; its payload is the link's, so the source gets a copy.
+	tap := throttle.NewChanSource(tapBuffer)
+	var source throttle.Source = tap
 	if !cfg.Live {
 		lcfg.Tap = func(d link.Datagram) {
-			loop.Observe(capture.Datagram{At: d.At, Src: d.Src, Dst: d.Dst, Payload: d.Payload})
+			tap.Push(capture.Datagram{At: d.At, Src: d.Src, Dst: d.Dst, Payload: bytes.Clone(d.Payload)})
 		}
 	}
 	relay, err := link.New(lcfg, log)
 	if err != nil {
 		return Summary{}, err
 	}
-	var raw *throttle.RawSender
-	var live *capture.Reader
+	sender := &linkSender{relay: relay, a: a}
 	if cfg.Live {
 		// The viewer's side of the link: what a capture on its host sees.
 		port := relay.Addr().Port()
-		if live, err = capture.OpenLive("lo", capture.Ports{{Lo: port, Hi: port}}); err != nil {
+		live, err := capture.OpenLive("lo", capture.Ports{{Lo: port, Hi: port}})
+		if err != nil {
 			return Summary{}, err
 		}
+		source = live
 		defer live.Close()
-		if raw, err = throttle.NewRawSender(); err != nil {
+		if sender.raw, err = throttle.NewRawSender(); err != nil {
 			return Summary{}, err
 		}
-		defer raw.Close()
+		defer sender.raw.Close()
 	}
 	v, err := viewer.New(viewer.Config{Sim: relay.Addr(), Throttle: cfg.ViewerThrottle, FollowViewerRule: true, CircuitCode: 4242}, log)
 	if err != nil {
@@ -262,62 +273,60 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, onRow func(Row)) (Su
 	intervals := int(cfg.Duration / loop.Interval())
 	runCtx, cancel := context.WithTimeout(ctx, time.Duration(intervals)*loop.Interval()+loop.Interval()/2)
 	defer cancel()
+	start := time.Now()
+	var rows []Row
+	var lastRequest *float64
+	sc, err := throttle.NewSidecar(throttle.SidecarConfig{Loop: loop, Source: source, Sender: sender, Log: log,
+		AfterTick: func(now time.Time, sent []Request) {
+			for _, r := range sent {
+				bps := r.Total.BitsPerSecond()
+				lastRequest = &bps
+			}
+			row := Row{T: now.Sub(start).Seconds(), FairgridRequestBPS: lastRequest, ViewerRequestBPS: v.Report().ThrottleBPS}
+			if keys := loop.Keys(); len(keys) > 0 {
+				_, st, _ := loop.Circuit(keys[0])
+				row.RateBPS, row.LossEventRate = st.ReceiveRate.BitsPerSecond(), st.LossEventRate
+				if st.LossEventRate > 0 {
+					f := fairRate(loop.Config().Controller, st).BitsPerSecond()
+					row.FairBPS = &f
+				}
+				if st.RTTSamples > 0 {
+					ms := float64(st.SRTT) / float64(time.Millisecond)
+					row.RTTms = &ms
+				}
+			}
+			a.mu.Lock()
+			row.AppliedBPS = float64(a.total) * 8
+			a.mu.Unlock()
+			rows = append(rows, row)
+			if onRow != nil {
+				onRow(row)
+			}
+			if len(rows) == intervals {
+				cancel()
+			}
+		}})
+	if err != nil {
+		return Summary{}, err
+	}
 	var wg sync.WaitGroup
 	for _, run := range []func(context.Context) error{sim.Run, relay.Run, v.Run} {
 		wg.Add(1)
 		go func() { defer wg.Done(); run(runCtx) }()
 	}
 	defer wg.Wait()
-	sender := &linkSender{relay: relay, a: a, raw: raw}
-	if live != nil {
-		go func() {
-			for {
-				d, err := live.Next()
-				if err != nil {
-					return // closed at the end of the run
-				}
-				loop.Observe(d)
-			}
-		}()
-		context.AfterFunc(runCtx, func() { live.Close() })
-	}
-
-	start := time.Now()
-	var rows []Row
-	var lastRequest *float64
-	loop.Run(runCtx, sender, func(now time.Time, sent []Request) {
-		for _, r := range sent {
-			bps := r.Total.BitsPerSecond()
-			lastRequest = &bps
-		}
-		row := Row{T: now.Sub(start).Seconds(), FairgridRequestBPS: lastRequest, ViewerRequestBPS: v.Report().ThrottleBPS}
-		if keys := loop.Keys(); len(keys) > 0 {
-			_, st, _ := loop.Circuit(keys[0])
-			row.RateBPS, row.LossEventRate = st.ReceiveRate.BitsPerSecond(), st.LossEventRate
-			if st.LossEventRate > 0 {
-				f := fairRate(cfg.Loop.Controller, st).BitsPerSecond()
-				row.FairBPS = &f
-			}
-			if st.RTTSamples > 0 {
-				ms := float64(st.SRTT) / float64(time.Millisecond)
-				row.RTTms = &ms
-			}
-		}
-		a.mu.Lock()
-		row.AppliedBPS = float64(a.total) * 8
-		a.mu.Unlock()
-		rows = append(rows, row)
-		if onRow != nil {
-			onRow(row)
-		}
-		if len(rows) == intervals {
-			cancel()
-		}
-	})
+	runErr := sc.Run(runCtx)
 	cancel()
 	wg.Wait()
+	if runErr != nil {
+		return Summary{}, runErr
+	}
+	if n := tap.Dropped(); n > 0 {
+		// Each would have measured as a loss: the verdict is suspect.
+		log.Warn("the sidecar fell behind the tap: datagrams not measured", "dropped", n)
+	}
 	sum := summarize(rows, loop, a, sender, loop.Interval())
-	sum.FairModel = fairModel(cfg.Loop.Controller)
+	sum.FairModel = fairModel(loop.Config().Controller)
 	sum.Intervals, sum.Interrupted = len(rows), ctx.Err() != nil
 	return sum, nil
 }

@@ -22,6 +22,8 @@ func TestDemo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a one-minute run: skipped with -short")
 	}
+	// Real sockets keep it out of synctest; it shares its 90 s with TestLive.
+	t.Parallel()
 	var rows []Row
 	sum, err := Run(context.Background(), Config{Duration: 90 * time.Second}, nil, func(r Row) { rows = append(rows, r) })
 	if err != nil {
@@ -66,6 +68,7 @@ func TestLive(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a one-minute run: skipped with -short")
 	}
+	t.Parallel()
 	sum, err := Run(context.Background(), Config{Duration: 90 * time.Second, Live: true, Loop: throttle.Config{Controller: "tfrc"}}, nil, nil)
 	if err != nil {
 		t.Skipf("live capture and raw sockets need CAP_NET_RAW (run as root; CI does): %v", err)
