@@ -1,6 +1,7 @@
 package socks5
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -15,7 +16,7 @@ import (
 
 // connect serves a CONNECT request (RFC 1928 §4, §6): dial, reply with the
 // outgoing socket's address, then copy both ways until either side ends.
-func (s *Server) connect(ctx context.Context, conn net.Conn, client netip.AddrPort, dst Addr) {
+func (s *Server) connect(ctx context.Context, conn net.Conn, br *bufio.Reader, client netip.AddrPort, dst Addr) {
 	clientStr := client.String()
 	if !s.portAllowed(dst.Port) {
 		s.stats.refuse(s.log, RefusedPort, clientStr, fmt.Errorf("connect to %s", dst))
@@ -53,7 +54,7 @@ func (s *Server) connect(ctx context.Context, conn net.Conn, client netip.AddrPo
 
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		_, err := io.Copy(counter{target, &s.stats.connectBytes[dirClientToRemote]}, conn)
+		_, err := io.Copy(counter{target, &s.stats.connectBytes[dirClientToRemote]}, br)
 		if err != nil {
 			target.Close()
 			return

@@ -24,13 +24,14 @@ const (
 	RefusedHandshakeTimeout                     // handshake not finished within HandshakeTimeout
 	RefusedDialFailed                           // CONNECT target unreachable or refused
 	RefusedUDPSetup                             // relay sockets could not be opened
+	RefusedAcceptFailed                         // accept failed (e.g. out of file descriptors); retried
 	numRefusalCauses
 )
 
 var refusalNames = [numRefusalCauses]string{
 	"bad_version", "malformed", "no_acceptable_method", "auth_failed", "unsupported_command",
 	"unsupported_address_type", "port_not_allowed", "association_limit", "connect_limit",
-	"handshake_timeout", "dial_failed", "udp_setup_failed",
+	"handshake_timeout", "dial_failed", "udp_setup_failed", "accept_failed",
 }
 
 func (c RefusalCause) String() string { return refusalNames[c] }

@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -192,17 +193,37 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	defer wg.Wait()
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
+	var backoff time.Duration
 	for {
 		conn, err := ln.Accept()
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
-			ln.Close()
-			return fmt.Errorf("socks5: accept: %w", err)
+			if !transientAcceptError(err) {
+				ln.Close()
+				return fmt.Errorf("socks5: accept: %w", err)
+			}
+			// Out of file descriptors or a connection aborted before it was
+			// accepted: wait and retry, as net/http does, rather than stop.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			s.stats.refuse(s.log, RefusedAcceptFailed, "", err)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(backoff):
+			}
+			continue
 		}
+		backoff = 0
 		wg.Go(func() { s.serveConn(ctx, conn) })
 	}
+}
+
+func transientAcceptError(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout() ||
+		errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) || errors.Is(err, syscall.ECONNABORTED)
 }
 
 func (s *Server) serveConn(ctx context.Context, conn net.Conn) {
@@ -212,9 +233,9 @@ func (s *Server) serveConn(ctx context.Context, conn net.Conn) {
 	client := addrPortOf(conn.RemoteAddr())
 	clientStr := client.String()
 	conn.SetDeadline(time.Now().Add(s.cfg.HandshakeTimeout))
-	// The handshake is read through a small buffer; nothing may follow the
-	// request before the reply, so nothing buffered is lost afterwards
-	// (a client that pipelines data is refused as malformed for CONNECT).
+	// The handshake is read through a small buffer, which the session keeps
+	// reading through: a client that sends data before the reply (optimistic
+	// data) loses none of it.
 	br := bufio.NewReaderSize(conn, 512)
 	req, err := s.handshake(conn, br)
 	if err != nil {
@@ -223,12 +244,7 @@ func (s *Server) serveConn(ctx context.Context, conn net.Conn) {
 	}
 	switch req.cmd {
 	case cmdConnect:
-		if br.Buffered() > 0 {
-			s.stats.refuse(s.log, RefusedMalformed, clientStr, errors.New("data before the CONNECT reply"))
-			conn.Write(appendReply(nil, repGeneralFailure, Addr{}))
-			return
-		}
-		s.connect(ctx, conn, client, req.dst)
+		s.connect(ctx, conn, br, client, req.dst)
 	case cmdUDPAssociate:
 		s.associate(ctx, conn, br, client, req.dst)
 	default:
