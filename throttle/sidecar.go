@@ -53,7 +53,10 @@ func NewChanSource(buffer int) *ChanSource {
 // is full (counted in Dropped) or the source is closed. The source keeps
 // d.Payload, so the caller must not reuse it; d.At is the time the
 // datagram was relayed, Src and Dst its endpoints as the simulator and
-// the viewer know them. It is safe for concurrent use.
+// the viewer know them. A relay that rewrites a datagram pushes it as
+// forwarded: the loop recognises its own request in a rewritten
+// AgentThrottle and does not re-assert over it. It is safe for concurrent
+// use.
 func (s *ChanSource) Push(d capture.Datagram) bool {
 	select {
 	case <-s.done:
