@@ -48,11 +48,14 @@ func (a *Association) RelayAddr() netip.AddrPort { return a.relayAddr }
 // socket, as if the client had sent it. It is safe to call concurrently with
 // the relay, and fails once the association has ended.
 func (a *Association) WriteTo(payload []byte, remote netip.AddrPort) error {
+	st := &a.srv.stats
+	st.datagrams[dirInjected].Add(1)
+	st.datagramBytes[dirInjected].Add(uint64(len(payload)))
 	if _, err := a.relay.WriteToUDPAddrPort(payload, remote); err != nil {
+		st.datagrams[dirInjected].Add(^uint64(0))
+		st.datagramBytes[dirInjected].Add(^uint64(len(payload) - 1))
 		return fmt.Errorf("socks5: association %d: %w", a.id, err)
 	}
-	a.srv.stats.datagrams[dirInjected].Add(1)
-	a.srv.stats.datagramBytes[dirInjected].Add(uint64(len(payload)))
 	return nil
 }
 
@@ -91,15 +94,16 @@ func (s *Server) associate(ctx context.Context, conn net.Conn, br *bufio.Reader,
 	if declared.Port != 0 {
 		a.clientPort.Store(uint32(declared.Port))
 	}
+	s.stats.associations.Add(1)
+	s.stats.associationsAll.Add(1)
 	bnd := addrPortOf(a.clientSide.LocalAddr())
 	if _, err := conn.Write(appendReply(nil, repSucceeded, Addr{IP: bnd.Addr().Unmap(), Port: bnd.Port()})); err != nil {
+		s.stats.associations.Add(-1)
 		a.clientSide.Close()
 		a.relay.Close()
 		return
 	}
 	conn.SetDeadline(time.Time{})
-	s.stats.associations.Add(1)
-	s.stats.associationsAll.Add(1)
 
 	var wg sync.WaitGroup
 	wg.Go(a.relayFromClient)
@@ -195,12 +199,15 @@ func (a *Association) relayFromClient() {
 				continue
 			}
 		}
-		if _, err := a.relay.WriteToUDPAddrPort(payload, remote); err != nil {
-			s.stats.drop(s.log, DroppedSendFailed, remote.String())
-			continue
-		}
+		// Counted before sending, so that whoever receives it finds it
+		// counted; taken back if the kernel refuses it.
 		s.stats.datagrams[dirClientToRemote].Add(1)
 		s.stats.datagramBytes[dirClientToRemote].Add(uint64(len(payload)))
+		if _, err := a.relay.WriteToUDPAddrPort(payload, remote); err != nil {
+			s.stats.datagrams[dirClientToRemote].Add(^uint64(0))
+			s.stats.datagramBytes[dirClientToRemote].Add(^uint64(len(payload) - 1))
+			s.stats.drop(s.log, DroppedSendFailed, remote.String())
+		}
 	}
 }
 
@@ -262,11 +269,12 @@ func (a *Association) relayFromRemote() {
 		}
 		start := udpHeaderIPv6 - udpHeaderLen(from)
 		putUDPHeader(buf[start:udpHeaderIPv6], from)
-		if _, err := a.clientSide.WriteToUDPAddrPort(buf[start:udpHeaderIPv6+n], client); err != nil {
-			s.stats.drop(s.log, DroppedSendFailed, client.String())
-			continue
-		}
 		s.stats.datagrams[dirRemoteToClient].Add(1)
 		s.stats.datagramBytes[dirRemoteToClient].Add(uint64(n))
+		if _, err := a.clientSide.WriteToUDPAddrPort(buf[start:udpHeaderIPv6+n], client); err != nil {
+			s.stats.datagrams[dirRemoteToClient].Add(^uint64(0))
+			s.stats.datagramBytes[dirRemoteToClient].Add(^uint64(n - 1))
+			s.stats.drop(s.log, DroppedSendFailed, client.String())
+		}
 	}
 }

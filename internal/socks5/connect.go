@@ -43,14 +43,14 @@ func (s *Server) connect(ctx context.Context, conn net.Conn, br *bufio.Reader, c
 	stop := context.AfterFunc(ctx, func() { target.Close() })
 	defer stop()
 
+	s.stats.connects.Add(1)
+	s.stats.connectsAll.Add(1)
+	defer s.stats.connects.Add(-1)
 	local := addrPortOf(target.LocalAddr())
 	if _, err := conn.Write(appendReply(nil, repSucceeded, Addr{IP: local.Addr().Unmap(), Port: local.Port()})); err != nil {
 		return
 	}
 	conn.SetDeadline(time.Time{})
-	s.stats.connects.Add(1)
-	s.stats.connectsAll.Add(1)
-	defer s.stats.connects.Add(-1)
 
 	var wg sync.WaitGroup
 	wg.Go(func() {

@@ -274,7 +274,6 @@ func (s *Server) handshake(conn net.Conn, br *bufio.Reader) (request, error) {
 		found = found || m == want
 	}
 	if !found {
-		conn.Write([]byte{version5, methodNoAcceptable}) // RFC 1928 §3: then the client closes
 		return request{}, errNoMethod
 	}
 	if _, err := conn.Write([]byte{version5, want}); err != nil {
@@ -283,17 +282,12 @@ func (s *Server) handshake(conn net.Conn, br *bufio.Reader) (request, error) {
 	if want == methodUserPass {
 		user, pass, err := readUserPass(br)
 		if err != nil {
-			if errors.Is(err, errAuthVersion) || errors.Is(err, errEmptyField) {
-				conn.Write([]byte{userPassVersion, userPassFailure})
-			}
 			return request{}, err
 		}
 		// Both comparisons always run so the time taken tells nothing.
 		okUser := subtle.ConstantTimeCompare([]byte(user), []byte(s.cfg.Auth.Username))
 		okPass := subtle.ConstantTimeCompare([]byte(pass), []byte(s.cfg.Auth.Password))
 		if okUser&okPass != 1 {
-			// RFC 1929 §2: a failure status, then the server closes.
-			conn.Write([]byte{userPassVersion, userPassFailure})
 			return request{}, errAuthFailed
 		}
 		if _, err := conn.Write([]byte{userPassVersion, userPassSuccess}); err != nil {
@@ -303,21 +297,26 @@ func (s *Server) handshake(conn net.Conn, br *bufio.Reader) (request, error) {
 	return readRequest(br)
 }
 
-// refuseHandshake answers a failed handshake with the RFC's reply where one
-// exists and counts it.
+// refuseHandshake counts a failed handshake, then answers it with the RFC's
+// reply where one exists (counting first, so that a client that has its
+// answer finds the refusal counted).
 func (s *Server) refuseHandshake(conn net.Conn, client string, err error) {
 	var ne net.Error
 	switch {
 	case errors.As(err, &ne) && ne.Timeout() || errors.Is(err, os.ErrDeadlineExceeded):
 		s.stats.refuse(s.log, RefusedHandshakeTimeout, client, err)
-	case errors.Is(err, errNoMethod):
-		s.stats.refuse(s.log, RefusedNoMethod, client, err)
-	case errors.Is(err, errNoMethods):
-		// An empty method list has no acceptable method either (RFC 1928 §3).
+	case errors.Is(err, errNoMethod) || errors.Is(err, errNoMethods):
+		// An empty method list has no acceptable method either. RFC 1928
+		// §3: X'FF', then the client closes.
 		s.stats.refuse(s.log, RefusedNoMethod, client, err)
 		conn.Write([]byte{version5, methodNoAcceptable})
 	case errors.Is(err, errAuthFailed):
+		// RFC 1929 §2: a failure status, then the server closes.
 		s.stats.refuse(s.log, RefusedAuthFailed, client, err)
+		conn.Write([]byte{userPassVersion, userPassFailure})
+	case errors.Is(err, errAuthVersion) || errors.Is(err, errEmptyField):
+		s.stats.refuse(s.log, RefusedMalformed, client, err)
+		conn.Write([]byte{userPassVersion, userPassFailure})
 	case errors.Is(err, errAddrType):
 		s.stats.refuse(s.log, RefusedAddressType, client, err)
 		conn.Write(appendReply(nil, repAddrTypeNotSupport, Addr{}))
