@@ -175,7 +175,7 @@ func (a *Association) relayFromClient() {
 		from = netip.AddrPortFrom(from.Addr().Unmap(), from.Port())
 		port := uint16(a.clientPort.Load())
 		if from.Addr() != a.clientIP || port != 0 && from.Port() != port {
-			s.stats.drop(s.log, DroppedForeignSource, from.String())
+			s.stats.drop(s.log, DroppedForeignSource, from)
 			continue
 		}
 		if port == 0 {
@@ -183,19 +183,19 @@ func (a *Association) relayFromClient() {
 		}
 		dst, off, err := parseUDPHeader(buf[:n])
 		if err != nil {
-			s.stats.drop(s.log, dropCauseOf(err), from.String())
+			s.stats.drop(s.log, dropCauseOf(err), from)
 			continue
 		}
 		remote, ok := a.resolve(dst)
 		if !ok {
-			s.stats.drop(s.log, DroppedUnresolved, from.String())
+			s.stats.drop(s.log, DroppedUnresolved, from)
 			continue
 		}
 		payload := buf[off:n]
 		if s.cfg.Hooks != nil {
 			payload = s.cfg.Hooks.ClientDatagram(a, remote, payload, at)
 			if payload == nil {
-				s.stats.drop(s.log, DroppedByHook, from.String())
+				s.stats.drop(s.log, DroppedByHook, from)
 				continue
 			}
 		}
@@ -206,7 +206,7 @@ func (a *Association) relayFromClient() {
 		if _, err := a.relay.WriteToUDPAddrPort(payload, remote); err != nil {
 			s.stats.datagrams[dirClientToRemote].Add(^uint64(0))
 			s.stats.datagramBytes[dirClientToRemote].Add(^uint64(len(payload) - 1))
-			s.stats.drop(s.log, DroppedSendFailed, remote.String())
+			s.stats.drop(s.log, DroppedSendFailed, remote)
 		}
 	}
 }
@@ -260,7 +260,7 @@ func (a *Association) relayFromRemote() {
 		from = netip.AddrPortFrom(from.Addr().Unmap(), from.Port())
 		client := a.ClientAddr()
 		if client.Port() == 0 {
-			s.stats.drop(s.log, DroppedClientUnknown, from.String())
+			s.stats.drop(s.log, DroppedClientUnknown, from)
 			continue
 		}
 		payload := buf[udpHeaderIPv6 : udpHeaderIPv6+n]
@@ -274,7 +274,7 @@ func (a *Association) relayFromRemote() {
 		if _, err := a.clientSide.WriteToUDPAddrPort(buf[start:udpHeaderIPv6+n], client); err != nil {
 			s.stats.datagrams[dirRemoteToClient].Add(^uint64(0))
 			s.stats.datagramBytes[dirRemoteToClient].Add(^uint64(n - 1))
-			s.stats.drop(s.log, DroppedSendFailed, client.String())
+			s.stats.drop(s.log, DroppedSendFailed, client)
 		}
 	}
 }

@@ -81,10 +81,13 @@
 //
 // A greeting with a wrong version, garbage or a truncated message is closed
 // without a reply, since RFC 1928 defines none before a method is chosen (and
-// a SOCKS4 client would misread one). No acceptable method gets X'FF' (§3), a
-// failed login status 1 (RFC 1929 §2), a request with a wrong version, a set
-// reserved octet or an invalid domain name X'01', an unknown address type
-// X'08', and an unknown command X'07' (§6); each is followed by close.
+// a SOCKS4 client would misread one). No acceptable method (or an empty
+// method list) gets X'FF' (§3); a failed login or a malformed
+// username/password message status 1 (RFC 1929 §2); a request with a wrong
+// version, a set reserved octet or an invalid domain name (empty, longer than
+// 253 octets, or holding bytes no host name has) X'01'; an unknown address
+// type X'08'; BIND or an unknown command X'07' (§6). Each is followed by
+// close. A handshake that stalls ends at its deadline.
 //
 // # Lifecycle
 //

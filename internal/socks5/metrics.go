@@ -2,6 +2,7 @@ package socks5
 
 import (
 	"log/slog"
+	"net/netip"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -95,7 +96,7 @@ func (s *stats) refuse(log *slog.Logger, c RefusalCause, client string, err erro
 	}
 }
 
-func (s *stats) drop(log *slog.Logger, c DropCause, from string) {
+func (s *stats) drop(log *slog.Logger, c DropCause, from netip.AddrPort) {
 	s.dropped[c].Add(1)
 	if !s.droppedLogged[c].Swap(true) {
 		log.Warn("socks5 datagram dropped; further drops of this cause are only counted",

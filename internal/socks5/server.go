@@ -55,12 +55,15 @@ const (
 )
 
 // Hooks are the proxy's view into the UDP relay. The relay calls them from
-// the association's goroutines, one datagram at a time per direction, so a
-// hook must not block; payload is valid only during the call.
+// each association's goroutines, one datagram at a time per direction; the
+// two directions and different associations run concurrently. A hook must
+// not block (it holds up its direction of the association), and payload is
+// valid only during the call.
 type Hooks interface {
 	// ClientDatagram is called for each datagram from the client towards
 	// remote, received at at. It returns the payload to send: payload itself,
-	// or a replacement (which may reuse payload's memory).
+	// or a replacement (which may reuse payload's memory); nil drops the
+	// datagram (counted as cause "hook").
 	ClientDatagram(a *Association, remote netip.AddrPort, payload []byte, at time.Time) []byte
 	// RemoteDatagram is called for each datagram from remote towards the
 	// client, received at at, before it is relayed unchanged.
