@@ -236,7 +236,16 @@ func (a *Association) resolve(dst Addr) (netip.AddrPort, bool) {
 		if len(a.resolved) >= maxResolved {
 			clear(a.resolved)
 		}
+		// LLUDP simulators are IPv4 (OpenSim binds an IPv4 InternalAddress,
+		// Second Life's hosts have no AAAA records), and "localhost" often
+		// lists ::1 first: prefer an IPv4 address when there is one.
 		ip = ips[0].Unmap()
+		for _, cand := range ips {
+			if cand.Unmap().Is4() {
+				ip = cand.Unmap()
+				break
+			}
+		}
 		a.resolved[dst.Name] = ip
 	}
 	return netip.AddrPortFrom(ip, dst.Port), true

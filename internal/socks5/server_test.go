@@ -288,8 +288,11 @@ func TestRelay(t *testing.T) {
 		t.Run(map[bool]string{true: "no auth", false: "username/password"}[auth == nil], func(t *testing.T) {
 			rec := newRecorder()
 			rec.rewrite = func(p []byte) []byte {
-				if bytes.HasPrefix(p, []byte("throttle")) {
+				switch {
+				case bytes.HasPrefix(p, []byte("throttle")):
 					return []byte("REPLACED")
+				case bytes.HasPrefix(p, []byte("drop")):
+					return nil
 				}
 				return p
 			}
@@ -307,6 +310,14 @@ func TestRelay(t *testing.T) {
 			c.WriteToUDPAddrPort([]byte("throttle 1500"), simAddr)
 			if got, from := readOne(t, sim); string(got) != "REPLACED" || from != relayFrom {
 				t.Fatalf("sim got %q from %v, want REPLACED from %v", got, from, relayFrom)
+			}
+			c.WriteToUDPAddrPort([]byte("drop me"), simAddr)
+			c.WriteToUDPAddrPort([]byte("after"), simAddr)
+			if got, _ := readOne(t, sim); string(got) != "after" {
+				t.Fatalf("sim got %q, want the datagram after the one the hook dropped", got)
+			}
+			if n := srv.Dropped(DroppedByHook); n != 1 {
+				t.Errorf("hook drops %d, want 1", n)
 			}
 			// A domain destination is resolved by the proxy.
 			name := make([]byte, 0, 32)
@@ -348,7 +359,7 @@ func TestRelay(t *testing.T) {
 				}
 			}
 			rec.mu.Lock()
-			if len(rec.client) != 3 || string(rec.client[1]) != "throttle 1500" || rec.remotes[2] != simAddr {
+			if len(rec.client) != 5 || string(rec.client[1]) != "throttle 1500" || rec.remotes[4] != simAddr {
 				t.Errorf("client hook saw %q to %v", rec.client, rec.remotes)
 			}
 			if len(rec.remote) != 3 || !bytes.Equal(rec.remote[0], garbage) {
