@@ -19,24 +19,23 @@ var viewerPresets = [...]struct {
 // The viewer's bounds on a total (llviewerthrottle.cpp MIN_BANDWIDTH,
 // MAX_BANDWIDTH), in kbps.
 const (
-	ViewerMinKbps = 50
-	ViewerMaxKbps = 6000
+	viewerMinKbps = 50
+	viewerMaxKbps = 6000
 )
 
 // ViewerSplit splits a total over the seven AgentThrottle categories the
 // way the Second Life viewer does (getThrottleGroup): the total is clamped
-// to ViewerMinKbps–ViewerMaxKbps (kbps of 1024 bit/s), interpolated
-// linearly between the presets, and extrapolated above 1000 along the
-// 500→1000 slope. Total and result are in bits per second, the unit of
+// to 50–6000 kbps (of 1024 bit/s), interpolated linearly between the
+// presets, and extrapolated above 1000 along the 500→1000 slope. Total and result are in bits per second, the unit of
 // AgentThrottle's Throttles, and the result sums to the clamped total.
 // A NaN total is taken as the minimum, so the result is always a valid
 // request.
 func ViewerSplit(totalBitsPerSecond float64) [NumCategories]float32 {
 	k := totalBitsPerSecond / viewerKbps
-	if !(k >= ViewerMinKbps) { // NaN too
-		k = ViewerMinKbps
+	if !(k >= viewerMinKbps) { // NaN too
+		k = viewerMinKbps
 	}
-	k = min(k, ViewerMaxKbps)
+	k = min(k, viewerMaxKbps)
 	lo, hi := viewerPresets[len(viewerPresets)-2], viewerPresets[len(viewerPresets)-1]
 	for i := 1; i < len(viewerPresets); i++ {
 		if k <= viewerPresets[i].total {

@@ -30,9 +30,9 @@ func TestViewerSplit(t *testing.T) {
 				t.Errorf("%v kbps: %v = %.2f, want %.1f", tc.kbps, Category(c), k, tc.want[c])
 			}
 		}
-		clamped := ViewerMinKbps + 0.0
+		clamped := viewerMinKbps + 0.0
 		if !math.IsNaN(tc.kbps) {
-			clamped = min(max(tc.kbps, ViewerMinKbps), ViewerMaxKbps)
+			clamped = min(max(tc.kbps, viewerMinKbps), viewerMaxKbps)
 		}
 		if math.Abs(sum/viewerKbps-clamped) > 0.01 {
 			t.Errorf("%v kbps: the split sums to %.2f, want %v", tc.kbps, sum/viewerKbps, clamped)

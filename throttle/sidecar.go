@@ -244,8 +244,9 @@ func (s *Sidecar) readSource(ctx context.Context) error {
 			return fmt.Errorf("source: %w", err)
 		}
 		s.log.Warn("source failed; reopening", "err", err, "every", s.cfg.ReopenEvery)
-		next, err := s.reopen(ctx)
+		// Closed before Reopen, which may hand back the same source.
 		src.Close()
+		next, err := s.reopen(ctx)
 		if err != nil {
 			return nil // ctx ended while reopening
 		}
