@@ -213,8 +213,8 @@ func benchRelay(b *testing.B, kind string, window int) {
 	b.ReportMetric(float64(2*b.N)/cpu.Seconds(), "relay-datagrams/cpu-s")
 	if len(trips) > 0 {
 		slices.Sort(trips)
-		b.ReportMetric(float64(trips[len(trips)/2].Microseconds()), "p50-rtt-µs")
-		b.ReportMetric(float64(trips[len(trips)*99/100].Microseconds()), "p99-rtt-µs")
+		b.ReportMetric(float64(trips[len(trips)/2].Microseconds()), "p50-rtt-us")
+		b.ReportMetric(float64(trips[len(trips)*99/100].Microseconds()), "p99-rtt-us")
 	}
 }
 
