@@ -17,7 +17,7 @@ LEAVES   := lludp ratecalc
 # Packages that must never read the clock: every event carries its time.
 NOCLOCK  := lludp ratecalc opensim
 
-.PHONY: all build demo test unit scale fuzz-smoke fuzz bench bench-js bench-capture bench-sim bench-daemon lint check-deps generate cover clean
+.PHONY: all build demo test interop-deps unit scale fuzz-smoke fuzz bench bench-js bench-capture bench-sim bench-daemon lint check-deps generate cover clean
 
 all: build
 
@@ -27,7 +27,16 @@ build:
 demo:
 	$(GO) run ./cmd/fairgrid run --demo
 
-test: lint unit scale fuzz-smoke
+test: lint interop-deps unit scale fuzz-smoke
+
+# Clients nobody here wrote, for the SOCKS5 interoperability tests: curl and
+# PySocks (Debian's python3-socks, for /usr/bin/python3). Installed when
+# missing and apt-get can run; otherwise those tests skip and say why.
+interop-deps:
+	@command -v curl >/dev/null 2>&1 || { command -v apt-get >/dev/null 2>&1 && \
+		(apt-get update -qq && apt-get install -y -qq curl >/dev/null) || echo "curl missing: its interop tests will skip"; }
+	@/usr/bin/python3 -c 'import socks' 2>/dev/null || { command -v apt-get >/dev/null 2>&1 && \
+		(apt-get update -qq && apt-get install -y -qq python3-socks >/dev/null) || echo "python3-socks missing: its interop tests will skip"; }
 
 # One package at a time: the end-to-end tests run real time on loopback and
 # must not compete for this machine's two cores with each other.
@@ -43,7 +52,8 @@ scale:
 FUZZ_TARGETS := lludp:FuzzDecode lludp:FuzzZeroCode lludp:FuzzPeekZeroCoded lludp:FuzzParseTemplate \
 	capture:FuzzUDPFrame capture:FuzzReader capture/circuit:FuzzObserve capture/circuit:FuzzFastBody \
 	opensim:FuzzScheduler opensim:FuzzSchedulerReference configs:FuzzParse \
-	ratecalc:FuzzParseBitRate ratecalc:FuzzParseLoss
+	ratecalc:FuzzParseBitRate ratecalc:FuzzParseLoss \
+	internal/socks5:FuzzHandshake internal/socks5:FuzzUDPHeader
 fuzz-smoke:
 	@for pt in $(FUZZ_TARGETS); do \
 		p=$${pt%%:*}; t=$${pt#*:}; \
