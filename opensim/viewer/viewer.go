@@ -13,6 +13,7 @@ import (
 
 	"github.com/fairgrid/fairgrid/capture"
 	"github.com/fairgrid/fairgrid/capture/circuit"
+	"github.com/fairgrid/fairgrid/internal/socks5"
 	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/opensim/region"
 	"github.com/fairgrid/fairgrid/ratecalc"
@@ -42,6 +43,13 @@ type Config struct {
 	// Stress makes the viewer move once a second and time the region's
 	// echo of each movement (region stress mode).
 	Stress bool
+	// SOCKS5, if set, is a SOCKS 5 proxy's address ("host:port"): every
+	// datagram goes through a UDP association with it, wrapped in the
+	// RFC 1928 §7 header, as the Second Life viewer sends with "Use SOCKS 5
+	// proxy for UDP traffic" (llproxy.cpp). SOCKS5Auth, if set, is the
+	// username and password it asks for (RFC 1929).
+	SOCKS5     string
+	SOCKS5Auth *socks5.Auth
 }
 
 // DefaultThrottle is the classic viewer's 1,500 kbps request.
@@ -88,7 +96,7 @@ type pendingReliable struct {
 type Viewer struct {
 	cfg  Config
 	log  *slog.Logger
-	conn *net.UDPConn
+	conn datagramConn
 	self netip.AddrPort
 
 	mu         sync.Mutex // guards everything below
@@ -115,6 +123,39 @@ type Viewer struct {
 	echoes     []time.Duration
 	stressFrom time.Time // movements before this are not timed
 	terse      lludp.ImprovedTerseObjectUpdate
+	reliable   Reliability
+}
+
+// datagramConn is the viewer's socket: a plain UDP socket, or a UDP
+// association through a SOCKS 5 proxy.
+type datagramConn interface {
+	ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, error)
+	WriteToUDPAddrPort(b []byte, addr netip.AddrPort) (int, error)
+	LocalAddr() net.Addr
+	Close() error
+}
+
+// socksDialTimeout bounds the handshake with the proxy: it runs before
+// the viewer's first datagram, so a dead proxy is reported, not waited on.
+const socksDialTimeout = 10 * time.Second
+
+// Reliability counts the viewer's reliable packets: a path that breaks
+// acks (a proxy rewriting datagrams, say) shows as resends and give-ups.
+type Reliability struct {
+	Sent    uint64 // reliable packets sent, each once
+	Acked   uint64 // of those, acknowledged
+	Resent  uint64 // copies resent for want of an ack
+	GaveUp  uint64 // dropped unacked after the retries
+	Pending int    // sent and still waiting for an ack
+}
+
+// Reliability returns the counts so far.
+func (v *Viewer) Reliability() Reliability {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	r := v.reliable
+	r.Pending = len(v.unacked)
+	return r
 }
 
 // New binds the viewer's socket; Run logs in and runs.
@@ -130,11 +171,10 @@ func New(cfg Config, log *slog.Logger) (*Viewer, error) {
 			local = netip.AddrPort{}
 		}
 	}
-	conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(local))
+	conn, err := dial(cfg, local)
 	if err != nil {
 		return nil, fmt.Errorf("viewer: %w", err)
 	}
-	conn.SetReadBuffer(2 << 20)
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -154,6 +194,22 @@ func New(cfg Config, log *slog.Logger) (*Viewer, error) {
 	}
 	v.tracker = circuit.NewTracker(tcfg)
 	return v, nil
+}
+
+// dial opens the viewer's socket: bound to local, or an association
+// through the configured proxy.
+func dial(cfg Config, local netip.AddrPort) (datagramConn, error) {
+	if cfg.SOCKS5 != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), socksDialTimeout)
+		defer cancel()
+		return socks5.DialUDP(ctx, cfg.SOCKS5, cfg.SOCKS5Auth)
+	}
+	conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(local))
+	if err != nil {
+		return nil, err
+	}
+	conn.SetReadBuffer(2 << 20)
+	return conn, nil
 }
 
 // Addr is the viewer's UDP endpoint.
@@ -263,6 +319,7 @@ func (v *Viewer) send(m lludp.Typed, flags lludp.Flags, now time.Time) {
 		// Resends carry no appended acks (the viewer stores the copy first).
 		plain, _ := lludp.AppendMessage(nil, lludp.Header{Flags: flags | lludp.FlagResent, Sequence: v.seq}, m, nil)
 		v.unacked[v.seq] = &pendingReliable{datagram: plain, sentAt: now}
+		v.reliable.Sent++
 	}
 	v.write(b, now)
 }
@@ -299,9 +356,11 @@ func (v *Viewer) retransmit(now time.Time) {
 		}
 		if p.retries == reliableRetries {
 			delete(v.unacked, seq)
+			v.reliable.GaveUp++
 			continue
 		}
 		p.retries++
+		v.reliable.Resent++
 		p.sentAt = now
 		v.write(p.datagram, now)
 	}
@@ -384,6 +443,7 @@ func (v *Viewer) acked(seq uint32) {
 		return
 	}
 	delete(v.unacked, seq)
+	v.reliable.Acked++
 	if seq == 1 && !v.loggedIn {
 		v.loggedIn = true
 		v.sendReliable(&lludp.CompleteAgentMovement{AgentData: v.agent(), CircuitCode: v.cfg.CircuitCode}, 0, time.Now())
