@@ -29,8 +29,9 @@ import (
 // AgentThrottle at all. The throttles are written as given: clamping them
 // is the caller's decision.
 //
-// It allocates only when dst lacks capacity for the expanded datagram (at
-// most MaxPacketSize bytes) and its coded form.
+// dst must not overlap datagram: a relay keeps one buffer per direction
+// and appends into it. It allocates only when dst lacks capacity for the
+// expanded datagram (at most MaxPacketSize bytes) and its coded form.
 func AppendReplacedThrottles(dst, datagram []byte, throttles [NumCategories]float32) ([]byte, error) {
 	h, _, end, err := ParseHeader(datagram)
 	if err != nil {
