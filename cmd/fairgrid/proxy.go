@@ -1,0 +1,400 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/fairgrid/fairgrid/capture"
+	"github.com/fairgrid/fairgrid/capture/circuit"
+	"github.com/fairgrid/fairgrid/internal/socks5"
+	"github.com/fairgrid/fairgrid/lludp"
+	"github.com/fairgrid/fairgrid/throttle"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+const proxySynopsis = `[--listen ADDR] [--config FILE] [--controller C] [--interval D] [--dry-run] [--metrics ADDR] [--log-level L]
+       [--user U [--password-file F]] [--allow-ports LIST] [--max-associations N] [--max-connects N]
+
+A SOCKS 5 proxy (RFC 1928, username/password RFC 1929) for Second Life
+and OpenSim viewers, on any OS and without root. In the viewer: Preferences
+> Network & Files > Proxy Settings > "Use SOCKS 5 proxy for UDP traffic",
+host 127.0.0.1, port 1080. Each UDP association gets one relay socket,
+the endpoint the simulator sees. The proxy measures every circuit as
+fairgrid run does, replaces the body of every AgentThrottle the viewer
+sends with fairgrid's current request (same sequence number, flags and
+acks), and sends its periodic requests from the association's socket.
+CONNECT carries the viewer's login, capabilities and event queue (HTTP),
+to the ports --allow-ports lists.
+
+The configuration file, the controller, the metrics and the logs are
+those of fairgrid run (configs/fairgrid.toml; flags override it; SIGHUP
+reloads it); the [capture] interface is not used. --dry-run measures,
+decides, logs and exports, and changes nothing in the viewer's traffic.
+
+Security: --listen is loopback by default. Any other address needs a
+username (--user) and a password, read from --password-file or from the
+environment variable FAIRGRID_PROXY_PASSWORD, never from the command line.
+UDP is accepted only from the client that made the association; CONNECT
+only to the allowed ports (default 80, 443, 8002, 9000-13100, 12043,
+12046); associations and CONNECTs are limited per client address.`
+
+// proxyPasswordEnv holds the proxy's password when no file names it: a
+// command line is visible to every user of the host.
+const proxyPasswordEnv = "FAIRGRID_PROXY_PASSWORD"
+
+func runProxy(args []string, s stdio) int {
+	fs := newFlagSet("proxy", proxySynopsis, s)
+	listen := fs.String("listen", "127.0.0.1:1080", "SOCKS5 listen address (beyond loopback only with --user)")
+	configPath := fs.String("config", "", "configuration file (default: the built-in defaults, as in configs/fairgrid.toml)")
+	fs.String("controller", "window", "window (window tracking), tfrc, or viewer (the stock rule)")
+	fs.Duration("interval", 5*time.Second, "decision interval")
+	fs.Bool("dry-run", false, "measure, decide, log and export; rewrite and send nothing")
+	fs.String("metrics", "127.0.0.1:9101", "Prometheus metrics address (empty: none)")
+	fs.String("log-level", "info", "debug, info, warn or error")
+	user := fs.String("user", "", "username clients must give (RFC 1929); the password comes from --password-file or $"+proxyPasswordEnv)
+	passFile := fs.String("password-file", "", "file holding the password (its first line)")
+	allow := fs.String("allow-ports", "", "CONNECT ports, such as 80,443,8002,9000-13100 (default: those and 12043,12046)")
+	maxAssoc := fs.Int("max-associations", socks5.DefaultMaxAssociationsPerClient, "UDP associations open at once per client address")
+	maxConn := fs.Int("max-connects", socks5.DefaultMaxConnectsPerClient, "CONNECT sessions open at once per client address")
+	if c, ok := parseFlags(fs, proxySynopsis, args, s); !ok {
+		return c
+	}
+	fail := func(code int, format string, a ...any) int {
+		fmt.Fprintf(s.err, "fairgrid proxy: "+format+"\n", a...)
+		return code
+	}
+	auth, err := proxyAuth(fs, *user, *passFile, os.Getenv(proxyPasswordEnv))
+	if err != nil {
+		return fail(exitUsage, "%v", err)
+	}
+	if err := socks5.CheckListen(*listen, auth); err != nil {
+		return fail(exitUsage, "--listen: %v", err)
+	}
+	ports := socks5.DefaultAllowedPorts
+	if *allow != "" {
+		if ports, err = parsePortRanges(*allow); err != nil {
+			return fail(exitUsage, "--allow-ports: %v", err)
+		}
+	}
+	if *maxAssoc < 1 || *maxConn < 1 {
+		return fail(exitUsage, "--max-associations %d, --max-connects %d: want at least 1", *maxAssoc, *maxConn)
+	}
+	f, err := loadDaemonConfig(fs, *configPath)
+	if err != nil {
+		return fail(exitUsage, "configuration: %v", err)
+	}
+	level := new(slog.LevelVar)
+	log := slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: level}))
+	d, err := newDaemon(f, log, level)
+	if err != nil {
+		return fail(exitUsage, "%v", err)
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fail(exitFail, "%v", err)
+	}
+	cfg := throttle.SidecarConfig{Log: log}
+	// SIGHUP reloads what can change live, as for fairgrid run.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	cfg.Reloads, cfg.Reload = hup, d.sidecarReload(fs, *configPath)
+	p, err := newProxy(d.loop, socks5.Config{Auth: auth, AllowedPorts: ports, MaxAssociationsPerClient: *maxAssoc, MaxConnectsPerClient: *maxConn},
+		cfg, f.Send.DryRun, log)
+	if err != nil {
+		ln.Close()
+		return fail(exitUsage, "%v", err)
+	}
+	if f.Metrics.Address != "" {
+		if p.sidecarCfg.MetricsListener, err = net.Listen("tcp", f.Metrics.Address); err != nil {
+			ln.Close()
+			return fail(exitFail, "metrics: %v", err)
+		}
+		p.sidecarCfg.Metrics = promhttp.HandlerFor(p.registry(d.metrics), promhttp.HandlerOpts{})
+		if beyondLoopback(f.Metrics.Address) {
+			log.Warn("metrics are served beyond loopback: circuits and agent IDs become visible to the network", "address", f.Metrics.Address)
+		}
+	}
+	ctx, stop := runContext(0)
+	defer stop()
+	log.Info("fairgrid proxy listening", "listen", ln.Addr().String(), "auth", auth != nil, "controller", f.Control.Controller, "dry_run", f.Send.DryRun)
+	if err := p.run(ctx, ln); err != nil {
+		log.Error("fairgrid proxy stopped", "err", err)
+		return exitFail
+	}
+	log.Info("fairgrid proxy stopped")
+	return exitOK
+}
+
+// proxyAuth reads the credentials: none, or a username with a password
+// from the file or else the environment.
+func proxyAuth(fs *flag.FlagSet, user, passFile, envPass string) (*socks5.Auth, error) {
+	if user == "" {
+		if passFile != "" {
+			return nil, errors.New("--password-file needs --user")
+		}
+		return nil, nil
+	}
+	pass := envPass
+	if passFile != "" {
+		b, err := os.ReadFile(passFile)
+		if err != nil {
+			return nil, fmt.Errorf("--password-file: %w", err)
+		}
+		pass, _, _ = strings.Cut(string(b), "\n")
+		pass = strings.TrimSuffix(pass, "\r")
+	}
+	if pass == "" {
+		return nil, fmt.Errorf("--user %q needs a password: --password-file FILE or $%s", user, proxyPasswordEnv)
+	}
+	if len(user) > 255 || len(pass) > 255 {
+		return nil, errors.New("--user and the password must each be at most 255 bytes (RFC 1929)")
+	}
+	return &socks5.Auth{Username: user, Password: pass}, nil
+}
+
+// parsePortRanges reads "80,443,9000-13100".
+func parsePortRanges(s string) ([]socks5.PortRange, error) {
+	var out []socks5.PortRange
+	for part := range strings.SplitSeq(s, ",") {
+		lo, hi, isRange := strings.Cut(strings.TrimSpace(part), "-")
+		if !isRange {
+			hi = lo
+		}
+		a, err1 := strconv.ParseUint(lo, 10, 16)
+		b, err2 := strconv.ParseUint(hi, 10, 16)
+		if err1 != nil || err2 != nil || a == 0 || a > b {
+			return nil, fmt.Errorf("%q: want ports or ranges such as 80,443,9000-13100", part)
+		}
+		out = append(out, socks5.PortRange{Low: uint16(a), High: uint16(b)})
+	}
+	return out, nil
+}
+
+// proxyBuffer holds the datagrams relayed and not yet measured: at
+// 5 Mbit/s of small datagrams, about a second's worth, in case the
+// sidecar is descheduled (a datagram it misses would measure as a loss).
+const proxyBuffer = 4096
+
+// proxy is `fairgrid proxy`'s wiring: the SOCKS5 server's hooks feed the
+// sidecar what they relay and put its requests into the viewer's
+// AgentThrottles; the sidecar sends its own through the associations.
+type proxy struct {
+	srv        *socks5.Server
+	source     *throttle.ChanSource
+	loop       *throttle.Loop
+	sidecarCfg throttle.SidecarConfig
+	dryRun     bool
+	log        *slog.Logger
+
+	mu       sync.Mutex
+	assocs   map[*socks5.Association]*association
+	byViewer map[netip.AddrPort]*socks5.Association // the circuit's viewer endpoint → its association
+
+	rewritten, beforeDecision, malformed atomic.Uint64
+	malformedOnce                        sync.Once
+}
+
+// association is what the proxy keeps per SOCKS5 association.
+type association struct {
+	// local maps a remote address to the local address the relay socket
+	// sends to it from, when the socket is bound to every address.
+	local map[netip.Addr]netip.Addr
+	// rewrite holds the client direction's rewritten AgentThrottle until
+	// the relay has sent it; the relay calls ClientDatagram one datagram at
+	// a time per association.
+	rewrite []byte
+}
+
+// newProxy builds the server and the sidecar around loop; sc's Loop,
+// Source and Sender are the proxy's. The sidecar starts with run.
+func newProxy(loop *throttle.Loop, sc socks5.Config, cfg throttle.SidecarConfig, dryRun bool, log *slog.Logger) (*proxy, error) {
+	p := &proxy{source: throttle.NewChanSource(proxyBuffer), loop: loop, dryRun: dryRun, log: log,
+		assocs: map[*socks5.Association]*association{}, byViewer: map[netip.AddrPort]*socks5.Association{}}
+	sc.Hooks = p
+	srv, err := socks5.New(sc, log.With("component", "socks5"))
+	if err != nil {
+		return nil, err
+	}
+	p.srv = srv
+	cfg.Loop, cfg.Source, cfg.Sender = loop, p.source, p
+	if dryRun {
+		cfg.Sender = dryRunSender{log}
+	}
+	p.sidecarCfg = cfg
+	return p, nil
+}
+
+// registry is the proxy's metrics: the daemon's, the server's and the
+// rewrite's, in one registry.
+func (p *proxy) registry(own prometheus.Collector) *prometheus.Registry {
+	reg := registry(own)
+	reg.MustRegister(p.srv.Collector())
+	outcome := func(name string, c *atomic.Uint64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fairgrid_proxy_agent_throttles_total",
+			Help:        "AgentThrottles the viewers sent, by outcome: rewritten to fairgrid's request, passed before its first decision, or passed because they did not decode.",
+			ConstLabels: prometheus.Labels{"outcome": name}}, func() float64 { return float64(c.Load()) })
+	}
+	reg.MustRegister(outcome("rewritten", &p.rewritten), outcome("before_decision", &p.beforeDecision), outcome("malformed", &p.malformed),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fairgrid_proxy_unmeasured_datagrams_total",
+			Help: "Datagrams relayed but not measured because the measurement fell behind."}, func() float64 { return float64(p.source.Dropped()) }))
+	return reg
+}
+
+// run serves SOCKS5 on ln and runs the sidecar until ctx ends or either
+// fails; it returns the first failure once both have stopped.
+func (p *proxy) run(ctx context.Context, ln net.Listener) error {
+	sc, err := throttle.NewSidecar(p.sidecarCfg)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	served := make(chan error, 1)
+	go func() {
+		err := p.srv.Serve(ctx, ln)
+		cancel()
+		served <- err
+	}()
+	err = sc.Run(ctx)
+	cancel()
+	if serr := <-served; err == nil && serr != nil {
+		err = fmt.Errorf("socks5: %w", serr)
+	}
+	return err
+}
+
+// state returns the association's state, made at its first datagram.
+func (p *proxy) state(a *socks5.Association) *association {
+	st := p.assocs[a]
+	if st == nil {
+		st = &association{local: map[netip.Addr]netip.Addr{}}
+		p.assocs[a] = st
+	}
+	return st
+}
+
+// viewerEndpoint is the association's endpoint as the simulator at remote
+// sees it: the relay socket's port, from the address the host routes
+// remote from. A circuit is keyed by it, as a capture on the host would
+// key it, and the sender finds the association by it.
+func (p *proxy) viewerEndpoint(a *socks5.Association, remote netip.AddrPort) (netip.AddrPort, *association) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st := p.state(a)
+	relay := a.RelayAddr()
+	ip, ok := st.local[remote.Addr()]
+	if !ok {
+		ip = relay.Addr().Unmap()
+		if ip.IsUnspecified() {
+			ip = localAddrFor(remote, a.ClientAddr().Addr())
+		}
+		st.local[remote.Addr()] = ip
+		p.byViewer[netip.AddrPortFrom(ip, relay.Port())] = a
+	}
+	return netip.AddrPortFrom(ip, relay.Port()), st
+}
+
+// localAddrFor asks the host's routing which local address sends to
+// remote (connecting a UDP socket sends nothing); fallback, the client's
+// address, is right for a proxy on the viewer's own host.
+func localAddrFor(remote netip.AddrPort, fallback netip.Addr) netip.Addr {
+	c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(remote))
+	if err != nil {
+		return fallback
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).AddrPort().Addr().Unmap()
+}
+
+// ClientDatagram puts fairgrid's current request into each AgentThrottle
+// the viewer sends, and measures what is forwarded.
+func (p *proxy) ClientDatagram(a *socks5.Association, remote netip.AddrPort, payload []byte, at time.Time) []byte {
+	viewerEP, st := p.viewerEndpoint(a, remote)
+	if h, _, _, err := lludp.ParseHeader(payload); err == nil && h.ID == lludp.AgentThrottleID && !p.dryRun {
+		payload = p.rewrite(st, circuit.Key{Viewer: viewerEP, Sim: remote}, payload)
+	}
+	p.source.Push(capture.Datagram{At: at, Src: viewerEP, Dst: remote, Payload: bytes.Clone(payload)})
+	return payload
+}
+
+// rewrite returns the AgentThrottle with fairgrid's request for k in its
+// body, or unchanged before the first decision or if it does not decode
+// (the proxy never breaks a circuit it does not understand).
+func (p *proxy) rewrite(st *association, k circuit.Key, payload []byte) []byte {
+	r, ok := p.loop.Request(k)
+	if !ok {
+		p.beforeDecision.Add(1)
+		return payload
+	}
+	out, err := lludp.AppendReplacedThrottles(st.rewrite[:0], payload, r.Throttles)
+	if err != nil {
+		p.malformed.Add(1)
+		p.malformedOnce.Do(func() {
+			p.log.Warn("an AgentThrottle did not decode: relayed unchanged (counted in fairgrid_proxy_agent_throttles_total{outcome=\"malformed\"})", "circuit", k, "err", err)
+		})
+		return payload
+	}
+	st.rewrite = out
+	p.rewritten.Add(1)
+	return out
+}
+
+// RemoteDatagram measures what the simulator sends.
+func (p *proxy) RemoteDatagram(a *socks5.Association, remote netip.AddrPort, payload []byte, at time.Time) {
+	viewerEP, _ := p.viewerEndpoint(a, remote)
+	p.source.Push(capture.Datagram{At: at, Src: remote, Dst: viewerEP, Payload: bytes.Clone(payload)})
+}
+
+// AssociationClosed forgets the association; its circuits age out of the
+// loop by capture.idle_timeout, as a departed viewer's do in the daemon.
+func (p *proxy) AssociationClosed(a *socks5.Association) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.assocs, a)
+	for ep, b := range p.byViewer {
+		if b == a {
+			delete(p.byViewer, ep)
+		}
+	}
+}
+
+// errNoAssociation: the viewer has left; its circuit lingers in the loop
+// until it idles out.
+var errNoAssociation = errors.New("no association: the viewer has left")
+
+// Send sends fairgrid's request from the association's relay socket, the
+// endpoint the simulator knows, and measures it as forwarded.
+func (p *proxy) Send(_ context.Context, r throttle.Request) error {
+	p.mu.Lock()
+	a := p.byViewer[r.Circuit.Viewer]
+	p.mu.Unlock()
+	if a == nil {
+		return fmt.Errorf("circuit %v: %w", r.Circuit, errNoAssociation)
+	}
+	b, err := r.Encode()
+	if err != nil {
+		return err
+	}
+	if err := a.WriteTo(b, r.Circuit.Sim); err != nil {
+		return err
+	}
+	p.source.Push(capture.Datagram{At: time.Now(), Src: r.Circuit.Viewer, Dst: r.Circuit.Sim, Payload: b})
+	return nil
+}
