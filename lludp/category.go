@@ -34,35 +34,6 @@ func (c Category) String() string {
 	return "Category(" + strconv.Itoa(int(c)) + ")"
 }
 
-// Channel is a scheduler channel of the St Andrews server design (thesis
-// ch. 8): resends stay in the channel of their original packet, and avatar
-// updates are separated from bulk object data.
-type Channel uint8
-
-const (
-	Avatar Channel = iota
-	TaskChannel
-	TextureChannel
-	Layer
-	AssetChannel
-	// NumChannels sizes per-channel arrays.
-	NumChannels = 5
-	// NoChannel is the channel of Unthrottled messages.
-	NoChannel Channel = 0xFF
-)
-
-var channelNames = [NumChannels]string{"Avatar", "Task", "Texture", "Layer", "Asset"}
-
-func (c Channel) String() string {
-	if c < NumChannels {
-		return channelNames[c]
-	}
-	if c == NoChannel {
-		return "None"
-	}
-	return "Channel(" + strconv.Itoa(int(c)) + ")"
-}
-
 // categoryByMessage is the one table that maps messages to throttle
 // categories, as OpenSim's LLClientView.cs sends them (protocol.md §8.1).
 // Every message not listed is Task: OpenSim sends object updates, properties,
@@ -107,39 +78,11 @@ var categoryByMessage = map[string]Category{
 	"InventoryDescendents": Asset,
 }
 
-// avatarMessages go to the Avatar channel: the avatar-state part of Task
-// that the thesis schedules ahead of bulk object data (OpenSim's former
-// State sub-category of Task, protocol.md §8.1).
-var avatarMessages = map[string]bool{
-	"ImprovedTerseObjectUpdate": true,
-	"AvatarAnimation":           true,
-	"AvatarAppearance":          true,
-	"CoarseLocationUpdate":      true,
-	"AvatarSitResponse":         true,
-}
-
 func categoryOf(name string) Category {
 	if c, ok := categoryByMessage[name]; ok {
 		return c
 	}
 	return Task
-}
-
-func channelOf(name string, c Category) Channel {
-	switch c {
-	case Land, Wind, Cloud:
-		return Layer
-	case Texture:
-		return TextureChannel
-	case Asset:
-		return AssetChannel
-	case Task:
-		if avatarMessages[name] {
-			return Avatar
-		}
-		return TaskChannel
-	}
-	return NoChannel
 }
 
 // LayerData layer types (viewer llpatchvertexarray / OpenSim

@@ -61,9 +61,11 @@
 // FlagZeroCoded the payload is coded only when that makes it strictly
 // shorter, as the viewer does; acks go after the coding, big-endian.
 //
-// # Categories and channels
+// # Categories
 //
 // Message.Category is the OpenSim throttle category the simulator sends a
 // message through (category.go has the one table, from OpenSim's
-// LLClientView.cs), and Message.Channel the channel of fairgrid's scheduler.
+// LLClientView.cs): the seven AgentThrottle categories plus Unthrottled.
+// fairgrid's scheduler channels are a decision of the scheduler, not of the
+// protocol, and live in package opensim (opensim.ChannelOf).
 package lludp

@@ -216,25 +216,19 @@ func TestCategories(t *testing.T) {
 	for _, tc := range []struct {
 		msg string
 		cat Category
-		ch  Channel
 	}{
-		{"LayerData", Land, Layer}, {"ImagePacket", Texture, TextureChannel}, {"TransferPacket", Asset, AssetChannel},
-		{"ObjectUpdate", Task, TaskChannel}, {"ImprovedTerseObjectUpdate", Task, Avatar}, {"PacketAck", Unthrottled, NoChannel},
-		{"StartPingCheck", Unthrottled, NoChannel}, {"SimStats", Task, TaskChannel}, {"CoarseLocationUpdate", Task, Avatar},
+		{"LayerData", Land}, {"ImagePacket", Texture}, {"TransferPacket", Asset},
+		{"ObjectUpdate", Task}, {"ImprovedTerseObjectUpdate", Task}, {"PacketAck", Unthrottled},
+		{"StartPingCheck", Unthrottled}, {"SimStats", Task}, {"CoarseLocationUpdate", Task},
 	} {
 		m := tm.ByName(tc.msg)
-		if m.Category() != tc.cat || m.Channel() != tc.ch {
-			t.Errorf("%s: %v/%v, want %v/%v", tc.msg, m.Category(), m.Channel(), tc.cat, tc.ch)
+		if m.Category() != tc.cat {
+			t.Errorf("%s: %v, want %v", tc.msg, m.Category(), tc.cat)
 		}
 	}
 	for name := range categoryByMessage {
 		if tm.ByName(name) == nil {
 			t.Errorf("category table names %s, which the template lacks", name)
-		}
-	}
-	for name := range avatarMessages {
-		if tm.ByName(name) == nil {
-			t.Errorf("avatar table names %s, which the template lacks", name)
 		}
 	}
 	if LayerCategory(LayerWind) != Wind || LayerCategory(LayerCloudExtended) != Cloud || LayerCategory(LayerLandExtended) != Land {

@@ -168,8 +168,7 @@ type Message struct {
 	Deprecation Deprecation
 	Blocks      []Block
 
-	category Category // set by NewTemplate from categoryByMessage
-	channel  Channel
+	category Category  // set by NewTemplate from categoryByMessage
 	json     *jsonKeys // set by NewTemplate
 }
 
@@ -185,9 +184,6 @@ func (m *Message) BlockIndex(name string) int {
 
 // Category is the simulator throttle category of this message (category.go).
 func (m *Message) Category() Category { return m.category }
-
-// Channel is the scheduler channel of this message (category.go).
-func (m *Message) Channel() Channel { return m.channel }
 
 // Template is a parsed message template with lookup tables for decoding.
 // It is immutable once built and safe for concurrent use.
@@ -211,7 +207,6 @@ func NewTemplate(version string, msgs []Message) (*Template, error) {
 		}
 		t.byName[m.Name] = int32(i + 1)
 		m.category = categoryOf(m.Name)
-		m.channel = channelOf(m.Name, m.category)
 		m.json = newJSONKeys(m)
 		var slot *int32
 		switch m.ID.Frequency {

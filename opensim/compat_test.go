@@ -52,11 +52,11 @@ func TestOpenSimCompatibility(t *testing.T) {
 		got := simulate(t, s, ids, specs, 500, 30*time.Second, 2*time.Second)[0]
 		os := openSimRates(req, float64(s.Config().ClientMax))
 		want := [NumChannels]float64{
-			lludp.Avatar:         os[lludp.Task] * 0.8,
-			lludp.TaskChannel:    os[lludp.Task] * 0.2,
-			lludp.TextureChannel: os[lludp.Texture],
-			lludp.Layer:          os[lludp.Land] + os[lludp.Wind] + os[lludp.Cloud],
-			lludp.AssetChannel:   os[lludp.Asset],
+			Avatar:  os[lludp.Task] * 0.8,
+			Task:    os[lludp.Task] * 0.2,
+			Texture: os[lludp.Texture],
+			Layer:   os[lludp.Land] + os[lludp.Wind] + os[lludp.Cloud],
+			Asset:   os[lludp.Asset],
 		}
 		for ch := range NumChannels {
 			if e := got[ch]/want[ch] - 1; math.Abs(e) > 0.02 {
@@ -71,7 +71,7 @@ func TestOpenSimCompatibility(t *testing.T) {
 	req[lludp.Resend] = 0
 	ids, specs := setup(t, s, [][lludp.NumCategories]float32{req}, func(int) [NumChannels]float64 {
 		d := backlogged(0)
-		d[lludp.TextureChannel] = 0
+		d[Texture] = 0
 		return d
 	})
 	got := simulate(t, s, ids, specs, 500, 30*time.Second, 2*time.Second)[0]

@@ -617,7 +617,7 @@ func TestClientChargedWhenPacketLeaves(t *testing.T) {
 		client ClientID
 		packet int
 	}{{a, 1}, {b, 2}, {b, 3}} {
-		if err := s.Enqueue(p.client, lludp.TaskChannel, 3000, p.packet, false, differEpoch); err != nil {
+		if err := s.Enqueue(p.client, Task, 3000, p.packet, false, differEpoch); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -642,7 +642,7 @@ func TestSceneBurstAtLargestConfig(t *testing.T) {
 	c := s.AddClient(differEpoch) // default rates: 66,750 B/s, a 667,500-byte burst
 	const packets = 30            // within the queue's 256 KiB
 	for p := range packets {
-		if err := s.Enqueue(c, lludp.TextureChannel, 8192, p, false, differEpoch); err != nil {
+		if err := s.Enqueue(c, Texture, 8192, p, false, differEpoch); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -666,16 +666,16 @@ func TestRethrottleRejoinsAtVirtualTime(t *testing.T) {
 	// Clients at 2,500 B/s with 1,500-byte buckets. c's big packet takes
 	// its tags 3.3 virtual seconds ahead.
 	a, c := d.add(), d.add()
-	d.enqueue(c, lludp.TaskChannel, 8192, false)
+	d.enqueue(c, Task, 8192, false)
 	d.next()
 	d.now = d.now.Add(3 * time.Second)
 	// a's first packet puts it 1,500 bytes in debt, with one more queued:
 	// a waits 600 ms, its finish tag 1.2 virtual seconds. c sends
 	// meanwhile, taking the virtual time to its own start, 3.3 s.
-	d.enqueue(a, lludp.TaskChannel, 3000, false)
-	d.enqueue(a, lludp.TaskChannel, 100, false)
+	d.enqueue(a, Task, 3000, false)
+	d.enqueue(a, Task, 100, false)
 	d.next()
-	d.enqueue(c, lludp.TaskChannel, 100, false)
+	d.enqueue(c, Task, 100, false)
 	d.next()
 	d.next()
 	// At the nanosecond a's bucket turns positive, 131 µs at most before
@@ -686,8 +686,8 @@ func TestRethrottleRejoinsAtVirtualTime(t *testing.T) {
 	// A client joining now starts at the virtual time a's packet set.
 	e := d.add()
 	for range 20 {
-		d.enqueue(e, lludp.TaskChannel, 100, false)
-		d.enqueue(c, lludp.TaskChannel, 100, false)
+		d.enqueue(e, Task, 100, false)
+		d.enqueue(c, Task, 100, false)
 	}
 	d.drain(1000)
 }

@@ -28,9 +28,9 @@ func Example() {
 	// Task, Texture, Asset.
 	sched.SetThrottleValues(viewer, [lludp.NumCategories]float32{153600, 133120, 26624, 26624, 495616, 495616, 204800}, now)
 	for i := range 3 {
-		sched.Enqueue(viewer, lludp.TextureChannel, 1200, fmt.Sprintf("ImageData %d", i), false, now)
+		sched.Enqueue(viewer, opensim.Texture, 1200, fmt.Sprintf("ImageData %d", i), false, now)
 	}
-	sched.Enqueue(viewer, lludp.Avatar, 120, "ImprovedTerseObjectUpdate", false, now)
+	sched.Enqueue(viewer, opensim.Avatar, 120, "ImprovedTerseObjectUpdate", false, now)
 
 	start := now
 	out := make([]opensim.Item[string], 64)

@@ -73,7 +73,7 @@ func TestUnknownClientsAndBadPackets(t *testing.T) {
 	if !s.RemoveClient(id, epoch) || s.RemoveClient(id, epoch) {
 		t.Fatal("a client removed twice")
 	}
-	if err := s.Enqueue(id, lludp.TaskChannel, 100, 1, false, epoch); !errors.Is(err, ErrUnknownClient) {
+	if err := s.Enqueue(id, Task, 100, 1, false, epoch); !errors.Is(err, ErrUnknownClient) {
 		t.Errorf("enqueue for a removed client: %v", err)
 	}
 	if _, err := s.SetThrottle(id, throttleBlob(1, 2, 3, 4, 5, 6, 7), epoch); !errors.Is(err, ErrUnknownClient) {
@@ -87,7 +87,7 @@ func TestUnknownClientsAndBadPackets(t *testing.T) {
 		ch   Channel
 		size int
 		err  error
-	}{{lludp.TaskChannel, 0, ErrPacketSize}, {lludp.TaskChannel, 9000, ErrPacketSize}, {7, 100, ErrChannel}} {
+	}{{Task, 0, ErrPacketSize}, {Task, 9000, ErrPacketSize}, {7, 100, ErrChannel}} {
 		if err := s.Enqueue(again, tc.ch, tc.size, 1, false, epoch); !errors.Is(err, tc.err) {
 			t.Errorf("channel %d size %d: %v, want %v", tc.ch, tc.size, err, tc.err)
 		}
@@ -105,8 +105,8 @@ func TestPacketLargerThanBurst(t *testing.T) {
 	id := s.AddClient(epoch)
 	s.SetThrottleValues(id, [lludp.NumCategories]float32{0, 0, 0, 0, 8 * 1000, 0, 0}, epoch) // Task 1000 B/s: Avatar 800, Task 200
 	rates, total, _ := s.Rates(id)
-	s.Enqueue(id, lludp.TaskChannel, 4000, 1, false, epoch)
-	s.Enqueue(id, lludp.TaskChannel, 4000, 2, false, epoch)
+	s.Enqueue(id, Task, 4000, 1, false, epoch)
+	s.Enqueue(id, Task, 4000, 2, false, epoch)
 	if _, _, ok := s.Next(epoch); !ok {
 		t.Fatal("a full bucket must let a packet larger than itself leave")
 	}
@@ -129,7 +129,7 @@ func TestTimeBackwards(t *testing.T) {
 	s, _ := New[int](Config{})
 	id := s.AddClient(epoch)
 	for i := range 100 {
-		s.Enqueue(id, lludp.TextureChannel, 1000, i, false, epoch)
+		s.Enqueue(id, Texture, 1000, i, false, epoch)
 	}
 	n := 0
 	for {
@@ -154,12 +154,12 @@ func TestQueueLimits(t *testing.T) {
 	s, _ := New[int](Config{QueuePackets: 3, QueueBytes: 10000})
 	id := s.AddClient(epoch)
 	for i := range 5 {
-		err := s.Enqueue(id, lludp.AssetChannel, 1000, i, false, epoch)
+		err := s.Enqueue(id, Asset, 1000, i, false, epoch)
 		if (i < 3) != (err == nil) {
 			t.Errorf("packet %d: %v", i, err)
 		}
 	}
-	if err := s.Enqueue(id, lludp.AssetChannel, 1000, 99, true, epoch); err != nil {
+	if err := s.Enqueue(id, Asset, 1000, 99, true, epoch); err != nil {
 		t.Errorf("a resend was refused: %v", err)
 	}
 	it, _, ok := s.Next(epoch)
@@ -167,8 +167,8 @@ func TestQueueLimits(t *testing.T) {
 		t.Errorf("first out %+v, want the resend", it)
 	}
 	st, queued, _ := s.ClientStats(id)
-	cs := st.Channels[lludp.AssetChannel]
-	if cs.RefusedPackets != 2 || cs.RefusedBytes != 2000 || cs.Resends != 1 || queued[lludp.AssetChannel] != 3000 {
+	cs := st.Channels[Asset]
+	if cs.RefusedPackets != 2 || cs.RefusedBytes != 2000 || cs.Resends != 1 || queued[Asset] != 3000 {
 		t.Errorf("stats %+v queued %v", cs, queued)
 	}
 	s.RemoveClient(id, epoch)

@@ -199,10 +199,10 @@ func (r *refScheduler) setRates(c *refClient, rates [NumChannels]int64, t int64)
 	total := sumRates(rates)
 	if c.bucket.rate == 0 {
 		c.bucket = newRefBucket(total, r.burstFor(total), t)
-		c.avatar = newRefBucket(rates[lludp.Avatar], r.burstFor(rates[lludp.Avatar]), t)
+		c.avatar = newRefBucket(rates[Avatar], r.burstFor(rates[Avatar]), t)
 	} else {
 		c.bucket.retune(total, r.burstFor(total), t)
-		c.avatar.retune(rates[lludp.Avatar], r.burstFor(rates[lludp.Avatar]), t)
+		c.avatar.retune(rates[Avatar], r.burstFor(rates[Avatar]), t)
 	}
 	c.rates = rates
 }
@@ -239,11 +239,11 @@ func refChannelRates(categories [lludp.NumCategories]float32, avatarShare float6
 		}
 		b[i] = x
 	}
-	rates[lludp.Layer] = b[lludp.Land] + b[lludp.Wind] + b[lludp.Cloud]
-	rates[lludp.TextureChannel] = b[lludp.Texture]
-	rates[lludp.AssetChannel] = b[lludp.Asset]
-	rates[lludp.Avatar] = b[lludp.Task] * avatarShare
-	rates[lludp.TaskChannel] = b[lludp.Task] * (1 - avatarShare)
+	rates[Layer] = b[lludp.Land] + b[lludp.Wind] + b[lludp.Cloud]
+	rates[Texture] = b[lludp.Texture]
+	rates[Asset] = b[lludp.Asset]
+	rates[Avatar] = b[lludp.Task] * avatarShare
+	rates[Task] = b[lludp.Task] * (1 - avatarShare)
 	var sum float64
 	for _, x := range rates {
 		sum += x
@@ -472,10 +472,10 @@ func (r *refScheduler) step(t int64) refOutcome {
 // on a tie.
 func (r *refScheduler) headOf(h int, t int64) refCandidate {
 	c := r.clients[h]
-	if r.cfg.AvatarPriority && len(c.queues[lludp.Avatar]) > 0 {
+	if r.cfg.AvatarPriority && len(c.queues[Avatar]) > 0 {
 		c.avatar.catchUp(t)
 		if c.avatar.tokens > 0 {
-			return refCandidate{client: h, channel: lludp.Avatar, priority: true, packet: c.queues[lludp.Avatar][0]}
+			return refCandidate{client: h, channel: Avatar, priority: true, packet: c.queues[Avatar][0]}
 		}
 	}
 	best, bestTag := -1, uint64(0)

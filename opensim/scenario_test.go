@@ -247,8 +247,8 @@ func TestScenarios(t *testing.T) {
 			checkShares(t, got, want, 0.02)
 			if tc.unfair {
 				plain := oracle(float64(s.Config().SceneMax), specs, false)
-				if got[0][lludp.Avatar] < 1.1*plain[0][lludp.Avatar] {
-					t.Errorf("with priority Avatar gets %.0f B/s, its proportional share is %.0f: priority should show", got[0][lludp.Avatar], plain[0][lludp.Avatar])
+				if got[0][Avatar] < 1.1*plain[0][Avatar] {
+					t.Errorf("with priority Avatar gets %.0f B/s, its proportional share is %.0f: priority should show", got[0][Avatar], plain[0][Avatar])
 				}
 			}
 			if testing.Verbose() {

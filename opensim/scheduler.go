@@ -260,11 +260,11 @@ func (s *Scheduler[P]) applyRates(c *client[P], i uint32, rates [NumChannels]int
 	c.inverse = inverse(cold.rate)
 	if c.bucket.rate == 0 {
 		c.bucket = newBucket(cold.rate, s.burstFor(cold.rate), ns)
-		c.avatar = newBucket(rates[lludp.Avatar], s.burstFor(rates[lludp.Avatar]), ns)
+		c.avatar = newBucket(rates[Avatar], s.burstFor(rates[Avatar]), ns)
 		return
 	}
 	c.bucket.set(cold.rate, s.burstFor(cold.rate), ns)
-	c.avatar.set(rates[lludp.Avatar], s.burstFor(rates[lludp.Avatar]), ns)
+	c.avatar.set(rates[Avatar], s.burstFor(rates[Avatar]), ns)
 }
 
 // Rates returns a client's channel rates and total, in bytes/s.
@@ -518,10 +518,10 @@ func (s *Scheduler[P]) next(ns int64) (it Item[P], wait time.Duration, ok bool) 
 // weights, so an idle channel's share goes to the busy ones.
 func (s *Scheduler[P]) send(c *client[P], i uint32, ns int64) Item[P] {
 	ch, priority := -1, false
-	if s.cfg.AvatarPriority && c.queues[lludp.Avatar].n > 0 {
+	if s.cfg.AvatarPriority && c.queues[Avatar].n > 0 {
 		c.avatar.refill(ns)
 		if c.avatar.ready() {
-			ch, priority = int(lludp.Avatar), true
+			ch, priority = int(Avatar), true
 		}
 	}
 	var start uint64

@@ -7,12 +7,6 @@ import (
 	"github.com/fairgrid/fairgrid/lludp"
 )
 
-// Channel is a scheduler channel; the same five as lludp.Channel.
-type Channel = lludp.Channel
-
-// NumChannels sizes per-channel arrays.
-const NumChannels = lludp.NumChannels
-
 // ThrottleReport says what SetThrottle made of a request.
 type ThrottleReport struct {
 	// Malformed: the Throttles block was not 28 bytes; missing categories
@@ -49,12 +43,14 @@ func ChannelRates(categories [lludp.NumCategories]float32, avatarShare float64) 
 		}
 		bytes[i] = x
 	}
-	task := bytes[lludp.Task]
-	rates[lludp.Layer] = bytes[lludp.Land] + bytes[lludp.Wind] + bytes[lludp.Cloud]
-	rates[lludp.TextureChannel] = bytes[lludp.Texture]
-	rates[lludp.AssetChannel] = bytes[lludp.Asset]
-	rates[lludp.Avatar] = task * avatarShare
-	rates[lludp.TaskChannel] = task * (1 - avatarShare)
+	for cat, ch := range channelByCategory {
+		if ch < NumChannels {
+			rates[ch] += bytes[cat]
+		}
+	}
+	task := rates[Task]
+	rates[Avatar] = task * avatarShare
+	rates[Task] = task * (1 - avatarShare)
 	var sum float64
 	for _, r := range rates {
 		sum += r

@@ -1,6 +1,9 @@
 package circuit
 
-import "github.com/fairgrid/fairgrid/lludp"
+import (
+	"github.com/fairgrid/fairgrid/lludp"
+	"github.com/fairgrid/fairgrid/opensim"
+)
 
 // maxNotes is how many datagrams a candidate holds: a third in the same
 // direction either promotes it or is folded.
@@ -14,7 +17,7 @@ type note struct {
 	size  uint32
 	flags lludp.Flags
 	cat   lludp.Category
-	ch    lludp.Channel
+	ch    opensim.Channel
 	dir   Direction
 	kind  noteKind
 	ping  uint8 // the PingID of a ping or its answer

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fairgrid/fairgrid/capture"
 	"github.com/fairgrid/fairgrid/lludp"
+	"github.com/fairgrid/fairgrid/opensim"
 	"github.com/fairgrid/fairgrid/ratecalc"
 )
 
@@ -208,7 +209,7 @@ func (t *Tracker) Observe(d capture.Datagram) (*Circuit, Direction, error) {
 		}
 	}
 	n := note{at: d.At.UnixNano(), seq: h.Sequence, size: uint32(len(d.Payload)), flags: h.Flags,
-		cat: msg.Category(), ch: msg.Channel(), dir: dir}
+		cat: msg.Category(), ch: opensim.ChannelOf(msg), dir: dir}
 	if needsBody(dir, msg.ID) {
 		if err := t.learn(c, &n, d, h, end); err != nil {
 			t.invalid[invalidReason(err)]++
@@ -543,7 +544,7 @@ func (c *Circuit) count(n *note) {
 		s.Resent++
 	}
 	s.ByCategory[min(int(n.cat), lludp.NumCategories)] += uint64(n.size)
-	s.ByChannel[min(int(n.ch), lludp.NumChannels)] += uint64(n.size)
+	s.ByChannel[min(int(n.ch), opensim.NumChannels)] += uint64(n.size)
 }
 
 // sequence applies the loss rules of protocol.md §12 to one datagram.

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/fairgrid/fairgrid/lludp"
+	"github.com/fairgrid/fairgrid/opensim"
 )
 
 // handle processes one datagram, in OpenSim's order (protocol.md §8.8):
@@ -220,12 +221,12 @@ func (s *Server) produce(now time.Time) {
 			c.credit[ch] = min(c.credit[ch]+float64(load.Rate)*dt, float64(load.Size*s.cfg.QueueTarget))
 			for c.credit[ch] >= float64(load.Size) && c.queued[ch] < s.cfg.QueueTarget {
 				c.counter++
-				payload, flags, err := message(lludp.Channel(ch), load.Size, c.counter, buf)
+				payload, flags, err := message(opensim.Channel(ch), load.Size, c.counter, buf)
 				if err != nil {
 					s.log.Error("build traffic", "err", err)
 					return
 				}
-				p := &outPacket{payload: payload, flags: flags, channel: lludp.Channel(ch), fresh: true}
+				p := &outPacket{payload: payload, flags: flags, channel: opensim.Channel(ch), fresh: true}
 				if s.sched.Enqueue(c.id, p.channel, len(payload)+lludp.HeaderSize, p, false, now) != nil {
 					break
 				}
@@ -246,7 +247,7 @@ func (s *Server) resend(now time.Time) {
 				continue
 			}
 			delete(c.unacked, seq)
-			if p.channel >= lludp.NumChannels { // unthrottled: resend at once
+			if p.channel >= opensim.NumChannels { // unthrottled: resend at once
 				s.transmit(c, p, true, now)
 				c.stats.Resends++
 				continue
@@ -293,5 +294,5 @@ func (s *Server) logoutReply(c *client, ad lludp.AgentData, now time.Time) {
 		s.log.Error("encode LogoutReply", "err", err)
 		return
 	}
-	s.transmit(c, &outPacket{payload: payload, flags: lludp.FlagReliable | lludp.FlagZeroCoded, channel: lludp.NoChannel}, false, now)
+	s.transmit(c, &outPacket{payload: payload, flags: lludp.FlagReliable | lludp.FlagZeroCoded, channel: opensim.NoChannel}, false, now)
 }

@@ -3,7 +3,7 @@ package region
 import (
 	"sort"
 
-	"github.com/fairgrid/fairgrid/lludp"
+	"github.com/fairgrid/fairgrid/opensim"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -55,7 +55,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descThrottle, prometheus.GaugeValue, float64(info.Total), id)
 		ch <- prometheus.MustNewConstMetric(descResends, prometheus.CounterValue, float64(info.Resends), id)
 		for q, bytes := range info.Queued {
-			ch <- prometheus.MustNewConstMetric(descQueue, prometheus.GaugeValue, float64(bytes), id, lludp.Channel(q).String())
+			ch <- prometheus.MustNewConstMetric(descQueue, prometheus.GaugeValue, float64(bytes), id, opensim.Channel(q).String())
 		}
 	}
 	st := c.s.SchedulerStats()

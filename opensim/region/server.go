@@ -155,7 +155,7 @@ type outPacket struct {
 	payload []byte // message number and body, uncoded
 	flags   lludp.Flags
 	seq     uint32 // 0 until first sent
-	channel lludp.Channel
+	channel opensim.Channel
 	sentAt  time.Time
 	fresh   bool // counted in its producer's queue until first sent
 }
@@ -178,8 +178,8 @@ type client struct {
 	pingMS   float64
 	rto      time.Duration
 	lastRecv time.Time
-	credit   [lludp.NumChannels]float64
-	queued   [lludp.NumChannels]int
+	credit   [opensim.NumChannels]float64
+	queued   [opensim.NumChannels]int
 	counter  uint32
 	stats    ClientInfo
 	// stress mode
@@ -192,15 +192,15 @@ type client struct {
 type ClientInfo struct {
 	Addr      netip.AddrPort
 	AgentID   lludp.UUID
-	Rates     [lludp.NumChannels]int64 // applied by the scheduler, bytes/s
+	Rates     [opensim.NumChannels]int64 // applied by the scheduler, bytes/s
 	Total     int64
-	SentBytes [lludp.NumChannels]uint64
+	SentBytes [opensim.NumChannels]uint64
 	Resends   uint64
 	Unacked   int
 	RTO       time.Duration
 	Throttles uint64 // AgentThrottles applied
 	// Queued is the bytes waiting per channel; Refused the bytes tail-dropped.
-	Queued  [lludp.NumChannels]int64
+	Queued  [opensim.NumChannels]int64
 	Refused uint64
 }
 
@@ -472,7 +472,7 @@ func (s *Server) sendNow(c *client, m lludp.Typed, flags lludp.Flags, now time.T
 		s.log.Error("encode", "err", err)
 		return
 	}
-	s.transmit(c, &outPacket{payload: b[lludp.HeaderSize:], flags: flags, channel: lludp.NoChannel}, false, now)
+	s.transmit(c, &outPacket{payload: b[lludp.HeaderSize:], flags: flags, channel: opensim.NoChannel}, false, now)
 }
 
 // SetActivity changes the load the region offers (Standing to stop

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/fairgrid/fairgrid/lludp"
+	"github.com/fairgrid/fairgrid/opensim"
 )
 
 // Activity is what the simulated avatar is doing; it sets the load the
@@ -64,55 +65,55 @@ type channelLoad struct {
 //   - terrain: LayerData of a patch group, ~1000 B (the real OpenSim
 //     datagrams in ../shared: 1,014–1,069 B);
 //   - assets: TransferPacket of 1000 B of data (libomv/OpenSim chunking).
-var loads = [...][lludp.NumChannels]channelLoad{
+var loads = [...][opensim.NumChannels]channelLoad{
 	Standing: {
-		lludp.Avatar:         {Rate: 2_000, Size: 80},   // a few avatars at 10 Hz
-		lludp.TaskChannel:    {Rate: 2_000, Size: 1200}, // occasional object changes
-		lludp.TextureChannel: {},
-		lludp.Layer:          {},
-		lludp.AssetChannel:   {},
+		opensim.Avatar:  {Rate: 2_000, Size: 80},   // a few avatars at 10 Hz
+		opensim.Task:    {Rate: 2_000, Size: 1200}, // occasional object changes
+		opensim.Texture: {},
+		opensim.Layer:   {},
+		opensim.Asset:   {},
 	},
 	Walking: {
-		lludp.Avatar:         {Rate: 8_000, Size: 80},
-		lludp.TaskChannel:    {Rate: 40_000, Size: 1200},
-		lludp.TextureChannel: {Rate: 60_000, Size: 1000},
-		lludp.Layer:          {Rate: 5_000, Size: 1000},
-		lludp.AssetChannel:   {Rate: 5_000, Size: 1000},
+		opensim.Avatar:  {Rate: 8_000, Size: 80},
+		opensim.Task:    {Rate: 40_000, Size: 1200},
+		opensim.Texture: {Rate: 60_000, Size: 1000},
+		opensim.Layer:   {Rate: 5_000, Size: 1000},
+		opensim.Asset:   {Rate: 5_000, Size: 1000},
 	},
 	Flying: {
-		lludp.Avatar:         {Rate: 20_000, Size: 80},
-		lludp.TaskChannel:    {Rate: 300_000, Size: 1200},
-		lludp.TextureChannel: {Rate: 400_000, Size: 1000},
-		lludp.Layer:          {Rate: 60_000, Size: 1000},
-		lludp.AssetChannel:   {Rate: 60_000, Size: 1000},
+		opensim.Avatar:  {Rate: 20_000, Size: 80},
+		opensim.Task:    {Rate: 300_000, Size: 1200},
+		opensim.Texture: {Rate: 400_000, Size: 1000},
+		opensim.Layer:   {Rate: 60_000, Size: 1000},
+		opensim.Asset:   {Rate: 60_000, Size: 1000},
 	},
 	LoginBurst: {
-		lludp.Avatar:         {Rate: 10_000, Size: 80},
-		lludp.TaskChannel:    {Rate: 500_000, Size: 1200},
-		lludp.TextureChannel: {Rate: 500_000, Size: 1000},
-		lludp.Layer:          {Rate: 120_000, Size: 1000},
-		lludp.AssetChannel:   {Rate: 100_000, Size: 1000},
+		opensim.Avatar:  {Rate: 10_000, Size: 80},
+		opensim.Task:    {Rate: 500_000, Size: 1200},
+		opensim.Texture: {Rate: 500_000, Size: 1000},
+		opensim.Layer:   {Rate: 120_000, Size: 1000},
+		opensim.Asset:   {Rate: 100_000, Size: 1000},
 	},
 	Idle: {},
 }
 
 // message builds the channel's next payload (message number and body,
 // uncoded) and its flags.
-func message(ch lludp.Channel, size int, n uint32, buf []byte) ([]byte, lludp.Flags, error) {
+func message(ch opensim.Channel, size int, n uint32, buf []byte) ([]byte, lludp.Flags, error) {
 	var m lludp.Typed
 	flags := lludp.FlagReliable
 	switch ch {
-	case lludp.Avatar:
+	case opensim.Avatar:
 		m = &lludp.ImprovedTerseObjectUpdate{RegionHandle: regionHandle, TimeDilation: 65535,
 			Objects: []lludp.TerseObjectData{{Data: fill(buf, max(size-18, 1), n)}}}
 		flags |= lludp.FlagZeroCoded
-	case lludp.TaskChannel:
+	case opensim.Task:
 		m = &lludp.ObjectUpdate{RegionHandle: regionHandle, TimeDilation: 65535,
 			Objects: []lludp.ObjectData{{ID: n, PCode: 9, TextureEntry: fill(buf, max(size-180, 1), n)}}}
 		flags |= lludp.FlagZeroCoded
-	case lludp.TextureChannel:
+	case opensim.Texture:
 		m = &lludp.ImagePacket{ID: lludp.UUID{byte(n)}, Packet: uint16(n), Data: fill(buf, max(size-30, 1), n)}
-	case lludp.Layer:
+	case opensim.Layer:
 		m = &lludp.LayerData{Type: lludp.LayerLand, Data: fill(buf, max(size-12, 1), n)}
 	default:
 		m = &lludp.TransferPacket{TransferID: lludp.UUID{byte(n)}, ChannelType: 2, Packet: int32(n), Data: fill(buf, max(size-40, 1), n)}

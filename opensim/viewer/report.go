@@ -2,7 +2,7 @@ package viewer
 
 import (
 	"github.com/fairgrid/fairgrid/capture/circuit"
-	"github.com/fairgrid/fairgrid/lludp"
+	"github.com/fairgrid/fairgrid/opensim"
 )
 
 // Report is what a viewer measured (`fairgrid viewer --format json`).
@@ -36,7 +36,7 @@ func (v *Viewer) Report() Report {
 	secs := v.last.Sub(v.start).Seconds()
 	if secs > 0 {
 		r.RateBPS = float64(down.Bytes) * 8 / secs
-		for ch := range lludp.Channel(lludp.NumChannels) {
+		for ch := range opensim.Channel(opensim.NumChannels) {
 			r.ByChannel[ch.String()] = float64(down.ByChannel[ch]) * 8 / secs
 		}
 	}
