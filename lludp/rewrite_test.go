@@ -3,6 +3,7 @@ package lludp
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -307,4 +308,35 @@ func BenchmarkReplaceThrottles(b *testing.B) {
 			buf, _ = AppendMessage(buf[:0], p.Header, &m, acks)
 		}
 	})
+}
+
+// A relay replaces the throttles of the viewer's AgentThrottle and passes
+// every other datagram on: ParseHeader tells them apart without decoding.
+func ExampleAppendReplacedThrottles() {
+	fromViewer := docThrottleCoded // reliable, zero-coded, seq 42
+	request := [NumCategories]float32{80000, 88000, 17000, 17000, 240000, 240000, 116000}
+	out := fromViewer
+	if h, _, _, err := ParseHeader(fromViewer); err == nil && h.ID == AgentThrottleID {
+		replaced, err := AppendReplacedThrottles(make([]byte, 0, 2048), fromViewer, request)
+		if err == nil {
+			out = replaced
+		}
+	}
+	var p Packet
+	var m AgentThrottle
+	if err := p.DecodeFromBytes(out); err != nil {
+		panic(err)
+	}
+	if err := p.Unmarshal(&m); err != nil {
+		panic(err)
+	}
+	fmt.Println(p.Flags, p.Sequence, m.AgentID, m.CircuitCode)
+	fmt.Println(m.Throttles, m.Total())
+	// Each of these floats has one zero byte, which coding would turn into
+	// two: the coded form is longer, so it goes uncoded, as the viewer's
+	// encoder would send it.
+
+	// Output:
+	// reliable 42 11111111-2222-3333-4444-555555555555 123456789
+	// [80000 88000 17000 17000 240000 240000 116000] 798000
 }
