@@ -1,0 +1,369 @@
+//go:build linux
+
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/fairgrid/fairgrid/internal/socks5"
+	"github.com/fairgrid/fairgrid/lludp"
+)
+
+// benchRelayEnv makes the test binary a relay for BenchmarkProxy, so that
+// the relay's own CPU time and memory are measured apart from the load
+// generator and the echo: "proxy" is `fairgrid proxy` itself, "plain" a
+// UDP relay with nothing of SOCKS, the baseline. It is read in init,
+// before the package's TestMain.
+const benchRelayEnv = "FAIRGRID_BENCH_PROXY_RELAY"
+
+func init() {
+	switch os.Getenv(benchRelayEnv) {
+	case "proxy":
+		os.Exit(run([]string{"proxy", "--listen", "127.0.0.1:0", "--metrics", ""}, stdio{os.Stdin, os.Stdout, os.Stderr}))
+	case "plain":
+		os.Exit(runPlainRelay(os.Getenv(benchRelayEnv + "_TARGET")))
+	}
+}
+
+// runPlainRelay forwards the first client's datagrams to target and
+// target's back, from two sockets and two goroutines, as the proxy's
+// association does, until SIGTERM.
+func runPlainRelay(target string) int {
+	to, err := netip.ParseAddrPort(target)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	front, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	back, err := net.ListenUDP("udp", nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	client := make(chan netip.AddrPort, 1)
+	go func() {
+		buf := make([]byte, 65536)
+		known := false
+		for {
+			n, from, err := front.ReadFromUDPAddrPort(buf)
+			if err != nil {
+				return
+			}
+			if !known {
+				client <- from
+				known = true
+			}
+			back.WriteToUDPAddrPort(buf[:n], to)
+		}
+	}()
+	go func() {
+		buf := make([]byte, 65536)
+		var c netip.AddrPort
+		for {
+			n, _, err := back.ReadFromUDPAddrPort(buf)
+			if err != nil {
+				return
+			}
+			if !c.IsValid() {
+				c = <-client
+			}
+			front.WriteToUDPAddrPort(buf[:n], c)
+		}
+	}()
+	fmt.Printf("listen=%s\n", front.LocalAddr())
+	<-ctx.Done()
+	return 0
+}
+
+// benchChild is a relay in a child process.
+type benchChild struct {
+	cmd  *exec.Cmd
+	addr string
+}
+
+func startBenchChild(b *testing.B, kind string, target netip.AddrPort) *benchChild {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), benchRelayEnv+"="+kind, benchRelayEnv+"_TARGET="+target.String())
+	// The plain relay prints its address on stdout, the proxy in its log.
+	pipe, err := cmd.StdoutPipe()
+	if kind == "proxy" {
+		pipe, err = cmd.StderrPipe()
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	sc := bufio.NewScanner(pipe)
+	for sc.Scan() {
+		if _, after, ok := strings.Cut(sc.Text(), "listen="); ok {
+			addr, _, _ := strings.Cut(after, " ")
+			go func() {
+				for sc.Scan() {
+				}
+			}()
+			return &benchChild{cmd: cmd, addr: addr}
+		}
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	b.Fatalf("%s relay: no address", kind)
+	return nil
+}
+
+// peakRSS is the child's peak resident set (VmHWM): its own memory since
+// exec, unlike rusage's, which a vfork-started child shares with the
+// parent's.
+func (c *benchChild) peakRSS(b *testing.B) float64 {
+	s, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", c.cmd.Process.Pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for line := range strings.SplitSeq(string(s), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 64)
+			if err == nil {
+				return kb * 1024
+			}
+		}
+	}
+	b.Fatal("no VmHWM")
+	return 0
+}
+
+// stop ends the child and returns the CPU time it used.
+func (c *benchChild) stop(b *testing.B) time.Duration {
+	c.cmd.Process.Signal(syscall.SIGTERM)
+	if err := c.cmd.Wait(); err != nil {
+		b.Fatalf("relay: %v", err)
+	}
+	ru := c.cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// benchEchoSim answers each datagram with itself: the simulator's side.
+func benchEchoSim(b *testing.B) netip.AddrPort {
+	pc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	done := make(chan struct{})
+	b.Cleanup(func() { pc.Close(); <-done })
+	go func() {
+		defer close(done)
+		buf := make([]byte, 65536)
+		for {
+			n, from, err := pc.ReadFromUDPAddrPort(buf)
+			if err != nil {
+				return
+			}
+			pc.WriteToUDPAddrPort(buf[:n], from)
+		}
+	}()
+	return pc.LocalAddr().(*net.UDPAddr).AddrPort()
+}
+
+// benchDatagrams are what a viewer sends: AgentUpdates (10 Hz in life),
+// and an AgentThrottle every 64th, which the proxy decodes and, once
+// fairgrid has decided, rewrites. The echo hands each back as the
+// simulator's traffic, so both directions are measured.
+func benchDatagrams(b *testing.B) [][]byte {
+	agent := lludp.AgentData{AgentID: lludp.UUID{1}, SessionID: lludp.UUID{2}}
+	var out [][]byte
+	for i := range 64 {
+		var m lludp.Typed = &lludp.AgentUpdate{AgentData: agent, Far: 64}
+		flags := lludp.Flags(0)
+		if i == 63 {
+			m = &lludp.AgentThrottle{AgentData: agent, CircuitCode: 1, Throttles: lludp.ViewerSplit(1_536_000)}
+			flags = lludp.FlagReliable | lludp.FlagZeroCoded
+		}
+		d, err := lludp.AppendMessage(nil, lludp.Header{Flags: flags, Sequence: uint32(i + 1)}, m, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// benchConn is the load generator's side: a plain socket to the plain
+// relay, a SOCKS5 association with the proxy.
+type benchConn struct {
+	send func([]byte) error
+	recv func([]byte) error
+	conn interface {
+		SetReadDeadline(time.Time) error
+		Close() error
+	}
+}
+
+func dialBench(b *testing.B, kind string, child *benchChild, sim netip.AddrPort) benchConn {
+	if kind == "plain" {
+		pc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		relay := netip.MustParseAddrPort(child.addr)
+		return benchConn{
+			send: func(p []byte) error { _, err := pc.WriteToUDPAddrPort(p, relay); return err },
+			recv: func(buf []byte) error { _, _, err := pc.ReadFromUDPAddrPort(buf); return err },
+			conn: pc,
+		}
+	}
+	c, err := socks5.DialUDP(context.Background(), child.addr, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return benchConn{
+		send: func(p []byte) error { _, err := c.WriteToUDPAddrPort(p, sim); return err },
+		recv: func(buf []byte) error { _, _, err := c.ReadFromUDPAddrPort(buf); return err },
+		conn: c,
+	}
+}
+
+// BenchmarkProxy measures `fairgrid proxy` relaying LLUDP on loopback,
+// both directions, with measurement and the AgentThrottle check, against
+// a plain UDP relay of the same shape in the same run. Each relay runs in a
+// child process, so relay-datagrams/cpu-s counts its own CPU time (the
+// per-core figure). Each op is two datagrams, one each way. window=8
+// keeps eight in flight (throughput); window=1 is ping-pong and reports
+// the round trip's median and p99 (the relay's added latency is the
+// difference from the plain relay's). load=5Mbit paces 5 Mbit/s through
+// the relay (2.5 each way, in 120-byte datagrams, more datagrams than a
+// viewer's mostly large downstream ones) for 3 s and reports the relay's
+// CPU % of one core and peak RSS.
+func BenchmarkProxy(b *testing.B) {
+	for _, mode := range []string{"window=8", "window=1", "load=5Mbit"} {
+		for _, kind := range []string{"plain", "proxy"} {
+			b.Run(kind+"/"+mode, func(b *testing.B) {
+				if mode == "load=5Mbit" {
+					benchProxyLoad(b, kind)
+					return
+				}
+				benchProxyWindow(b, kind, int(mode[len(mode)-1]-'0'))
+			})
+		}
+	}
+}
+
+func benchProxyWindow(b *testing.B, kind string, window int) {
+	sim := benchEchoSim(b)
+	child := startBenchChild(b, kind, sim)
+	c := dialBench(b, kind, child, sim)
+	datagrams := benchDatagrams(b)
+	buf := make([]byte, 65536)
+	// On loopback nothing is lost; the deadline turns a stall into a
+	// failure instead of a hang.
+	c.conn.SetReadDeadline(time.Now().Add(time.Minute))
+	i := 0
+	next := func() []byte { i++; return datagrams[i%len(datagrams)] }
+	for range window {
+		if err := c.send(next()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var trips []time.Duration
+	last := time.Now()
+	for b.Loop() {
+		if err := c.recv(buf); err != nil {
+			b.Fatalf("a datagram was lost or the relay stalled: %v", err)
+		}
+		if window == 1 {
+			now := time.Now()
+			trips = append(trips, now.Sub(last))
+			last = now
+		}
+		if err := c.send(next()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	elapsed := b.Elapsed()
+	for range window {
+		c.recv(buf)
+	}
+	c.conn.Close()
+	cpu := child.stop(b)
+	b.ReportMetric(float64(2*b.N)/elapsed.Seconds(), "datagrams/s")
+	b.ReportMetric(float64(2*b.N)/cpu.Seconds(), "relay-datagrams/cpu-s")
+	if len(trips) > 0 {
+		slices.Sort(trips)
+		b.ReportMetric(float64(trips[len(trips)/2].Microseconds()), "p50-rtt-us")
+		b.ReportMetric(float64(trips[len(trips)*99/100].Microseconds()), "p99-rtt-us")
+	}
+}
+
+// benchLoadFor is how long the 5 Mbit/s load runs: long enough for the
+// CPU time to dwarf start-up, short enough for make bench-proxy.
+const benchLoadFor = 3 * time.Second
+
+func benchProxyLoad(b *testing.B, kind string) {
+	sim := benchEchoSim(b)
+	child := startBenchChild(b, kind, sim)
+	c := dialBench(b, kind, child, sim)
+	datagrams := benchDatagrams(b)
+	const bitsPerSecond = 2_500_000 // each way
+	perTick := bitsPerSecond / 8 / len(datagrams[0]) / 100
+	received := make(chan int, 1)
+	go func() {
+		buf := make([]byte, 65536)
+		n := 0
+		c.conn.SetReadDeadline(time.Now().Add(benchLoadFor + time.Second))
+		for c.recv(buf) == nil {
+			n++
+		}
+		received <- n
+	}()
+	var cpu time.Duration
+	var rss float64
+	sent := 0
+	for b.Loop() {
+		// One pass whatever b.N: the figures are rates over the pass.
+		if sent > 0 {
+			continue
+		}
+		tick := time.NewTicker(10 * time.Millisecond)
+		end := time.Now().Add(benchLoadFor)
+		for now := range tick.C {
+			if now.After(end) {
+				break
+			}
+			for range perTick {
+				if err := c.send(datagrams[sent%len(datagrams)]); err != nil {
+					b.Fatal(err)
+				}
+				sent++
+			}
+		}
+		tick.Stop()
+	}
+	got := <-received
+	rss = child.peakRSS(b)
+	c.conn.Close()
+	cpu = child.stop(b)
+	if got < sent*99/100 {
+		b.Errorf("%d of %d datagrams came back", got, sent)
+	}
+	b.ReportMetric(100*cpu.Seconds()/benchLoadFor.Seconds(), "cpu-%")
+	b.ReportMetric(rss/(1<<20), "peak-rss-MB")
+	b.ReportMetric(float64(2*sent)/benchLoadFor.Seconds(), "datagrams/s")
+}
