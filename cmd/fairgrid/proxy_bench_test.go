@@ -4,7 +4,9 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"net"
 	"net/netip"
@@ -32,7 +34,9 @@ const benchRelayEnv = "FAIRGRID_BENCH_PROXY_RELAY"
 func init() {
 	switch os.Getenv(benchRelayEnv) {
 	case "proxy":
-		os.Exit(run([]string{"proxy", "--listen", "127.0.0.1:0", "--metrics", ""}, stdio{os.Stdin, os.Stdout, os.Stderr}))
+		// A second's interval: the benchmark waits for the first decision,
+		// after which every AgentThrottle is rewritten.
+		os.Exit(run([]string{"proxy", "--listen", "127.0.0.1:0", "--metrics", "", "--interval", "1s"}, stdio{os.Stdin, os.Stdout, os.Stderr}))
 	case "plain":
 		os.Exit(runPlainRelay(os.Getenv(benchRelayEnv + "_TARGET")))
 	}
@@ -161,7 +165,8 @@ func (c *benchChild) stop(b *testing.B) time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// benchEchoSim answers each datagram with itself: the simulator's side.
+// benchEchoSim answers each datagram with itself, the simulator's side,
+// but UseCircuitCode, which only a viewer sends.
 func benchEchoSim(b *testing.B) netip.AddrPort {
 	pc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
@@ -177,18 +182,25 @@ func benchEchoSim(b *testing.B) netip.AddrPort {
 			if err != nil {
 				return
 			}
+			if h, _, _, err := lludp.ParseHeader(buf[:n]); err == nil && h.ID == lludp.UseCircuitCodeID {
+				continue
+			}
 			pc.WriteToUDPAddrPort(buf[:n], from)
 		}
 	}()
 	return pc.LocalAddr().(*net.UDPAddr).AddrPort()
 }
 
+// benchAgent is the benchmark viewer's identity: its UseCircuitCode and
+// its AgentUpdates agree, so fairgrid takes the circuit for a viewer's.
+var benchAgent = lludp.AgentData{AgentID: lludp.UUID{1}, SessionID: lludp.UUID{2}}
+
 // benchDatagrams are what a viewer sends: AgentUpdates (10 Hz in life),
 // and an AgentThrottle every 64th, which the proxy decodes and, once
 // fairgrid has decided, rewrites. The echo hands each back as the
 // simulator's traffic, so both directions are measured.
 func benchDatagrams(b *testing.B) [][]byte {
-	agent := lludp.AgentData{AgentID: lludp.UUID{1}, SessionID: lludp.UUID{2}}
+	agent := benchAgent
 	var out [][]byte
 	for i := range 64 {
 		var m lludp.Typed = &lludp.AgentUpdate{AgentData: agent, Far: 64}
@@ -209,9 +221,10 @@ func benchDatagrams(b *testing.B) [][]byte {
 // benchConn is the load generator's side: a plain socket to the plain
 // relay, a SOCKS5 association with the proxy.
 type benchConn struct {
-	send func([]byte) error
-	recv func([]byte) error
-	conn interface {
+	send  func([]byte) error
+	recv  func([]byte) error
+	recvN func([]byte) (int, error)
+	conn  interface {
 		SetReadDeadline(time.Time) error
 		Close() error
 	}
@@ -225,9 +238,10 @@ func dialBench(b *testing.B, kind string, child *benchChild, sim netip.AddrPort)
 		}
 		relay := netip.MustParseAddrPort(child.addr)
 		return benchConn{
-			send: func(p []byte) error { _, err := pc.WriteToUDPAddrPort(p, relay); return err },
-			recv: func(buf []byte) error { _, _, err := pc.ReadFromUDPAddrPort(buf); return err },
-			conn: pc,
+			send:  func(p []byte) error { _, err := pc.WriteToUDPAddrPort(p, relay); return err },
+			recv:  func(buf []byte) error { _, _, err := pc.ReadFromUDPAddrPort(buf); return err },
+			recvN: func(buf []byte) (int, error) { n, _, err := pc.ReadFromUDPAddrPort(buf); return n, err },
+			conn:  pc,
 		}
 	}
 	c, err := socks5.DialUDP(context.Background(), child.addr, nil)
@@ -235,9 +249,10 @@ func dialBench(b *testing.B, kind string, child *benchChild, sim netip.AddrPort)
 		b.Fatal(err)
 	}
 	return benchConn{
-		send: func(p []byte) error { _, err := c.WriteToUDPAddrPort(p, sim); return err },
-		recv: func(buf []byte) error { _, _, err := c.ReadFromUDPAddrPort(buf); return err },
-		conn: c,
+		send:  func(p []byte) error { _, err := c.WriteToUDPAddrPort(p, sim); return err },
+		recv:  func(buf []byte) error { _, _, err := c.ReadFromUDPAddrPort(buf); return err },
+		recvN: func(buf []byte) (int, error) { n, _, err := c.ReadFromUDPAddrPort(buf); return n, err },
+		conn:  c,
 	}
 }
 
@@ -272,11 +287,13 @@ func benchProxyWindow(b *testing.B, kind string, window int) {
 	c := dialBench(b, kind, child, sim)
 	datagrams := benchDatagrams(b)
 	buf := make([]byte, 65536)
+	next := sequencer(datagrams)
+	if kind == "proxy" {
+		warmUp(b, c, next)
+	}
 	// On loopback nothing is lost; the deadline turns a stall into a
 	// failure instead of a hang.
 	c.conn.SetReadDeadline(time.Now().Add(time.Minute))
-	i := 0
-	next := func() []byte { i++; return datagrams[i%len(datagrams)] }
 	for range window {
 		if err := c.send(next()); err != nil {
 			b.Fatal(err)
@@ -312,6 +329,60 @@ func benchProxyWindow(b *testing.B, kind string, window int) {
 	}
 }
 
+// sequencer returns the datagrams in turn, numbered upwards as a viewer's
+// are, so the proxy measures a plausible circuit.
+func sequencer(datagrams [][]byte) func() []byte {
+	var seq uint32
+	var scratch []byte
+	return func() []byte {
+		seq++
+		scratch = append(scratch[:0], datagrams[seq%uint32(len(datagrams))]...)
+		binary.BigEndian.PutUint32(scratch[1:5], seq)
+		return scratch
+	}
+}
+
+// warmUp logs the circuit in and relays until the proxy has decided and
+// an AgentThrottle comes back rewritten, so what is measured after it
+// includes the rewrite.
+func warmUp(b *testing.B, c benchConn, next func() []byte) {
+	login, err := lludp.AppendMessage(nil, lludp.Header{Flags: lludp.FlagReliable},
+		&lludp.UseCircuitCode{Code: 1, SessionID: benchAgent.SessionID, AgentID: benchAgent.AgentID}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := c.send(login); err != nil {
+		b.Fatal(err)
+	}
+	buf := make([]byte, 65536)
+	deadline := time.Now().Add(15 * time.Second)
+	c.conn.SetReadDeadline(deadline)
+	// A viewer's pace, not a flood, while the loop decides.
+	pace := time.NewTicker(time.Millisecond)
+	defer pace.Stop()
+	for range pace.C {
+		if time.Now().After(deadline) {
+			break
+		}
+		sent := next()
+		if err := c.send(sent); err != nil {
+			b.Fatal(err)
+		}
+		n, err := c.recvN(buf)
+		if err != nil {
+			b.Fatalf("warming up: %v", err)
+		}
+		if h, _, _, err := lludp.ParseHeader(buf[:n]); err == nil && h.ID == lludp.AgentThrottleID && !bytes.Equal(buf[:n], sent) {
+			// The proxy's own requests come back too: drain them.
+			c.conn.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+			for c.recv(buf) == nil {
+			}
+			return
+		}
+	}
+	b.Fatal("no AgentThrottle came back rewritten within 15 s: fairgrid did not decide")
+}
+
 // benchLoadFor is how long the 5 Mbit/s load runs: long enough for the
 // CPU time to dwarf start-up, short enough for make bench-proxy.
 const benchLoadFor = 3 * time.Second
@@ -320,9 +391,12 @@ func benchProxyLoad(b *testing.B, kind string) {
 	sim := benchEchoSim(b)
 	child := startBenchChild(b, kind, sim)
 	c := dialBench(b, kind, child, sim)
-	datagrams := benchDatagrams(b)
+	next := sequencer(benchDatagrams(b))
+	if kind == "proxy" {
+		warmUp(b, c, next)
+	}
 	const bitsPerSecond = 2_500_000 // each way
-	perTick := bitsPerSecond / 8 / len(datagrams[0]) / 100
+	perTick := bitsPerSecond / 8 / len(next()) / 100
 	received := make(chan int, 1)
 	go func() {
 		buf := make([]byte, 65536)
@@ -348,7 +422,7 @@ func benchProxyLoad(b *testing.B, kind string) {
 				break
 			}
 			for range perTick {
-				if err := c.send(datagrams[sent%len(datagrams)]); err != nil {
+				if err := c.send(next()); err != nil {
 					b.Fatal(err)
 				}
 				sent++
