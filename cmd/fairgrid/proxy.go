@@ -305,11 +305,19 @@ func (p *proxy) viewerEndpoint(a *socks5.Association, remote netip.AddrPort) (ne
 		if ip.IsUnspecified() {
 			ip = localAddrFor(remote, a.ClientAddr().Addr())
 		}
+		if len(st.local) >= maxRemotes {
+			clear(st.local)
+		}
 		st.local[remote.Addr()] = ip
 		p.byViewer[netip.AddrPortFrom(ip, relay.Port())] = a
 	}
 	return netip.AddrPortFrom(ip, relay.Port()), st
 }
+
+// maxRemotes bounds an association's cache of local addresses by remote:
+// a viewer talks to the few simulators in view, and a client that sprays
+// destinations must not grow it (the routing lookup is only repeated).
+const maxRemotes = 256
 
 // localAddrFor asks the host's routing which local address sends to
 // remote (connecting a UDP socket sends nothing); fallback, the client's
