@@ -3,9 +3,14 @@ package configs_test
 import (
 	"encoding/json"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -62,8 +67,8 @@ func loadDashboard(t *testing.T) dashboard {
 
 // registeredNames are the metric names the daemon's and the proxy's
 // exporters describe: throttle's collector and the standard Go, process and
-// build-info collectors that `fairgrid run` registers beside it, and the
-// SOCKS5 server's collector.
+// build-info collectors that `fairgrid run` registers beside it, the
+// SOCKS5 server's collector, and the metrics cmd/fairgrid defines itself.
 func registeredNames(t *testing.T) map[string]bool {
 	t.Helper()
 	fqName := regexp.MustCompile(`fqName: "([^"]+)"`)
@@ -85,10 +90,64 @@ func registeredNames(t *testing.T) map[string]bool {
 			names[m[1]] = true
 		}
 	}
+	for _, n := range commandMetricNames(t) {
+		names[n] = true
+	}
 	for _, want := range []string{"fairgrid_circuit_rtt_seconds", "fairgrid_proxy_refused_total", "process_cpu_seconds_total"} {
 		if !names[want] {
 			t.Fatalf("the exporters describe no %s: the name reading is broken (%d names)", want, len(names))
 		}
+	}
+	return names
+}
+
+// commandMetricNames are the metrics that cmd/fairgrid defines itself
+// (the proxy's rewrite outcomes, say): the Name of every prometheus
+// CounterOpts, GaugeOpts, HistogramOpts or SummaryOpts literal in its
+// non-test files. Package main cannot be imported, so its source is read.
+func commandMetricNames(t *testing.T) []string {
+	t.Helper()
+	fset := token.NewFileSet()
+	files, err := filepath.Glob("../cmd/fairgrid/*.go")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("cmd/fairgrid sources: %v (%d files)", err, len(files))
+	}
+	var names []string
+	for _, path := range files {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			lit, ok := n.(*ast.CompositeLit)
+			if !ok {
+				return true
+			}
+			sel, ok := lit.Type.(*ast.SelectorExpr)
+			if !ok || !strings.HasSuffix(sel.Sel.Name, "Opts") {
+				return true
+			}
+			if pkg, ok := sel.X.(*ast.Ident); !ok || pkg.Name != "prometheus" {
+				return true
+			}
+			for _, e := range lit.Elts {
+				kv, ok := e.(*ast.KeyValueExpr)
+				if key, isIdent := kv.Key.(*ast.Ident); !ok || !isIdent || key.Name != "Name" {
+					continue
+				}
+				if v, ok := kv.Value.(*ast.BasicLit); ok && v.Kind == token.STRING {
+					name, err := strconv.Unquote(v.Value)
+					if err != nil {
+						t.Fatalf("%s: %v", fset.Position(v.Pos()), err)
+					}
+					names = append(names, name)
+				}
+			}
+			return true
+		})
 	}
 	return names
 }
