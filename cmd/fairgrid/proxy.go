@@ -191,12 +191,118 @@ func parsePortRanges(s string) ([]socks5.PortRange, error) {
 // sidecar is descheduled (a datagram it misses would measure as a loss).
 const proxyBuffer = 4096
 
+// batchEvery is how long the measurement lets relayed datagrams gather
+// before it takes them: woken per datagram, the sidecar's reader would
+// cost the relay a goroutine hand-off each (most of the proxy's CPU at a
+// viewer's rates). Each datagram carries its relay time, so measurement
+// is as exact; the loop sees it at most this much later, which nothing
+// the loop decides at intervals of seconds notices.
+const batchEvery = 20 * time.Millisecond
+
+// batchSource is the proxy's throttle.Source: the relay pushes what it
+// forwards without blocking (a full buffer drops and counts, as
+// throttle.ChanSource does), and Next hands the sidecar the datagrams a
+// batch at a time.
+type batchSource struct {
+	mu      sync.Mutex
+	pending []capture.Datagram
+	limit   int
+	closed  bool
+	wake    chan struct{} // a datagram arrived while the reader may wait
+	done    chan struct{}
+	once    sync.Once
+	dropped atomic.Uint64
+
+	// The reader's own.
+	batch []capture.Datagram
+	next  int
+	timer *time.Timer
+}
+
+func newBatchSource(limit int) *batchSource {
+	return &batchSource{limit: limit, wake: make(chan struct{}, 1), done: make(chan struct{})}
+}
+
+// Push queues d, which the source keeps, and reports whether it was
+// queued: false when the buffer is full (counted) or the source closed.
+func (s *batchSource) Push(d capture.Datagram) bool {
+	s.mu.Lock()
+	if s.closed || len(s.pending) >= s.limit {
+		full := !s.closed
+		s.mu.Unlock()
+		if full {
+			s.dropped.Add(1)
+		}
+		return false
+	}
+	s.pending = append(s.pending, d)
+	first := len(s.pending) == 1
+	s.mu.Unlock()
+	if first {
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
+	}
+	return true
+}
+
+// Next returns the next datagram pushed, in order, and
+// throttle.ErrSourceClosed once the source is closed and drained.
+func (s *batchSource) Next() (capture.Datagram, error) {
+	for s.next >= len(s.batch) {
+		clear(s.batch) // the payloads go with the measurement
+		s.mu.Lock()
+		s.batch, s.pending, s.next = s.pending, s.batch[:0], 0
+		closed := s.closed
+		s.mu.Unlock()
+		if len(s.batch) > 0 {
+			break
+		}
+		if closed {
+			return capture.Datagram{}, throttle.ErrSourceClosed
+		}
+		select {
+		case <-s.wake:
+		case <-s.done:
+			continue
+		}
+		if s.timer == nil {
+			s.timer = time.NewTimer(batchEvery)
+		} else {
+			s.timer.Reset(batchEvery)
+		}
+		select {
+		case <-s.timer.C:
+		case <-s.done:
+		}
+	}
+	d := s.batch[s.next]
+	s.next++
+	return d, nil
+}
+
+// Close ends the source: Push refuses, Next returns what is queued, then
+// throttle.ErrSourceClosed.
+func (s *batchSource) Close() error {
+	s.once.Do(func() {
+		s.mu.Lock()
+		s.closed = true
+		s.mu.Unlock()
+		close(s.done)
+	})
+	return nil
+}
+
+// Dropped counts datagrams Push dropped because the buffer was full.
+func (s *batchSource) Dropped() uint64 { return s.dropped.Load() }
+
 // proxy is `fairgrid proxy`'s wiring: the SOCKS5 server's hooks feed the
 // sidecar what they relay and put its requests into the viewer's
 // AgentThrottles; the sidecar sends its own through the associations.
 type proxy struct {
 	srv        *socks5.Server
-	source     *throttle.ChanSource
+	source     *batchSource
 	loop       *throttle.Loop
 	sidecarCfg throttle.SidecarConfig
 	dryRun     bool
@@ -224,7 +330,7 @@ type association struct {
 // newProxy builds the server and the sidecar around loop; sc's Loop,
 // Source and Sender are the proxy's. The sidecar starts with run.
 func newProxy(loop *throttle.Loop, sc socks5.Config, cfg throttle.SidecarConfig, dryRun bool, log *slog.Logger) (*proxy, error) {
-	p := &proxy{source: throttle.NewChanSource(proxyBuffer), loop: loop, dryRun: dryRun, log: log,
+	p := &proxy{source: newBatchSource(proxyBuffer), loop: loop, dryRun: dryRun, log: log,
 		assocs: map[*socks5.Association]*association{}, byViewer: map[netip.AddrPort]*socks5.Association{}}
 	sc.Hooks = p
 	srv, err := socks5.New(sc, log.With("component", "socks5"))

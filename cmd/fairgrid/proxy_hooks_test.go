@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fairgrid/fairgrid/capture"
 	"github.com/fairgrid/fairgrid/capture/circuit"
 	"github.com/fairgrid/fairgrid/configs"
 	"github.com/fairgrid/fairgrid/internal/socks5"
@@ -201,5 +202,56 @@ func TestProxyMetrics(t *testing.T) {
 		if !names[want] {
 			t.Errorf("no %s among %d metrics", want, len(names))
 		}
+	}
+}
+
+// TestBatchSource: datagrams come out in the order pushed; a full buffer
+// drops and counts; after Close, Push refuses and Next drains what was
+// queued, then says the source is closed.
+func TestBatchSource(t *testing.T) {
+	s := newBatchSource(3)
+	at := time.Unix(1, 0)
+	for i := range 5 {
+		ok := s.Push(capture.Datagram{At: at.Add(time.Duration(i)), Payload: []byte{byte(i)}})
+		if ok != (i < 3) {
+			t.Errorf("push %d: %v", i, ok)
+		}
+	}
+	if s.Dropped() != 2 {
+		t.Errorf("dropped %d, want 2", s.Dropped())
+	}
+	for i := range 2 {
+		d, err := s.Next()
+		if err != nil || d.Payload[0] != byte(i) {
+			t.Fatalf("next %d: %v %v", i, d.Payload, err)
+		}
+	}
+	// Room again while one is still in the reader's batch.
+	if !s.Push(capture.Datagram{Payload: []byte{9}}) {
+		t.Error("push after a read refused")
+	}
+	s.Close()
+	if s.Push(capture.Datagram{Payload: []byte{10}}) || s.Dropped() != 2 {
+		t.Errorf("push after close accepted or counted as dropped (%d)", s.Dropped())
+	}
+	for _, want := range []byte{2, 9} {
+		if d, err := s.Next(); err != nil || d.Payload[0] != want {
+			t.Fatalf("draining: %v %v, want %d", d.Payload, err, want)
+		}
+	}
+	if _, err := s.Next(); !errors.Is(err, throttle.ErrSourceClosed) {
+		t.Errorf("after draining: %v", err)
+	}
+}
+
+// TestBatchSourceCloseWakesReader: a Next waiting for datagrams returns
+// when the source closes.
+func TestBatchSourceCloseWakesReader(t *testing.T) {
+	s := newBatchSource(8)
+	done := make(chan error)
+	go func() { _, err := s.Next(); done <- err }()
+	s.Close()
+	if err := <-done; !errors.Is(err, throttle.ErrSourceClosed) {
+		t.Errorf("got %v", err)
 	}
 }
