@@ -17,6 +17,7 @@ import (
 	"github.com/fairgrid/fairgrid/configs"
 	"github.com/fairgrid/fairgrid/internal/socks5"
 	"github.com/fairgrid/fairgrid/lludp"
+	"github.com/fairgrid/fairgrid/opensim/region"
 	"github.com/fairgrid/fairgrid/throttle"
 )
 
@@ -253,5 +254,55 @@ func TestBatchSourceCloseWakesReader(t *testing.T) {
 	s.Close()
 	if err := <-done; !errors.Is(err, throttle.ErrSourceClosed) {
 		t.Errorf("got %v", err)
+	}
+}
+
+// TestViewerCommandThroughProxy: `fairgrid viewer --socks5` logs in to a
+// region through the proxy (exit 0 means it did), with and without
+// username/password; a wrong password fails with exit 1.
+func TestViewerCommandThroughProxy(t *testing.T) {
+	auth := &socks5.Auth{Username: "viewer", Password: "secret"}
+	for _, tc := range []struct {
+		name   string
+		server *socks5.Auth
+		flags  []string
+		code   int
+		want   string
+	}{
+		{"no auth", nil, nil, exitOK, "received"},
+		{"auth", auth, []string{"--socks5-user", "viewer", "--socks5-pass", "secret"}, exitOK, "received"},
+		{"wrong password", auth, []string{"--socks5-user", "viewer", "--socks5-pass", "guess"}, exitFail, "socks5"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			log := slog.New(slog.DiscardHandler)
+			sim, err := region.New(region.Config{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Activity: region.Walking}, log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := newDaemon(configs.Default(), log, new(slog.LevelVar))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := newProxy(d.loop, socks5.Config{Auth: tc.server}, throttle.SidecarConfig{Log: log}, false, log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			var wg sync.WaitGroup
+			wg.Go(func() { sim.Run(ctx) })
+			wg.Go(func() { p.run(ctx, ln) })
+			args := append([]string{"viewer", "--sim", sim.Addr().String(), "--socks5", ln.Addr().String(), "--duration", "1500ms"}, tc.flags...)
+			code, out, errOut := runCmd(t, "", args...)
+			cancel()
+			wg.Wait()
+			if code != tc.code || !strings.Contains(out+errOut, tc.want) {
+				t.Errorf("exit %d, stdout %q, stderr %q; want exit %d with %q", code, out, errOut, tc.code, tc.want)
+			}
+		})
 	}
 }
