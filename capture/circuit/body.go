@@ -32,8 +32,12 @@ type fastBody struct {
 var fastRead = [numBodies]int{bodyStartPing: 1, bodyCompletePing: 1, bodyUseCircuitCode: 36,
 	bodyAgentUpdate: 32, bodyCompleteAgentMovement: 36}
 
-var fastTyped = [numBodies]lludp.Typed{&lludp.StartPingCheck{}, &lludp.CompletePingCheck{}, &lludp.UseCircuitCode{},
-	&lludp.AgentUpdate{}, &lludp.CompleteAgentMovement{}}
+// fastTyped returns fresh values of those messages: encoding one writes
+// into it, so trackers built at once must not share them.
+func fastTyped() [numBodies]lludp.Typed {
+	return [numBodies]lludp.Typed{&lludp.StartPingCheck{}, &lludp.CompletePingCheck{}, &lludp.UseCircuitCode{},
+		&lludp.AgentUpdate{}, &lludp.CompleteAgentMovement{}}
+}
 
 // fastBodies finds which of those messages the template lays out with
 // fixed sizes only. For those, a body at least as long as both the template
@@ -41,7 +45,7 @@ var fastTyped = [numBodies]lludp.Typed{&lludp.StartPingCheck{}, &lludp.CompleteP
 // and Unmarshal reads in full (FuzzFastBody holds the two paths equal).
 func fastBodies(tmpl *lludp.Template) [numBodies]fastBody {
 	var out [numBodies]fastBody
-	for i, m := range fastTyped {
+	for i, m := range fastTyped() {
 		// The Go type's size: what Unmarshal reads. These encode without
 		// error: fixed fields only.
 		wire, _ := lludp.AppendMessage(nil, lludp.Header{}, m, nil)

@@ -76,7 +76,7 @@ func FuzzObserve(f *testing.F) {
 // and read the same fields as Unmarshal; the zero-code expansion that
 // serves it agrees with lludp.ZeroDecode.
 func FuzzFastBody(f *testing.F) {
-	for _, m := range fastTyped {
+	for _, m := range fastTyped() {
 		for _, flags := range []lludp.Flags{0, lludp.FlagZeroCoded} {
 			b, _ := lludp.AppendMessage(nil, lludp.Header{Flags: flags, Sequence: 5}, m, []uint32{3})
 			f.Add(b)
@@ -97,7 +97,7 @@ func FuzzFastBody(f *testing.F) {
 			}
 		}
 		which := -1
-		for i, m := range fastTyped {
+		for i, m := range fastTyped() {
 			if m.MessageID() == h.ID {
 				which = i
 			}
@@ -115,7 +115,7 @@ func FuzzFastBody(f *testing.F) {
 		if wantErr != nil {
 			return
 		}
-		m := fastTyped[which]
+		m := fastTyped()[which]
 		if uerr := pkt.Unmarshal(m); (uerr == nil) != (body != nil) {
 			t.Fatalf("fields gave %d bytes; Unmarshal: %v", len(body), uerr)
 		}

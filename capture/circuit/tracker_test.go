@@ -3,6 +3,7 @@ package circuit
 import (
 	"bytes"
 	"net/netip"
+	"sync"
 	"testing"
 	"time"
 
@@ -176,4 +177,15 @@ func TestCircuitMeasurement(t *testing.T) {
 	if results[0] != results[1] {
 		t.Errorf("pcap and pcapng differ:\n%+v\n%+v", results[0], results[1])
 	}
+}
+
+// TestNewTrackerConcurrent: trackers are built at once by the daemon's and
+// the proxy's tests and by the synthetic viewers; building one must not
+// write shared state (the race detector finds it when it does).
+func TestNewTrackerConcurrent(t *testing.T) {
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() { NewTracker(Config{}) })
+	}
+	wg.Wait()
 }
