@@ -533,6 +533,22 @@ func (l *Loop) Forget(before time.Time) int {
 	return l.forget(before)
 }
 
+// ForgetViewer drops the circuits of a viewer endpoint that has gone (a
+// proxy's association closed) and returns how many went; nothing more is
+// sent in their name.
+func (l *Loop) ForgetViewer(viewer netip.AddrPort) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for k := range l.states {
+		if k.Viewer == viewer {
+			delete(l.states, k)
+		}
+	}
+	n := l.tracker.ForgetViewer(viewer)
+	l.stats.Forgotten += uint64(n)
+	return n
+}
+
 func (l *Loop) forget(before time.Time) int {
 	for k := range l.states {
 		if c := l.tracker.Circuit(k); c == nil || c.Last().Before(before) {

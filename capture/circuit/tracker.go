@@ -185,6 +185,21 @@ func (t *Tracker) Forget(before time.Time) int {
 	return n
 }
 
+// ForgetViewer removes the circuits of one viewer endpoint, as when a
+// proxy's association ends: the viewer is gone, and waiting for it to
+// idle out would keep sending in its name. It returns how many went.
+func (t *Tracker) ForgetViewer(viewer netip.AddrPort) int {
+	n := 0
+	for _, c := range t.order {
+		if !c.removed && c.Key.Viewer == viewer {
+			t.remove(c)
+			n++
+		}
+	}
+	t.compact()
+	return n
+}
+
 // Observe measures one captured datagram and returns its circuit and
 // direction; the circuit may be a candidate (Circuit.Candidate). A datagram
 // that is not valid LLUDP is counted under its reason and returned as an

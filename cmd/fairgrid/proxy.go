@@ -476,8 +476,9 @@ func (p *proxy) RemoteDatagram(a *socks5.Association, remote netip.AddrPort, pay
 	p.source.Push(capture.Datagram{At: at, Src: remote, Dst: viewerEP, Payload: bytes.Clone(payload)})
 }
 
-// AssociationClosed forgets the association; its circuits age out of the
-// loop by capture.idle_timeout, as a departed viewer's do in the daemon.
+// AssociationClosed forgets the association and its circuits: the viewer
+// has gone, and the loop would otherwise go on deciding for it until
+// capture.idle_timeout.
 func (p *proxy) AssociationClosed(a *socks5.Association) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -485,12 +486,13 @@ func (p *proxy) AssociationClosed(a *socks5.Association) {
 	for ep, b := range p.byViewer {
 		if b == a {
 			delete(p.byViewer, ep)
+			p.loop.ForgetViewer(ep)
 		}
 	}
 }
 
-// errNoAssociation: the viewer has left; its circuit lingers in the loop
-// until it idles out.
+// errNoAssociation: a request for a viewer whose association has closed
+// since the loop decided it.
 var errNoAssociation = errors.New("no association: the viewer has left")
 
 // Send sends fairgrid's request from the association's relay socket, the

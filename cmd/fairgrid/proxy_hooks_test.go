@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -168,6 +169,19 @@ func TestProxyRewrite(t *testing.T) {
 	short := sent[:len(sent)-8]
 	if got := r.upRaw(t, short); !bytes.Equal(got, short) || r.p.malformed.Load() != 1 {
 		t.Errorf("truncated AgentThrottle: relayed %x, sent %x; %d counted", got, short, r.p.malformed.Load())
+	}
+
+	// The association ends: its circuit leaves the loop at once, so
+	// nothing more is decided or sent in the departed viewer's name.
+	r.p.mu.Lock()
+	a := r.p.byViewer[relayEP]
+	r.p.mu.Unlock()
+	if a == nil {
+		t.Fatalf("no association for %v", relayEP)
+	}
+	r.p.AssociationClosed(a)
+	if _, ok := r.p.loop.Request(key); ok || slices.Contains(r.p.loop.Keys(), key) {
+		t.Errorf("circuit %v still in the loop after its association closed: %v", key, r.p.loop.Keys())
 	}
 }
 
