@@ -17,7 +17,7 @@ LEAVES   := lludp ratecalc
 # Packages that must never read the clock: every event carries its time.
 NOCLOCK  := lludp ratecalc opensim
 
-.PHONY: all build demo test interop-deps unit scale fuzz-smoke fuzz bench bench-js bench-capture bench-sim bench-daemon lint check-deps generate cover clean
+.PHONY: all build demo test interop-deps unit scale fuzz-smoke fuzz bench bench-js bench-capture bench-proxy bench-sim bench-daemon lint check-deps generate cover clean
 
 all: build
 
@@ -77,6 +77,11 @@ bench-js:
 		npm install --silent --no-audit --no-fund ipaddr.js@2 validator@13 long@4 uuid@14 >/dev/null && \
 		node $(CURDIR)/lludp/testdata/node-metaverse-bench.js "$$dir/package" $(CURDIR)/../shared/testdata/real
 	$(GO) test -run '^$$' -bench 'DecodeReal' -benchmem ./lludp
+
+# fairgrid proxy relaying LLUDP (measurement and AgentThrottle rewrite)
+# beside a plain UDP relay of the same shape, each in its own process.
+bench-proxy:
+	$(GO) test -run '^$$' -bench 'BenchmarkProxy' -benchtime 2s -count 3 ./cmd/fairgrid
 
 # Reading and measuring a large capture against tcpdump reading it; tcpdump
 # comes from Debian's package when it is missing.
