@@ -17,7 +17,7 @@ LEAVES   := lludp ratecalc
 # Packages that must never read the clock: every event carries its time.
 NOCLOCK  := lludp ratecalc opensim
 
-.PHONY: all build demo test interop-deps unit scale fuzz-smoke fuzz bench bench-js bench-capture bench-proxy bench-sim bench-daemon lint check-deps generate cover clean
+.PHONY: all build demo test cross dist interop-deps unit scale fuzz-smoke fuzz bench bench-js bench-capture bench-proxy bench-sim bench-daemon lint check-deps generate cover clean
 
 all: build
 
@@ -27,7 +27,16 @@ build:
 demo:
 	$(GO) run ./cmd/fairgrid run --demo
 
-test: lint interop-deps unit scale fuzz-smoke
+test: lint cross interop-deps unit scale fuzz-smoke
+
+# Every package and its tests compile for Windows and macOS.
+cross:
+	GO=$(GO) internal/dist/crosscheck.sh
+
+# Release binaries for linux, windows and darwin on amd64 and arm64, stamped
+# with `git describe` and the commit, with SHA256SUMS, in dist/.
+dist:
+	GO=$(GO) internal/dist/dist.sh dist
 
 # Clients nobody here wrote, for the SOCKS5 interoperability tests: curl and
 # PySocks (Debian's python3-socks, for /usr/bin/python3). Installed when
@@ -49,7 +58,7 @@ scale:
 	$(GO) test -count=1 -run 'TestSimFlood$$' ./cmd/fairgrid
 
 # Each fuzz target briefly, seeded from the real datagrams: package:target.
-FUZZ_TARGETS := lludp:FuzzDecode lludp:FuzzZeroCode lludp:FuzzPeekZeroCoded lludp:FuzzParseTemplate \
+FUZZ_TARGETS := lludp:FuzzDecode lludp:FuzzZeroCode lludp:FuzzReplaceThrottles lludp:FuzzPeekZeroCoded lludp:FuzzParseTemplate \
 	capture:FuzzUDPFrame capture:FuzzReader capture/circuit:FuzzObserve capture/circuit:FuzzFastBody \
 	opensim:FuzzScheduler opensim:FuzzSchedulerReference configs:FuzzParse \
 	ratecalc:FuzzParseBitRate ratecalc:FuzzParseLoss \
@@ -136,4 +145,4 @@ cover:
 	$(GO) test -coverprofile=cover.out $(PKGS) && $(GO) tool cover -func=cover.out | tail -1
 
 clean:
-	rm -rf bin cover.out
+	rm -rf bin dist cover.out
