@@ -1,6 +1,7 @@
 package throttle
 
 import (
+	"cmp"
 	"runtime/debug"
 	"sort"
 	"sync/atomic"
@@ -15,9 +16,12 @@ import (
 // your own. Per-circuit series are limited to MaxCircuits circuits (100 if
 // not set), which may change while it is scraped.
 type Collector struct {
-	Loop        *Loop
-	Capture     func() capture.Stats // nil: no capture counters
-	MaxCircuits atomic.Int64
+	Loop *Loop
+	// Version and Commit label fairgrid_build_info, as the binary reports
+	// them (cmd stamps them; "devel" and "unknown" when empty).
+	Version, Commit string
+	Capture         func() capture.Stats // nil: no capture counters
+	MaxCircuits     atomic.Int64
 }
 
 var (
@@ -36,7 +40,7 @@ var (
 	mCaptured = prometheus.NewDesc("fairgrid_packets_captured_total", "UDP datagrams captured on the simulator ports.", nil, nil)
 	mDrops    = prometheus.NewDesc("fairgrid_capture_drops_total", "Datagrams the kernel dropped because the capture fell behind.", nil, nil)
 	mDecode   = prometheus.NewDesc("fairgrid_decode_errors_total", "Datagrams on simulator ports that were not LLUDP, by reason.", []string{"reason"}, nil)
-	mBuild    = prometheus.NewDesc("fairgrid_build_info", "Build information.", []string{"version", "goversion"}, nil)
+	mBuild    = prometheus.NewDesc("fairgrid_build_info", "Build information: the version and commit fairgrid version prints.", []string{"version", "commit", "goversion"}, nil)
 )
 
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
@@ -92,11 +96,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	for reason, n := range c.Loop.Invalid() {
 		counter(mDecode, float64(n), reason)
 	}
-	version := "devel"
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		version = bi.Main.Version
-	}
-	gauge(mBuild, 1, version, runtimeVersion())
+	gauge(mBuild, 1, cmp.Or(c.Version, "devel"), cmp.Or(c.Commit, "unknown"), runtimeVersion())
 }
 
 func runtimeVersion() string {

@@ -73,7 +73,7 @@ func TestCollectorGolden(t *testing.T) {
 	// The build's series carries the toolchain, which the golden file
 	// cannot.
 	got, err := testutil.CollectAndFormat(c, expfmt.TypeTextPlain, "fairgrid_build_info")
-	if err != nil || !strings.Contains(string(got), `goversion="`+runtime.Version()+`"`) {
+	if err != nil || !strings.Contains(string(got), `goversion="`+runtime.Version()+`"`) || !strings.Contains(string(got), `commit="unknown",`) {
 		t.Errorf("build info %s, %v", got, err)
 	}
 }

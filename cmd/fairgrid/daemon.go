@@ -100,7 +100,8 @@ func newDaemon(f *configs.File, log *slog.Logger, level *slog.LevelVar) (*daemon
 	if err != nil {
 		return nil, err
 	}
-	d := &daemon{running: f, loop: loop, log: log, level: level, metrics: &throttle.Collector{Loop: loop}}
+	v := currentVersion()
+	d := &daemon{running: f, loop: loop, log: log, level: level, metrics: &throttle.Collector{Loop: loop, Version: v.Version, Commit: v.Commit}}
 	d.metrics.MaxCircuits.Store(int64(f.Metrics.MaxCircuits))
 	return d, nil
 }

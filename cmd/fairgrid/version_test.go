@@ -1,12 +1,17 @@
 package main
 
 import (
+	"log/slog"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strings"
 	"testing"
+
+	"github.com/fairgrid/fairgrid/configs"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/common/expfmt"
 )
 
 func TestResolveVersion(t *testing.T) {
@@ -99,5 +104,23 @@ func TestVersionStamp(t *testing.T) {
 	}
 	if want := "fairgrid v9.8.7-1-gabcdef0-dirty commit abcdef0123456789 go"; !strings.HasPrefix(string(out), want) {
 		t.Errorf("got %q, want it to start with %q", out, want)
+	}
+}
+
+// TestBuildInfoMetric: the daemon's (and the proxy's) fairgrid_build_info
+// carries the version and commit that fairgrid version prints.
+func TestBuildInfoMetric(t *testing.T) {
+	defer func(v, c string) { version, commit = v, c }(version, commit)
+	version, commit = "v9.8.7", "abcdef0123456789"
+	d, err := newDaemon(configs.Default(), slog.New(slog.DiscardHandler), new(slog.LevelVar))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := testutil.CollectAndFormat(d.metrics, expfmt.TypeTextPlain, "fairgrid_build_info")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `fairgrid_build_info{commit="abcdef0123456789",goversion="` + runtime.Version() + `",version="v9.8.7"} 1`; !strings.Contains(string(got), want) {
+		t.Errorf("got\n%s\nwant a line %s", got, want)
 	}
 }
