@@ -8,7 +8,7 @@ import (
 )
 
 // ErrNoRawSocket: sending as the viewer needs Linux raw sockets here.
-var ErrNoRawSocket = errors.New("sending as the viewer needs Linux raw sockets; --dry-run measures and decides without sending")
+var ErrNoRawSocket = errors.New("fairgrid run needs Linux (raw sockets and AF_PACKET capture); on this OS, fairgrid proxy does the same as the viewer's SOCKS 5 proxy")
 
 // RawSender is available on Linux only.
 type RawSender struct{}
