@@ -10,6 +10,8 @@ import (
 	"io"
 	"net/netip"
 	"os"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -44,6 +46,38 @@ type Ports []PortRange
 
 // PortRange is an inclusive range of ports.
 type PortRange struct{ Lo, Hi uint16 }
+
+// ParsePortRange reads one port ("443") or inclusive range ("9000-13100").
+// Port 0 is refused: it names no port a datagram can use.
+func ParsePortRange(s string) (PortRange, error) {
+	lo, hi, isRange := strings.Cut(strings.TrimSpace(s), "-")
+	if !isRange {
+		hi = lo
+	}
+	a, err1 := strconv.ParseUint(strings.TrimSpace(lo), 10, 16)
+	b, err2 := strconv.ParseUint(strings.TrimSpace(hi), 10, 16)
+	if err1 != nil || err2 != nil || a == 0 || a > b {
+		return PortRange{}, fmt.Errorf("%q: want a port or a range such as 9000-13100", s)
+	}
+	return PortRange{Lo: uint16(a), Hi: uint16(b)}, nil
+}
+
+// ParsePorts reads a comma-separated list of ports and ranges
+// ("9000-13100,12035"); an empty list is nil, every port.
+func ParsePorts(list string) (Ports, error) {
+	if strings.TrimSpace(list) == "" {
+		return nil, nil
+	}
+	var out Ports
+	for part := range strings.SplitSeq(list, ",") {
+		r, err := ParsePortRange(part)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
 
 // SimPorts is the common simulator port range: OpenSim regions start at
 // 9000 (Regions.ini.example) and Second Life simulators used 12035/12036 and

@@ -255,16 +255,11 @@ func eachKey(file reflect.Value, fn func(key string, v reflect.Value)) {
 func (f *File) Ports() (capture.Ports, error) {
 	var out capture.Ports
 	for _, p := range f.Capture.Ports {
-		lo, hi, isRange := strings.Cut(strings.TrimSpace(p), "-")
-		if !isRange {
-			hi = lo
+		r, err := capture.ParsePortRange(p)
+		if err != nil {
+			return nil, err
 		}
-		a, err1 := strconv.ParseUint(lo, 10, 16)
-		b, err2 := strconv.ParseUint(hi, 10, 16)
-		if err1 != nil || err2 != nil || a == 0 || a > b {
-			return nil, fmt.Errorf("%q: want a port or a range such as \"9000-13100\"", p)
-		}
-		out = append(out, capture.PortRange{Lo: uint16(a), Hi: uint16(b)})
+		out = append(out, r)
 	}
 	return out, nil
 }

@@ -31,7 +31,7 @@ func TestInvalid(t *testing.T) {
 		{"integer duration", "[control]\ninterval = 5\n", `line 2: control.interval: "5" is not a duration such as "5s"`},
 		{"short interval", "[control]\ninterval = \"10ms\"\n", "control.interval: 10ms outside [100ms, 1h]"},
 		{"max below min", "[control]\nmin_bps = 100000\nmax_bps = 50000\n", "control.max_bps: 50000: must lie between min_bps and 1e9"},
-		{"ports", "[capture]\nports = [\"13100-9000\"]\n", `capture.ports: "13100-9000": want a port or a range such as "9000-13100"`},
+		{"ports", "[capture]\nports = [\"13100-9000\"]\n", `capture.ports: "13100-9000": want a port or a range such as 9000-13100`},
 		{"sims", "[capture]\nsims = [\"sim.example\"]\n", `capture.sims: "sim.example": want ip:port`},
 		{"weights", "[control]\nsplit = \"weights\"\nsplit_weights = [1, 2]\n", "control.split_weights: want 7 weights, none negative, not all zero"},
 		{"metrics", "[metrics]\naddress = \"everywhere\"\n", `metrics.address: "everywhere": want ip:port, or empty`},

@@ -11,7 +11,6 @@ import (
 	"io/fs"
 	"net/netip"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -57,7 +56,7 @@ func runDecode(args []string, s stdio) int {
 		fmt.Fprintf(s.err, "fairgrid decode: "+format+"\n", a...)
 		return exitUsage
 	}
-	ports, err := parsePorts(*portsFlag)
+	ports, err := capture.ParsePorts(*portsFlag)
 	if err != nil {
 		return usageErr("--ports: %v", err)
 	}
@@ -522,27 +521,6 @@ func (d *decoder) reportCircuits() {
 		fmt.Fprintln(d.errOut, "fairgrid decode: no LLUDP circuits in the capture")
 		d.broken = true
 	}
-}
-
-// parsePorts reads "9000-13100,12035"; empty means every port.
-func parsePorts(v string) (capture.Ports, error) {
-	if strings.TrimSpace(v) == "" {
-		return nil, nil
-	}
-	var ports capture.Ports
-	for _, part := range strings.Split(v, ",") {
-		lo, hi, isRange := strings.Cut(strings.TrimSpace(part), "-")
-		if !isRange {
-			hi = lo
-		}
-		a, err1 := strconv.ParseUint(lo, 10, 16)
-		b, err2 := strconv.ParseUint(hi, 10, 16)
-		if err1 != nil || err2 != nil || a > b || a == 0 {
-			return nil, fmt.Errorf("%q: want a port or a range such as 9000-13100", part)
-		}
-		ports = append(ports, capture.PortRange{Lo: uint16(a), Hi: uint16(b)})
-	}
-	return ports, nil
 }
 
 // parseSims reads comma-separated ip:port endpoints.

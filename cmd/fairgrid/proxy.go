@@ -11,7 +11,6 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -168,20 +167,19 @@ func proxyAuth(fs *flag.FlagSet, user, passFile, envPass string) (*socks5.Auth, 
 	return &socks5.Auth{Username: user, Password: pass}, nil
 }
 
-// parsePortRanges reads "80,443,9000-13100".
+// parsePortRanges reads "80,443,9000-13100" (capture.ParsePorts' form)
+// as the ports CONNECT may reach.
 func parsePortRanges(s string) ([]socks5.PortRange, error) {
-	var out []socks5.PortRange
-	for part := range strings.SplitSeq(s, ",") {
-		lo, hi, isRange := strings.Cut(strings.TrimSpace(part), "-")
-		if !isRange {
-			hi = lo
-		}
-		a, err1 := strconv.ParseUint(lo, 10, 16)
-		b, err2 := strconv.ParseUint(hi, 10, 16)
-		if err1 != nil || err2 != nil || a == 0 || a > b {
-			return nil, fmt.Errorf("%q: want ports or ranges such as 80,443,9000-13100", part)
-		}
-		out = append(out, socks5.PortRange{Low: uint16(a), High: uint16(b)})
+	ports, err := capture.ParsePorts(s)
+	if err == nil && len(ports) == 0 {
+		err = fmt.Errorf("%q: want ports or ranges such as 80,443,9000-13100", s)
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make([]socks5.PortRange, len(ports))
+	for i, r := range ports {
+		out[i] = socks5.PortRange{Low: r.Lo, High: r.Hi}
 	}
 	return out, nil
 }

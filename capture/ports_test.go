@@ -1,0 +1,40 @@
+package capture
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestParsePorts: the one reader of port lists (decode --ports, the
+// daemon's capture.ports, the proxy's --allow-ports).
+func TestParsePorts(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		want    Ports
+		wantErr string
+	}{
+		{"", nil, ""},
+		{"  ", nil, ""},
+		{"9000-13100", Ports{{9000, 13100}}, ""},
+		{"80, 443 ,9000 - 9010", Ports{{80, 80}, {443, 443}, {9000, 9010}}, ""},
+		{"65535", Ports{{65535, 65535}}, ""},
+		{"0", nil, `"0": want a port`},
+		{"443-80", nil, `"443-80"`},
+		{"80,http", nil, `"http"`},
+		{"65536", nil, `"65536"`},
+		{"80,", nil, `"": want a port`},
+		{"-5", nil, `"-5"`},
+	} {
+		got, err := ParsePorts(tc.in)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("ParsePorts(%q) = %v, %v; want an error with %s", tc.in, got, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("ParsePorts(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+		}
+	}
+}
