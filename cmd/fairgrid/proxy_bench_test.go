@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fairgrid/fairgrid/internal/benchrelay"
 	"github.com/fairgrid/fairgrid/internal/socks5"
 	"github.com/fairgrid/fairgrid/lludp"
 )
@@ -42,58 +43,22 @@ func init() {
 	}
 }
 
-// runPlainRelay forwards the first client's datagrams to target and
-// target's back, from two sockets and two goroutines, as the proxy's
-// association does, until SIGTERM.
+// runPlainRelay runs the baseline relay (benchrelay.Plain) until SIGTERM.
 func runPlainRelay(target string) int {
 	to, err := netip.ParseAddrPort(target)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	front, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	addr, stop, err := benchrelay.Plain(to)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	back, err := net.ListenUDP("udp", nil)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
-	client := make(chan netip.AddrPort, 1)
-	go func() {
-		buf := make([]byte, 65536)
-		known := false
-		for {
-			n, from, err := front.ReadFromUDPAddrPort(buf)
-			if err != nil {
-				return
-			}
-			if !known {
-				client <- from
-				known = true
-			}
-			back.WriteToUDPAddrPort(buf[:n], to)
-		}
-	}()
-	go func() {
-		buf := make([]byte, 65536)
-		var c netip.AddrPort
-		for {
-			n, _, err := back.ReadFromUDPAddrPort(buf)
-			if err != nil {
-				return
-			}
-			if !c.IsValid() {
-				c = <-client
-			}
-			front.WriteToUDPAddrPort(buf[:n], c)
-		}
-	}()
-	fmt.Printf("listen=%s\n", front.LocalAddr())
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer cancel()
+	fmt.Printf("listen=%s\n", addr)
 	<-ctx.Done()
 	return 0
 }

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/fairgrid/fairgrid/internal/benchrelay"
 )
 
 // nopHooks is the lightest hook: the cost of the hook interface itself.
@@ -69,7 +71,7 @@ func runBenchChild(kind, target string) error {
 		if err != nil {
 			return err
 		}
-		a, stop, err := plainRelay(to)
+		a, stop, err := benchrelay.Plain(to)
 		if err != nil {
 			return err
 		}
@@ -237,59 +239,4 @@ func benchEcho(b *testing.B) *net.UDPConn {
 		}
 	}()
 	return pc
-}
-
-// plainRelay forwards datagrams from the first client that writes to it to
-// target, and target's answers back: a UDP relay with nothing of SOCKS.
-func plainRelay(target netip.AddrPort) (netip.AddrPort, func(), error) {
-	front, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		return netip.AddrPort{}, nil, err
-	}
-	back, err := net.ListenUDP("udp", nil)
-	if err != nil {
-		front.Close()
-		return netip.AddrPort{}, nil, err
-	}
-	client := make(chan netip.AddrPort, 1)
-	done := make(chan struct{}, 2)
-	go func() {
-		defer func() { done <- struct{}{} }()
-		buf := make([]byte, 2048)
-		known := false
-		for {
-			n, from, err := front.ReadFromUDPAddrPort(buf)
-			if err != nil {
-				return
-			}
-			if !known {
-				client <- from
-				known = true
-			}
-			back.WriteToUDPAddrPort(buf[:n], target)
-		}
-	}()
-	go func() {
-		defer func() { done <- struct{}{} }()
-		buf := make([]byte, 2048)
-		var to netip.AddrPort
-		for {
-			n, _, err := back.ReadFromUDPAddrPort(buf)
-			if err != nil {
-				return
-			}
-			if !to.IsValid() {
-				to = <-client
-			}
-			front.WriteToUDPAddrPort(buf[:n], to)
-		}
-	}()
-	stop := func() {
-		front.Close()
-		back.Close()
-		close(client) // frees the second goroutine if no client ever wrote
-		<-done
-		<-done
-	}
-	return addrPortOf(front.LocalAddr()), stop, nil
 }
