@@ -183,12 +183,23 @@ func runDemo(cfg demo.Config, linkSpec string, controller throttle.ControllerNam
 	} else {
 		fmt.Fprintf(out, "Over the last half of the run the viewer received %.0f kbit/s; no loss was measured, so there is no TCP-fair rate to compare it with.\n",
 			sum.MeanRateBPS/1000)
-		fmt.Fprintf(out, "fairgrid overrode the stock viewer %d times, each within %.0f ms.\n", sum.Reasserts, sum.MaxOverrideMs)
+		fmt.Fprintf(out, "fairgrid overrode the stock viewer %s.\n", overrides(sum.Reasserts, sum.MaxOverrideMs))
 		return out.finish(s, "run", exitOK)
 	}
-	fmt.Fprintf(out, "The stock viewer asked for %.2f× the fair rate; fairgrid overrode it %d times, each within %.0f ms.\n",
-		sum.ViewerRatioToFair, sum.Reasserts, sum.MaxOverrideMs)
+	fmt.Fprintf(out, "The stock viewer asked for %.2f× the fair rate; fairgrid overrode it %s.\n",
+		sum.ViewerRatioToFair, overrides(sum.Reasserts, sum.MaxOverrideMs))
 	return out.finish(s, "run", exitOK)
+}
+
+// overrides says how often fairgrid overrode the viewer, and how fast.
+func overrides(n uint64, maxMs float64) string {
+	switch n {
+	case 0:
+		return "never: it sent no AgentThrottle of its own after fairgrid's first request"
+	case 1:
+		return fmt.Sprintf("once, within %.0f ms", maxMs)
+	}
+	return fmt.Sprintf("%d times, each within %.0f ms", n, maxMs)
 }
 
 // demoConfig reads RATE,DELAY,LOSS,BUFFER with the parsers and the rules
