@@ -54,7 +54,7 @@ unit:
 
 # Scale tests run without the race detector, which would measure itself.
 scale:
-	$(GO) test -count=1 -run 'TestThousandViewers|TestStress' ./opensim/viewer
+	$(GO) test -count=1 -run 'TestThousandViewers|TestStress' ./internal/lab/viewer
 	$(GO) test -count=1 -run 'TestSimFlood$$' ./cmd/fairgrid
 
 # Each fuzz target briefly, seeded from the real datagrams: package:target.
@@ -110,7 +110,7 @@ bench-sim: build
 # The daemon's CPU and memory at about 5 Mbit/s of viewer traffic (needs
 # root or CAP_NET_RAW: it captures lo).
 bench-daemon: build
-	throttle/demo/bench-daemon.sh bin/fairgrid 30
+	internal/lab/demo/bench-daemon.sh bin/fairgrid 30
 
 # Unused code, simplifications and bugs vet does not look for; a tool run
 # from the module proxy, not a dependency of the module.

@@ -19,9 +19,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fairgrid/fairgrid/opensim/link"
+	"github.com/fairgrid/fairgrid/internal/lab/link"
+	"github.com/fairgrid/fairgrid/internal/lab/viewer"
 	"github.com/fairgrid/fairgrid/opensim/region"
-	"github.com/fairgrid/fairgrid/opensim/viewer"
 )
 
 // lockedBuffer is an io.Writer the daemon logs into while the test reads;
@@ -82,7 +82,7 @@ func TestRunCheckConfig(t *testing.T) {
 // every decision the daemon logs, replace the viewer's own AgentThrottle
 // with the daemon's within 100 ms, and the daemon must stop cleanly on
 // SIGTERM. (The ±25 % fairness of the same control loop over 90 s is
-// throttle/demo's TestLive.)
+// internal/lab/demo's TestLive.)
 func TestRunDaemonLive(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("the daemon captures lo and sends with raw sockets: needs root (CI runs as root)")

@@ -20,8 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fairgrid/fairgrid/internal/lab/viewer"
 	"github.com/fairgrid/fairgrid/lludp"
-	"github.com/fairgrid/fairgrid/opensim/viewer"
 	"github.com/fairgrid/fairgrid/ratecalc"
 )
 

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fairgrid/fairgrid/opensim/link"
+	"github.com/fairgrid/fairgrid/internal/lab/link"
 	"github.com/fairgrid/fairgrid/ratecalc"
 )
 

@@ -9,10 +9,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fairgrid/fairgrid/opensim/link"
+	"github.com/fairgrid/fairgrid/internal/lab/demo"
+	"github.com/fairgrid/fairgrid/internal/lab/link"
 	"github.com/fairgrid/fairgrid/ratecalc"
 	"github.com/fairgrid/fairgrid/throttle"
-	"github.com/fairgrid/fairgrid/throttle/demo"
 )
 
 const runSynopsis = `[--config FILE] [--check-config [FILE]] [--interface IFACE] [--controller C] [--interval D] [--dry-run] [--metrics ADDR] [--log-level L]

@@ -10,8 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fairgrid/fairgrid/internal/lab/viewer"
 	"github.com/fairgrid/fairgrid/internal/socks5"
-	"github.com/fairgrid/fairgrid/opensim/viewer"
 	"github.com/fairgrid/fairgrid/ratecalc"
 )
 

@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fairgrid/fairgrid/internal/lab/viewer"
 	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/opensim/region"
-	"github.com/fairgrid/fairgrid/opensim/viewer"
 	"github.com/fairgrid/fairgrid/ratecalc"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )

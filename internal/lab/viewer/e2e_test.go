@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fairgrid/fairgrid/internal/lab/link"
 	"github.com/fairgrid/fairgrid/lludp"
-	"github.com/fairgrid/fairgrid/opensim/link"
 	"github.com/fairgrid/fairgrid/opensim/region"
 	"github.com/fairgrid/fairgrid/ratecalc"
 )

@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/fairgrid/fairgrid/capture"
-	"github.com/fairgrid/fairgrid/opensim/link"
+	"github.com/fairgrid/fairgrid/internal/lab/link"
+	"github.com/fairgrid/fairgrid/internal/lab/viewer"
 	"github.com/fairgrid/fairgrid/opensim/region"
-	"github.com/fairgrid/fairgrid/opensim/viewer"
 	"github.com/fairgrid/fairgrid/ratecalc"
 	"github.com/fairgrid/fairgrid/throttle"
 )

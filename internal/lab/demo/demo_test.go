@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fairgrid/fairgrid/opensim/link"
+	"github.com/fairgrid/fairgrid/internal/lab/link"
 	"github.com/fairgrid/fairgrid/throttle"
 )
 
