@@ -137,6 +137,10 @@ check-deps:
 		bad=$$($(GO) list -deps -f '{{if not .Standard}}{{.ImportPath}}{{end}}' ./opensim | grep -vE '^github.com/fairgrid/fairgrid/(opensim|lludp|ratecalc)$$'); \
 		if [ -n "$$bad" ]; then echo "opensim may add only lludp and ratecalc, imports: $$bad"; exit 1; fi; \
 	fi
+	@for p in internal/lab/viewer internal/lab/link; do \
+		bad=$$($(GO) list -deps -f '{{.ImportPath}}' ./$$p | grep gopacket); \
+		if [ -n "$$bad" ]; then echo "$$p is a test rig: it measures without the capture stack, imports: $$bad"; exit 1; fi; \
+	done
 
 generate:
 	$(GO) generate ./lludp

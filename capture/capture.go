@@ -8,23 +8,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/netip"
 	"os"
-	"strconv"
-	"strings"
 	"sync/atomic"
-	"time"
 
+	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/gopacket/gopacket"
 )
 
-// Datagram is one captured UDP datagram. Payload aliases the reader's
-// buffer and is valid only until the next call to Next.
-type Datagram struct {
-	At       time.Time
-	Src, Dst netip.AddrPort
-	Payload  []byte
-}
+// Datagram is one captured UDP datagram (lludp.Datagram, which the
+// measurement takes without importing the capture stack). Payload aliases
+// the reader's buffer and is valid only until the next call to Next.
+type Datagram = lludp.Datagram
 
 // Stats counts what a Reader has seen.
 type Stats struct {
@@ -40,65 +34,22 @@ type Stats struct {
 // SkippedBy returns the frames skipped for the given reason.
 func (s Stats) SkippedBy(r SkipReason) uint64 { return s.Skipped[r] }
 
-// Ports selects UDP datagrams by port: a datagram is kept if either port is
-// in one of the ranges. The zero value keeps every port.
-type Ports []PortRange
+// Ports selects UDP datagrams by port; its home is lludp, beside the
+// simulator port range.
+type Ports = lludp.Ports
 
 // PortRange is an inclusive range of ports.
-type PortRange struct{ Lo, Hi uint16 }
+type PortRange = lludp.PortRange
 
-// ParsePortRange reads one port ("443") or inclusive range ("9000-13100").
-// Port 0 is refused: it names no port a datagram can use.
-func ParsePortRange(s string) (PortRange, error) {
-	lo, hi, isRange := strings.Cut(strings.TrimSpace(s), "-")
-	if !isRange {
-		hi = lo
-	}
-	a, err1 := strconv.ParseUint(strings.TrimSpace(lo), 10, 16)
-	b, err2 := strconv.ParseUint(strings.TrimSpace(hi), 10, 16)
-	if err1 != nil || err2 != nil || a == 0 || a > b {
-		return PortRange{}, fmt.Errorf("%q: want a port or a range such as 9000-13100", s)
-	}
-	return PortRange{Lo: uint16(a), Hi: uint16(b)}, nil
-}
+// SimPorts is the common simulator port range (lludp.SimPorts).
+var SimPorts = lludp.SimPorts
 
-// ParsePorts reads a comma-separated list of ports and ranges
-// ("9000-13100,12035"); an empty list is nil, every port.
-func ParsePorts(list string) (Ports, error) {
-	if strings.TrimSpace(list) == "" {
-		return nil, nil
-	}
-	var out Ports
-	for part := range strings.SplitSeq(list, ",") {
-		r, err := ParsePortRange(part)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, nil
-}
+// ParsePorts reads a comma-separated list of ports and ranges; see
+// lludp.ParsePorts.
+func ParsePorts(list string) (Ports, error) { return lludp.ParsePorts(list) }
 
-// SimPorts is the common simulator port range: OpenSim regions start at
-// 9000 (Regions.ini.example) and Second Life simulators used 12035/12036 and
-// 13000–13050 (SL wiki, "Configuring your hardware firewall"); 13100 leaves
-// room for more regions.
-var SimPorts = Ports{{9000, 13100}}
-
-func (p Ports) match(src, dst netip.AddrPort) bool {
-	if len(p) == 0 {
-		return true
-	}
-	for _, r := range p {
-		if s := src.Port(); s >= r.Lo && s <= r.Hi {
-			return true
-		}
-		if d := dst.Port(); d >= r.Lo && d <= r.Hi {
-			return true
-		}
-	}
-	return false
-}
+// ParsePortRange reads one port or inclusive range; see lludp.ParsePortRange.
+func ParsePortRange(s string) (PortRange, error) { return lludp.ParsePortRange(s) }
 
 // packetSource is what gopacket's file readers and live handle offer.
 type packetSource interface {
@@ -277,7 +228,7 @@ func (r *Reader) Next() (d Datagram, err error) {
 			c.Skipped[skip]++
 			continue
 		}
-		if !r.ports.match(d.Src, d.Dst) {
+		if !r.ports.Match(d.Src, d.Dst) {
 			c.Skipped[SkipPort]++
 			continue
 		}
@@ -300,7 +251,7 @@ func (r *Reader) nextLive() (Datagram, error) {
 			r.counters.skipped[skip].Add(1)
 			continue
 		}
-		if !r.ports.match(src, dst) {
+		if !r.ports.Match(src, dst) {
 			r.counters.skipped[SkipPort].Add(1)
 			continue
 		}

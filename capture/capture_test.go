@@ -232,7 +232,7 @@ func TestUnknownLinkType(t *testing.T) {
 // TestBPFFilter runs the live filter in x/net/bpf's virtual machine.
 func TestBPFFilter(t *testing.T) {
 	payload := []byte{0x40, 0, 0, 0, 1, 0, 1}
-	prog, err := udpFilter(Ports{{9000, 13100}}, false)
+	prog, err := udpFilter(Ports{{Lo: 9000, Hi: 13100}}, false)
 	if err != nil {
 		t.Fatal(err)
 	}

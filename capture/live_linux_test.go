@@ -16,7 +16,7 @@ import (
 
 // TestLiveLoopback captures real datagrams sent over lo, each once.
 func TestLiveLoopback(t *testing.T) {
-	r, err := OpenLive("lo", Ports{{19000, 19001}})
+	r, err := OpenLive("lo", Ports{{Lo: 19000, Hi: 19001}})
 	if err != nil {
 		t.Skipf("live capture on lo needs CAP_NET_RAW (run as root; CI does): %v", err)
 	}
@@ -128,7 +128,7 @@ func TestLiveInterfaceDownUp(t *testing.T) {
 		}
 	}
 
-	r, err := OpenLive("fgcap0", Ports{{9000, 9000}})
+	r, err := OpenLive("fgcap0", Ports{{Lo: 9000, Hi: 9000}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ func TestLiveInterfaceDownUp(t *testing.T) {
 	r.Close()
 
 	ip("link", "set", "fgcap0", "up")
-	r2, err := OpenLive("fgcap0", Ports{{9000, 9000}})
+	r2, err := OpenLive("fgcap0", Ports{{Lo: 9000, Hi: 9000}})
 	if err != nil {
 		t.Fatal(err)
 	}

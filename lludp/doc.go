@@ -68,4 +68,12 @@
 // LLClientView.cs): the seven AgentThrottle categories plus Unthrottled.
 // fairgrid's scheduler channels are a decision of the scheduler, not of the
 // protocol, and live in package opensim (opensim.ChannelOf).
+//
+// # Datagrams and ports
+//
+// Datagram is a datagram with its endpoints and the time it was seen, the
+// unit every source hands on (a capture file, a live ring, the proxy's
+// relay, the test rigs). It lives here, not in package capture, so that
+// the measurement and the rigs take datagrams without the capture stack.
+// Ports and SimPorts (9000–13100) say which UDP ports are a simulator's.
 package lludp

@@ -3,7 +3,6 @@ package circuit
 import (
 	"encoding/binary"
 
-	"github.com/fairgrid/fairgrid/capture"
 	"github.com/fairgrid/fairgrid/lludp"
 )
 
@@ -169,7 +168,7 @@ func zeroRun(src []byte, i *int) int {
 // learn takes what the tracker needs from the body of a message: into n
 // what the measurements need, into c what the messages say about the
 // agent. An error means the datagram is not valid LLUDP.
-func (t *Tracker) learn(c *Circuit, n *note, d capture.Datagram, h lludp.Header, end int) error {
+func (t *Tracker) learn(c *Circuit, n *note, d lludp.Datagram, h lludp.Header, end int) error {
 	switch h.ID {
 	case lludp.StartPingCheckID, lludp.CompletePingCheckID:
 		which, kind := bodyStartPing, startPing

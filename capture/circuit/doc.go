@@ -1,6 +1,6 @@
 // Package circuit measures LLUDP circuits in captured traffic: what was
 // lost, how long a round trip takes, how fast data arrives, and who the
-// agent is. It turns capture.Datagram values into per-circuit counters and,
+// agent is. It turns lludp.Datagram values into per-circuit counters and,
 // for a circuit with a ratecalc.Controller, into the neutral events the
 // controller takes. Facts and sources: ../shared/docs/protocol.md §3, §9,
 // §12.
@@ -11,7 +11,7 @@
 // is the simulator is decided, in order, by the configured simulator
 // endpoints, by the direction of a UseCircuitCode (only a viewer sends one),
 // or by the port: the common simulator range 9000–13100
-// (capture.SimPorts); if both ports are in range, the lower is the
+// (lludp.SimPorts); if both ports are in range, the lower is the
 // simulator's. Datagrams on those ports that are not LLUDP are counted by
 // reason and belong to no circuit.
 //

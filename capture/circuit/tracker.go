@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/fairgrid/fairgrid/capture"
 	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/opensim"
 	"github.com/fairgrid/fairgrid/ratecalc"
@@ -20,8 +19,8 @@ type Config struct {
 	Sims []netip.AddrPort
 	// SimPorts decide the side when neither Sims nor a UseCircuitCode do: a
 	// port in range is the simulator's; if both are, the lower one. Default
-	// capture.SimPorts (9000–13100).
-	SimPorts capture.Ports
+	// lludp.SimPorts (9000–13100).
+	SimPorts lludp.Ports
 	// Template decodes the datagrams; nil means lludp.Builtin().
 	Template *lludp.Template
 	// NewController, if set, makes the controller of each circuit when it
@@ -88,7 +87,7 @@ var ErrNotCircuit = errors.New("not a simulator circuit")
 // NewTracker returns an empty tracker.
 func NewTracker(cfg Config) *Tracker {
 	if cfg.SimPorts == nil {
-		cfg.SimPorts = capture.SimPorts
+		cfg.SimPorts = lludp.SimPorts
 	}
 	if cfg.Template == nil {
 		cfg.Template = lludp.Builtin()
@@ -205,7 +204,7 @@ func (t *Tracker) ForgetViewer(viewer netip.AddrPort) int {
 // that is not valid LLUDP is counted under its reason and returned as an
 // error wrapping the lludp sentinel; one that belongs to no circuit gives
 // ErrNotCircuit.
-func (t *Tracker) Observe(d capture.Datagram) (*Circuit, Direction, error) {
+func (t *Tracker) Observe(d lludp.Datagram) (*Circuit, Direction, error) {
 	h, acks, end, err := lludp.ParseHeader(d.Payload)
 	if err != nil {
 		t.invalid[invalidReason(err)]++
@@ -297,7 +296,7 @@ func (t *Tracker) open(src, dst netip.AddrPort, id lludp.MessageID) (*Circuit, D
 	case id == lludp.UseCircuitCodeID:
 		dir = Up // only a viewer opens a circuit
 	default:
-		srcSim, dstSim := inPorts(t.cfg.SimPorts, src.Port()), inPorts(t.cfg.SimPorts, dst.Port())
+		srcSim, dstSim := t.cfg.SimPorts.Contains(src.Port()), t.cfg.SimPorts.Contains(dst.Port())
 		switch {
 		case dstSim && (!srcSim || dst.Port() < src.Port()):
 			dir = Up
@@ -335,15 +334,6 @@ func (t *Tracker) open(src, dst netip.AddrPort, id lludp.MessageID) (*Circuit, D
 func isSim(sims []netip.AddrPort, a netip.AddrPort) bool {
 	for _, s := range sims {
 		if s.Addr() == a.Addr() && (s.Port() == 0 || s.Port() == a.Port()) {
-			return true
-		}
-	}
-	return false
-}
-
-func inPorts(ports capture.Ports, p uint16) bool {
-	for _, r := range ports {
-		if p >= r.Lo && p <= r.Hi {
 			return true
 		}
 	}

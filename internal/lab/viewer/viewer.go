@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fairgrid/fairgrid/capture"
 	"github.com/fairgrid/fairgrid/capture/circuit"
 	"github.com/fairgrid/fairgrid/internal/socks5"
 	"github.com/fairgrid/fairgrid/lludp"
@@ -301,7 +300,7 @@ func (v *Viewer) observe(b []byte, at time.Time, up bool) {
 	if up {
 		src, dst = v.self, v.cfg.Sim
 	}
-	v.tracker.Observe(capture.Datagram{At: at, Src: src, Dst: dst, Payload: b})
+	v.tracker.Observe(lludp.Datagram{At: at, Src: src, Dst: dst, Payload: b})
 	v.last = at
 }
 
