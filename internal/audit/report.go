@@ -21,6 +21,10 @@ type Report struct {
 	// Segment is the verdict's choice of s: "mean" (the circuit's mean
 	// datagram payload, RFC 5348) or "nominal" (1460 B, RFC 4828).
 	Segment string `json:"segment"`
+	// Warnings say what makes the report less trustworthy than it looks:
+	// a capture cut short, a template that fails to decode more than 1 %
+	// of the datagrams.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // FileResult says what was read of one input and where it stopped.
@@ -32,6 +36,12 @@ type FileResult struct {
 	Undecoded  int64  `json:"undecoded"`
 	StoppedAt  *int64 `json:"stopped_at_byte"` // nil: read to the end
 	StopReason string `json:"stop_reason,omitempty"`
+	// UndecodedBy counts Undecoded and NotLLUDP by reason
+	// ("unknown_message", "truncated", "other_port", …).
+	UndecodedBy map[string]int64 `json:"undecoded_by_reason,omitempty"`
+	// FirstUnixMs and LastUnixMs span the file's datagrams (0 with none).
+	FirstUnixMs int64 `json:"first_unix_ms"`
+	LastUnixMs  int64 `json:"last_unix_ms"`
 }
 
 // Fair-rate states, for the *_state fields: a fair rate is a number only
