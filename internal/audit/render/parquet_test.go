@@ -1,0 +1,265 @@
+package render
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/fairgrid/fairgrid/internal/audit"
+	"github.com/fairgrid/fairgrid/lludp"
+	"github.com/fairgrid/fairgrid/opensim"
+)
+
+// readTable reads a whole Parquet file back with the library that wrote
+// it, and its row groups' sizes.
+func readTable[T any](t *testing.T, path string) ([]T, []int64) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := parquet.OpenFile(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	var groups []int64
+	for _, g := range f.RowGroups() {
+		groups = append(groups, g.NumRows())
+	}
+	rows, err := parquet.Read[T](bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return rows, groups
+}
+
+// TestParquetRoundTrip writes reports of different sizes, alone and in
+// a stream, reads every table back and compares every row and null with
+// the report, and counts one row group per report.
+func TestParquetRoundTrip(t *testing.T) {
+	tests := []struct {
+		name    string
+		reports []*audit.Report
+	}{
+		{"one report", []*audit.Report{makeReport(1, 9, 120)}},
+		{"three files", []*audit.Report{makeReport(2, 3, 40), makeReport(3, 14, 300), makeReport(4, 1, 5)}},
+		{"empty report", []*audit.Report{{}}},
+		{"a file without seconds", []*audit.Report{{Circuits: makeReport(5, 2, 3).Circuits}, makeReport(6, 2, 10)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "out")
+			if len(tt.reports) == 1 {
+				if err := WriteParquet(dir, tt.reports[0]); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				w, err := NewParquetWriter(dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, r := range tt.reports {
+					if err := w.WriteFile(r); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := w.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var circuits []audit.Circuit
+			var seconds []audit.Second
+			var requests []audit.Request
+			var wantGroups [3][]int64
+			for _, r := range tt.reports {
+				circuits = append(circuits, r.Circuits...)
+				seconds = append(seconds, r.Seconds...)
+				requests = append(requests, r.Requests...)
+				for k, n := range []int{len(r.Circuits), len(r.Seconds), len(r.Requests)} {
+					if n > 0 {
+						wantGroups[k] = append(wantGroups[k], int64(n))
+					}
+				}
+			}
+
+			gotC, groups := readTable[circuitRow](t, filepath.Join(dir, CircuitsFile))
+			checkGroups(t, CircuitsFile, groups, wantGroups[0])
+			if len(gotC) != len(circuits) {
+				t.Fatalf("circuits: %d rows, want %d", len(gotC), len(circuits))
+			}
+			for i, row := range gotC {
+				got := row.Circuit
+				got.CategoryBitPerS, got.ChannelBitPerS = row.categoryColumns.array(), row.channelColumns.array()
+				if !reflect.DeepEqual(got, circuits[i]) {
+					t.Fatalf("circuit row %d:\n got %+v\nwant %+v", i, got, circuits[i])
+				}
+			}
+			gotS, groups := readTable[secondRow](t, filepath.Join(dir, SecondsFile))
+			checkGroups(t, SecondsFile, groups, wantGroups[1])
+			if len(gotS) != len(seconds) {
+				t.Fatalf("seconds: %d rows, want %d", len(gotS), len(seconds))
+			}
+			for i, row := range gotS {
+				got := row.Second
+				got.CategoryBitPerS, got.ChannelBitPerS = row.categoryColumns.array(), row.channelColumns.array()
+				if !reflect.DeepEqual(got, seconds[i]) {
+					t.Fatalf("second row %d:\n got %+v\nwant %+v", i, got, seconds[i])
+				}
+			}
+			gotR, groups := readTable[requestRow](t, filepath.Join(dir, RequestsFile))
+			checkGroups(t, RequestsFile, groups, wantGroups[2])
+			if len(gotR) != len(requests) {
+				t.Fatalf("requests: %d rows, want %d", len(gotR), len(requests))
+			}
+			for i, row := range gotR {
+				got := row.Request
+				got.CategoryBitPerS = row.categoryColumns.array()
+				if !reflect.DeepEqual(got, requests[i]) {
+					t.Fatalf("request row %d:\n got %+v\nwant %+v", i, got, requests[i])
+				}
+			}
+			entries, _ := os.ReadDir(dir)
+			for _, e := range entries {
+				if strings.HasSuffix(e.Name(), partialSuffix) {
+					t.Errorf("%s left behind", e.Name())
+				}
+			}
+		})
+	}
+}
+
+func checkGroups(t *testing.T, name string, got, want []int64) {
+	t.Helper()
+	if !slices.Equal(got, want) {
+		t.Errorf("%s: row groups of %v rows, want %v (one per report)", name, got, want)
+	}
+}
+
+func (c categoryColumns) array() [7]float64 {
+	return [7]float64{c.Resend, c.Land, c.Wind, c.Cloud, c.Task, c.Texture, c.Asset}
+}
+
+func (c channelColumns) array() [5]float64 {
+	return [5]float64{c.Avatar, c.Task, c.Texture, c.Layer, c.Asset}
+}
+
+// TestParquetNulls checks the physical schema: a pointer field is an
+// optional column and nil is a null, so "unknown" never reads as 0.
+func TestParquetNulls(t *testing.T) {
+	r := makeReport(7, 14, 20)
+	dir := t.TempDir()
+	if err := WriteParquet(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, CircuitsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := parquet.OpenFile(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wantNulls int64
+	for _, c := range r.Circuits {
+		if c.RTTMs == nil {
+			wantNulls++
+		}
+	}
+	if wantNulls == 0 {
+		t.Fatal("the test report has no circuit without RTT")
+	}
+	leaf, ok := f.Schema().Lookup("rtt_ms")
+	if !ok {
+		t.Fatal("no rtt_ms column")
+	}
+	if !leaf.Node.Optional() {
+		t.Error("rtt_ms is not optional")
+	}
+	var nulls int64
+	// the footer's statistics, which DuckDB uses to skip row groups
+	for _, g := range f.Metadata().RowGroups {
+		nulls += g.Columns[leaf.ColumnIndex].MetaData.Statistics.NullCount
+	}
+	if nulls != wantNulls {
+		t.Errorf("rtt_ms: %d nulls, want %d", nulls, wantNulls)
+	}
+}
+
+// TestColumnNames holds the flattened columns to lludp's and opensim's
+// names, and fails when report.go gains an array the Parquet writer would
+// silently drop.
+func TestColumnNames(t *testing.T) {
+	var cats, chans []string
+	for i := range lludp.NumCategories {
+		cats = append(cats, "category_"+strings.ToLower(lludp.Category(i).String())+"_bit_per_s")
+	}
+	for i := range opensim.NumChannels {
+		chans = append(chans, "channel_"+strings.ToLower(opensim.Channel(i).String())+"_bit_per_s")
+	}
+	tests := []struct {
+		name string
+		row  any
+		base reflect.Type
+		want []string
+	}{
+		{"circuits", circuitRow{}, reflect.TypeFor[audit.Circuit](), append(slices.Clone(cats), chans...)},
+		{"seconds", secondRow{}, reflect.TypeFor[audit.Second](), append(slices.Clone(cats), chans...)},
+		{"requests", requestRow{}, reflect.TypeFor[audit.Request](), cats},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var columns []string
+			for _, path := range parquet.SchemaOf(tt.row).Columns() {
+				columns = append(columns, strings.Join(path, "."))
+			}
+			if got := columns[len(columns)-len(tt.want):]; !slices.Equal(got, tt.want) {
+				t.Errorf("flattened columns %v, want %v", got, tt.want)
+			}
+			for i := range tt.base.NumField() {
+				f := tt.base.Field(i)
+				if tag, _, _ := strings.Cut(f.Tag.Get("parquet"), ","); tag == "-" && f.Name != "CategoryBitPerS" && f.Name != "ChannelBitPerS" {
+					t.Errorf("audit.%s.%s is not written to Parquet: flatten it in parquet.go", tt.base.Name(), f.Name)
+				}
+			}
+		})
+	}
+}
+
+// TestParquetErrors covers the ways writing can fail: each returns an
+// error and leaves no file that a glob could pick up half-written.
+func TestParquetErrors(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "a-file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteParquet(file, makeReport(1, 1, 1)); err == nil {
+		t.Error("WriteParquet into a regular file: no error")
+	}
+	if err := WriteParquet(t.TempDir(), nil); err == nil {
+		t.Error("WriteParquet(nil report): no error")
+	}
+
+	dir := t.TempDir()
+	w, err := NewParquetWriter(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteFile(nil); err == nil {
+		t.Error("WriteFile(nil): no error")
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteFile(makeReport(1, 1, 1)); err == nil {
+		t.Error("WriteFile after Close: no error")
+	}
+	if err := w.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}
