@@ -14,9 +14,10 @@ import (
 	"github.com/fairgrid/fairgrid/opensim"
 	"github.com/fairgrid/fairgrid/opensim/region"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
-const simSynopsis = `[--listen ADDR] [--activity A] [--allow CODE:AGENT:SESSION,...] [--client-max BPS] [--scene-max BPS] [--avatar-priority] [--stress] [--metrics ADDR] [--duration D] [--max-pending N] [--pending-timeout D] [--circuit-rate R] [--circuit-burst N]
+const simSynopsis = `[--listen ADDR] [--activity A] [--allow CODE:AGENT:SESSION,...] [--client-max BPS] [--scene-max BPS] [--avatar-priority] [--stress] [--metrics ADDR] [--duration D] [--max-pending N] [--pending-timeout D] [--circuit-rate R] [--circuit-burst N] [--cpuprofile F] [--blockprofile F] [--mutexprofile F] [--trace F]
 
 A test region simulator speaking LLUDP: viewers log in with UseCircuitCode
 (any circuit code unless --allow restricts them), and it sends them the
@@ -27,7 +28,13 @@ interrupted or for --duration, then prints its clients.
 Against floods of UseCircuitCode from spoofed addresses, circuits that have
 not completed the handshake are capped (--max-pending, --pending-timeout)
 and each source /24 or /64 may open --circuit-burst circuits at once and
---circuit-rate a second; connected viewers are never refused.`
+--circuit-rate a second; connected viewers are never refused.
+
+With --stress each movement a viewer sends (fairgrid viewer --stress) is
+echoed to the avatars within --view-distance; the world is not bounded to
+one region, so the viewers' density sweep can spread them wider. Its
+--metrics include the process's CPU time and the datagrams in and out,
+which fairgrid viewer --sim-metrics reads for each sweep step.`
 
 func runSim(args []string, s stdio) int {
 	fs := newFlagSet("sim", simSynopsis, s)
@@ -45,6 +52,7 @@ func runSim(args []string, s stdio) int {
 	pendingTimeout := fs.Duration("pending-timeout", region.DefaultPendingTimeout, "close a circuit that has not completed the handshake in this long")
 	circuitRate := fs.Float64("circuit-rate", region.DefaultCircuitRate, "new circuits a second per source /24 (IPv4) or /64 (IPv6)")
 	circuitBurst := fs.Int("circuit-burst", region.DefaultCircuitBurst, "new circuits at once per source /24 or /64")
+	profiles := addProfileFlags(fs)
 	if code, ok := parseFlags(fs, simSynopsis, args, s); !ok {
 		return code
 	}
@@ -67,7 +75,7 @@ func runSim(args []string, s stdio) int {
 	defer stop()
 	if *metrics != "" {
 		reg := prometheus.NewRegistry()
-		reg.MustRegister(region.NewCollector(srv))
+		reg.MustRegister(region.NewCollector(srv), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 		shutdown, err := serveMetrics(*metrics, reg, log)
 		if err != nil {
 			fmt.Fprintf(s.err, "fairgrid sim: metrics: %v\n", err)
@@ -75,8 +83,16 @@ func runSim(args []string, s stdio) int {
 		}
 		defer shutdown()
 	}
+	stopProfiles, err := profiles.start()
+	if err != nil {
+		fmt.Fprintf(s.err, "fairgrid sim: %v\n", err)
+		return exitFail
+	}
 	log.Info("region listening", "addr", srv.Addr(), "activity", cfg.Activity)
 	srv.Run(ctx)
+	if err := stopProfiles(); err != nil {
+		fmt.Fprintf(s.err, "fairgrid sim: %v\n", err)
+	}
 	for _, c := range srv.Clients() {
 		var sent uint64
 		for _, b := range c.SentBytes {

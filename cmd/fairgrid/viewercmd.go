@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -16,7 +17,7 @@ import (
 )
 
 const viewerSynopsis = `--sim ADDR [--clients N] [--duration D] [--throttle R] [--viewer-rule] [--ack-delay D] [--socks5 ADDR [--socks5-user U --socks5-pass P]] [--format text|json]
-       fairgrid viewer --stress --sim ADDR [--sweep N,N,...] [--duration D]
+       fairgrid viewer --stress --sim ADDR [--clients N | --sweep N,N,...] [--duration D] [--neighbours K [--view-distance M]] [--sim-metrics URL] [--format text|json]
 
 Synthetic viewers: each logs in to the simulator with UseCircuitCode (no
 XML-RPC against fairgrid sim), completes the handshake, streams AgentUpdate
@@ -26,7 +27,16 @@ following the stock ±10 % rule. At the end each prints what it measured;
 --format json gives one object per viewer. With --stress (against fairgrid
 sim --stress) each viewer moves once a second and times the echo of its
 movement; --sweep tries each viewer count in turn and reports the largest
-whose mean delay stays under 100 ms.
+whose mean delay stays under 100 ms. Each step reports, over its window
+(after a 3 s warm-up): the mean neighbours each movement went to, the
+datagrams per second in and out at the region and its CPU seconds (read
+from fairgrid sim --metrics at --sim-metrics, for example
+http://127.0.0.1:9101/metrics), the viewers' CPU seconds (this process),
+and the mean and 99th-percentile echo delay. Without --neighbours the
+viewers walk in one 256 m region, so the neighbours per move grow with
+their number; --neighbours K spreads each step's viewers over a square
+sized to give each movement K neighbours on average within
+--view-distance (which must be the sim's).
 
 With --socks5 each viewer sends and receives through a UDP association
 with that SOCKS 5 proxy (fairgrid proxy, say), every datagram wrapped in
@@ -46,6 +56,10 @@ func runViewer(args []string, s stdio) int {
 	format := formatFlag(fs, "output format: `text` or json")
 	stress := fs.Bool("stress", false, "stress mode: move once a second and time the region's echoes (run fairgrid sim --stress)")
 	sweep := fs.String("sweep", "", "with --stress: viewer counts to try in turn, comma-separated (for example 250,500,1000)")
+	neighbours := fs.Float64("neighbours", 0, "with --stress: size the world for this many neighbours per move on average (0: one 256 m region)")
+	view := fs.Float64("view-distance", 32, "with --neighbours: the sim's view distance in metres")
+	simMetrics := fs.String("sim-metrics", "", "with --stress: URL of the sim's metrics, for its datagram rates and CPU per step")
+	profiles := addProfileFlags(fs)
 	proxy := fs.String("socks5", "", "send and receive through this SOCKS 5 proxy (host:port)")
 	proxyUser := fs.String("socks5-user", "", "the proxy's username (RFC 1929), with --socks5-pass")
 	proxyPass := fs.String("socks5-pass", "", "the proxy's password")
@@ -61,7 +75,17 @@ func runViewer(args []string, s stdio) int {
 		return exitUsage
 	}
 	if *stress {
-		return runStress(s, *sim, *sweep, *clients, *duration, *format, uint32(*code))
+		stopProfiles, err := profiles.start()
+		if err != nil {
+			fmt.Fprintf(s.err, "fairgrid viewer: %v\n", err)
+			return exitFail
+		}
+		code := runStress(s, stressFlags{sim: *sim, sweep: *sweep, clients: *clients, duration: *duration, format: *format,
+			firstCode: uint32(*code), neighbours: *neighbours, view: *view, metrics: *simMetrics})
+		if err := stopProfiles(); err != nil {
+			fmt.Fprintf(s.err, "fairgrid viewer: %v\n", err)
+		}
+		return code
 	}
 	addr, err := netip.ParseAddrPort(*sim)
 	if err != nil {
@@ -134,25 +158,39 @@ func socksAuth(proxy, user, pass string) (*socks5.Auth, error) {
 	return &socks5.Auth{Username: user, Password: pass}, nil
 }
 
+// stressFlags are the flags of a stress run.
+type stressFlags struct {
+	sim, sweep, format, metrics string
+	clients                     int
+	duration                    time.Duration
+	firstCode                   uint32
+	neighbours, view            float64
+}
+
 // runStress runs stress viewers, for one count or a sweep of counts.
-func runStress(s stdio, sim, sweep string, clients int, d time.Duration, format string, firstCode uint32) int {
-	addr, err := netip.ParseAddrPort(sim)
+func runStress(s stdio, f stressFlags) int {
+	addr, err := netip.ParseAddrPort(f.sim)
 	if err != nil {
-		fmt.Fprintf(s.err, "fairgrid viewer: --sim %q: want ip:port\n", sim)
+		fmt.Fprintf(s.err, "fairgrid viewer: --sim %q: want ip:port\n", f.sim)
 		return exitUsage
 	}
-	counts := []int{clients}
-	if sweep != "" {
+	counts := []int{f.clients}
+	if f.sweep != "" {
 		counts = nil
-		for _, part := range strings.Split(sweep, ",") {
+		for _, part := range strings.Split(f.sweep, ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(part))
 			if err != nil || n < 1 {
-				fmt.Fprintf(s.err, "fairgrid viewer: --sweep %q: want counts such as 250,500,1000\n", sweep)
+				fmt.Fprintf(s.err, "fairgrid viewer: --sweep %q: want counts such as 250,500,1000\n", f.sweep)
 				return exitUsage
 			}
 			counts = append(counts, n)
 		}
 	}
+	if f.neighbours < 0 || math.IsNaN(f.neighbours) || math.IsInf(f.neighbours, 0) || !(f.view > 0) || math.IsInf(f.view, 0) {
+		fmt.Fprintf(s.err, "fairgrid viewer: --neighbours %v, --view-distance %v: want a finite neighbours of 0 or more and a view above 0\n", f.neighbours, f.view)
+		return exitUsage
+	}
+	d := f.duration
 	if d <= 0 {
 		d = 10 * time.Second
 	}
@@ -160,21 +198,48 @@ func runStress(s stdio, sim, sweep string, clients int, d time.Duration, format 
 	defer stop()
 	out := &resultWriter{w: s.out}
 	enc := json.NewEncoder(out)
-	if format != "json" {
-		fmt.Fprintf(out, "%8s %9s %8s %10s %10s\n", "viewers", "logged in", "echoes", "mean ms", "p99 ms")
+	if f.format != "json" {
+		fmt.Fprintf(out, "%7s %6s %7s %6s %9s %9s %8s %8s %8s %8s %8s\n", "viewers", "logged", "world m", "neigh", "in/s", "out/s",
+			"mean ms", "p99 ms", "sim cpu", "view cpu", "window")
 	}
 	best := 0
+	firstCode := f.firstCode
 	for _, n := range counts {
-		res, err := viewer.Stress(ctx, addr, n, d, firstCode)
+		world := float64(viewer.DefaultStressWorld)
+		if f.neighbours > 0 {
+			if n < 2 {
+				fmt.Fprintf(s.err, "fairgrid viewer: --neighbours needs at least 2 viewers a step, not %d\n", n)
+				return exitUsage
+			}
+			if world, err = viewer.WorldForNeighbours(n, f.neighbours, f.view); err != nil {
+				fmt.Fprintf(s.err, "fairgrid viewer: %v\n", err)
+				return exitUsage
+			}
+		}
+		res, err := viewer.RunStress(ctx, viewer.StressOptions{Sim: addr, Viewers: n, Duration: d, FirstCode: firstCode,
+			World: world, RegionMetrics: f.metrics})
 		firstCode += uint32(n)
-		if err != nil {
+		if err != nil && res.Viewers == 0 {
 			fmt.Fprintf(s.err, "fairgrid viewer: %d viewers: %v\n", n, err)
 			return exitFail
 		}
-		if format == "json" {
+		if err != nil {
+			fmt.Fprintf(s.err, "fairgrid viewer: %d viewers: %v\n", n, err)
+		}
+		if f.format == "json" {
 			enc.Encode(res)
 		} else {
-			fmt.Fprintf(out, "%8d %9d %8d %10.2f %10.2f\n", res.Viewers, res.LoggedIn, res.Echoes, res.MeanMs, res.P99Ms)
+			in, outRate, simCPU := "-", "-", "-"
+			if res.Region != nil {
+				in, outRate = fmt.Sprintf("%.0f", res.Region.InPerSecond), fmt.Sprintf("%.0f", res.Region.OutPerSecond)
+				simCPU = fmt.Sprintf("%.2f s", res.Region.CPUSeconds)
+			}
+			viewCPU := "-"
+			if res.ViewerCPUSeconds >= 0 {
+				viewCPU = fmt.Sprintf("%.2f s", res.ViewerCPUSeconds)
+			}
+			fmt.Fprintf(out, "%7d %6d %7.0f %6.1f %9s %9s %8.2f %8.2f %8s %8s %6.1f s\n", res.Viewers, res.LoggedIn, res.World,
+				res.Neighbours, in, outRate, res.MeanMs, res.P99Ms, simCPU, viewCPU, res.WindowSeconds)
 		}
 		if res.LoggedIn == n && res.Echoes > 0 && res.MeanMs < 100 {
 			best = max(best, n)
@@ -183,10 +248,19 @@ func runStress(s stdio, sim, sweep string, clients int, d time.Duration, format 
 			break
 		}
 	}
-	if format == "json" {
+	if f.format == "json" {
 		enc.Encode(map[string]int{"largest_n_under_100ms": best})
 	} else {
 		fmt.Fprintf(out, "largest number of viewers with a mean delay under 100 ms: %d\n", best)
+		fmt.Fprintf(out, "neigh: other avatars each movement went to (counted at the %s); in/s, out/s: datagrams at the region; cpu: seconds (user+system) over the window, sim and viewers each their own process\n",
+			neighboursAt(f.metrics))
 	}
 	return out.finish(s, "viewer", exitOK)
+}
+
+func neighboursAt(metrics string) string {
+	if metrics == "" {
+		return "viewers, so losses are missed; --sim-metrics counts them at the region"
+	}
+	return "region"
 }

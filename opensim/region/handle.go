@@ -156,12 +156,13 @@ func (s *Server) login(in inbound) {
 	}
 	s.pending++
 	c := &client{addr: in.from, login: login, opened: in.at, unacked: map[uint32]*outPacket{}, archive: map[uint32]struct{}{},
-		rto: initialRTO, pingMS: initialPingMS, lastRecv: in.at, cell: -1, udpAddr: net.UDPAddrFromAddrPort(in.from)}
+		rto: initialRTO, pingMS: initialPingMS, lastRecv: in.at, udpAddr: net.UDPAddrFromAddrPort(in.from)}
 	c.id = s.sched.AddClient(in.at)
 	s.clients[in.from] = c
 	s.byID[c.id] = c
 	ack, _ := lludp.AppendMessage(nil, lludp.Header{}, &lludp.PacketAck{IDs: []uint32{s.packet.Sequence}}, nil)
 	s.conn.WriteToUDPAddrPort(ack, in.from)
+	s.sent++
 	s.archive(c, s.packet.Sequence)
 	s.sendNow(c, &lludp.RegionHandshake{RegionFlags: 0, SimAccess: 13, SimName: []byte("fairgrid\x00"), WaterHeight: 20,
 		BillableFactor: 1, RegionID: lludp.UUID{0xFA, 0x12}, ProductName: []byte("fairgrid sim\x00")},

@@ -33,12 +33,15 @@ var (
 	descRefusedCircuit = prometheus.NewDesc("fairgrid_sim_refused_circuits_total", "UseCircuitCode from new endpoints refused by admission control, by reason.", []string{"reason"}, nil)
 	descPrefixes       = prometheus.NewDesc("fairgrid_sim_limiter_prefixes", "Source prefixes the new-circuit rate limiter tracks.", nil, nil)
 	descEvictions      = prometheus.NewDesc("fairgrid_sim_limiter_evictions_total", "Prefixes evicted from the full limiter table before their bucket had refilled.", nil, nil)
+	descDatagrams      = prometheus.NewDesc("fairgrid_sim_datagrams_total", "Datagrams the region read from its socket (in) and handed to the kernel (out).", []string{"direction"}, nil)
+	descStressMoves    = prometheus.NewDesc("fairgrid_sim_stress_moves_total", "Movements handled in stress mode.", nil, nil)
+	descStressEchoes   = prometheus.NewDesc("fairgrid_sim_stress_echoes_total", "Terse updates stress mode sent for those movements, each mover's own included.", nil, nil)
 	descOverflow       = prometheus.NewDesc("fairgrid_sim_inbound_overflow_datagrams_total", "Datagrams dropped on arrival because the bytes waiting for the region's loop were at their bound.", nil, nil)
 )
 
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descClients, descThrottle, descQueue, descResends, descSent, descDropped, descRefused, descLeft,
-		descPending, descRefusedCircuit, descPrefixes, descEvictions, descOverflow} {
+		descPending, descRefusedCircuit, descPrefixes, descEvictions, descOverflow, descDatagrams, descStressMoves, descStressEchoes} {
 		ch <- d
 	}
 }
@@ -76,6 +79,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descRefusedCircuit, prometheus.CounterValue, float64(k.RateLimited), "rate_limited")
 	ch <- prometheus.MustNewConstMetric(descEvictions, prometheus.CounterValue, float64(k.LimiterEvictions))
 	ch <- prometheus.MustNewConstMetric(descOverflow, prometheus.CounterValue, float64(k.Overflow))
+	tr := c.s.Traffic()
+	ch <- prometheus.MustNewConstMetric(descDatagrams, prometheus.CounterValue, float64(tr.DatagramsIn), "in")
+	ch <- prometheus.MustNewConstMetric(descDatagrams, prometheus.CounterValue, float64(tr.DatagramsOut), "out")
+	ch <- prometheus.MustNewConstMetric(descStressMoves, prometheus.CounterValue, float64(tr.StressMoves))
+	ch <- prometheus.MustNewConstMetric(descStressEchoes, prometheus.CounterValue, float64(tr.StressEchoes))
 	a := c.s.Admission()
 	ch <- prometheus.MustNewConstMetric(descPending, prometheus.GaugeValue, float64(a.Pending))
 	ch <- prometheus.MustNewConstMetric(descPrefixes, prometheus.GaugeValue, float64(a.Prefixes))

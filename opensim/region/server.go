@@ -184,7 +184,8 @@ type client struct {
 	stats    ClientInfo
 	// stress mode
 	pos     [2]float32
-	cell    int
+	cell    cellKey
+	inGrid  bool
 	udpAddr *net.UDPAddr
 }
 
@@ -249,10 +250,16 @@ type Server struct {
 	buf     []byte
 	out     [64]opensim.Item[*outPacket] // a batch from the scheduler
 
+	// received counts datagrams read from the socket (the reader runs
+	// outside mu).
+	received atomic.Uint64
+
 	mu           sync.Mutex // guards everything below; the loop holds it while it works
 	grid         *grid
 	batch        *batchWriter
 	stressEchoes uint64
+	stressMoves  uint64
+	sent         uint64 // datagrams handed to the kernel
 	clients      map[netip.AddrPort]*client
 	byID         map[opensim.ClientID]*client
 	counters     Counters
@@ -396,6 +403,7 @@ func (s *Server) read() {
 			}
 			continue
 		}
+		s.received.Add(1)
 		if !s.inbound.take(n) {
 			continue
 		}
@@ -458,6 +466,7 @@ func (s *Server) transmit(c *client, p *outPacket, resend bool, now time.Time) {
 	}
 	s.buf = lludp.AppendPacket(s.buf[:0], lludp.Header{Flags: flags, Sequence: p.seq}, p.payload, acks)
 	s.conn.WriteToUDPAddrPort(s.buf, c.addr)
+	s.sent++
 	if flags.Reliable() {
 		p.sentAt = now
 		c.unacked[p.seq] = p
@@ -473,6 +482,22 @@ func (s *Server) sendNow(c *client, m lludp.Typed, flags lludp.Flags, now time.T
 		return
 	}
 	s.transmit(c, &outPacket{payload: b[lludp.HeaderSize:], flags: flags, channel: opensim.NoChannel}, false, now)
+}
+
+// Traffic counts the datagrams the region received and sent, and what
+// stress mode did, since it started.
+type Traffic struct {
+	DatagramsIn  uint64 // read from the socket, refused ones included
+	DatagramsOut uint64 // handed to the kernel, stress echoes included
+	StressMoves  uint64 // movement AgentUpdates handled in stress mode
+	StressEchoes uint64 // terse updates those sent, the mover's own included
+}
+
+// Traffic returns the counts so far.
+func (s *Server) Traffic() Traffic {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return Traffic{DatagramsIn: s.received.Load(), DatagramsOut: s.sent, StressMoves: s.stressMoves, StressEchoes: s.stressEchoes}
 }
 
 // SetActivity changes the load the region offers (Standing to stop

@@ -27,8 +27,12 @@ type StressConfig struct {
 	ViewDistance float32
 }
 
-// regionSize is the side of the region in metres.
-const regionSize = 256
+// stressWorldMax bounds the stress world's coordinates. The world is not
+// one 256 m region: the density sweep keeps the neighbours per move
+// constant by spreading the viewers over a larger square as their number
+// grows (doc.go), and the sparse grid costs nothing for empty space.
+// float32 still resolves 4 mm at 65,536 m.
+const stressWorldMax = 1 << 16
 
 // StressEcho is the layout of the 60-byte terse record in stress mode:
 // the mover's circuit code, its movement counter, its position.
@@ -61,61 +65,63 @@ func DecodeStressEcho(b []byte) (StressEcho, bool) {
 	}, true
 }
 
-// grid is a uniform spatial index over the region: cells of the view
-// distance, so an avatar's neighbours are in its cell and the eight around.
+// grid is a uniform spatial index: cells of the view distance, so an
+// avatar's neighbours are in its cell and the eight around. It is sparse (a
+// map of occupied cells), so the world may be any size up to
+// stressWorldMax without a cell array to match.
 type grid struct {
 	cell  float32
-	side  int
-	cells [][]*client
+	cells map[cellKey][]*client
 }
+
+type cellKey struct{ x, y int32 }
 
 func newGrid(view float32) *grid {
-	side := int(math.Ceil(float64(regionSize / view)))
-	return &grid{cell: view, side: side, cells: make([][]*client, side*side)}
+	return &grid{cell: view, cells: map[cellKey][]*client{}}
 }
 
-func (g *grid) index(x, y float32) int {
-	cx := min(max(int(x/g.cell), 0), g.side-1)
-	cy := min(max(int(y/g.cell), 0), g.side-1)
-	return cy*g.side + cx
+func (g *grid) key(x, y float32) cellKey {
+	return cellKey{int32(x / g.cell), int32(y / g.cell)}
 }
 
 func (g *grid) remove(c *client) {
-	if c.cell < 0 {
+	if !c.inGrid {
 		return
 	}
 	cell := g.cells[c.cell]
 	for i, o := range cell {
 		if o == c {
 			cell[i] = cell[len(cell)-1]
-			g.cells[c.cell] = cell[:len(cell)-1]
+			cell[len(cell)-1] = nil
+			cell = cell[:len(cell)-1]
 			break
 		}
 	}
-	c.cell = -1
+	if len(cell) == 0 {
+		delete(g.cells, c.cell)
+	} else {
+		g.cells[c.cell] = cell
+	}
+	c.inGrid = false
 }
 
 func (g *grid) move(c *client, x, y float32) {
-	i := g.index(x, y)
+	k := g.key(x, y)
 	c.pos = [2]float32{x, y}
-	if i == c.cell {
+	if c.inGrid && k == c.cell {
 		return
 	}
 	g.remove(c)
-	g.cells[i] = append(g.cells[i], c)
-	c.cell = i
+	g.cells[k] = append(g.cells[k], c)
+	c.cell, c.inGrid = k, true
 }
 
 // near calls f for every avatar within dist of (x, y), itself included.
 func (g *grid) near(x, y, dist float32, f func(*client)) {
-	cx, cy := int(x/g.cell), int(y/g.cell)
-	for dy := -1; dy <= 1; dy++ {
-		for dx := -1; dx <= 1; dx++ {
-			gx, gy := cx+dx, cy+dy
-			if gx < 0 || gy < 0 || gx >= g.side || gy >= g.side {
-				continue
-			}
-			for _, o := range g.cells[gy*g.side+gx] {
+	k := g.key(x, y)
+	for dy := int32(-1); dy <= 1; dy++ {
+		for dx := int32(-1); dx <= 1; dx++ {
+			for _, o := range g.cells[cellKey{k.x + dx, k.y + dy}] {
 				ddx, ddy := o.pos[0]-x, o.pos[1]-y
 				if ddx*ddx+ddy*ddy <= dist*dist {
 					f(o)
@@ -155,12 +161,13 @@ func (w *batchWriter) add(addr *net.UDPAddr) *[]byte {
 	return &w.bufs[w.n-1]
 }
 
-// flush sends everything queued, as few system calls as the kernel allows.
-func (w *batchWriter) flush() {
+// flush sends everything queued, as few system calls as the kernel allows,
+// and returns how many datagrams the kernel took.
+func (w *batchWriter) flush() (sent int) {
 	for i := range w.n {
 		w.msgs[i].Buffers[0] = w.bufs[i]
 	}
-	for sent := 0; sent < w.n; {
+	for sent < w.n {
 		var k int
 		var err error
 		if w.v4 != nil {
@@ -174,13 +181,15 @@ func (w *batchWriter) flush() {
 		sent += k
 	}
 	w.n = 0
+	return sent
 }
 
 // stressMove handles a movement update in stress mode.
 func (s *Server) stressMove(c *client, m *lludp.AgentUpdate, at time.Time) {
-	x := min(max(m.CameraCenter[0], 0), regionSize-0.001)
-	y := min(max(m.CameraCenter[1], 0), regionSize-0.001)
+	x := min(max(m.CameraCenter[0], 0), stressWorldMax)
+	y := min(max(m.CameraCenter[1], 0), stressWorldMax)
 	s.grid.move(c, x, y)
+	s.stressMoves++
 	record := EncodeStressEcho(StressEcho{Mover: c.login.Code, Counter: m.ControlFlags, X: x, Y: y})
 	update := &lludp.ImprovedTerseObjectUpdate{RegionHandle: regionHandle, TimeDilation: 65535,
 		Objects: []lludp.TerseObjectData{{Data: record}}}
@@ -195,7 +204,7 @@ func (s *Server) stressMove(c *client, m *lludp.AgentUpdate, at time.Time) {
 		*b = lludp.AppendPacket((*b)[:0], lludp.Header{Sequence: o.seq}, payload, nil)
 		s.stressEchoes++
 	})
-	s.batch.flush()
+	s.sent += uint64(s.batch.flush())
 }
 
 // StressEchoes is the number of terse updates stress mode has sent.

@@ -1,7 +1,11 @@
 package viewer
 
 import (
+	"cmp"
 	"context"
+	"errors"
+	"fmt"
+	"math"
 	"net/netip"
 	"slices"
 	"sync"
@@ -9,7 +13,8 @@ import (
 )
 
 // StressResult summarises a stress run: the delay from each movement to
-// its echo, over every viewer.
+// its echo, over every viewer, and what the run cost. Counts and CPU are
+// over the measured window (after the warm-up, before logout).
 type StressResult struct {
 	Viewers  int           `json:"viewers"`
 	LoggedIn int           `json:"logged_in"`
@@ -19,19 +24,87 @@ type StressResult struct {
 	P99      time.Duration `json:"-"`
 	MeanMs   float64       `json:"mean_ms"`
 	P99Ms    float64       `json:"p99_ms"`
+	// World is the side of the square the viewers walked in, metres.
+	World float64 `json:"world_m"`
+	// WindowSeconds is the measured window's length.
+	WindowSeconds float64 `json:"window_s"`
+	// Neighbours is the mean number of other avatars each movement was
+	// sent to: counted at the region when its metrics were read
+	// (NeighboursAt "region"), otherwise from what the viewers received
+	// ("viewers", which misses what was lost).
+	Neighbours   float64 `json:"neighbours_per_move"`
+	NeighboursAt string  `json:"neighbours_counted_at"`
+	// Region: datagrams per second in and out at the region and its CPU
+	// seconds over the window, from its metrics; nil when not read.
+	Region *RegionCost `json:"region,omitempty"`
+	// ViewerCPUSeconds is this process's CPU time (user and system) over
+	// the window, every viewer together; negative where the platform does
+	// not say.
+	ViewerCPUSeconds float64 `json:"viewer_cpu_s"`
 }
 
-// stressWarmup is left out of the delays: logging thousands of viewers in
-// at once is a storm of its own, not the steady state being measured.
-const stressWarmup = 3 * time.Second
+// RegionCost is what a stress window cost the region, from two readings
+// of its metrics.
+type RegionCost struct {
+	InPerSecond  float64 `json:"datagrams_in_per_s"`
+	OutPerSecond float64 `json:"datagrams_out_per_s"`
+	CPUSeconds   float64 `json:"cpu_s"`
+}
+
+// StressOptions configures RunStress.
+type StressOptions struct {
+	Sim       netip.AddrPort
+	Viewers   int
+	Duration  time.Duration // the whole run, warm-up included
+	FirstCode uint32        // circuit codes count up from here
+	// World is the side of the square the viewers walk in, metres
+	// (default DefaultStressWorld).
+	World float64
+	// Warmup is left out of every figure (default 3 s): logging thousands
+	// of viewers in at once is a storm of its own, not the steady state
+	// being measured.
+	Warmup time.Duration
+	// RegionMetrics, if set, is the URL of the region's Prometheus metrics
+	// (fairgrid sim --metrics): read at both ends of the window for the
+	// region's datagram rates, CPU and neighbours per move.
+	RegionMetrics string
+}
+
+// DefaultStressWorld is one region's side, in metres.
+const DefaultStressWorld = 256
+
+const defaultStressWarmup = 3 * time.Second
 
 // Stress runs n viewers in stress mode against a region in stress mode for
 // d, with circuit codes from firstCode on, and gathers the echo delays of
 // the movements made after the first 3 s.
 func Stress(ctx context.Context, sim netip.AddrPort, n int, d time.Duration, firstCode uint32) (StressResult, error) {
-	vs := make([]*Viewer, n)
+	return RunStress(ctx, StressOptions{Sim: sim, Viewers: n, Duration: d, FirstCode: firstCode})
+}
+
+// viewerCount is what the window's figures are differences of.
+type viewerCount struct {
+	moves, terses uint64
+}
+
+// RunStress runs a stress step and measures it: echo delays of the
+// movements made in the window, and, if the region's metrics are given,
+// what the window cost the region.
+func RunStress(ctx context.Context, o StressOptions) (StressResult, error) {
+	o.World = cmp.Or(o.World, DefaultStressWorld)
+	o.Warmup = cmp.Or(o.Warmup, defaultStressWarmup)
+	if o.Viewers < 1 {
+		return StressResult{}, fmt.Errorf("stress: %d viewers: want at least 1", o.Viewers)
+	}
+	if o.Duration <= o.Warmup {
+		return StressResult{}, fmt.Errorf("stress: duration %v: want more than the %v warm-up", o.Duration, o.Warmup)
+	}
+	if !(o.World > 0) || o.World > maxStressWorld {
+		return StressResult{}, fmt.Errorf("stress: world %v m: want above 0 and at most %d", o.World, maxStressWorld)
+	}
+	vs := make([]*Viewer, o.Viewers)
 	for i := range vs {
-		v, err := New(Config{Sim: sim, CircuitCode: firstCode + uint32(i), Stress: true}, nil)
+		v, err := New(Config{Sim: o.Sim, CircuitCode: o.FirstCode + uint32(i), Stress: true, StressWorld: float32(o.World)}, nil)
 		if err != nil {
 			for _, o := range vs[:i] {
 				o.conn.Close()
@@ -40,19 +113,56 @@ func Stress(ctx context.Context, sim netip.AddrPort, n int, d time.Duration, fir
 		}
 		vs[i] = v
 	}
-	ctx, cancel := context.WithTimeout(ctx, d)
+	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	warm := time.Now().Add(stressWarmup)
+	start := time.Now()
+	warm := start.Add(o.Warmup)
 	for _, v := range vs {
 		v.stressFrom = warm
 	}
 	var wg sync.WaitGroup
 	for _, v := range vs {
 		wg.Add(1)
-		go func() { defer wg.Done(); v.Run(ctx) }()
+		go func() { defer wg.Done(); v.Run(runCtx) }()
 	}
+	res := StressResult{Viewers: o.Viewers, World: o.World}
+	var errs []error
+	waitUntil(ctx, warm)
+	before, beforeAt := sampleStress(vs), time.Now()
+	cpuBefore := processCPU()
+	var regionBefore, regionAfter regionSample
+	var regionErr error
+	if o.RegionMetrics != "" {
+		regionBefore, regionErr = scrapeRegion(ctx, o.RegionMetrics)
+	}
+	waitUntil(ctx, start.Add(o.Duration))
+	after, afterAt := sampleStress(vs), time.Now()
+	cpuAfter := processCPU()
+	if o.RegionMetrics != "" && regionErr == nil {
+		regionAfter, regionErr = scrapeRegion(ctx, o.RegionMetrics)
+	}
+	cancel()
 	wg.Wait()
-	res := StressResult{Viewers: n}
+
+	window := afterAt.Sub(beforeAt).Seconds()
+	res.WindowSeconds = window
+	res.ViewerCPUSeconds = -1
+	if cpuBefore >= 0 && cpuAfter >= 0 {
+		res.ViewerCPUSeconds = (cpuAfter - cpuBefore).Seconds()
+	}
+	moves, terses := after.moves-before.moves, after.terses-before.terses
+	if moves > 0 {
+		res.Neighbours, res.NeighboursAt = float64(terses)/float64(moves)-1, "viewers"
+	}
+	if regionErr != nil {
+		errs = append(errs, fmt.Errorf("region metrics: %w", regionErr))
+	} else if o.RegionMetrics != "" && window > 0 {
+		d := regionAfter.minus(regionBefore)
+		res.Region = &RegionCost{InPerSecond: d.in / window, OutPerSecond: d.out / window, CPUSeconds: d.cpu}
+		if d.moves > 0 {
+			res.Neighbours, res.NeighboursAt = d.echoes/d.moves-1, "region"
+		}
+	}
 	var all []time.Duration
 	for _, v := range vs {
 		v.mu.Lock()
@@ -75,5 +185,65 @@ func Stress(ctx context.Context, sim netip.AddrPort, n int, d time.Duration, fir
 		res.MeanMs = float64(res.Mean) / float64(time.Millisecond)
 		res.P99Ms = float64(res.P99) / float64(time.Millisecond)
 	}
-	return res, nil
+	return res, errors.Join(errs...)
+}
+
+// waitUntil returns at t, or when ctx ends.
+func waitUntil(ctx context.Context, t time.Time) {
+	timer := time.NewTimer(time.Until(t))
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+	case <-timer.C:
+	}
+}
+
+func sampleStress(vs []*Viewer) viewerCount {
+	var c viewerCount
+	for _, v := range vs {
+		v.mu.Lock()
+		c.moves += uint64(v.moves)
+		c.terses += v.terses
+		v.mu.Unlock()
+	}
+	return c
+}
+
+// maxStressWorld matches the region's bound on stress coordinates.
+const maxStressWorld = 1 << 16
+
+// WorldForNeighbours is the side of the square over which n avatars,
+// spread evenly, each have k others within view metres on average. An
+// avatar near the border sees less of its disc: for a disc of radius r
+// centred uniformly in a square of side L ≥ 2r the mean area inside is
+// πr² − 8r³/(3L) + r⁴/(2L²) (Bettstetter, "On the minimum node degree
+// and connectivity of a wireless multihop network", MobiHoc 2002, §4),
+// so the mean neighbours are (n−1)/L² times that, which falls as L grows;
+// solved for L by bisection. When even L = 2r gives fewer than k (too few
+// avatars) it returns 2r, and the sweep's measured neighbours say so.
+func WorldForNeighbours(n int, k, view float64) (float64, error) {
+	if n < 2 || !(k > 0) || !(view > 0) || math.IsInf(k, 0) || math.IsInf(view, 0) {
+		return 0, fmt.Errorf("world for %d avatars, %v neighbours within %v m: want at least 2 avatars, and neighbours and view above 0", n, k, view)
+	}
+	mean := func(l float64) float64 {
+		r := view
+		area := math.Pi*r*r - 8*r*r*r/(3*l) + r*r*r*r/(2*l*l)
+		return float64(n-1) * area / (l * l)
+	}
+	lo, hi := 2*view, float64(maxStressWorld)
+	if mean(lo) <= k {
+		return lo, nil
+	}
+	if mean(hi) > k {
+		return 0, fmt.Errorf("%d avatars with %v neighbours within %v m need a world larger than %d m", n, k, view, maxStressWorld)
+	}
+	for range 100 {
+		mid := (lo + hi) / 2
+		if mean(mid) > k {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return (lo + hi) / 2, nil
 }

@@ -42,6 +42,10 @@ type Config struct {
 	// Stress makes the viewer move once a second and time the region's
 	// echo of each movement (region stress mode).
 	Stress bool
+	// StressWorld is the side, in metres, of the square the viewer walks
+	// in under stress (default 256, one region). The density sweep makes
+	// it larger as the viewers grow in number (WorldForNeighbours).
+	StressWorld float32
 	// SOCKS5, if set, is a SOCKS 5 proxy's address ("host:port"): every
 	// datagram goes through a UDP association with it, wrapped in the
 	// RFC 1928 §7 header, as the Second Life viewer sends with "Use SOCKS 5
@@ -71,6 +75,7 @@ func (c Config) withDefaults() Config {
 		}
 	}
 	c.PingInterval = cmp.Or(c.PingInterval, 5*time.Second)
+	c.StressWorld = cmp.Or(c.StressWorld, DefaultStressWorld)
 	return c
 }
 
@@ -120,6 +125,7 @@ type Viewer struct {
 	moves      uint32
 	moveSent   [16]time.Time // by counter mod 16
 	echoes     []time.Duration
+	terses     uint64    // terse updates received in stress mode, anyone's
 	stressFrom time.Time // movements before this are not timed
 	terse      lludp.ImprovedTerseObjectUpdate
 	reliable   Reliability
@@ -423,6 +429,7 @@ func (v *Viewer) handle(d inbound) {
 		v.sendReliable(&lludp.RegionHandshakeReply{AgentData: v.agent(), Flags: 3}, lludp.FlagZeroCoded, d.at)
 	case lludp.ImprovedTerseObjectUpdateID:
 		if v.cfg.Stress && p.Unmarshal(&v.terse) == nil {
+			v.terses++
 			v.echo(d.at)
 		}
 	case lludp.LogoutReplyID:
@@ -454,18 +461,34 @@ func (v *Viewer) acked(seq uint32) {
 func (v *Viewer) sendUpdate(now time.Time) {
 	m := &lludp.AgentUpdate{AgentData: v.agent(), Far: 64, CameraAtAxis: lludp.Vector3{1, 0, 0}}
 	if v.cfg.Stress {
-		if v.moves == 0 { // start somewhere of the viewer's own, spread over the region
-			h := v.cfg.CircuitCode * 2654435761
-			v.pos = lludp.Vector3{float32(h%251) + 2, float32((h/251)%251) + 2, 25}
+		w := v.cfg.StressWorld
+		if v.moves == 0 { // start somewhere of the viewer's own, spread over the world
+			v.pos = lludp.Vector3{spread(v.cfg.CircuitCode, 0) * w, spread(v.cfg.CircuitCode, 1) * w, 25}
 		}
 		v.moves++
 		step := float32(v.moves%5) - 2 // a walk of a couple of metres a second
-		v.pos[0] = min(max(v.pos[0]+step, 0), 255)
-		v.pos[1] = min(max(v.pos[1]-step/2, 0), 255)
+		v.pos[0] = min(max(v.pos[0]+step, 0), w)
+		v.pos[1] = min(max(v.pos[1]-step/2, 0), w)
 		m.CameraCenter, m.ControlFlags = v.pos, v.moves
 		v.moveSent[v.moves%uint32(len(v.moveSent))] = now
 	}
 	v.send(m, lludp.FlagZeroCoded, now)
+}
+
+// spread maps a circuit code to a fraction in [0, 1) for each axis, the
+// same every run. The codes go through MurmurHash3's 32-bit finaliser
+// (fmix32): consecutive codes land independently, as uniform random
+// positions would; a plain multiplicative hash spaces them on a lattice,
+// more evenly than chance, and gave each a tenth fewer neighbours than the
+// density sweep aims for.
+func spread(code uint32, axis int) float32 {
+	h := code*2 + uint32(axis)
+	h ^= h >> 16
+	h *= 0x85EBCA6B
+	h ^= h >> 13
+	h *= 0xC2B2AE35
+	h ^= h >> 16
+	return float32(h>>8) / (1 << 24)
 }
 
 // echo times the region's echo of the viewer's own movement.
