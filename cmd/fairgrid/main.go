@@ -33,6 +33,7 @@ const (
 func commands() []command {
 	return []command{
 		{"decode", "decode LLUDP datagrams (hex, .bin files, pcap/pcapng captures) or measure captures' circuits", runDecode},
+		{"audit", "audit the TCP-fairness of captured traffic per circuit and second (table, JSON, CSV)", runAudit},
 		{"rate", "print the TCP-fair rate of a path with a given loss rate and RTT", runRate},
 		{"run", "the sidecar daemon; --demo runs the embedded default", runRun},
 		{"sim", "run a test region simulator", runSim},

@@ -1,0 +1,179 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/fairgrid/fairgrid/capture"
+	"github.com/fairgrid/fairgrid/internal/audit"
+)
+
+const auditSynopsis = `[options] FILE... | --live IFACE --duration D
+
+Audits the TCP-fairness of captured LLUDP traffic: per circuit and
+direction, the received rate against the TCP-fair rate (RFC 5348's
+equation at the measured loss event rate and ping RTT), with Mathis
+beside it, per second and over the whole connection; the AgentThrottles
+seen; Jain's index across circuits; per-category, per-channel and
+per-message accounting. FILEs are pcap, pcapng or gzip captures, read in
+time order as one trace so that circuits keep their identity across them;
+- is stdin. The table's first column is the verdict: "3.1× its TCP-fair
+rate", "within ±10 %", "no loss: fair rate unbounded", "unknown: no RTT".
+A damaged capture is audited up to the damage, and the report says where
+it stopped. The exit code is 1 if an input could not be opened or held
+nothing readable, if no LLUDP circuit was found, or if the output could
+not be written; 2 for a bad command line.`
+
+// stderrIsTerminal says whether the progress bar has a terminal to draw
+// on; tests replace it.
+var stderrIsTerminal = func(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+func runAudit(args []string, s stdio) int {
+	fs := newFlagSet("audit", auditSynopsis, s)
+	format := formatFlag(fs, "output format: `text` (a table) or json (one document: files, circuits, messages)")
+	seconds := fs.Bool("seconds", false, "with --format json: also one object per circuit, direction and second, and the requests (seen and replayed)")
+	segment := fs.String("segment", audit.SegmentMean, "the verdict's segment size s: `mean` (the circuit's mean payload, RFC 5348) or nominal (1460 B, RFC 4828); both fair rates are always reported")
+	csvDir := fs.String("csv", "", "also write circuits.csv, seconds.csv and requests.csv into `DIR`")
+	templatePath := fs.String("template", "", "message_template.msg to use instead of the built-in one (the 2007 template decodes old captures)")
+	live := fs.String("live", "", "audit a live capture on this `interface` (needs CAP_NET_RAW)")
+	duration := fs.Duration("duration", 0, "with --live: stop after this long (required)")
+	portsFlag := fs.String("ports", "9000-13100", "UDP ports of simulators in captures: ranges like 9000-13100,12035 (empty: all)")
+	simsFlag := fs.String("sim", "", "known simulator endpoints, comma-separated ip:port (port 0: any); they decide which side is the simulator")
+	if code, ok := parseFlagsArgs(fs, auditSynopsis, args, s); !ok {
+		return code
+	}
+	usageErr := func(format string, a ...any) int {
+		fmt.Fprintf(s.err, "fairgrid audit: "+format+"\n", a...)
+		return exitUsage
+	}
+	ports, err := capture.ParsePorts(*portsFlag)
+	if err != nil {
+		return usageErr("--ports: %v", err)
+	}
+	sims, err := parseSims(*simsFlag)
+	if err != nil {
+		return usageErr("--sim: %v", err)
+	}
+	if *segment != audit.SegmentMean && *segment != audit.SegmentNominal {
+		return usageErr("--segment %q: want mean or nominal", *segment)
+	}
+	if *seconds && *format != "json" {
+		return usageErr("--seconds needs --format json (--csv always writes seconds.csv)")
+	}
+	switch {
+	case *live != "" && fs.NArg() > 0:
+		return usageErr("--live takes no files")
+	case *live != "" && *duration <= 0:
+		return usageErr("--live needs --duration: the report is written when the capture ends")
+	case *live == "" && *duration != 0:
+		return usageErr("--duration is for --live")
+	case *live == "" && fs.NArg() == 0:
+		return usageErr("no captures named (FILE..., - for stdin, or --live IFACE)")
+	}
+	tmpl, err := loadTemplate(*templatePath)
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	cfg := audit.Config{Ports: ports, Sims: sims, Template: tmpl, Segment: *segment, Series: *seconds || *csvDir != ""}
+	a, err := audit.New(cfg)
+	if err != nil {
+		return usageErr("%v", err)
+	}
+
+	failed := false
+	if *live != "" {
+		failed = !auditLive(a, *live, *duration, ports, s)
+	} else {
+		var opened []*openedCapture
+		stdin := s.in
+		for _, arg := range fs.Args() {
+			oc, err := openCaptureArg(arg, &stdin, ports)
+			if err != nil {
+				fmt.Fprintf(s.err, "fairgrid audit: %v\n", err)
+				failed = true
+				continue
+			}
+			defer oc.Close()
+			opened = append(opened, oc)
+		}
+		inputs := make([]audit.Input, len(opened))
+		var total int64
+		for i, oc := range opened {
+			inputs[i] = audit.Input{Name: oc.name, Reader: oc.reader, Counter: oc.counter}
+			total += oc.size
+		}
+		var bar *audit.Progress
+		if stderrIsTerminal(s.err) {
+			bar = audit.NewProgress(s.err, total, time.Now)
+			for _, in := range inputs {
+				bar.Track(in.Counter)
+			}
+		}
+		a.Read(inputs, bar.Update)
+		bar.Done()
+	}
+
+	r := a.Report()
+	for _, f := range r.Files {
+		if f.Datagrams == 0 && (f.StoppedAt != nil || f.Bytes == 0) {
+			fmt.Fprintf(s.err, "fairgrid audit: %s: nothing could be read\n", f.Name)
+			failed = true
+		}
+	}
+	if len(r.Circuits) == 0 {
+		fmt.Fprintln(s.err, "fairgrid audit: no LLUDP circuits in the input")
+		failed = true
+	}
+	out := &resultWriter{w: s.out}
+	bw := bufio.NewWriterSize(out, 64<<10)
+	if *format == "json" {
+		err = audit.WriteJSON(bw, r)
+	} else {
+		err = audit.WriteText(bw, r)
+	}
+	if ferr := bw.Flush(); err == nil {
+		err = ferr
+	}
+	if err != nil && out.err == nil {
+		out.err = err
+	}
+	if *csvDir != "" {
+		if err := audit.WriteCSV(*csvDir, r); err != nil {
+			fmt.Fprintf(s.err, "fairgrid audit: %v\n", err)
+			failed = true
+		}
+	}
+	for _, w := range r.Warnings {
+		fmt.Fprintf(s.err, "fairgrid audit: warning: %s\n", w)
+	}
+	code := exitOK
+	if failed {
+		code = exitFail
+	}
+	return out.finish(s, "audit", code)
+}
+
+// auditLive audits a live interface for d; false if it could not capture.
+func auditLive(a *audit.Auditor, iface string, d time.Duration, ports capture.Ports, s stdio) bool {
+	r, err := capture.OpenLive(iface, ports)
+	if err != nil {
+		fmt.Fprintf(s.err, "fairgrid audit: %v\n", err)
+		return false
+	}
+	ctx, stop := runContext(d)
+	defer stop()
+	// A blocked read returns once the socket is closed.
+	go func() { <-ctx.Done(); r.Close() }()
+	a.Read([]audit.Input{{Name: iface, Reader: r, Asked: func() bool { return ctx.Err() != nil }}}, nil)
+	return true
+}

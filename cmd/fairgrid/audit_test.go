@@ -1,0 +1,124 @@
+package main
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fairgrid/fairgrid/capture/capturetest"
+	"github.com/fairgrid/fairgrid/internal/audit"
+)
+
+func auditRealCapture(t *testing.T) string {
+	t.Helper()
+	p, _ := filepath.Abs("../../../shared/testdata/real/opensim-0922-captures/testclient-2x-10min.pcap")
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("real capture not found at %s (it lives in ../shared beside the repository): %v", p, err)
+	}
+	return p
+}
+
+// TestAuditRealCapture: the table puts the verdict first and states the
+// unbounded fair rate; JSON says it with nulls, never a number; the CSV
+// tables have their headers and empty cells for unknowns.
+func TestAuditRealCapture(t *testing.T) {
+	path := auditRealCapture(t)
+	code, out, errOut := runCmd(t, "", "audit", path)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	lines := strings.Split(out, "\n")
+	if !strings.HasPrefix(lines[0], "verdict") || strings.Count(out, "no loss: fair rate unbounded") != 4 {
+		t.Errorf("table:\n%s", out)
+	}
+
+	dir := t.TempDir()
+	code, out, errOut = runCmd(t, "", "audit", "--format", "json", "--seconds", "--segment", "nominal", "--csv", dir, path)
+	if code != exitOK {
+		t.Fatalf("json: exit %d: %s", code, errOut)
+	}
+	var r audit.Report
+	dec := json.NewDecoder(strings.NewReader(out))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Circuits) != 4 || len(r.Seconds) < 2000 || r.Segment != "nominal" {
+		t.Fatalf("%d circuits, %d seconds, segment %q", len(r.Circuits), len(r.Seconds), r.Segment)
+	}
+	if !strings.Contains(out, `"fair_nominal_s_bit_per_s": null`) || !strings.Contains(out, `"fair_state": "unbounded: no loss"`) {
+		t.Errorf("JSON does not state the unbounded rate as null and words")
+	}
+	for name, want := range map[string]int{audit.CircuitsCSV: 4, audit.SecondsCSV: len(r.Seconds), audit.RequestsCSV: len(r.Requests)} {
+		f, err := os.Open(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs, err := csv.NewReader(f).ReadAll()
+		f.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if len(recs) != want+1 {
+			t.Errorf("%s: %d records, want a header and %d", name, len(recs), want)
+		}
+		if name == audit.CircuitsCSV {
+			col := map[string]int{}
+			for i, h := range recs[0] {
+				col[h] = i
+			}
+			if got := recs[1][col["fair_mean_s_bit_per_s"]]; got != "" {
+				t.Errorf("unknown fair rate written as %q, want an empty cell", got)
+			}
+			if _, ok := col["category_bit_per_s_Texture"]; !ok {
+				t.Errorf("no per-category column: %q", recs[0])
+			}
+		}
+	}
+}
+
+func TestAuditExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	notCapture := filepath.Join(dir, "notes.txt")
+	os.WriteFile(notCapture, []byte("hello\n"), 0o644)
+	empty := filepath.Join(dir, "empty.pcap")
+	f, _ := os.Create(empty)
+	capturetest.Write(f, capturetest.Pcap, nil)
+	f.Close()
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		says string
+	}{
+		{"no input", []string{"audit"}, exitUsage, "no captures named"},
+		{"bad segment", []string{"audit", "--segment", "mss", "x.pcap"}, exitUsage, "--segment"},
+		{"seconds without json", []string{"audit", "--seconds", "x.pcap"}, exitUsage, "--seconds needs --format json"},
+		{"live without duration", []string{"audit", "--live", "lo"}, exitUsage, "--live needs --duration"},
+		{"missing file", []string{"audit", filepath.Join(dir, "nosuch.pcap")}, exitFail, "no such file"},
+		{"not a capture", []string{"audit", notCapture}, exitFail, "not a capture"},
+		{"no datagrams", []string{"audit", empty}, exitFail, "no LLUDP circuits"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, errOut := runCmd(t, "", tc.args...)
+			if code != tc.code || !strings.Contains(errOut, tc.says) {
+				t.Errorf("exit %d, stderr %q; want %d saying %q", code, errOut, tc.code, tc.says)
+			}
+		})
+	}
+}
+
+// TestAuditStdin: "-" reads the capture from standard input.
+func TestAuditStdin(t *testing.T) {
+	raw, err := os.ReadFile(auditRealCapture(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCmd(t, string(raw), "audit", "-")
+	if code != exitOK || !strings.Contains(out, "stdin: 3301947 bytes") {
+		t.Errorf("exit %d: %s\n%s", code, errOut, out)
+	}
+}

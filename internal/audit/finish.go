@@ -1,0 +1,237 @@
+package audit
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/fairgrid/fairgrid/capture/circuit"
+	"github.com/fairgrid/fairgrid/lludp"
+	"github.com/fairgrid/fairgrid/opensim"
+	"github.com/fairgrid/fairgrid/ratecalc"
+)
+
+// unknownWarnShare is the share of datagrams with message numbers the
+// template does not know above which the report says the template may be
+// wrong: a right template decodes every message a simulator sends, so a few
+// unknown numbers are a new message, more are a different protocol version
+// (the 2007 template for old captures, say).
+const unknownWarnShare = 0.01
+
+// Report closes the last second and returns the audit of everything
+// observed. The Auditor can read on afterwards; a later Report covers the
+// whole capture again.
+func (a *Auditor) Report() *Report {
+	a.closeBins()
+	r := &Report{Files: slices.Clone(a.files), Segment: a.cfg.Segment, Messages: a.sortedMessages()}
+	for _, cs := range a.order {
+		for d := range cs.dirs {
+			if row, ok := a.circuitRow(&cs.dirs[d]); ok {
+				r.Circuits = append(r.Circuits, row)
+			}
+		}
+	}
+	if a.cfg.Series {
+		r.Seconds = slices.Clone(a.seconds)
+		r.Requests = slices.Clone(a.requests)
+		slices.SortStableFunc(r.Requests, func(x, y Request) int { return int(x.UnixMs - y.UnixMs) })
+	}
+	r.JainIndex = jainOfCircuits(r.Circuits)
+	r.Warnings = slices.Clone(a.warnings)
+	for _, f := range r.Files {
+		if f.StoppedAt != nil {
+			r.Warnings = append(r.Warnings, fmt.Sprintf("%s: stopped at byte %d: %s; the %d datagrams before it are measured",
+				f.Name, *f.StoppedAt, f.StopReason, f.Datagrams))
+		}
+	}
+	if total := a.decoded + a.unknown; total > 0 && float64(a.unknown) > unknownWarnShare*float64(total) {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("%d of %d LLUDP datagrams (%.1f %%) carry message numbers the template does not know: the template may be wrong for this capture (see --template)",
+			a.unknown, total, 100*float64(a.unknown)/float64(total)))
+	}
+	return r
+}
+
+// circuitRow is one direction's whole-connection row; false if it carried
+// nothing.
+func (a *Auditor) circuitRow(fs *flowState) (Circuit, bool) {
+	c := fs.cs.c
+	st := c.Stats(fs.dir)
+	if st.Packets == 0 {
+		return Circuit{}, false
+	}
+	row := Circuit{Circuit: fs.cs.name, Direction: fs.dir.String(), Viewer: c.Key.Viewer.String(), Sim: c.Key.Sim.String(),
+		File: fs.cs.file, StartUnixMs: st.First.UnixMilli(), DurationS: st.Last.Sub(st.First).Seconds(),
+		Packets: int64(st.Packets), Bytes: int64(st.Bytes), MeanPayload: meanPayload(st),
+		MeanBitPerS: st.RateBPS(), PeakBitPerS: fs.peak,
+		Lost: int64(st.Lost), LossEvents: int64(st.LossEvents), Resent: int64(st.Resent),
+		SpuriousResends: int64(st.SpuriousResends), Duplicates: int64(st.Duplicates)}
+	if !c.AgentID.IsZero() {
+		row.AgentID = c.AgentID.String()
+	}
+	if !c.SessionID.IsZero() {
+		row.SessionID = c.SessionID.String()
+	}
+	// The sequence numbers the loss history counted: every copy but the
+	// spurious resends, the duplicates and OpenSim's out-of-band ack.
+	counted := float64(st.Packets) - float64(st.SpuriousResends+st.Duplicates+st.OutOfBand)
+	if n := counted + float64(st.Lost); n > 0 {
+		row.LossRate = float64(st.Lost) / n
+	}
+	// Over a whole connection the mean loss interval is the packets counted
+	// per loss event, so p is its inverse (RFC 5348 §5.4 with every
+	// interval weighted alike).
+	var p float64
+	if counted > 0 {
+		p = float64(st.LossEvents) / counted
+	}
+	row.LossEventRate = p
+	rtt := pingRTT(c)
+	row.RTTMs = millis(rtt)
+	row.RTTSamples = int64(c.RTT().Samples())
+	if ack := c.AckRTT(); ack.Samples() > 0 {
+		d := ack.SRTT()
+		row.AckRTTMs = millis(&d)
+	}
+	var fairMean, fairNominal *float64
+	row.FairState, fairMean = a.fair(st, meanPayload(st), rtt, p)
+	_, fairNominal = a.fair(st, NominalSegmentBytes, rtt, p)
+	row.FairMeanS, row.FairNominal = fairMean, fairNominal
+	fair := fairMean
+	if a.cfg.Segment == SegmentNominal {
+		fair = fairNominal
+	}
+	if row.FairState == FairKnown {
+		m := ratecalc.MathisRate(a.segment(st), *rtt, p).BitsPerSecond()
+		row.Mathis = &m
+	}
+	row.ReceivedOverFair = ratio(row.MeanBitPerS, fair)
+	if len(fs.ratios) > 0 {
+		sorted := slices.Clone(fs.ratios)
+		slices.Sort(sorted)
+		row.RatioMean = ptr(mean(sorted))
+		row.RatioMedian = ptr(quantile(sorted, 0.5))
+		row.RatioP25 = ptr(quantile(sorted, 0.25))
+		row.RatioP75 = ptr(quantile(sorted, 0.75))
+	}
+	if len(fs.rates) > 0 {
+		sorted := slices.Clone(fs.rates)
+		slices.Sort(sorted)
+		row.MedianBitPerS = quantile(sorted, 0.5)
+		row.P25BitPerS = quantile(sorted, 0.25)
+		row.P75BitPerS = quantile(sorted, 0.75)
+	}
+	if fs.dir == circuit.Down {
+		// Requests govern what the simulator sends, so they sit beside the
+		// down direction.
+		row.Requests = fs.cs.requests
+		if fs.cs.requestSince {
+			row.LastRequestBitPerS = ptr(fs.cs.lastRequest)
+			row.RequestedOverFair = ratio(fs.cs.lastRequest, fair)
+		}
+	}
+	if d := st.Last.Sub(st.First); d > 0 {
+		for i := range row.CategoryBitPerS {
+			row.CategoryBitPerS[i] = float64(st.ByCategory[i]) * 8 / d.Seconds()
+		}
+		for i := range row.ChannelBitPerS {
+			row.ChannelBitPerS[i] = float64(st.ByChannel[i]) * 8 / d.Seconds()
+		}
+	}
+	row.Verdict = verdict(row.FairState, row.ReceivedOverFair)
+	return row, true
+}
+
+// verdict says in words how far received was from fair.
+func verdict(state string, r *float64) string {
+	switch {
+	case state != FairKnown:
+		if state == FairUnbounded {
+			return "no loss: fair rate unbounded"
+		}
+		return state
+	case r == nil:
+		return FairNoData
+	case math.Abs(*r-1) <= withinBand:
+		return "within ±10 %"
+	case *r >= 10:
+		return fmt.Sprintf("%.0f× its TCP-fair rate", *r)
+	case *r >= 0.1:
+		return fmt.Sprintf("%.1f× its TCP-fair rate", *r)
+	}
+	return fmt.Sprintf("%.2g× its TCP-fair rate", *r)
+}
+
+// jainOfCircuits is Jain's index of received/fair over the down
+// directions whose fair rate is known (congestion.md §10.2: normalised
+// throughputs, since the circuits' RTTs differ).
+func jainOfCircuits(cs []Circuit) *float64 {
+	var xs []float64
+	for _, c := range cs {
+		if c.Direction == circuit.Down.String() && c.ReceivedOverFair != nil {
+			xs = append(xs, *c.ReceivedOverFair)
+		}
+	}
+	return Jain(xs)
+}
+
+// Jain is Jain's fairness index (Jain, Chiu, Hawe, DEC TR-301, 1984),
+// (Σx)² / (n·Σx²), in [1/n, 1]; nil for fewer than two values or all zero.
+func Jain(xs []float64) *float64 {
+	if len(xs) < 2 {
+		return nil
+	}
+	var sum, sq float64
+	for _, x := range xs {
+		sum += x
+		sq += x * x
+	}
+	if sq == 0 {
+		return nil
+	}
+	j := sum * sum / (float64(len(xs)) * sq)
+	return &j
+}
+
+// quantile is the q-quantile of sorted values, interpolated linearly
+// between the closest ranks (the R-7 definition numpy and DuckDB's
+// quantile_cont use, so that a query over seconds.csv agrees).
+func quantile(sorted []float64, q float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	pos := q * float64(len(sorted)-1)
+	i := int(pos)
+	if i >= len(sorted)-1 {
+		return sorted[len(sorted)-1]
+	}
+	frac := pos - float64(i)
+	return sorted[i] + frac*(sorted[i+1]-sorted[i])
+}
+
+func mean(xs []float64) float64 {
+	var s float64
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(len(xs))
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// categoryNames and channelNames label the per-category and per-channel
+// arrays in the outputs.
+func categoryNames() []string {
+	out := make([]string, lludp.NumCategories)
+	for i := range out {
+		out[i] = lludp.Category(i).String()
+	}
+	return out
+}
+
+func channelNames() []string {
+	out := make([]string, opensim.NumChannels)
+	for i := range out {
+		out[i] = opensim.Channel(i).String()
+	}
+	return out
+}

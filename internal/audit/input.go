@@ -1,0 +1,186 @@
+package audit
+
+import (
+	"errors"
+	"io"
+
+	"github.com/fairgrid/fairgrid/capture"
+	"github.com/fairgrid/fairgrid/capture/circuit"
+	"github.com/fairgrid/fairgrid/lludp"
+)
+
+// Input is one capture to audit.
+type Input struct {
+	Name   string
+	Reader *capture.Reader
+	// Counter, if set, counts the bytes read of the file: FileResult.Bytes
+	// and the progress bar read it.
+	Counter *CountingReader
+	// Asked, if set, says whether an input that ends with an error was
+	// stopped on purpose (a live capture's --duration), not damaged.
+	Asked func() bool
+}
+
+// CountingReader counts the bytes read through it.
+type CountingReader struct {
+	R io.Reader
+	N int64
+}
+
+func (c *CountingReader) Read(p []byte) (int, error) {
+	n, err := c.R.Read(p)
+	c.N += int64(n)
+	return n, err
+}
+
+// progressEvery is how many datagrams pass between calls of the progress
+// hook: rare enough to cost nothing, often enough (a few times a second
+// at the slowest) for a bar.
+const progressEvery = 1 << 16
+
+// BeginFile starts a file whose datagrams the following Observe calls
+// carry, for a caller that reads datagrams itself; it returns its index in
+// Report().Files.
+func (a *Auditor) BeginFile(name string) int {
+	a.files = append(a.files, FileResult{Name: name})
+	a.file = len(a.files) - 1
+	return a.file
+}
+
+// Read audits the inputs, merged in time order so that a circuit keeps
+// its identity across files (a capture split by size, or captures of one
+// session from two hosts). Every input is read to its end or to the first
+// damage, which its FileResult reports; a damaged input does not stop the
+// others. progress, if not nil, is called every few tens of thousands of
+// datagrams.
+func (a *Auditor) Read(inputs []Input, progress func()) {
+	heads := make([]head, len(inputs))
+	for i, in := range inputs {
+		heads[i] = head{in: in, file: a.BeginFile(in.Name)}
+		heads[i].advance(a)
+	}
+	var n int
+	if len(heads) == 1 {
+		// One input: no merge, the common case at full speed.
+		h := &heads[0]
+		a.file = h.file
+		for h.ok {
+			a.observe(h)
+			h.advance(a)
+			if n++; n == progressEvery && progress != nil {
+				n = 0
+				progress()
+			}
+		}
+		return
+	}
+	for {
+		var next *head
+		for i := range heads {
+			h := &heads[i]
+			if h.ok && (next == nil || h.d.At.Before(next.d.At)) {
+				next = h
+			}
+		}
+		if next == nil {
+			return
+		}
+		a.file = next.file
+		a.observe(next)
+		next.advance(a)
+		if n++; n == progressEvery && progress != nil {
+			n = 0
+			progress()
+		}
+	}
+}
+
+// head is an input's next datagram, valid until the input's next read.
+type head struct {
+	in   Input
+	file int
+	d    capture.Datagram
+	ok   bool
+}
+
+// advance reads the input's next datagram, or ends its FileResult.
+func (h *head) advance(a *Auditor) {
+	d, err := h.in.Reader.Next()
+	if err == nil {
+		h.d, h.ok = d, true
+		return
+	}
+	h.ok = false
+	f := &a.files[h.file]
+	st := h.in.Reader.Stats()
+	f.Datagrams = int64(st.Datagrams)
+	f.Bytes = int64(st.Bytes)
+	if h.in.Counter != nil {
+		f.Bytes = h.in.Counter.N
+	}
+	for r := range st.Skipped {
+		if k := st.Skipped[r]; k > 0 {
+			reason := capture.SkipReason(r)
+			if reason == capture.SkipPort {
+				f.NotLLUDP += int64(k)
+				a.countReason(f, "other_port", int64(k))
+			} else {
+				a.countReason(f, "frame_"+reason.String(), int64(k))
+			}
+		}
+	}
+	if errors.Is(err, io.EOF) || h.in.Asked != nil && h.in.Asked() {
+		return
+	}
+	var be *capture.BrokenError
+	at := f.Bytes
+	if errors.As(err, &be) {
+		at = be.Offset
+	}
+	f.StoppedAt = &at
+	f.StopReason = err.Error()
+}
+
+// observe measures a head's datagram and counts what it was not.
+func (a *Auditor) observe(h *head) {
+	err := a.Observe(h.d)
+	if err == nil {
+		return
+	}
+	f := &a.files[h.file]
+	switch reason := reasonOf(err); reason {
+	case "not_circuit":
+		a.countReason(f, reason, 1)
+	case "unknown_message", "malformed_body":
+		f.Undecoded++
+		a.countReason(f, reason, 1)
+	default:
+		f.NotLLUDP++
+		a.countReason(f, reason, 1)
+	}
+}
+
+func (a *Auditor) countReason(f *FileResult, reason string, n int64) {
+	if f.UndecodedBy == nil {
+		f.UndecodedBy = map[string]int64{}
+	}
+	f.UndecodedBy[reason] += n
+}
+
+// reasonOf names why the tracker refused a datagram, with the names
+// circuit.InvalidReason gives its counters.
+func reasonOf(err error) string {
+	switch {
+	case errors.Is(err, circuit.ErrNotCircuit):
+		return "not_circuit"
+	case errors.Is(err, lludp.ErrAckTrailer):
+		return circuit.InvalidAckTrailer.String()
+	case errors.Is(err, lludp.ErrUnknownMessage):
+		return circuit.InvalidUnknownMessage.String()
+	case errors.Is(err, lludp.ErrZeroCodeOverflow):
+		return circuit.InvalidZeroCode.String()
+	case errors.Is(err, lludp.ErrTruncated):
+		return circuit.InvalidTruncated.String()
+	}
+	return circuit.InvalidBody.String()
+}
