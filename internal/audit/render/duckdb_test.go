@@ -121,9 +121,9 @@ func runDuckDB(t *testing.T, prefix string, queries map[string]string) map[strin
 	return res
 }
 
-// number reads a DuckDB JSON value: doubles come as numbers, BIGINT as
+// duckNumber reads a DuckDB JSON value: doubles come as numbers, BIGINT as
 // strings (they may exceed 2^53), NULL as null.
-func number(v any) (float64, bool, error) {
+func duckNumber(v any) (float64, bool, error) {
 	switch v := v.(type) {
 	case nil:
 		return 0, false, nil
@@ -143,7 +143,7 @@ func one(t *testing.T, rows []map[string]any, column string) float64 {
 	if len(rows) != 1 {
 		t.Fatalf("%d rows, want 1", len(rows))
 	}
-	f, ok, err := number(rows[0][column])
+	f, ok, err := duckNumber(rows[0][column])
 	if err != nil || !ok {
 		t.Fatalf("%s = %v: %v", column, rows[0][column], err)
 	}
@@ -257,11 +257,11 @@ func TestDuckDB(t *testing.T) {
 	}
 	for i, row := range rows {
 		c := ranked[i]
-		ratio, ok, err := number(row["received_over_fair"])
+		ratio, ok, err := duckNumber(row["received_over_fair"])
 		if err != nil || !ok {
 			t.Fatalf("rank row %d: received_over_fair %v (%v)", i, row["received_over_fair"], err)
 		}
-		rtt, hasRTT, err := number(row["rtt_ms"])
+		rtt, hasRTT, err := duckNumber(row["rtt_ms"])
 		if err != nil {
 			t.Fatal(err)
 		}
