@@ -1,0 +1,113 @@
+package audit
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/fairgrid/fairgrid/capture/circuit"
+)
+
+// TestJain: the examples of congestion.md §10.2.
+func TestJain(t *testing.T) {
+	for _, tc := range []struct {
+		xs   []float64
+		want float64 // NaN: no index
+	}{
+		{[]float64{1936, 1936}, 1},
+		{[]float64{1536, 646}, 0.857},
+		{[]float64{1536, 207}, 0.632},
+		{[]float64{1, 0, 0, 0}, 0.25}, // one of four gets everything: 1/n
+		{[]float64{3}, math.NaN()},
+		{nil, math.NaN()},
+		{[]float64{0, 0}, math.NaN()},
+	} {
+		got := Jain(tc.xs)
+		switch {
+		case math.IsNaN(tc.want) && got != nil:
+			t.Errorf("Jain(%v) = %v, want none", tc.xs, *got)
+		case !math.IsNaN(tc.want) && (got == nil || math.Abs(*got-tc.want) > 5e-4):
+			t.Errorf("Jain(%v) = %v, want %.3f", tc.xs, got, tc.want)
+		}
+	}
+}
+
+// TestQuantile: R-7, as DuckDB's quantile_cont and numpy's default.
+func TestQuantile(t *testing.T) {
+	xs := []float64{1, 2, 3, 4, 10}
+	for _, tc := range []struct{ q, want float64 }{{0, 1}, {0.25, 2}, {0.5, 3}, {0.75, 4}, {0.9, 7.6}, {1, 10}} {
+		if got := quantile(xs, tc.q); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("quantile(%v) = %v, want %v", tc.q, got, tc.want)
+		}
+	}
+	if got := quantile([]float64{5}, 0.5); got != 5 {
+		t.Errorf("quantile of one value = %v", got)
+	}
+}
+
+func TestVerdict(t *testing.T) {
+	for _, tc := range []struct {
+		state string
+		ratio float64 // NaN: nil
+		want  string
+	}{
+		{FairKnown, 3.14, "3.1× its TCP-fair rate"},
+		{FairKnown, 1.09, "within ±10 %"},
+		{FairKnown, 0.905, "within ±10 %"},
+		{FairKnown, 0.5, "0.5× its TCP-fair rate"},
+		{FairKnown, 23.4, "23× its TCP-fair rate"},
+		{FairKnown, 0.034, "0.034× its TCP-fair rate"},
+		{FairUnbounded, math.NaN(), "no loss: fair rate unbounded"},
+		{FairNoRTT, math.NaN(), "unknown: no RTT"},
+		{FairNoData, math.NaN(), "unknown: too little traffic"},
+	} {
+		var r *float64
+		if !math.IsNaN(tc.ratio) {
+			r = &tc.ratio
+		}
+		if got := verdict(tc.state, r); got != tc.want {
+			t.Errorf("verdict(%q, %v) = %q, want %q", tc.state, tc.ratio, got, tc.want)
+		}
+	}
+}
+
+// TestFair: the states, and the equation's reference values
+// (congestion.md §5.1: s = 1460 B, R = 100 ms).
+func TestFair(t *testing.T) {
+	a, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rtt := 100 * time.Millisecond
+	for _, tc := range []struct {
+		name  string
+		st    circuit.DirStats
+		rtt   *time.Duration
+		p     float64
+		state string
+		kbit  float64
+	}{
+		{"p=0.005", circuit.DirStats{Packets: 10, LossEvents: 1}, &rtt, 0.005, FairKnown, 1936},
+		{"p=0.03", circuit.DirStats{Packets: 10, LossEvents: 1}, &rtt, 0.03, FairKnown, 646},
+		{"p=0.1", circuit.DirStats{Packets: 10, LossEvents: 1}, &rtt, 0.1, FairKnown, 207},
+		{"no loss", circuit.DirStats{Packets: 10}, &rtt, 0, FairUnbounded, 0},
+		{"no loss, no RTT", circuit.DirStats{Packets: 10}, nil, 0, FairUnbounded, 0},
+		{"no RTT", circuit.DirStats{Packets: 10, LossEvents: 2}, nil, 0.03, FairNoRTT, 0},
+		{"nothing", circuit.DirStats{}, &rtt, 0.03, FairNoData, 0},
+	} {
+		state, v := a.fair(tc.st, NominalSegmentBytes, tc.rtt, tc.p)
+		if state != tc.state || (v == nil) != (tc.kbit == 0) {
+			t.Errorf("%s: %q %v, want %q", tc.name, state, v, tc.state)
+			continue
+		}
+		if v != nil && math.Abs(*v/1000-tc.kbit) > 1 {
+			t.Errorf("%s: %.1f kbit/s, want %.0f", tc.name, *v/1000, tc.kbit)
+		}
+	}
+}
+
+func TestNewRefuses(t *testing.T) {
+	if _, err := New(Config{Segment: "mss"}); err == nil {
+		t.Error("segment mss accepted")
+	}
+}
