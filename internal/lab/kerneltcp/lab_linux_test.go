@@ -26,14 +26,14 @@ import (
 // buffer of 100 packets, the same both ways.
 var reference = link.PipeConfig{Rate: 6_000_000 / 8, Delay: 20 * time.Millisecond, Buffer: 100}
 
-func skipUnlessSupported(t *testing.T) {
+func skipUnlessSupported(t testing.TB) {
 	t.Helper()
 	if err := Supported(); err != nil {
 		t.Skipf("skipped: %v", err)
 	}
 }
 
-func testLogger(t *testing.T) *slog.Logger {
+func testLogger(t testing.TB) *slog.Logger {
 	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
@@ -46,7 +46,7 @@ type running struct {
 	stopLab    func() error // ends the forwarder, keeps the bottleneck running
 }
 
-func startLab(t *testing.T, pipe link.PipeConfig) running {
+func startLab(t testing.TB, pipe link.PipeConfig) running {
 	t.Helper()
 	skipUnlessSupported(t)
 	log := testLogger(t)
@@ -121,14 +121,17 @@ func TestFlowFillsBottleneck(t *testing.T) {
 			if res.Congestion != tc.congestion {
 				t.Errorf("the sender ran %q, want %q", res.Congestion, tc.congestion)
 			}
+			// Goodput alone could pass on a burst: when a retransmission
+			// fills a hole, the receiver reads what arrived before the
+			// measurement began too, so over a few seconds it may even
+			// exceed the rate. The bottleneck's count cannot.
 			if res.Goodput < wantShare*float64(reference.Rate) {
 				t.Errorf("goodput %.0f B/s, want at least %.0f %% of %d B/s", res.Goodput, 100*wantShare, reference.Rate)
 			}
-			// The bottleneck cannot deliver faster than its rate; 1 %
-			// leaves room for the packet being serialised at either end
-			// of the interval.
-			if got := res.Data.Throughput(); got > 1.01*float64(reference.Rate) {
-				t.Errorf("data crossed the bottleneck at %.0f B/s, above its rate %d B/s", got, reference.Rate)
+			// 1 % above the rate leaves room for the packet being
+			// serialised at either end of the interval.
+			if got := res.Data.Throughput(); got < wantShare*float64(reference.Rate) || got > 1.01*float64(reference.Rate) {
+				t.Errorf("data crossed the bottleneck at %.0f B/s, want %.0f %% to 101 %% of its rate %d B/s", got, 100*wantShare, reference.Rate)
 			}
 			// Without IFF_VNET_HDR the kernel segments every GSO packet
 			// before it reaches the device.

@@ -29,8 +29,8 @@ const netnsDir = "/run/netns"
 // needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN for namespaces), a TUN
 // device node and iproute2's ip and tc.
 func Supported() error {
-	if os.Geteuid() != 0 {
-		return errors.New("kerneltcp: needs root to create network namespaces and TUN devices")
+	if err := haveCapabilities(); err != nil {
+		return err
 	}
 	if _, err := os.Stat("/dev/net/tun"); err != nil {
 		return fmt.Errorf("kerneltcp: no TUN device node: %w", err)
@@ -56,6 +56,39 @@ func CongestionAvailable(cc string) (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+// Capabilities a lab needs (linux/capability.h): CAP_NET_ADMIN for TUN
+// devices, addresses and qdiscs, CAP_SYS_ADMIN for setns(2) and the
+// bind mounts of `ip netns add`.
+const (
+	capNetAdmin = 12
+	capSysAdmin = 21
+)
+
+// haveCapabilities reads the effective capability set from
+// /proc/self/status: root in a container without them cannot run a lab
+// either, and should hear why rather than fail halfway.
+func haveCapabilities() error {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return fmt.Errorf("kerneltcp: %w", err)
+	}
+	for line := range strings.Lines(string(b)) {
+		hexText, ok := strings.CutPrefix(line, "CapEff:")
+		if !ok {
+			continue
+		}
+		eff, err := strconv.ParseUint(strings.TrimSpace(hexText), 16, 64)
+		if err != nil {
+			return fmt.Errorf("kerneltcp: CapEff %q: %w", strings.TrimSpace(hexText), err)
+		}
+		if eff&(1<<capNetAdmin) == 0 || eff&(1<<capSysAdmin) == 0 {
+			return errors.New("kerneltcp: needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN) to create network namespaces and TUN devices")
+		}
+		return nil
+	}
+	return errors.New("kerneltcp: no CapEff in /proc/self/status")
 }
 
 // newRunID names one Lab's namespaces and devices.
