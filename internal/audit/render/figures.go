@@ -60,6 +60,7 @@ var (
 	okPurple  = color.RGBA{204, 121, 167, 255}
 	okSky     = color.RGBA{86, 180, 233, 255}
 	gray      = color.RGBA{110, 110, 110, 255}
+	brown     = color.RGBA{140, 86, 40, 255}
 	black     = color.RGBA{0, 0, 0, 255}
 	lossBands = []lossLevel{
 		{"p < 0.1 % (≈ 0.01 %)", 0.001, okBlue},
@@ -71,7 +72,7 @@ var (
 	sourceColors  = map[string]color.RGBA{
 		audit.SourceCapture:      black,
 		audit.SourceReplayWindow: okGreen,
-		audit.SourceReplayTFRC:   okVermil,
+		audit.SourceReplayTFRC:   brown,
 		audit.SourceReplayStock:  okPurple,
 	}
 	sourceNames = map[string]string{
@@ -265,6 +266,7 @@ func perSecondFigure(r *audit.Report) (*figure, *missing, error) {
 		p.Add(s)
 		p.Legend.Add("loss event rate "+lossBands[b].name, s)
 	}
+	logLegendRoom(p)
 	svg, err := svgOf(p)
 	if err != nil {
 		return nil, nil, err
@@ -278,6 +280,11 @@ func perSecondFigure(r *audit.Report) (*figure, *missing, error) {
 // stands above the data instead of over it.
 func legendRoom(p *plot.Plot) {
 	p.Y.Max = p.Y.Min + (p.Y.Max-p.Y.Min)*1.45
+}
+
+// logLegendRoom does the same on a log y axis: a decade and a half.
+func logLegendRoom(p *plot.Plot) {
+	p.Y.Max *= 30
 }
 
 func addDiagonal(p *plot.Plot, lo, hi float64) error {
@@ -394,6 +401,7 @@ func perConnectionFigure(r *audit.Report) (*figure, *missing, error) {
 	}
 	p.Add(m)
 	p.Legend.Add("mean", m)
+	logLegendRoom(p)
 	svg, err := svgOf(p)
 	if err != nil {
 		return nil, nil, err

@@ -1,0 +1,407 @@
+//go:build linux
+
+package render
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"image"
+	"image/png"
+	"io"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/net/websocket"
+)
+
+// chromiumPath finds headless Chromium, installing Debian's package when
+// it is missing and apt can run (as root); otherwise the test is skipped
+// with the reason.
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	apt, err := exec.LookPath("apt-get")
+	if err != nil {
+		t.Skip("skipped: chromium is not installed and there is no apt-get to install it")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("skipped: chromium is not installed and only root can install it with apt-get")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	defer cancel()
+	install := func() ([]byte, error) {
+		cmd := exec.CommandContext(ctx, apt, "install", "-y", "--no-install-recommends", "chromium")
+		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+		return cmd.CombinedOutput()
+	}
+	out, err := install()
+	if err != nil {
+		// the package lists may be missing or stale on a fresh machine
+		if upd, uerr := exec.CommandContext(ctx, apt, "update").CombinedOutput(); uerr != nil {
+			t.Skipf("skipped: chromium is not installed and apt-get update failed (%v): %s", uerr, tail(upd, 300))
+		}
+		if out, err = install(); err != nil {
+			t.Skipf("skipped: chromium is not installed and apt-get install chromium failed (%v): %s", err, tail(out, 300))
+		}
+	}
+	p, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Skipf("skipped: apt-get installed chromium but it is not on PATH: %v", err)
+	}
+	t.Logf("installed Debian's chromium: %s", p)
+	return p
+}
+
+// devtools is a DevTools-protocol connection to one page: requests by id,
+// and the events collected as they come.
+type devtools struct {
+	ws     *websocket.Conn
+	nextID int
+	events []cdpMessage
+}
+
+type cdpMessage struct {
+	ID     int             `json:"id,omitempty"`
+	Method string          `json:"method,omitempty"`
+	Params json.RawMessage `json:"params,omitempty"`
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error,omitempty"`
+}
+
+// call sends one command and reads until its answer, keeping the events
+// that arrive meanwhile.
+func (d *devtools) call(method string, params any, result any) error {
+	d.nextID++
+	id := d.nextID
+	msg := map[string]any{"id": id, "method": method}
+	if params != nil {
+		msg["params"] = params
+	}
+	if err := websocket.JSON.Send(d.ws, msg); err != nil {
+		return fmt.Errorf("%s: %w", method, err)
+	}
+	for {
+		var m cdpMessage
+		if err := websocket.JSON.Receive(d.ws, &m); err != nil {
+			return fmt.Errorf("%s: %w", method, err)
+		}
+		if m.ID == 0 {
+			d.events = append(d.events, m)
+			continue
+		}
+		if m.ID != id {
+			continue
+		}
+		if m.Error != nil {
+			return fmt.Errorf("%s: %s (%d)", method, m.Error.Message, m.Error.Code)
+		}
+		if result != nil {
+			return json.Unmarshal(m.Result, result)
+		}
+		return nil
+	}
+}
+
+// waitEvent reads until an event of the given method arrives.
+func (d *devtools) waitEvent(method string) error {
+	for _, e := range d.events {
+		if e.Method == method {
+			return nil
+		}
+	}
+	for {
+		var m cdpMessage
+		if err := websocket.JSON.Receive(d.ws, &m); err != nil {
+			return fmt.Errorf("waiting for %s: %w", method, err)
+		}
+		if m.ID == 0 {
+			d.events = append(d.events, m)
+			if m.Method == method {
+				return nil
+			}
+		}
+	}
+}
+
+// problems lists the console errors and warnings, uncaught exceptions and
+// browser log errors (a blocked or failed load) among the events.
+func (d *devtools) problems() []string {
+	var out []string
+	for _, e := range d.events {
+		switch e.Method {
+		case "Runtime.consoleAPICalled":
+			var p struct {
+				Type string `json:"type"`
+				Args []struct {
+					Value       any    `json:"value"`
+					Description string `json:"description"`
+				} `json:"args"`
+			}
+			json.Unmarshal(e.Params, &p)
+			if p.Type == "error" || p.Type == "warning" || p.Type == "assert" {
+				out = append(out, fmt.Sprintf("console.%s %v", p.Type, p.Args))
+			}
+		case "Runtime.exceptionThrown":
+			out = append(out, "exception: "+string(e.Params))
+		case "Log.entryAdded":
+			var p struct {
+				Entry struct {
+					Level, Source, Text, URL string
+				} `json:"entry"`
+			}
+			json.Unmarshal(e.Params, &p)
+			if p.Entry.Level == "error" || p.Entry.Level == "warning" {
+				out = append(out, fmt.Sprintf("%s %s: %s %s", p.Entry.Level, p.Entry.Source, p.Entry.Text, p.Entry.URL))
+			}
+		}
+	}
+	return out
+}
+
+var devtoolsURL = regexp.MustCompile(`DevTools listening on (ws://[^\s]+)`)
+
+// startChromium starts headless Chromium with DevTools on a free port and
+// returns a connection to a new page. Chromium and its children end with
+// the test.
+func startChromium(t *testing.T, chromium string) *devtools {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	cmd := exec.CommandContext(ctx, chromium,
+		"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--disable-default-apps", "--disable-extensions", "--mute-audio", "--hide-scrollbars",
+		"--user-data-dir="+t.TempDir(), "--remote-debugging-port=0", "--remote-allow-origins=*",
+		"about:blank")
+	// its own process group, so the renderer and GPU processes end with it
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		cancel()
+		t.Skipf("skipped: chromium does not start: %v", err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		cmd.Wait()
+	})
+	found := make(chan string, 1)
+	var logged bytes.Buffer
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sent := false
+		for sc.Scan() {
+			if m := devtoolsURL.FindStringSubmatch(sc.Text()); m != nil && !sent {
+				found <- m[1]
+				sent = true
+			} else if !sent && logged.Len() < 4000 {
+				logged.WriteString(sc.Text() + "\n")
+			}
+		}
+		if !sent {
+			close(found)
+		}
+		io.Copy(io.Discard, stderr)
+	}()
+	var browserURL string
+	select {
+	case u, ok := <-found:
+		if !ok {
+			t.Fatalf("chromium exited without DevTools: %s", tail(logged.Bytes(), 1000))
+		}
+		browserURL = u
+	case <-ctx.Done():
+		t.Fatalf("chromium did not open DevTools within a minute")
+	}
+	deadline := time.Now().Add(45 * time.Second)
+	b, err := websocket.Dial(browserURL, "", "http://127.0.0.1/")
+	if err != nil {
+		t.Fatalf("devtools: %v", err)
+	}
+	defer b.Close()
+	b.SetDeadline(deadline)
+	browser := &devtools{ws: b}
+	var target struct {
+		TargetID string `json:"targetId"`
+	}
+	if err := browser.call("Target.createTarget", map[string]any{"url": "about:blank"}, &target); err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(browserURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pageURL := "ws://" + u.Host + "/devtools/page/" + target.TargetID
+	ws, err := websocket.Dial(pageURL, "", "http://127.0.0.1/")
+	if err != nil {
+		t.Fatalf("devtools page: %v", err)
+	}
+	ws.MaxPayloadBytes = 64 << 20 // screenshots
+	ws.SetDeadline(deadline)
+	t.Cleanup(func() { ws.Close() })
+	return &devtools{ws: ws}
+}
+
+type figureBox struct {
+	ID       string  `json:"id"`
+	X        float64 `json:"x"`
+	Y        float64 `json:"y"`
+	W        float64 `json:"w"`
+	H        float64 `json:"h"`
+	BBoxW    float64 `json:"bboxW"`
+	BBoxH    float64 `json:"bboxH"`
+	Drawn    int     `json:"drawn"`
+	Overflow bool    `json:"overflow"`
+}
+
+// measure is run in the page by the test (the page itself has no
+// script): each figure's box on the page, its SVG's bounding box, and how
+// many of its drawing elements have a non-empty one.
+const measure = `JSON.stringify(Array.from(document.querySelectorAll('figure')).map(f => {
+  const svg = f.querySelector('svg');
+  const r = f.getBoundingClientRect();
+  const b = svg ? svg.getBBox() : {width: 0, height: 0};
+  let drawn = 0;
+  if (svg) for (const e of svg.querySelectorAll('path, line, circle, rect, polygon, polyline, text')) {
+    const eb = e.getBBox();
+    if (eb.width > 0 || eb.height > 0) drawn++;
+  }
+  return {id: f.id, x: r.left + window.scrollX, y: r.top + window.scrollY, w: r.width, h: r.height,
+          bboxW: b.width, bboxH: b.height, drawn: drawn,
+          overflow: svg ? svg.getBoundingClientRect().width > r.width + 1 : false};
+}))`
+
+// TestHTMLInBrowser opens the report in headless Chromium, checks that
+// every figure renders with a non-empty SVG bounding box and that the
+// browser reports no console error, and saves a screenshot of each
+// figure (FAIRGRID_ARTIFACTS, or the test's temporary directory).
+func TestHTMLInBrowser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped with -short: starts a browser")
+	}
+	chromium := chromiumPath(t)
+	dir := artifacts(t)
+	path := writePage(t, dir, "report.html", makeReport(1, 12, 600))
+	want, err := checkPage(readFile(t, path))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	d := startChromium(t, chromium)
+	for _, c := range []struct {
+		method string
+		params any
+	}{
+		{"Runtime.enable", nil}, {"Log.enable", nil}, {"Page.enable", nil},
+		{"Emulation.setDeviceMetricsOverride", map[string]any{"width": 1400, "height": 1000, "deviceScaleFactor": 1, "mobile": false}},
+		{"Page.navigate", map[string]any{"url": (&url.URL{Scheme: "file", Path: path}).String()}},
+	} {
+		if err := d.call(c.method, c.params, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.waitEvent("Page.loadEventFired"); err != nil {
+		t.Fatal(err)
+	}
+	var eval struct {
+		Result struct {
+			Value string `json:"value"`
+		} `json:"result"`
+		ExceptionDetails json.RawMessage `json:"exceptionDetails"`
+	}
+	if err := d.call("Runtime.evaluate", map[string]any{"expression": measure, "returnByValue": true}, &eval); err != nil {
+		t.Fatal(err)
+	}
+	if eval.ExceptionDetails != nil {
+		t.Fatalf("measuring the figures: %s", eval.ExceptionDetails)
+	}
+	var boxes []figureBox
+	if err := json.Unmarshal([]byte(eval.Result.Value), &boxes); err != nil {
+		t.Fatalf("%v: %s", err, eval.Result.Value)
+	}
+	if len(boxes) != len(want) {
+		t.Errorf("browser shows %d figures, the page has %d", len(boxes), len(want))
+	}
+	for i, b := range boxes {
+		if i < len(want) && b.ID != want[i].id {
+			t.Errorf("figure %d is %q, want %q", i, b.ID, want[i].id)
+		}
+		if !(b.BBoxW > 0 && b.BBoxH > 0 && b.W > 0 && b.H > 0) {
+			t.Errorf("figure %q renders empty: SVG bounding box %.0f×%.0f, figure %.0f×%.0f", b.ID, b.BBoxW, b.BBoxH, b.W, b.H)
+		}
+		if i < len(want) && b.Drawn < want[i].drawings/2 {
+			t.Errorf("figure %q: %d of its %d drawing elements have a size", b.ID, b.Drawn, want[i].drawings)
+		}
+		if b.Overflow {
+			t.Errorf("figure %q: its SVG is wider than the figure", b.ID)
+		}
+		var shot struct {
+			Data string `json:"data"`
+		}
+		clip := map[string]any{"x": b.X, "y": b.Y, "width": b.W, "height": b.H, "scale": 1}
+		if err := d.call("Page.captureScreenshot", map[string]any{"format": "png", "clip": clip, "captureBeyondViewport": true}, &shot); err != nil {
+			t.Fatal(err)
+		}
+		raw, err := base64.StdEncoding.DecodeString(shot.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := png.Decode(bytes.NewReader(raw))
+		if err != nil {
+			t.Fatalf("screenshot of %q: %v", b.ID, err)
+		}
+		if f := inked(img); f < 0.01 {
+			t.Errorf("screenshot of %q is blank (%.2f %% of its pixels drawn)", b.ID, f*100)
+		}
+		if err := os.WriteFile(filepath.Join(dir, b.ID+".png"), raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A last round trip, so that messages logged late are in.
+	if err := d.call("Runtime.evaluate", map[string]any{"expression": "1"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if p := d.problems(); len(p) > 0 {
+		t.Errorf("the browser reported:\n%s", strings.Join(p, "\n"))
+	}
+	t.Logf("%d figures rendered; screenshots in %s", len(boxes), dir)
+}
+
+// inked is the fraction of pixels that are not near-white.
+func inked(img image.Image) float64 {
+	b := img.Bounds()
+	var n, total int
+	for y := b.Min.Y; y < b.Max.Y; y += 2 {
+		for x := b.Min.X; x < b.Max.X; x += 2 {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			if r < 0xe000 || g < 0xe000 || bl < 0xe000 {
+				n++
+			}
+			total++
+		}
+	}
+	if total == 0 {
+		return 0
+	}
+	return float64(n) / float64(total)
+}
