@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -187,7 +186,13 @@ func parsePortRanges(s string) ([]socks5.PortRange, error) {
 // proxyBuffer holds the datagrams relayed and not yet measured: at
 // 5 Mbit/s of small datagrams, about a second's worth, in case the
 // sidecar is descheduled (a datagram it misses would measure as a loss).
-const proxyBuffer = 4096
+// proxyBufferBytes bounds their payloads as well: 4096 datagrams of a
+// simulator's 1 KB ImagePackets fit, and a client spraying 64 KB
+// datagrams cannot make the buffer grow to a quarter of a gigabyte.
+const (
+	proxyBuffer      = 4096
+	proxyBufferBytes = proxyBuffer * 2048
+)
 
 // batchEvery is how long the measurement lets relayed datagrams gather
 // before it takes them: woken per datagram, the sidecar's reader would
@@ -198,60 +203,95 @@ const proxyBuffer = 4096
 const batchEvery = 20 * time.Millisecond
 
 // batchSource is the proxy's throttle.Source: the relay pushes what it
-// forwards without blocking (a full buffer drops and counts, as
-// throttle.ChanSource does), and Next hands the sidecar the datagrams a
-// batch at a time.
+// forwards a batch at a time without blocking (a full buffer drops and
+// counts, as throttle.ChanSource does), and Next hands the sidecar the
+// datagrams gathered since its last batch. Payloads are copied into an
+// arena the source reuses once the sidecar has read them, so measuring
+// allocates nothing per datagram.
 type batchSource struct {
-	mu      sync.Mutex
-	pending []capture.Datagram
-	limit   int
-	closed  bool
-	wake    chan struct{} // a datagram arrived while the reader may wait
-	done    chan struct{}
-	once    sync.Once
-	dropped atomic.Uint64
+	mu         sync.Mutex
+	pending    []capture.Datagram
+	arena      []byte // pending's payloads
+	limit      int
+	limitBytes int
+	closed     bool
+	wake       chan struct{} // a datagram arrived while the reader may wait
+	done       chan struct{}
+	once       sync.Once
+	dropped    atomic.Uint64
 
-	// The reader's own.
-	batch []capture.Datagram
-	next  int
-	timer *time.Timer
+	// The reader's own: the batch it is handing out and its payloads.
+	batch      []capture.Datagram
+	batchArena []byte
+	next       int
+	timer      *time.Timer
 }
 
-func newBatchSource(limit int) *batchSource {
-	return &batchSource{limit: limit, wake: make(chan struct{}, 1), done: make(chan struct{})}
+func newBatchSource(limit, limitBytes int) *batchSource {
+	return &batchSource{limit: limit, limitBytes: limitBytes, wake: make(chan struct{}, 1), done: make(chan struct{})}
 }
 
-// Push queues d, which the source keeps, and reports whether it was
-// queued: false when the buffer is full (counted) or the source closed.
+// Push queues a copy of d and reports whether it was queued: false when
+// the buffer is full (counted) or the source closed.
 func (s *batchSource) Push(d capture.Datagram) bool {
+	return s.PushBatch([]capture.Datagram{d}) == 1
+}
+
+// PushBatch queues copies of ds, in order, under one lock, and returns how
+// many it queued: those that do not fit are dropped and counted; none is
+// queued once the source is closed.
+func (s *batchSource) PushBatch(ds []capture.Datagram) int {
 	s.mu.Lock()
-	if s.closed || len(s.pending) >= s.limit {
-		full := !s.closed
+	if s.closed {
 		s.mu.Unlock()
-		if full {
-			s.dropped.Add(1)
-		}
-		return false
+		return 0
 	}
-	s.pending = append(s.pending, d)
-	first := len(s.pending) == 1
+	first := len(s.pending) == 0
+	queued := 0
+	for _, d := range ds {
+		if len(s.pending) >= s.limit || len(s.arena)+len(d.Payload) > s.limitBytes {
+			break
+		}
+		// A slice into an arena that append later moves still holds the
+		// bytes copied here: the old array lives on as long as it does.
+		start := len(s.arena)
+		s.arena = append(s.arena, d.Payload...)
+		d.Payload = s.arena[start:len(s.arena):len(s.arena)]
+		s.pending = append(s.pending, d)
+		queued++
+	}
 	s.mu.Unlock()
-	if first {
+	if queued < len(ds) {
+		s.dropped.Add(uint64(len(ds) - queued))
+	}
+	if first && queued > 0 {
 		select {
 		case s.wake <- struct{}{}:
 		default:
 		}
 	}
-	return true
+	return queued
 }
 
 // Next returns the next datagram pushed, in order, and
-// throttle.ErrSourceClosed once the source is closed and drained.
+// throttle.ErrSourceClosed once the source is closed and drained. Its
+// payload is valid until the following call.
+//
+// While datagrams flow, the reader sleeps batchEvery between batches and
+// is woken only by its timer; after a batch comes up empty it waits for
+// the next push, so an idle proxy's measurement does not wake at all.
 func (s *batchSource) Next() (capture.Datagram, error) {
 	for s.next >= len(s.batch) {
-		clear(s.batch) // the payloads go with the measurement
+		flowing := len(s.batch) > 0
+		// The batch handed out is read: its memory goes back to the pushers.
+		clear(s.batch)
+		s.batch, s.next = s.batch[:0], 0
+		if flowing && !s.sleep() {
+			continue // closed: drain what is queued
+		}
 		s.mu.Lock()
-		s.batch, s.pending, s.next = s.pending, s.batch[:0], 0
+		s.batch, s.pending = s.pending, s.batch
+		s.batchArena, s.arena = s.arena, s.batchArena[:0]
 		closed := s.closed
 		s.mu.Unlock()
 		if len(s.batch) > 0 {
@@ -263,21 +303,27 @@ func (s *batchSource) Next() (capture.Datagram, error) {
 		select {
 		case <-s.wake:
 		case <-s.done:
-			continue
-		}
-		if s.timer == nil {
-			s.timer = time.NewTimer(batchEvery)
-		} else {
-			s.timer.Reset(batchEvery)
-		}
-		select {
-		case <-s.timer.C:
-		case <-s.done:
 		}
 	}
 	d := s.batch[s.next]
 	s.next++
 	return d, nil
+}
+
+// sleep lets datagrams gather for batchEvery; false if the source closed
+// meanwhile.
+func (s *batchSource) sleep() bool {
+	if s.timer == nil {
+		s.timer = time.NewTimer(batchEvery)
+	} else {
+		s.timer.Reset(batchEvery)
+	}
+	select {
+	case <-s.timer.C:
+		return true
+	case <-s.done:
+		return false
+	}
 }
 
 // Close ends the source: Push refuses, Next returns what is queued, then
@@ -319,16 +365,20 @@ type association struct {
 	// local maps a remote address to the local address the relay socket
 	// sends to it from, when the socket is bound to every address.
 	local map[netip.Addr]netip.Addr
-	// rewrite holds the client direction's rewritten AgentThrottle until
-	// the relay has sent it; the relay calls ClientDatagram one datagram at
-	// a time per association.
+
+	// The client direction's own (the relay calls ClientDatagrams one batch
+	// at a time per association): the batch as measured, and the rewritten
+	// AgentThrottle before it is copied over the viewer's.
+	up      []capture.Datagram
 	rewrite []byte
+	// The remote direction's own.
+	down []capture.Datagram
 }
 
 // newProxy builds the server and the sidecar around loop; sc's Loop,
 // Source and Sender are the proxy's. The sidecar starts with run.
 func newProxy(loop *throttle.Loop, sc socks5.Config, cfg throttle.SidecarConfig, dryRun bool, log *slog.Logger) (*proxy, error) {
-	p := &proxy{source: newBatchSource(proxyBuffer), loop: loop, dryRun: dryRun, log: log,
+	p := &proxy{source: newBatchSource(proxyBuffer, proxyBufferBytes), loop: loop, dryRun: dryRun, log: log,
 		assocs: map[*socks5.Association]*association{}, byViewer: map[netip.AddrPort]*socks5.Association{}}
 	sc.Hooks = p
 	srv, err := socks5.New(sc, log.With("component", "socks5"))
@@ -394,14 +444,11 @@ func (p *proxy) state(a *socks5.Association) *association {
 	return st
 }
 
-// viewerEndpoint is the association's endpoint as the simulator at remote
-// sees it: the relay socket's port, from the address the host routes
-// remote from. A circuit is keyed by it, as a capture on the host would
-// key it, and the sender finds the association by it.
-func (p *proxy) viewerEndpoint(a *socks5.Association, remote netip.AddrPort) (netip.AddrPort, *association) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	st := p.state(a)
+// viewerEndpointLocked is the association's endpoint as the simulator at
+// remote sees it: the relay socket's port, from the address the host
+// routes remote from. A circuit is keyed by it, as a capture on the host
+// would key it, and the sender finds the association by it. p.mu is held.
+func (p *proxy) viewerEndpointLocked(a *socks5.Association, st *association, remote netip.AddrPort) netip.AddrPort {
 	relay := a.RelayAddr()
 	ip, ok := st.local[remote.Addr()]
 	if !ok {
@@ -415,7 +462,7 @@ func (p *proxy) viewerEndpoint(a *socks5.Association, remote netip.AddrPort) (ne
 		st.local[remote.Addr()] = ip
 		p.byViewer[netip.AddrPortFrom(ip, relay.Port())] = a
 	}
-	return netip.AddrPortFrom(ip, relay.Port()), st
+	return netip.AddrPortFrom(ip, relay.Port())
 }
 
 // maxRemotes bounds an association's cache of local addresses by remote:
@@ -435,25 +482,43 @@ func localAddrFor(remote netip.AddrPort, fallback netip.Addr) netip.Addr {
 	return c.LocalAddr().(*net.UDPAddr).AddrPort().Addr().Unmap()
 }
 
-// ClientDatagram puts fairgrid's current request into each AgentThrottle
-// the viewer sends, and measures what is forwarded.
-func (p *proxy) ClientDatagram(a *socks5.Association, remote netip.AddrPort, payload []byte, at time.Time) []byte {
-	viewerEP, st := p.viewerEndpoint(a, remote)
-	if h, _, _, err := lludp.ParseHeader(payload); err == nil && h.ID == lludp.AgentThrottleID && !p.dryRun {
-		payload = p.rewrite(st, circuit.Key{Viewer: viewerEP, Sim: remote}, payload)
+// ClientDatagrams puts fairgrid's current request into each AgentThrottle
+// the viewer sends, and hands what is forwarded to measurement: one lock
+// for the batch's endpoints, one for the hand-off.
+func (p *proxy) ClientDatagrams(a *socks5.Association, batch []socks5.Datagram) {
+	p.mu.Lock()
+	st := p.state(a)
+	ds := st.up[:0]
+	for _, d := range batch {
+		ds = append(ds, capture.Datagram{At: d.At, Src: p.viewerEndpointLocked(a, st, d.Remote), Dst: d.Remote})
 	}
-	p.source.Push(capture.Datagram{At: at, Src: viewerEP, Dst: remote, Payload: bytes.Clone(payload)})
-	return payload
+	p.mu.Unlock()
+	for i := range batch {
+		payload := batch[i].Payload
+		if h, _, _, err := lludp.ParseHeader(payload); err == nil && h.ID == lludp.AgentThrottleID && !p.dryRun {
+			if out, ok := p.rewrite(st, circuit.Key{Viewer: ds[i].Src, Sim: ds[i].Dst}, payload); ok {
+				// Over the viewer's own, so that each AgentThrottle of a
+				// batch keeps its own.
+				payload = append(payload[:0], out...)
+				batch[i].Payload = payload
+			}
+		}
+		ds[i].Payload = payload
+	}
+	p.source.PushBatch(ds)
+	clear(ds) // the relay's buffers are not the proxy's to keep
+	st.up = ds[:0]
 }
 
 // rewrite returns the AgentThrottle with fairgrid's request for k in its
-// body, or unchanged before the first decision or if it does not decode
-// (the proxy never breaks a circuit it does not understand).
-func (p *proxy) rewrite(st *association, k circuit.Key, payload []byte) []byte {
+// body (valid until the association's next rewrite), or false to relay it
+// unchanged: before the first decision, or if it does not decode (the
+// proxy never breaks a circuit it does not understand).
+func (p *proxy) rewrite(st *association, k circuit.Key, payload []byte) ([]byte, bool) {
 	r, ok := p.loop.Request(k)
 	if !ok {
 		p.beforeDecision.Add(1)
-		return payload
+		return nil, false
 	}
 	out, err := lludp.AppendReplacedThrottles(st.rewrite[:0], payload, r.Throttles)
 	if err != nil {
@@ -461,17 +526,25 @@ func (p *proxy) rewrite(st *association, k circuit.Key, payload []byte) []byte {
 		p.malformedOnce.Do(func() {
 			p.log.Warn("an AgentThrottle did not decode: relayed unchanged (counted in fairgrid_proxy_agent_throttles_total{outcome=\"malformed\"})", "circuit", k, "err", err)
 		})
-		return payload
+		return nil, false
 	}
 	st.rewrite = out
 	p.rewritten.Add(1)
-	return out
+	return out, true
 }
 
-// RemoteDatagram measures what the simulator sends.
-func (p *proxy) RemoteDatagram(a *socks5.Association, remote netip.AddrPort, payload []byte, at time.Time) {
-	viewerEP, _ := p.viewerEndpoint(a, remote)
-	p.source.Push(capture.Datagram{At: at, Src: remote, Dst: viewerEP, Payload: bytes.Clone(payload)})
+// RemoteDatagrams measures what the simulators send.
+func (p *proxy) RemoteDatagrams(a *socks5.Association, batch []socks5.Datagram) {
+	p.mu.Lock()
+	st := p.state(a)
+	ds := st.down[:0]
+	for _, d := range batch {
+		ds = append(ds, capture.Datagram{At: d.At, Src: d.Remote, Dst: p.viewerEndpointLocked(a, st, d.Remote), Payload: d.Payload})
+	}
+	p.mu.Unlock()
+	p.source.PushBatch(ds)
+	clear(ds)
+	st.down = ds[:0]
 }
 
 // AssociationClosed forgets the association and its circuits: the viewer

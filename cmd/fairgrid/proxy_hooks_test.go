@@ -224,7 +224,7 @@ func TestProxyMetrics(t *testing.T) {
 // drops and counts; after Close, Push refuses and Next drains what was
 // queued, then says the source is closed.
 func TestBatchSource(t *testing.T) {
-	s := newBatchSource(3)
+	s := newBatchSource(3, proxyBufferBytes)
 	at := time.Unix(1, 0)
 	for i := range 5 {
 		ok := s.Push(capture.Datagram{At: at.Add(time.Duration(i)), Payload: []byte{byte(i)}})
@@ -262,7 +262,7 @@ func TestBatchSource(t *testing.T) {
 // TestBatchSourceCloseWakesReader: a Next waiting for datagrams returns
 // when the source closes.
 func TestBatchSourceCloseWakesReader(t *testing.T) {
-	s := newBatchSource(8)
+	s := newBatchSource(8, proxyBufferBytes)
 	done := make(chan error)
 	go func() { _, err := s.Next(); done <- err }()
 	s.Close()

@@ -82,6 +82,15 @@ func (s *Server) associate(ctx context.Context, conn net.Conn, br *bufio.Reader,
 	defer s.release(s.perClientUDP, clientIP)
 
 	a, err := s.newAssociation(conn, clientIP)
+	var fromClient, fromRemote *batchReader
+	var toClient, toRemote *batchWriter
+	if err == nil {
+		fromClient, toClient, fromRemote, toRemote, err = a.batches()
+		if err != nil {
+			a.clientSide.Close()
+			a.relay.Close()
+		}
+	}
 	if err != nil {
 		s.stats.refuse(s.log, RefusedUDPSetup, clientStr, err)
 		conn.Write(appendReply(nil, repGeneralFailure, Addr{}))
@@ -106,8 +115,8 @@ func (s *Server) associate(ctx context.Context, conn net.Conn, br *bufio.Reader,
 	conn.SetDeadline(time.Time{})
 
 	var wg sync.WaitGroup
-	wg.Go(a.relayFromClient)
-	wg.Go(a.relayFromRemote)
+	wg.Go(func() { a.relayFromClient(fromClient, toRemote) })
+	wg.Go(func() { a.relayFromRemote(fromRemote, toClient) })
 	// Nothing is expected on the control connection; it is read only to
 	// learn when it ends (EOF, reset, or serveConn closing it at shutdown).
 	io.Copy(io.Discard, br)
@@ -158,13 +167,33 @@ func (s *Server) newAssociation(conn net.Conn, clientIP netip.Addr) (*Associatio
 // can carry.
 const maxDatagram = 65535
 
+// batches makes the batch readers and writers of the association's two
+// sockets: one goroutine reads each socket and writes the other.
+func (a *Association) batches() (fromClient *batchReader, toClient *batchWriter, fromRemote *batchReader, toRemote *batchWriter, err error) {
+	if fromClient, err = newBatchReader(a.clientSide, 0); err != nil {
+		return
+	}
+	if toClient, err = newBatchWriter(a.clientSide); err != nil {
+		return
+	}
+	// The remote direction reads each payload behind room for the longest
+	// SOCKS header, so wrapping it needs no copy.
+	if fromRemote, err = newBatchReader(a.relay, udpHeaderIPv6); err != nil {
+		return
+	}
+	toRemote, err = newBatchWriter(a.relay)
+	return
+}
+
 // relayFromClient unwraps the client's datagrams and sends them on from the
-// relay socket. It ends when the client socket is closed.
-func (a *Association) relayFromClient() {
+// relay socket, a batch at a time. It ends when the client socket is
+// closed.
+func (a *Association) relayFromClient(in *batchReader, out *batchWriter) {
 	s := a.srv
-	buf := make([]byte, maxDatagram)
+	batch := make([]Datagram, 0, len(in.slots))
+	send := make([]outgoing, 0, len(in.slots))
 	for {
-		n, from, err := a.clientSide.ReadFromUDPAddrPort(buf)
+		n, err := in.read()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
@@ -172,41 +201,68 @@ func (a *Association) relayFromClient() {
 			continue // e.g. ICMP port unreachable reported by the kernel
 		}
 		at := s.cfg.Now()
-		from = netip.AddrPortFrom(from.Addr().Unmap(), from.Port())
-		port := uint16(a.clientPort.Load())
-		if from.Addr() != a.clientIP || port != 0 && from.Port() != port {
-			s.stats.drop(s.log, DroppedForeignSource, from)
-			continue
-		}
-		if port == 0 {
-			a.clientPort.Store(uint32(from.Port()))
-		}
-		dst, off, err := parseUDPHeader(buf[:n])
-		if err != nil {
-			s.stats.drop(s.log, dropCauseOf(err), from)
-			continue
-		}
-		remote, ok := a.resolve(dst)
-		if !ok {
-			s.stats.drop(s.log, DroppedUnresolved, from)
-			continue
-		}
-		payload := buf[off:n]
-		if s.cfg.Hooks != nil {
-			payload = s.cfg.Hooks.ClientDatagram(a, remote, payload, at)
-			if payload == nil {
-				s.stats.drop(s.log, DroppedByHook, from)
+		batch = batch[:0]
+		for _, sl := range in.slots[:n] {
+			from := sl.from
+			port := uint16(a.clientPort.Load())
+			if from.Addr() != a.clientIP || port != 0 && from.Port() != port {
+				s.stats.drop(s.log, DroppedForeignSource, from)
 				continue
 			}
+			if port == 0 {
+				a.clientPort.Store(uint32(from.Port()))
+			}
+			wrapped := sl.buf[:sl.n]
+			dst, off, err := parseUDPHeader(wrapped)
+			if err != nil {
+				s.stats.drop(s.log, dropCauseOf(err), from)
+				continue
+			}
+			remote, ok := a.resolve(dst)
+			if !ok {
+				s.stats.drop(s.log, DroppedUnresolved, from)
+				continue
+			}
+			batch = append(batch, Datagram{Remote: remote, Payload: wrapped[off:], At: at})
 		}
-		// Counted before sending, so that whoever receives it finds it
-		// counted; taken back if the kernel refuses it.
-		s.stats.datagrams[dirClientToRemote].Add(1)
-		s.stats.datagramBytes[dirClientToRemote].Add(uint64(len(payload)))
-		if _, err := a.relay.WriteToUDPAddrPort(payload, remote); err != nil {
-			s.stats.datagrams[dirClientToRemote].Add(^uint64(0))
-			s.stats.datagramBytes[dirClientToRemote].Add(^uint64(len(payload) - 1))
-			s.stats.drop(s.log, DroppedSendFailed, remote)
+		if len(batch) == 0 {
+			continue
+		}
+		if s.cfg.Hooks != nil {
+			s.cfg.Hooks.ClientDatagrams(a, batch)
+		}
+		send = send[:0]
+		var bytes uint64
+		for _, d := range batch {
+			if d.Payload == nil {
+				s.stats.drop(s.log, DroppedByHook, a.ClientAddr())
+				continue
+			}
+			send = append(send, outgoing{payload: d.Payload, to: d.Remote, counted: len(d.Payload)})
+			bytes += uint64(len(d.Payload))
+		}
+		a.relayBatch(out, send, bytes, dirClientToRemote)
+	}
+}
+
+// relayBatch sends a batch and counts it. It is counted before sending,
+// so that whoever receives a datagram finds it counted; what the kernel
+// refuses is taken back and counted as dropped.
+func (a *Association) relayBatch(w *batchWriter, send []outgoing, bytes uint64, dir int) {
+	if len(send) == 0 {
+		return
+	}
+	st := &a.srv.stats
+	st.datagrams[dir].Add(uint64(len(send)))
+	st.datagramBytes[dir].Add(bytes)
+	if w.write(send) == 0 {
+		return
+	}
+	for _, o := range send {
+		if o.failed {
+			st.datagrams[dir].Add(^uint64(0))
+			st.datagramBytes[dir].Add(-uint64(o.counted))
+			st.drop(a.srv.log, DroppedSendFailed, o.to)
 		}
 	}
 }
@@ -252,13 +308,16 @@ func (a *Association) resolve(dst Addr) (netip.AddrPort, bool) {
 }
 
 // relayFromRemote wraps every datagram arriving at the relay socket in a
-// header naming its source and sends it to the client. The payload is read
-// behind room for the longest IP header so wrapping needs no copy.
-func (a *Association) relayFromRemote() {
+// header naming its source and sends it to the client, a batch at a time.
+// Each payload was read behind room for the longest header, so wrapping
+// needs no copy.
+func (a *Association) relayFromRemote(in *batchReader, out *batchWriter) {
 	s := a.srv
-	buf := make([]byte, udpHeaderIPv6+maxDatagram)
+	batch := make([]Datagram, 0, len(in.slots))
+	send := make([]outgoing, 0, len(in.slots))
+	room := in.headroom
 	for {
-		n, from, err := a.relay.ReadFromUDPAddrPort(buf[udpHeaderIPv6:])
+		n, err := in.read()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
@@ -266,24 +325,30 @@ func (a *Association) relayFromRemote() {
 			continue
 		}
 		at := s.cfg.Now()
-		from = netip.AddrPortFrom(from.Addr().Unmap(), from.Port())
 		client := a.ClientAddr()
 		if client.Port() == 0 {
-			s.stats.drop(s.log, DroppedClientUnknown, from)
+			for _, sl := range in.slots[:n] {
+				s.stats.drop(s.log, DroppedClientUnknown, sl.from)
+			}
 			continue
 		}
-		payload := buf[udpHeaderIPv6 : udpHeaderIPv6+n]
+		batch = batch[:0]
+		for _, sl := range in.slots[:n] {
+			// Capped: the hook may read the payload, not grow it into the
+			// next slot.
+			batch = append(batch, Datagram{Remote: sl.from, Payload: sl.buf[room : room+sl.n : room+sl.n], At: at})
+		}
 		if s.cfg.Hooks != nil {
-			s.cfg.Hooks.RemoteDatagram(a, from, payload, at)
+			s.cfg.Hooks.RemoteDatagrams(a, batch)
 		}
-		start := udpHeaderIPv6 - udpHeaderLen(from)
-		putUDPHeader(buf[start:udpHeaderIPv6], from)
-		s.stats.datagrams[dirRemoteToClient].Add(1)
-		s.stats.datagramBytes[dirRemoteToClient].Add(uint64(n))
-		if _, err := a.clientSide.WriteToUDPAddrPort(buf[start:udpHeaderIPv6+n], client); err != nil {
-			s.stats.datagrams[dirRemoteToClient].Add(^uint64(0))
-			s.stats.datagramBytes[dirRemoteToClient].Add(^uint64(n - 1))
-			s.stats.drop(s.log, DroppedSendFailed, client)
+		send = send[:0]
+		var bytes uint64
+		for _, sl := range in.slots[:n] {
+			start := room - udpHeaderLen(sl.from)
+			putUDPHeader(sl.buf[start:room], sl.from)
+			send = append(send, outgoing{payload: sl.buf[start : room+sl.n], to: client, counted: sl.n})
+			bytes += uint64(sl.n)
 		}
+		a.relayBatch(out, send, bytes, dirRemoteToClient)
 	}
 }

@@ -21,15 +21,6 @@ import (
 	"github.com/fairgrid/fairgrid/internal/benchrelay"
 )
 
-// nopHooks is the lightest hook: the cost of the hook interface itself.
-type nopHooks struct{}
-
-func (nopHooks) ClientDatagram(_ *Association, _ netip.AddrPort, p []byte, _ time.Time) []byte {
-	return p
-}
-func (nopHooks) RemoteDatagram(*Association, netip.AddrPort, []byte, time.Time) {}
-func (nopHooks) AssociationClosed(*Association)                                 {}
-
 // benchChildEnv makes the test binary run a relay instead of the tests, so
 // that the relay's own CPU time can be measured apart from the client and
 // the echo server.

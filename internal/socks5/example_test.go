@@ -13,16 +13,19 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// rewriter is a Hooks that sees every datagram; a real proxy measures here
-// and replaces the body of each AgentThrottle.
+// rewriter is a Hooks that sees every datagram, a batch at a time; a real
+// proxy measures here and replaces the body of each AgentThrottle.
 type rewriter struct{}
 
-func (rewriter) ClientDatagram(a *socks5.Association, remote netip.AddrPort, payload []byte, at time.Time) []byte {
-	return payload
+func (rewriter) ClientDatagrams(a *socks5.Association, batch []socks5.Datagram) {
+	for i := range batch {
+		if len(batch[i].Payload) == 0 {
+			batch[i].Payload = nil // nothing to relay: drop it
+		}
+	}
 }
-func (rewriter) RemoteDatagram(a *socks5.Association, remote netip.AddrPort, payload []byte, at time.Time) {
-}
-func (rewriter) AssociationClosed(a *socks5.Association) {}
+func (rewriter) RemoteDatagrams(a *socks5.Association, batch []socks5.Datagram) {}
+func (rewriter) AssociationClosed(a *socks5.Association)                        {}
 
 // The proxy command: check the listen address, build the server, register
 // its metrics, serve until the context ends.

@@ -54,20 +54,35 @@ const (
 	DefaultDialTimeout              = 15 * time.Second
 )
 
-// Hooks are the proxy's view into the UDP relay. The relay calls them from
-// each association's goroutines, one datagram at a time per direction; the
+// Datagram is one relayed datagram as the hooks see it.
+type Datagram struct {
+	// Remote is the remote host: a client datagram's destination, a remote
+	// host's datagram's source.
+	Remote netip.AddrPort
+	// Payload is the datagram without the SOCKS header.
+	Payload []byte
+	// At is when the relay read it (the batch it came in).
+	At time.Time
+}
+
+// Hooks are the proxy's view into the UDP relay. The relay reads datagrams
+// in batches (as many as were queued, up to a limit) and calls a hook once
+// per batch, so that whatever the hook hands on (measurement) costs a lock
+// or a wake-up per batch rather than per datagram. The calls come from
+// each association's goroutines, one batch at a time per direction; the
 // two directions and different associations run concurrently. A hook must
-// not block (it holds up its direction of the association), and payload is
-// valid only during the call.
+// not block (it holds up its direction of the association), and the batch
+// and its payloads are valid only during the call.
 type Hooks interface {
-	// ClientDatagram is called for each datagram from the client towards
-	// remote, received at at. It returns the payload to send: payload itself,
-	// or a replacement (which may reuse payload's memory); nil drops the
-	// datagram (counted as cause "hook").
-	ClientDatagram(a *Association, remote netip.AddrPort, payload []byte, at time.Time) []byte
-	// RemoteDatagram is called for each datagram from remote towards the
-	// client, received at at, before it is relayed unchanged.
-	RemoteDatagram(a *Association, remote netip.AddrPort, payload []byte, at time.Time)
+	// ClientDatagrams is called with each batch of datagrams from the
+	// client, in the order they came. It may replace a datagram's Payload
+	// (the replacement may reuse its memory: its capacity runs to the end of
+	// the relay's buffer for it) or set it to nil, which drops the datagram
+	// (counted as cause "hook").
+	ClientDatagrams(a *Association, batch []Datagram)
+	// RemoteDatagrams is called with each batch of datagrams from remote
+	// hosts towards the client, before they are relayed unchanged.
+	RemoteDatagrams(a *Association, batch []Datagram)
 	// AssociationClosed is called once when the association has ended and
 	// its sockets are closed.
 	AssociationClosed(a *Association)
@@ -94,7 +109,8 @@ type Config struct {
 	RelayAddr netip.Addr
 	// Hooks, if set, see every relayed datagram.
 	Hooks Hooks
-	// Now reads the clock once per received datagram; nil means time.Now.
+	// Now reads the clock once per batch of received datagrams; nil means
+	// time.Now.
 	Now func() time.Time
 }
 

@@ -162,24 +162,27 @@ type recorder struct {
 
 func newRecorder() *recorder { return &recorder{closed: make(chan *Association, 16)} }
 
-func (r *recorder) ClientDatagram(a *Association, remote netip.AddrPort, p []byte, at time.Time) []byte {
+func (r *recorder) ClientDatagrams(a *Association, batch []Datagram) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.client = append(r.client, bytes.Clone(p))
-	r.times = append(r.times, at)
-	r.assocs = append(r.assocs, a)
-	r.remotes = append(r.remotes, remote)
-	if r.rewrite != nil {
-		return r.rewrite(p)
+	for i, d := range batch {
+		r.client = append(r.client, bytes.Clone(d.Payload))
+		r.times = append(r.times, d.At)
+		r.assocs = append(r.assocs, a)
+		r.remotes = append(r.remotes, d.Remote)
+		if r.rewrite != nil {
+			batch[i].Payload = r.rewrite(d.Payload)
+		}
 	}
-	return p
 }
 
-func (r *recorder) RemoteDatagram(a *Association, remote netip.AddrPort, p []byte, at time.Time) {
+func (r *recorder) RemoteDatagrams(a *Association, batch []Datagram) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.remote = append(r.remote, bytes.Clone(p))
-	r.times = append(r.times, at)
+	for _, d := range batch {
+		r.remote = append(r.remote, bytes.Clone(d.Payload))
+		r.times = append(r.times, d.At)
+	}
 }
 
 func (r *recorder) AssociationClosed(a *Association) { r.closed <- a }

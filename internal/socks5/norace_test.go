@@ -1,0 +1,5 @@
+//go:build !race
+
+package socks5
+
+const raceEnabled = false
