@@ -122,3 +122,26 @@ func TestAuditStdin(t *testing.T) {
 		t.Errorf("exit %d: %s\n%s", code, errOut, out)
 	}
 }
+
+// TestAuditDamaged: a capture cut short is audited up to the damage with
+// exit 0 and a warning saying where; one cut in its first record read
+// nothing, exit 1.
+func TestAuditDamaged(t *testing.T) {
+	raw, err := os.ReadFile(auditRealCapture(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	half := filepath.Join(dir, "half.pcap")
+	os.WriteFile(half, raw[:len(raw)/2], 0o644)
+	code, out, errOut := runCmd(t, "", "audit", half)
+	if code != exitOK || !strings.Contains(errOut, "half.pcap: stopped at byte ") || !strings.Contains(out, "stopped at byte") {
+		t.Errorf("half: exit %d\n%s\n%s", code, errOut, out)
+	}
+	first := filepath.Join(dir, "first.pcap")
+	os.WriteFile(first, raw[:30], 0o644)
+	code, _, errOut = runCmd(t, "", "audit", first, half)
+	if code != exitFail || !strings.Contains(errOut, "first.pcap: nothing could be read") {
+		t.Errorf("first record cut: exit %d: %s", code, errOut)
+	}
+}

@@ -13,13 +13,15 @@ import (
 // resend spurious, 264 ping pairs per client at about 0.3–0.7 ms.
 func realCapture(t testing.TB) string {
 	t.Helper()
-	p, err := filepath.Abs("../../../shared/testdata/real/opensim-0922-captures/testclient-2x-10min.pcap")
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := realCapturePath()
 	if _, err := os.Stat(p); err != nil {
 		t.Skipf("real capture not found at %s (it lives in ../shared beside the repository): %v", p, err)
 	}
+	return p
+}
+
+func realCapturePath() string {
+	p, _ := filepath.Abs("../../../shared/testdata/real/opensim-0922-captures/testclient-2x-10min.pcap")
 	return p
 }
 
