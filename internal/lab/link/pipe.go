@@ -146,7 +146,7 @@ type Flow uint16
 const MaxFlows = 1 << 16
 
 // FlowStats counts one flow through a pipe (or all of them) from Start to
-// At. Every packet that arrived is in exactly one of Delivered,
+// At. Bytes are as on the wire: a Bottleneck's flow's Overhead included. Every packet that arrived is in exactly one of Delivered,
 // DroppedRandom, DroppedQueue, Queued and InFlight: Conserved checks it.
 type FlowStats struct {
 	Start, At time.Time

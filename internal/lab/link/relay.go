@@ -1,6 +1,7 @@
 package link
 
 import (
+	"bytes"
 	"container/heap"
 	"context"
 	"errors"
@@ -18,8 +19,15 @@ type Config struct {
 	Listen netip.AddrPort
 	// Upstream is the simulator.
 	Upstream netip.AddrPort
-	// Down is simulator to viewer, Up viewer to simulator.
+	// Down is simulator to viewer, Up viewer to simulator. Both must be
+	// zero with Shared, whose directions apply instead.
 	Down, Up PipeConfig
+	// Shared, if set, carries the relay's datagrams instead of pipes of
+	// its own, as flows "lludp VIEWER up" and "lludp VIEWER down" (each
+	// datagram costing its payload plus 28 bytes of IPv4 and UDP headers),
+	// so that viewers share one queue with whatever else crosses it. Its
+	// owner runs it: the relay's Run does not.
+	Shared *Bottleneck
 	// Seed makes the loss processes repeatable (each direction derives its
 	// own stream from it).
 	Seed uint64
@@ -51,11 +59,14 @@ type Relay struct {
 	conn   *net.UDPConn // viewers ↔ relay
 	up     *Pipe
 	down   *Pipe
-	mu     sync.Mutex // guards the pipes, the circuits and the timeline
+	mu     sync.Mutex // guards the pipes, the circuits, the flows and the timeline
 	viewer map[netip.AddrPort]*net.UDPConn
-	queue  deliveries
-	wake   chan struct{}
-	wg     sync.WaitGroup
+	flows  map[netip.AddrPort][2]Flow // the viewers' flows through Shared, by Direction
+	// sharedRefused is set once Shared has refused a viewer's flow.
+	sharedRefused bool
+	queue         deliveries
+	wake          chan struct{}
+	wg            sync.WaitGroup
 }
 
 type delivery struct {
@@ -83,13 +94,19 @@ func New(cfg Config, log *slog.Logger) (*Relay, error) {
 	if !cfg.Upstream.IsValid() {
 		return nil, errors.New("link: upstream address required")
 	}
-	down, err := NewPipe(cfg.Down, cfg.Seed)
-	if err != nil {
-		return nil, fmt.Errorf("link: down: %w", err)
-	}
-	up, err := NewPipe(cfg.Up, cfg.Seed^0xA5A5A5A5)
-	if err != nil {
-		return nil, fmt.Errorf("link: up: %w", err)
+	var up, down *Pipe
+	if cfg.Shared != nil {
+		if cfg.Down != (PipeConfig{}) || cfg.Up != (PipeConfig{}) {
+			return nil, errors.New("link: up and down configure the relay's own pipes: with a shared bottleneck, set its directions instead")
+		}
+	} else {
+		var err error
+		if down, err = NewPipe(cfg.Down, cfg.Seed); err != nil {
+			return nil, fmt.Errorf("link: down: %w", err)
+		}
+		if up, err = NewPipe(cfg.Up, cfg.Seed^0xA5A5A5A5); err != nil {
+			return nil, fmt.Errorf("link: up: %w", err)
+		}
 	}
 	conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(cfg.Listen))
 	if err != nil {
@@ -99,25 +116,48 @@ func New(cfg Config, log *slog.Logger) (*Relay, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	setBuffers(conn)
-	return &Relay{cfg: cfg, log: log, conn: conn, up: up, down: down, viewer: map[netip.AddrPort]*net.UDPConn{}, wake: make(chan struct{}, 1)}, nil
+	return &Relay{cfg: cfg, log: log, conn: conn, up: up, down: down, viewer: map[netip.AddrPort]*net.UDPConn{}, flows: map[netip.AddrPort][2]Flow{}, wake: make(chan struct{}, 1)}, nil
 }
 
 // Addr is where viewers should send.
 func (r *Relay) Addr() netip.AddrPort { return r.conn.LocalAddr().(*net.UDPAddr).AddrPort() }
 
-// Stats returns each direction's counters.
+// Stats returns each direction's counters: with a shared bottleneck, the
+// relay's own flows' through it.
 func (r *Relay) Stats() (down, up PipeStats) {
+	if r.cfg.Shared == nil {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.down.Stats(), r.up.Stats()
+	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.down.Stats(), r.up.Stats()
+	ours := map[Flow]bool{}
+	for _, f := range r.flows {
+		ours[f[Up]], ours[f[Down]] = true, true
+	}
+	r.mu.Unlock()
+	var dirs [2]PipeStats
+	for _, f := range r.cfg.Shared.Stats().Flows {
+		if !ours[f.Flow] {
+			continue
+		}
+		d := &dirs[f.Dir]
+		d.DroppedRandom += f.DroppedRandom
+		d.DroppedQueue += f.DroppedQueue
+		d.Forwarded += f.Arrived - f.Dropped()
+		d.QueueDelay += f.QueueDelay.Sum
+	}
+	return dirs[Down], dirs[Up]
 }
 
 // Run relays until ctx ends, then closes every socket.
 func (r *Relay) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	r.wg.Add(1)
-	go func() { defer r.wg.Done(); r.deliverLoop(ctx) }()
+	if r.cfg.Shared == nil {
+		r.wg.Add(1)
+		go func() { defer r.wg.Done(); r.deliverLoop(ctx) }()
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- r.readViewers() }()
 	<-ctx.Done()
@@ -164,6 +204,10 @@ func (r *Relay) offer(up bool, viewer netip.AddrPort, payload []byte, now time.T
 			}
 		}
 	}
+	if r.cfg.Shared != nil {
+		r.offerSharedLocked(up, viewer, payload, now)
+		return
+	}
 	at, cause := pipe.Offer(len(payload), now)
 	if cause == Forwarded {
 		heap.Push(&r.queue, delivery{at: at, payload: append([]byte(nil), payload...), up: up, viewer: viewer})
@@ -173,6 +217,52 @@ func (r *Relay) offer(up bool, viewer netip.AddrPort, payload []byte, now time.T
 		}
 	}
 	r.mu.Unlock()
+	r.offered(up, viewer, payload, now, cause)
+}
+
+// udpOverhead is what a UDP payload adds on an IPv4 link: the IPv4 header
+// without options (RFC 791) and the UDP header (RFC 768).
+const udpOverhead = 20 + 8
+
+// offerSharedLocked sends a datagram through the shared bottleneck as its
+// viewer's flow, opening the flows at the viewer's first datagram; it
+// unlocks r.mu.
+func (r *Relay) offerSharedLocked(up bool, viewer netip.AddrPort, payload []byte, now time.Time) {
+	flows, ok := r.flows[viewer]
+	if !ok {
+		for _, dir := range []Direction{Up, Down} {
+			f, err := r.cfg.Shared.AddFlow(FlowConfig{Name: fmt.Sprintf("lludp %v %v", viewer, dir), Dir: dir, Overhead: udpOverhead,
+				Deliver: func(p []byte) { r.send(delivery{payload: p, up: dir == Up, viewer: viewer}) }})
+			if err != nil {
+				// Only a name another relay on the same bottleneck took
+				// fails: said once, and the viewer's datagrams go nowhere.
+				first := !r.sharedRefused
+				r.sharedRefused = true
+				r.mu.Unlock()
+				if first {
+					r.log.Warn("cannot add a viewer's flow to the shared bottleneck; its datagrams are not relayed", "viewer", viewer, "err", err)
+				}
+				return
+			}
+			flows[dir] = f
+		}
+		r.flows[viewer] = flows
+	}
+	f := flows[Down]
+	if up {
+		f = flows[Up]
+	}
+	// The bottleneck owns what it is sent.
+	// Send fails only for a flow it did not hand out; these all came from
+	// it.
+	cause, _ := r.cfg.Shared.Send(f, bytes.Clone(payload))
+	r.mu.Unlock()
+	r.offered(up, viewer, payload, now, cause)
+}
+
+// offered shows an offered datagram to the tap and, if it was dropped, to
+// OnDrop.
+func (r *Relay) offered(up bool, viewer netip.AddrPort, payload []byte, now time.Time, cause Cause) {
 	// The tap sees an up datagram once it has its place in the pipe, as a
 	// capture on the viewer's host sees it once sent: whatever the tap's
 	// owner injects in answer queues behind it.
