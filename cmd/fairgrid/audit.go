@@ -27,6 +27,9 @@ it stopped. The exit code is 1 if an input could not be opened or held
 nothing readable, if no LLUDP circuit was found, or if the output could
 not be written; 2 for a bad command line.`
 
+// progressClock is the progress bar's clock; tests replace it.
+var progressClock = time.Now
+
 // stderrIsTerminal says whether the progress bar has a terminal to draw
 // on; tests replace it.
 var stderrIsTerminal = func(w io.Writer) bool {
@@ -114,7 +117,7 @@ func runAudit(args []string, s stdio) int {
 		}
 		var bar *audit.Progress
 		if stderrIsTerminal(s.err) {
-			bar = audit.NewProgress(s.err, total, time.Now)
+			bar = audit.NewProgress(s.err, total, progressClock)
 			for _, in := range inputs {
 				bar.Track(in.Counter)
 			}
