@@ -84,5 +84,18 @@
 // device counters (Lab.DeviceCounters): after Lab.Drain the three agree
 // packet for packet (TestPacketConservation).
 //
+// # Real time
+//
+// The lab runs on the wall clock: a packet reaches the bottleneck when the
+// forwarder reads it. On a busy machine the forwarder's threads wait for a
+// CPU behind other processes, and what the kernel sent meanwhile arrives
+// at the bottleneck in one burst. With the machine's two cores under a
+// load average of 11, the flow tests fell to 2–70 % of the rate in four
+// runs of three (a second with no byte delivered, a smoothed RTT of 3 s
+// over a 40 ms path, hundreds of drops in one burst); the same runs
+// under SCHED_RR delivered 94–97 % every time. SetRealtime puts the
+// process's threads under that policy; the tests do it in TestMain, and
+// so should a command that runs labs as root.
+//
 // It is Linux-only and needs root: Supported says why not elsewhere.
 package kerneltcp

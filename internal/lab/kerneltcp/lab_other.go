@@ -53,3 +53,6 @@ func (*Lab) Devices() (clientDev, serverDev string) { return "", "" }
 func (*Lab) DeviceCounters(context.Context) (clientDev, serverDev DeviceCounters, err error) {
 	return DeviceCounters{}, DeviceCounters{}, errNotLinux
 }
+
+// SetRealtime refuses: see Supported.
+func SetRealtime(int) error { return errNotLinux }
