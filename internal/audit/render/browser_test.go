@@ -23,6 +23,8 @@ import (
 	"time"
 
 	"golang.org/x/net/websocket"
+
+	"github.com/fairgrid/fairgrid/internal/audit"
 )
 
 // chromiumPath finds headless Chromium, installing Debian's package when
@@ -291,22 +293,25 @@ const measure = `JSON.stringify(Array.from(document.querySelectorAll('figure')).
           overflow: svg ? svg.getBoundingClientRect().width > r.width + 1 : false};
 }))`
 
-// TestHTMLInBrowser opens the report in headless Chromium, checks that
-// every figure renders with a non-empty SVG bounding box and that the
-// browser reports no console error, and saves a screenshot of each
-// figure (FAIRGRID_ARTIFACTS, or the test's temporary directory).
+// TestHTMLInBrowser opens reports in headless Chromium (one browser, a
+// page per report: the synthetic grid and, when it is there, the real
+// OpenSim capture), checks that every figure renders with a non-empty SVG
+// bounding box and that the browser reports no console error, and saves a
+// screenshot of each figure (FAIRGRID_ARTIFACTS, or the test's temporary
+// directory).
 func TestHTMLInBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipped with -short: starts a browser")
 	}
 	chromium := chromiumPath(t)
 	dir := artifacts(t)
-	path := writePage(t, dir, "report.html", makeReport(1, 12, 600))
-	want, err := checkPage(readFile(t, path))
-	if err != nil {
-		t.Fatal(err)
+	reports := []struct {
+		name   string
+		report func(t *testing.T) *audit.Report
+	}{
+		{"grid", func(*testing.T) *audit.Report { return makeReport(1, 12, 600) }},
+		{"real", func(t *testing.T) *audit.Report { return realReport(t) }},
 	}
-
 	d := startChromium(t, chromium)
 	for _, c := range []struct {
 		method string
@@ -314,11 +319,91 @@ func TestHTMLInBrowser(t *testing.T) {
 	}{
 		{"Runtime.enable", nil}, {"Log.enable", nil}, {"Page.enable", nil},
 		{"Emulation.setDeviceMetricsOverride", map[string]any{"width": 1400, "height": 1000, "deviceScaleFactor": 1, "mobile": false}},
-		{"Page.navigate", map[string]any{"url": (&url.URL{Scheme: "file", Path: path}).String()}},
 	} {
 		if err := d.call(c.method, c.params, nil); err != nil {
 			t.Fatal(err)
 		}
+	}
+	t.Run("checks fail on a broken page", func(t *testing.T) { checkBrowserCatches(t, d, t.TempDir()) })
+	for _, rep := range reports {
+		t.Run(rep.name, func(t *testing.T) {
+			out := filepath.Join(dir, rep.name)
+			if err := os.MkdirAll(out, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			path := writePage(t, out, "report.html", rep.report(t))
+			want, err := checkPage(readFile(t, path))
+			if err != nil {
+				t.Fatal(err)
+			}
+			boxes := d.render(t, path)
+			if len(boxes) != len(want) {
+				t.Errorf("browser shows %d figures, the page has %d", len(boxes), len(want))
+			}
+			for i, b := range boxes {
+				if i < len(want) && b.ID != want[i].id {
+					t.Errorf("figure %d is %q, want %q", i, b.ID, want[i].id)
+				}
+				if !(b.BBoxW > 0 && b.BBoxH > 0 && b.W > 0 && b.H > 0) {
+					t.Errorf("figure %q renders empty: SVG bounding box %.0f×%.0f, figure %.0f×%.0f", b.ID, b.BBoxW, b.BBoxH, b.W, b.H)
+				}
+				if i < len(want) && b.Drawn < want[i].drawings/2 {
+					t.Errorf("figure %q: %d of its %d drawing elements have a size", b.ID, b.Drawn, want[i].drawings)
+				}
+				if b.Overflow {
+					t.Errorf("figure %q: its SVG is wider than the figure", b.ID)
+				}
+				raw := d.screenshot(t, b)
+				img, err := png.Decode(bytes.NewReader(raw))
+				if err != nil {
+					t.Fatalf("screenshot of %q: %v", b.ID, err)
+				}
+				if f := inked(img); f < 0.01 {
+					t.Errorf("screenshot of %q is blank (%.2f %% of its pixels drawn)", b.ID, f*100)
+				}
+				if err := os.WriteFile(filepath.Join(out, b.ID+".png"), raw, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// A last round trip, so that messages logged late are in.
+			if err := d.call("Runtime.evaluate", map[string]any{"expression": "1"}, nil); err != nil {
+				t.Fatal(err)
+			}
+			if p := d.problems(); len(p) > 0 {
+				t.Errorf("the browser reported:\n%s", strings.Join(p, "\n"))
+			}
+			t.Logf("%d figures rendered; screenshots in %s", len(boxes), out)
+		})
+	}
+}
+
+// TestHTMLInBrowser's checks, on a page that must fail them: a missing
+// image is a console error, an empty SVG has an empty bounding box.
+func checkBrowserCatches(t *testing.T, d *devtools, dir string) {
+	path := filepath.Join(dir, "broken.html")
+	page := `<!DOCTYPE html><html><head><meta charset="utf-8"><title>broken</title></head><body>
+<img src="missing.png" alt="x"><figure id="fig-empty"><svg width="100pt" height="50pt" viewBox="0 0 100 50"></svg></figure></body></html>`
+	if err := os.WriteFile(path, []byte(page), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	boxes := d.render(t, path)
+	if err := d.call("Runtime.evaluate", map[string]any{"expression": "1"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(boxes) != 1 || boxes[0].BBoxW != 0 || boxes[0].BBoxH != 0 {
+		t.Errorf("empty SVG measured as %+v, want a zero bounding box", boxes)
+	}
+	if len(d.problems()) == 0 {
+		t.Error("a missing image raised no console error: the check cannot fail")
+	}
+}
+
+// render loads the page at path and measures its figures.
+func (d *devtools) render(t *testing.T, path string) []figureBox {
+	t.Helper()
+	d.events = d.events[:0]
+	if err := d.call("Page.navigate", map[string]any{"url": (&url.URL{Scheme: "file", Path: path}).String()}, nil); err != nil {
+		t.Fatal(err)
 	}
 	if err := d.waitEvent("Page.loadEventFired"); err != nil {
 		t.Fatal(err)
@@ -339,52 +424,24 @@ func TestHTMLInBrowser(t *testing.T) {
 	if err := json.Unmarshal([]byte(eval.Result.Value), &boxes); err != nil {
 		t.Fatalf("%v: %s", err, eval.Result.Value)
 	}
-	if len(boxes) != len(want) {
-		t.Errorf("browser shows %d figures, the page has %d", len(boxes), len(want))
+	return boxes
+}
+
+// screenshot returns a PNG of the figure's box on the page.
+func (d *devtools) screenshot(t *testing.T, b figureBox) []byte {
+	t.Helper()
+	var shot struct {
+		Data string `json:"data"`
 	}
-	for i, b := range boxes {
-		if i < len(want) && b.ID != want[i].id {
-			t.Errorf("figure %d is %q, want %q", i, b.ID, want[i].id)
-		}
-		if !(b.BBoxW > 0 && b.BBoxH > 0 && b.W > 0 && b.H > 0) {
-			t.Errorf("figure %q renders empty: SVG bounding box %.0f×%.0f, figure %.0f×%.0f", b.ID, b.BBoxW, b.BBoxH, b.W, b.H)
-		}
-		if i < len(want) && b.Drawn < want[i].drawings/2 {
-			t.Errorf("figure %q: %d of its %d drawing elements have a size", b.ID, b.Drawn, want[i].drawings)
-		}
-		if b.Overflow {
-			t.Errorf("figure %q: its SVG is wider than the figure", b.ID)
-		}
-		var shot struct {
-			Data string `json:"data"`
-		}
-		clip := map[string]any{"x": b.X, "y": b.Y, "width": b.W, "height": b.H, "scale": 1}
-		if err := d.call("Page.captureScreenshot", map[string]any{"format": "png", "clip": clip, "captureBeyondViewport": true}, &shot); err != nil {
-			t.Fatal(err)
-		}
-		raw, err := base64.StdEncoding.DecodeString(shot.Data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		img, err := png.Decode(bytes.NewReader(raw))
-		if err != nil {
-			t.Fatalf("screenshot of %q: %v", b.ID, err)
-		}
-		if f := inked(img); f < 0.01 {
-			t.Errorf("screenshot of %q is blank (%.2f %% of its pixels drawn)", b.ID, f*100)
-		}
-		if err := os.WriteFile(filepath.Join(dir, b.ID+".png"), raw, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// A last round trip, so that messages logged late are in.
-	if err := d.call("Runtime.evaluate", map[string]any{"expression": "1"}, nil); err != nil {
+	clip := map[string]any{"x": b.X, "y": b.Y, "width": b.W, "height": b.H, "scale": 1}
+	if err := d.call("Page.captureScreenshot", map[string]any{"format": "png", "clip": clip, "captureBeyondViewport": true}, &shot); err != nil {
 		t.Fatal(err)
 	}
-	if p := d.problems(); len(p) > 0 {
-		t.Errorf("the browser reported:\n%s", strings.Join(p, "\n"))
+	raw, err := base64.StdEncoding.DecodeString(shot.Data)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Logf("%d figures rendered; screenshots in %s", len(boxes), dir)
+	return raw
 }
 
 // inked is the fraction of pixels that are not near-white.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"html/template"
 	"image/color"
+	"maps"
 	"math"
 	"slices"
 	"time"
@@ -711,23 +712,13 @@ func addRuns(p *plot.Plot, runs []plotter.XYs, name string, c color.Color, width
 func rateFigure(r *audit.Report, s *series, idx int) (*figure, error) {
 	c := s.circuit
 	title := "Rate, requests and TCP-fair rate: " + c.Circuit
-	p := newPlot(title, s.timeLabel(), "rate (kbit/s)")
-	p.Title.TextStyle.Font.Size = vg.Points(10)
-	p.Legend.Left = false
-	p.Y.Min = 0
 	received, width := s.bucket(func(x *audit.Second) (float64, bool) { return kbit(x.BitPerS), true })
-	if err := addRuns(p, received, "received", okBlue, 1.2); err != nil {
-		return nil, err
-	}
 	fair, _ := s.bucket(func(x *audit.Second) (float64, bool) {
 		if x.FairBitPerS == nil {
 			return 0, false
 		}
 		return kbit(*x.FairBitPerS), true
 	})
-	if err := addRuns(p, fair, "TCP-fair rate (TFRC)", okVermil, 1.5, 5, 3); err != nil {
-		return nil, err
-	}
 	// Each request holds until the next one from the same source: a step
 	// line from request to request, and its last value to the end.
 	end := float64(s.seconds[len(s.seconds)-1].UnixS - s.start + 1)
@@ -739,33 +730,79 @@ func rateFigure(r *audit.Report, s *series, idx int) (*figure, error) {
 		}
 		bySource[q.Source] = append(bySource[q.Source], plotter.XY{X: x, Y: kbit(q.TotalBitPerS)})
 	}
+	steps := map[string]plotter.XYs{}
 	var requestNote []string
-	for _, src := range []string{audit.SourceCapture, audit.SourceReplayWindow, audit.SourceReplayTFRC, audit.SourceReplayStock} {
+	for _, src := range requestSources {
 		xys := bySource[src]
 		if len(xys) == 0 {
 			continue
 		}
 		keep, kept := stride(len(xys), maxSeriesPoints)
-		var steps plotter.XYs
 		for i, xy := range xys {
 			if keep(i) {
-				steps = append(steps, xy)
+				steps[src] = append(steps[src], xy)
 			}
 		}
-		steps = append(steps, plotter.XY{X: end, Y: steps[len(steps)-1].Y})
-		l, err := line(steps, sourceColors[src], 1.2)
+		steps[src] = append(steps[src], plotter.XY{X: end, Y: steps[src][len(steps[src])-1].Y})
+		requestNote = append(requestNote, fmt.Sprintf("%s: %s", sourceNames[src], sampled(len(xys), kept)))
+	}
+	if len(requestNote) == 0 {
+		requestNote = append(requestNote, "no AgentThrottle seen or replayed for this circuit")
+	}
+
+	// Requests often sit orders of magnitude above what a quiet circuit
+	// receives (the real OpenSim capture: about 10 kbit/s against
+	// megabits requested); a linear axis would flatten the received rate
+	// onto zero, so such a figure is drawn on a log axis.
+	lo, hi := math.Inf(1), 0.0
+	for _, set := range [][]plotter.XYs{received, fair, slices.Collect(maps.Values(steps))} {
+		for _, run := range set {
+			for _, xy := range run {
+				if positive(xy.Y) {
+					lo, hi = min(lo, xy.Y), max(hi, xy.Y)
+				}
+			}
+		}
+	}
+	logScale := hi > 30*lo
+	p := newPlot(title, s.timeLabel(), "rate (kbit/s)")
+	p.Title.TextStyle.Font.Size = vg.Points(10)
+	p.Legend.Left = false
+	if logScale {
+		logAxes(p, false, true)
+		received, fair = positiveRuns(received), positiveRuns(fair)
+		// a request of 0 is left out: the previous one is drawn on
+		for src, xys := range steps {
+			steps[src] = slices.DeleteFunc(xys, func(xy plotter.XY) bool { return !positive(xy.Y) })
+		}
+	} else {
+		p.Y.Min = 0
+	}
+	if err := addRuns(p, received, "received", okBlue, 1.2); err != nil {
+		return nil, err
+	}
+	if err := addRuns(p, fair, "TCP-fair rate (TFRC)", okVermil, 1.5, 5, 3); err != nil {
+		return nil, err
+	}
+	for _, src := range requestSources {
+		if len(steps[src]) < 2 {
+			continue
+		}
+		l, err := line(steps[src], sourceColors[src], 1.2)
 		if err != nil {
 			return nil, err
 		}
 		l.StepStyle = plotter.PostStep
 		p.Add(l)
 		p.Legend.Add(sourceNames[src], l)
-		requestNote = append(requestNote, fmt.Sprintf("%s: %s", sourceNames[src], sampled(len(xys), kept)))
 	}
-	if len(requestNote) == 0 {
-		requestNote = append(requestNote, "no AgentThrottle seen or replayed for this circuit")
+	axis := ""
+	if logScale {
+		logLegendRoom(p)
+		axis = fmt.Sprintf(" The rate axis is logarithmic: the highest value is %.0f× the lowest.", hi/lo)
+	} else {
+		legendRoom(p)
 	}
-	legendRoom(p)
 	svg, err := svgOf(p)
 	if err != nil {
 		return nil, err
@@ -774,9 +811,34 @@ func rateFigure(r *audit.Report, s *series, idx int) (*figure, error) {
 	if len(fair) == 0 {
 		fairNote = "The TCP-fair rate is not drawn: " + c.FairState + "."
 	}
-	caption := fmt.Sprintf("Received rate per second (%s), the AgentThrottle totals requested (held until the next request; %s). %s",
-		averaged(width), joinList(requestNote), fairNote)
+	caption := fmt.Sprintf("Received rate per second (%s), the AgentThrottle totals requested (held until the next request; %s). %s%s",
+		averaged(width), joinList(requestNote), fairNote, axis)
 	return &figure{ID: fmt.Sprintf("rate-%d", idx), Title: title, SVG: svg, Caption: caption}, nil
+}
+
+var requestSources = []string{audit.SourceCapture, audit.SourceReplayWindow, audit.SourceReplayTFRC, audit.SourceReplayStock}
+
+// positiveRuns splits runs where a value is not positive: a gap on a log
+// axis rather than a line down to an invented floor.
+func positiveRuns(runs []plotter.XYs) []plotter.XYs {
+	var out []plotter.XYs
+	for _, run := range runs {
+		var cur plotter.XYs
+		for _, xy := range run {
+			if positive(xy.Y) {
+				cur = append(cur, xy)
+				continue
+			}
+			if len(cur) > 0 {
+				out = append(out, cur)
+			}
+			cur = nil
+		}
+		if len(cur) > 0 {
+			out = append(out, cur)
+		}
+	}
+	return out
 }
 
 // channelFigure is one circuit's received rate split by the scheduler's

@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/fairgrid/fairgrid/internal/audit"
 )
@@ -164,6 +166,21 @@ var funcs = template.FuncMap{
 		}
 		return fmt.Sprintf("stopped at byte %s: %s", number(float64(*f.StoppedAt), 0), f.StopReason)
 	},
+	"reasons": func(by map[string]int64) string {
+		keys := slices.Sorted(maps.Keys(by))
+		parts := make([]string, len(keys))
+		for i, k := range keys {
+			parts[i] = k + ": " + number(float64(by[k]), 0)
+		}
+		return strings.Join(parts, ", ")
+	},
+	"span": func(f audit.FileResult) string {
+		if f.FirstUnixMs == 0 && f.LastUnixMs == 0 {
+			return "no datagram"
+		}
+		const layout = "2006-01-02 15:04:05.000"
+		return time.UnixMilli(f.FirstUnixMs).UTC().Format(layout) + " to " + time.UnixMilli(f.LastUnixMs).UTC().Format(layout)
+	},
 	"agent": func(c *audit.Circuit) string {
 		if c.AgentID == "" {
 			return "not seen"
@@ -215,6 +232,7 @@ figure { display: inline-block; margin: 0 1em 1.5em 0; max-width: 100%; vertical
 figure svg { max-width: 100%; height: auto; border: 1px solid #eee; }
 figcaption { font-size: 0.85em; max-width: 34em; }
 p.note { font-size: 0.9em; color: #333; max-width: 60em; }
+ul.warnings { color: #8a2b00; font-weight: bold; }
 </style>
 </head>
 <body>
@@ -225,12 +243,15 @@ The verdict's TCP-fair rate uses s = {{.Segment}}; the circuits table gives both
 
 <h2 id="files">Files</h2>
 <div class="scroll"><table>
-<thead><tr><th class="text">file</th><th>bytes</th><th>datagrams</th><th>not LLUDP</th><th>undecoded</th><th class="text">where reading stopped</th></tr></thead>
+<thead><tr><th class="text">file</th><th>bytes</th><th>datagrams</th><th>not LLUDP</th><th>undecoded</th><th class="text">not decoded, by reason</th><th class="text">first and last datagram (UTC)</th><th class="text">where reading stopped</th></tr></thead>
 <tbody>
-{{range .Report.Files}}<tr><td class="text">{{.Name}}</td><td>{{int .Bytes}}</td><td>{{int .Datagrams}}</td><td>{{int .NotLLUDP}}</td><td>{{int .Undecoded}}</td><td class="text">{{stop .}}</td></tr>
+{{range .Report.Files}}<tr><td class="text">{{.Name}}</td><td>{{int .Bytes}}</td><td>{{int .Datagrams}}</td><td>{{int .NotLLUDP}}</td><td>{{int .Undecoded}}</td><td class="text">{{reasons .UndecodedBy}}</td><td class="text">{{span .}}</td><td class="text">{{stop .}}</td></tr>
 {{end}}</tbody>
 </table></div>
-{{if .Incomplete}}<p class="note">{{.Incomplete}} file(s) could not be read to the end: the report covers everything before the damage.</p>{{end}}
+{{if .Report.Warnings}}<ul class="warnings">
+{{range .Report.Warnings}}<li>{{.}}</li>
+{{end}}</ul>
+{{end}}{{if .Incomplete}}<p class="note">{{.Incomplete}} file(s) could not be read to the end: the report covers everything before the damage.</p>{{end}}
 
 <h2 id="circuits">Circuits</h2>
 <p class="note">One row per circuit and direction. Rates in kbit/s; "fair" is the TCP-fair rate by TFRC's equation (RFC 5348 §3.1) at the circuit's loss event rate and ping RTT, with s = the circuit's mean datagram payload and with TFRC-SP's nominal s = 1460 B (RFC 4828); Mathis is beside it. Where RTT or loss could not be measured the fair rate is unknown, and with no loss it is unbounded: both are said in words, never given as a number.{{if .Hidden}} The table shows the first {{len .Circuits}}; the other {{.Hidden}} are in the CSV, JSON and Parquet outputs.{{end}}</p>
