@@ -5,9 +5,12 @@ import (
 	"runtime/debug"
 	"sort"
 	"sync/atomic"
+	"time"
 
 	"github.com/fairgrid/fairgrid/capture"
+	"github.com/fairgrid/fairgrid/capture/circuit"
 	"github.com/fairgrid/fairgrid/lludp"
+	"github.com/fairgrid/fairgrid/ratecalc"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -21,7 +24,10 @@ type Collector struct {
 	// them (cmd stamps them; "devel" and "unknown" when empty).
 	Version, Commit string
 	Capture         func() capture.Stats // nil: no capture counters
-	MaxCircuits     atomic.Int64
+	// Reloads, if set, reports the outcomes of configuration reloads
+	// (Sidecar.ReloadStats); nil: no reload counters.
+	Reloads     func() ReloadStats
+	MaxCircuits atomic.Int64
 }
 
 var (
@@ -30,6 +36,7 @@ var (
 	mRecv     = prometheus.NewDesc("fairgrid_circuit_receive_rate_bytes_per_second", "Received rate over the last interval.", []string{"circuit"}, nil)
 	mRecvCat  = prometheus.NewDesc("fairgrid_circuit_received_bytes_total", "Bytes received from the simulator, by throttle category.", []string{"circuit", "category"}, nil)
 	mTarget   = prometheus.NewDesc("fairgrid_circuit_target_rate_bytes_per_second", "The rate fairgrid decided to request.", []string{"circuit"}, nil)
+	mTCPFair  = prometheus.NewDesc("fairgrid_circuit_tcp_fair_rate_bytes_per_second", "The TCP-fair rate: the TFRC equation (RFC 5348 §3.1) at the circuit's measured loss event rate, ping round-trip time and mean simulator datagram size; absent before the first loss event or RTT sample.", []string{"circuit"}, nil)
 	mViewer   = prometheus.NewDesc("fairgrid_circuit_viewer_request_bytes_per_second", "The viewer's own latest AgentThrottle total.", []string{"circuit"}, nil)
 	mReqs     = prometheus.NewDesc("fairgrid_circuit_requests_sent_total", "AgentThrottle requests sent for the circuit.", []string{"circuit"}, nil)
 	mCircuits = prometheus.NewDesc("fairgrid_circuits", "Circuits being measured.", nil, nil)
@@ -40,11 +47,12 @@ var (
 	mCaptured = prometheus.NewDesc("fairgrid_packets_captured_total", "UDP datagrams captured on the simulator ports.", nil, nil)
 	mDrops    = prometheus.NewDesc("fairgrid_capture_drops_total", "Datagrams the kernel dropped because the capture fell behind.", nil, nil)
 	mDecode   = prometheus.NewDesc("fairgrid_decode_errors_total", "Datagrams on simulator ports that were not LLUDP, by reason.", []string{"reason"}, nil)
+	mReloads  = prometheus.NewDesc("fairgrid_config_reloads_total", "Configuration reloads (SIGHUP), by result: applied, or rejected with the running configuration kept.", []string{"result"}, nil)
 	mBuild    = prometheus.NewDesc("fairgrid_build_info", "Build information: the version and commit fairgrid version prints.", []string{"version", "commit", "goversion"}, nil)
 )
 
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{mRTT, mLoss, mRecv, mRecvCat, mTarget, mViewer, mReqs, mCircuits, mReqTotal, mReassert, mEvicted, mFolded, mCaptured, mDrops, mDecode, mBuild} {
+	for _, d := range []*prometheus.Desc{mRTT, mLoss, mRecv, mRecvCat, mTarget, mTCPFair, mViewer, mReqs, mCircuits, mReqTotal, mReassert, mEvicted, mFolded, mCaptured, mDrops, mDecode, mReloads, mBuild} {
 		ch <- d
 	}
 }
@@ -78,6 +86,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		counter(mRecvCat, float64(s.Summary.ByCategory[lludp.Unthrottled.String()]), id, lludp.Unthrottled.String())
 		gauge(mTarget, float64(s.Target), id)
+		if fair, ok := TCPFairRate(s.Summary); ok {
+			gauge(mTCPFair, float64(fair), id)
+		}
 		if s.Summary.ViewerThrottleBPS != nil {
 			gauge(mViewer, *s.Summary.ViewerThrottleBPS/8, id)
 		}
@@ -96,7 +107,28 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	for reason, n := range c.Loop.Invalid() {
 		counter(mDecode, float64(n), reason)
 	}
+	if c.Reloads != nil {
+		r := c.Reloads()
+		counter(mReloads, float64(r.Applied), "applied")
+		counter(mReloads, float64(r.Rejected), "rejected")
+	}
 	gauge(mBuild, 1, cmp.Or(c.Version, "devel"), cmp.Or(c.Commit, "unknown"), runtimeVersion())
+}
+
+// TCPFairRate is the rate a TCP flow would get on the circuit's path: the
+// TFRC equation (RFC 5348 §3.1, ratecalc.TFRCRate) at the loss event rate
+// measured on the simulator-to-viewer direction, the ping-based RTT and
+// the mean size of the simulator's datagrams. It is what the dashboard sets
+// beside the received and the requested rate. False until all three are
+// known: before the first loss event the equation has no finite answer,
+// and without a ping pair there is no RTT to put in it.
+func TCPFairRate(s circuit.Summary) (ratecalc.Rate, bool) {
+	if s.RTTms == nil || *s.RTTms <= 0 || s.Down.LossEventRate <= 0 || s.Down.Packets == 0 {
+		return 0, false
+	}
+	size := float64(s.Down.Bytes) / float64(s.Down.Packets)
+	rtt := time.Duration(*s.RTTms * float64(time.Millisecond))
+	return ratecalc.TFRCRate(size, rtt, s.Down.LossEventRate), true
 }
 
 func runtimeVersion() string {

@@ -3,6 +3,8 @@ package throttle
 import (
 	"bytes"
 	"flag"
+	"fmt"
+	"math"
 	"net/netip"
 	"os"
 	"runtime"
@@ -11,7 +13,9 @@ import (
 	"time"
 
 	"github.com/fairgrid/fairgrid/capture"
+	"github.com/fairgrid/fairgrid/capture/circuit"
 	"github.com/fairgrid/fairgrid/lludp"
+	"github.com/fairgrid/fairgrid/ratecalc"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/common/expfmt"
 )
@@ -48,12 +52,14 @@ func goldenCircuit(t *testing.T) *Loop {
 // collector exports for a scripted circuit, against a golden file. Run
 // with -update after a deliberate change, and review the diff.
 func TestCollectorGolden(t *testing.T) {
-	c := &Collector{Loop: goldenCircuit(t), Capture: func() capture.Stats { return capture.Stats{Datagrams: 1234, KernelDrops: 5} }}
+	c := &Collector{Loop: goldenCircuit(t), Capture: func() capture.Stats { return capture.Stats{Datagrams: 1234, KernelDrops: 5} },
+		Reloads: func() ReloadStats { return ReloadStats{Applied: 2, Rejected: 1} }}
 	names := []string{"fairgrid_circuit_rtt_seconds", "fairgrid_circuit_loss_event_rate", "fairgrid_circuit_receive_rate_bytes_per_second",
-		"fairgrid_circuit_received_bytes_total", "fairgrid_circuit_target_rate_bytes_per_second", "fairgrid_circuit_viewer_request_bytes_per_second",
+		"fairgrid_circuit_received_bytes_total", "fairgrid_circuit_target_rate_bytes_per_second", "fairgrid_circuit_tcp_fair_rate_bytes_per_second",
+		"fairgrid_circuit_viewer_request_bytes_per_second",
 		"fairgrid_circuit_requests_sent_total", "fairgrid_circuits", "fairgrid_throttle_requests_sent_total", "fairgrid_throttle_reassertions_total",
 		"fairgrid_circuits_evicted_total", "fairgrid_endpoints_folded_total",
-		"fairgrid_packets_captured_total", "fairgrid_capture_drops_total", "fairgrid_decode_errors_total"}
+		"fairgrid_packets_captured_total", "fairgrid_capture_drops_total", "fairgrid_decode_errors_total", "fairgrid_config_reloads_total"}
 	if *updateGolden {
 		got, err := testutil.CollectAndFormat(c, expfmt.TypeTextPlain, names...)
 		if err != nil {
@@ -75,5 +81,77 @@ func TestCollectorGolden(t *testing.T) {
 	got, err := testutil.CollectAndFormat(c, expfmt.TypeTextPlain, "fairgrid_build_info")
 	if err != nil || !strings.Contains(string(got), `goversion="`+runtime.Version()+`"`) || !strings.Contains(string(got), `commit="unknown",`) {
 		t.Errorf("build info %s, %v", got, err)
+	}
+}
+
+// TestTCPFairRate: the gauge is the TFRC equation at the circuit's
+// measured loss event rate, ping RTT and mean simulator datagram size, and
+// absent while any of them is unknown.
+func TestTCPFairRate(t *testing.T) {
+	rtt := func(ms float64) *float64 { return &ms }
+	for _, tc := range []struct {
+		name   string
+		s      circuit.Summary
+		wantOK bool
+		size   float64
+		rtt    time.Duration
+		p      float64
+	}{
+		{"measured", circuit.Summary{RTTms: rtt(80), Down: circuit.DirSummary{Packets: 100, Bytes: 100_000, LossEventRate: 0.02}}, true, 1000, 80 * time.Millisecond, 0.02},
+		{"small datagrams, short RTT", circuit.Summary{RTTms: rtt(12.5), Down: circuit.DirSummary{Packets: 400, Bytes: 48_000, LossEventRate: 0.001}}, true, 120, 12500 * time.Microsecond, 0.001},
+		{"no RTT yet", circuit.Summary{Down: circuit.DirSummary{Packets: 100, Bytes: 100_000, LossEventRate: 0.02}}, false, 0, 0, 0},
+		{"no loss yet", circuit.Summary{RTTms: rtt(80), Down: circuit.DirSummary{Packets: 100, Bytes: 100_000}}, false, 0, 0, 0},
+		{"nothing received", circuit.Summary{RTTms: rtt(80), Down: circuit.DirSummary{LossEventRate: 0.02}}, false, 0, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := TCPFairRate(tc.s)
+			if ok != tc.wantOK {
+				t.Fatalf("known %v, want %v", ok, tc.wantOK)
+			}
+			if !ok {
+				return
+			}
+			if want := ratecalc.TFRCRate(tc.size, tc.rtt, tc.p); math.Abs(float64(got-want)) > 1e-6*float64(want) {
+				t.Errorf("%v B/s, want %v", got, want)
+			}
+		})
+	}
+}
+
+// TestCollectorTCPFairRate: a circuit with a ping and a loss has the
+// series, with the value TCPFairRate gives its summary; one without a loss
+// has none.
+func TestCollectorTCPFairRate(t *testing.T) {
+	const name = "fairgrid_circuit_tcp_fair_rate_bytes_per_second"
+	l := goldenCircuit(t)
+	states := l.Snapshot()
+	if len(states) != 1 {
+		t.Fatalf("%d circuits", len(states))
+	}
+	want, ok := TCPFairRate(states[0].Summary)
+	if !ok {
+		t.Fatal("the golden circuit has a ping and a loss, yet no TCP-fair rate")
+	}
+	got, err := testutil.CollectAndFormat(&Collector{Loop: l}, expfmt.TypeTextPlain, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(got), fmt.Sprint(float64(want))) {
+		t.Errorf("exported %s, want %v", got, float64(want))
+	}
+
+	lossless, err := New(Config{Sims: []netip.AddrPort{simEP}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &feed{t: t, l: lossless}
+	f.send(0, true, 0, &lludp.StartPingCheck{PingID: 1})
+	f.send(80*time.Millisecond, false, 0, &lludp.CompletePingCheck{PingID: 1})
+	f.stream(100*time.Millisecond, 50)
+	if st := lossless.Snapshot(); len(st) != 1 || st[0].Summary.RTTms == nil || st[0].Summary.Down.LossEventRate != 0 {
+		t.Fatalf("want one circuit with an RTT and no loss: %+v", st)
+	}
+	if n := testutil.CollectAndCount(&Collector{Loop: lossless}, name); n != 0 {
+		t.Errorf("%d series for a circuit without loss, want none", n)
 	}
 }

@@ -137,6 +137,14 @@ type Sidecar struct {
 	log     *slog.Logger
 	current atomic.Pointer[sourceBox] // the source being read: Reopen replaces it
 	reopens atomic.Uint64
+
+	reloadsApplied, reloadsRejected atomic.Uint64
+}
+
+// ReloadStats counts configuration reloads by outcome.
+type ReloadStats struct {
+	Applied  uint64 // in force (settings that need a restart were named in the log)
+	Rejected uint64 // refused: the running configuration stayed
 }
 
 type sourceBox struct{ Source }
@@ -192,6 +200,12 @@ func (s *Sidecar) CaptureStats() capture.Stats {
 		return c.Stats()
 	}
 	return capture.Stats{}
+}
+
+// ReloadStats counts the reloads applied and rejected so far; a
+// Collector's Reloads exports it.
+func (s *Sidecar) ReloadStats() ReloadStats {
+	return ReloadStats{Applied: s.reloadsApplied.Load(), Rejected: s.reloadsRejected.Load()}
 }
 
 // Reopens counts the sources Reopen has opened.
@@ -302,8 +316,11 @@ func (s *Sidecar) reloads(ctx context.Context) error {
 				continue
 			}
 			if err := s.reload(); err != nil {
+				s.reloadsRejected.Add(1)
 				s.log.Error("reload refused: the running configuration stays", "err", err)
+				continue
 			}
+			s.reloadsApplied.Add(1)
 		}
 	}
 }

@@ -162,7 +162,8 @@ func TestSidecarLifecycle(t *testing.T) {
 
 // TestSidecarReload: each SIGHUP on Reloads applies the configuration
 // Reload returns, then commits; a refused reload — by Reload or by the
-// loop — changes nothing, commits nothing and is logged.
+// loop — changes nothing, commits nothing and is logged; ReloadStats
+// counts each outcome.
 func TestSidecarReload(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t)
@@ -173,7 +174,7 @@ func TestSidecarReload(t *testing.T) {
 		r.cfg.Reloads = hup
 		r.cfg.Reload = func() (Config, func(), error) { return next, func() { commits++ }, loadErr }
 		ctx, cancel := context.WithCancel(context.Background())
-		_, done := r.start(t, ctx)
+		sc, done := r.start(t, ctx)
 		base := r.loop.Config()
 
 		for _, tc := range []struct {
@@ -183,10 +184,11 @@ func TestSidecarReload(t *testing.T) {
 			wantMax float64 // bits/s in force after
 			commits int
 			logged  string
+			stats   ReloadStats // counted so far
 		}{
-			{"applied", Config{Sims: base.Sims, Interval: time.Second, Max: ratecalc.RateFromBits(2_000_000)}, nil, 2_000_000, 1, ""},
-			{"refused by Reload", Config{Sims: base.Sims, Interval: time.Second, Max: ratecalc.RateFromBits(500_000)}, errors.New("control.interval: bad"), 2_000_000, 1, "control.interval: bad"},
-			{"refused by the loop", Config{Sims: base.Sims, Interval: time.Second, Min: ratecalc.RateFromBits(300_000), Max: ratecalc.RateFromBits(200_000)}, nil, 2_000_000, 1, "want 0 < min ≤ max"},
+			{"applied", Config{Sims: base.Sims, Interval: time.Second, Max: ratecalc.RateFromBits(2_000_000)}, nil, 2_000_000, 1, "", ReloadStats{Applied: 1}},
+			{"refused by Reload", Config{Sims: base.Sims, Interval: time.Second, Max: ratecalc.RateFromBits(500_000)}, errors.New("control.interval: bad"), 2_000_000, 1, "control.interval: bad", ReloadStats{Applied: 1, Rejected: 1}},
+			{"refused by the loop", Config{Sims: base.Sims, Interval: time.Second, Min: ratecalc.RateFromBits(300_000), Max: ratecalc.RateFromBits(200_000)}, nil, 2_000_000, 1, "want 0 < min ≤ max", ReloadStats{Applied: 1, Rejected: 2}},
 		} {
 			next, loadErr = tc.next, tc.loadErr
 			hup <- syscall.SIGHUP
@@ -196,6 +198,9 @@ func TestSidecarReload(t *testing.T) {
 			}
 			if tc.logged != "" && (!strings.Contains(r.log.String(), "reload refused") || !strings.Contains(r.log.String(), tc.logged)) {
 				t.Errorf("%s: the log lacks the refusal (%q):\n%s", tc.name, tc.logged, r.log.String())
+			}
+			if got := sc.ReloadStats(); got != tc.stats {
+				t.Errorf("%s: reload stats %+v, want %+v", tc.name, got, tc.stats)
 			}
 		}
 		// A closed channel ends reloads, not the sidecar.

@@ -118,6 +118,7 @@ func runProxy(args []string, s stdio) int {
 		ln.Close()
 		return fail(exitUsage, "%v", err)
 	}
+	p.collector = d.metrics
 	if f.Metrics.Address != "" {
 		if p.sidecarCfg.MetricsListener, err = net.Listen("tcp", f.Metrics.Address); err != nil {
 			ln.Close()
@@ -351,6 +352,9 @@ type proxy struct {
 	sidecarCfg throttle.SidecarConfig
 	dryRun     bool
 	log        *slog.Logger
+	// collector, if set, exports the sidecar's reload outcomes once run
+	// has made it.
+	collector *throttle.Collector
 
 	mu       sync.Mutex
 	assocs   map[*socks5.Association]*association
@@ -417,6 +421,9 @@ func (p *proxy) run(ctx context.Context, ln net.Listener) error {
 	if err != nil {
 		ln.Close()
 		return err
+	}
+	if p.collector != nil {
+		p.collector.Reloads = sc.ReloadStats
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
