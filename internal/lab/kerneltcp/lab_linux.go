@@ -45,14 +45,18 @@ type Lab struct {
 	tun      [2]*os.File
 	other    *flowState
 
-	mu        sync.Mutex   // guards the counters in every flowState and what follows
-	flows     []*flowState // every flow ever added, other first
-	notIPv4   [2]uint64
-	pending   int64         // packets accepted by the bottleneck, not yet delivered
-	drained   chan struct{} // signalled when pending reaches 0
-	logged    map[string]bool
-	portsMu   sync.RWMutex
-	ports     map[uint16]*flowState // by the server's port, both ways
+	// mu guards the counters in every flowState and the fields up to
+	// portsMu.
+	mu      sync.Mutex
+	flows   []*flowState // every flow ever added, other first
+	notIPv4 [2]uint64
+	pending int64           // packets the bottleneck accepted and has not delivered
+	logged  map[string]bool // write errors already logged, by text
+	drained chan struct{}   // signalled when pending reaches 0
+
+	portsMu sync.RWMutex
+	ports   map[uint16]*flowState // by the server's port, both ways
+
 	running   atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
