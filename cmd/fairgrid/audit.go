@@ -5,10 +5,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/fairgrid/fairgrid/capture"
 	"github.com/fairgrid/fairgrid/internal/audit"
+	"github.com/fairgrid/fairgrid/internal/audit/render"
 )
 
 const auditSynopsis = `[options] FILE... | --live IFACE --duration D
@@ -47,6 +51,8 @@ func runAudit(args []string, s stdio) int {
 	seconds := fs.Bool("seconds", false, "with --format json: also one object per circuit, direction and second, and the requests (seen and replayed)")
 	segment := fs.String("segment", audit.SegmentMean, "the verdict's segment size s: `mean` (the circuit's mean payload, RFC 5348) or nominal (1460 B, RFC 4828); both fair rates are always reported")
 	csvDir := fs.String("csv", "", "also write circuits.csv, seconds.csv and requests.csv into `DIR`")
+	parquetDir := fs.String("parquet", "", "audit each FILE alone, in parallel on all cores, and write circuits.parquet, seconds.parquet and requests.parquet into `DIR`, one row group per file")
+	htmlPath := fs.String("html", "", "also write one self-contained HTML `FILE` with the figures (inline SVG, no network, no JavaScript)")
 	templatePath := fs.String("template", "", "message_template.msg to use instead of the built-in one (the 2007 template decodes old captures)")
 	live := fs.String("live", "", "audit a live capture on this `interface` (needs CAP_NET_RAW)")
 	duration := fs.Duration("duration", 0, "with --live: stop after this long (required)")
@@ -83,11 +89,18 @@ func runAudit(args []string, s stdio) int {
 	case *live == "" && fs.NArg() == 0:
 		return usageErr("no captures named (FILE..., - for stdin, or --live IFACE)")
 	}
+	if *parquetDir != "" && (*live != "" || *csvDir != "" || *htmlPath != "") {
+		return usageErr("--parquet audits each file alone; --live, --csv and --html take one audit of everything: run them apart")
+	}
 	tmpl, err := loadTemplate(*templatePath)
 	if err != nil {
 		return usageErr("%v", err)
 	}
-	cfg := audit.Config{Ports: ports, Sims: sims, Template: tmpl, Segment: *segment, Series: *seconds || *csvDir != ""}
+	cfg := audit.Config{Ports: ports, Sims: sims, Template: tmpl, Segment: *segment,
+		Series: *seconds || *csvDir != "" || *htmlPath != "" || *parquetDir != ""}
+	if *parquetDir != "" {
+		return auditEach(cfg, fs.Args(), *parquetDir, *format == "json", s)
+	}
 	a, err := audit.New(cfg)
 	if err != nil {
 		return usageErr("%v", err)
@@ -127,14 +140,7 @@ func runAudit(args []string, s stdio) int {
 	}
 
 	r := a.Report()
-	for _, f := range r.Files {
-		if f.Datagrams == 0 && (f.StoppedAt != nil || f.Bytes == 0) {
-			fmt.Fprintf(s.err, "fairgrid audit: %s: nothing could be read\n", f.Name)
-			failed = true
-		}
-	}
-	if len(r.Circuits) == 0 {
-		fmt.Fprintln(s.err, "fairgrid audit: no LLUDP circuits in the input")
+	if reportUnread(r, s) {
 		failed = true
 	}
 	out := &resultWriter{w: s.out}
@@ -152,6 +158,12 @@ func runAudit(args []string, s stdio) int {
 	}
 	if *csvDir != "" {
 		if err := audit.WriteCSV(*csvDir, r); err != nil {
+			fmt.Fprintf(s.err, "fairgrid audit: %v\n", err)
+			failed = true
+		}
+	}
+	if *htmlPath != "" {
+		if err := writeHTMLFile(*htmlPath, r); err != nil {
 			fmt.Fprintf(s.err, "fairgrid audit: %v\n", err)
 			failed = true
 		}
@@ -179,4 +191,124 @@ func auditLive(a *audit.Auditor, iface string, d time.Duration, ports capture.Po
 	go func() { <-ctx.Done(); r.Close() }()
 	a.Read([]audit.Input{{Name: iface, Reader: r, Asked: func() bool { return ctx.Err() != nil }}}, nil)
 	return true
+}
+
+// writeHTMLFile writes the HTML report; a file left half-written by an
+// error is removed.
+func writeHTMLFile(path string, r *audit.Report) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("html: %w", err)
+	}
+	bw := bufio.NewWriterSize(f, 256<<10)
+	err = render.WriteHTML(bw, r)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+		return fmt.Errorf("html %s: %w", path, err)
+	}
+	return nil
+}
+
+// auditEach is --parquet: every file audited alone, on all cores, each
+// report one row group of the Parquet tables and, on stdout, its table or
+// JSON document, in the order the files were named.
+func auditEach(cfg audit.Config, args []string, dir string, json bool, s stdio) int {
+	pw, err := render.NewParquetWriter(dir)
+	if err != nil {
+		fmt.Fprintf(s.err, "fairgrid audit: %v\n", err)
+		return exitFail
+	}
+	out := &resultWriter{w: s.out}
+	bw := bufio.NewWriterSize(out, 64<<10)
+	var mu sync.Mutex // openCaptureArg gives stdin up once
+	stdin := s.in
+	failed := false
+	open := func(i int) (audit.Input, func() error, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		oc, err := openCaptureArg(args[i], &stdin, cfg.Ports)
+		if err != nil {
+			return audit.Input{}, nil, err
+		}
+		return audit.Input{Name: oc.name, Reader: oc.reader, Counter: oc.counter}, oc.Close, nil
+	}
+	if json {
+		io.WriteString(bw, "[\n")
+	}
+	emitted := 0
+	err = audit.Each(cfg, len(args), runtime.GOMAXPROCS(0), open, func(i int, r *audit.Report, err error) error {
+		if err != nil {
+			fmt.Fprintf(s.err, "fairgrid audit: %v\n", err)
+			failed = true
+			return nil
+		}
+		if reportUnread(r, s) {
+			failed = true
+		}
+		for _, w := range r.Warnings {
+			fmt.Fprintf(s.err, "fairgrid audit: warning: %s\n", w)
+		}
+		if json {
+			if emitted > 0 {
+				io.WriteString(bw, ",\n")
+			}
+			audit.WriteJSON(bw, r)
+		} else {
+			fmt.Fprintf(bw, "# %s\n", r.Files[0].Name)
+			audit.WriteText(bw, r)
+			fmt.Fprintln(bw)
+		}
+		emitted++
+		return pw.WriteFile(r)
+	})
+	if cerr := pw.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		fmt.Fprintf(s.err, "fairgrid audit: parquet: %v\n", err)
+		failed = true
+	}
+	if json {
+		io.WriteString(bw, "]\n")
+	}
+	bw.Flush()
+	code := exitOK
+	if failed {
+		code = exitFail
+	}
+	return out.finish(s, "audit", code)
+}
+
+// reportUnread says, for each file of r that yielded nothing and for a
+// report without circuits, that nothing could be audited; true if so.
+func reportUnread(r *audit.Report, s stdio) bool {
+	bad := false
+	for _, f := range r.Files {
+		if f.Datagrams == 0 && (f.StoppedAt != nil || f.Bytes == 0) {
+			fmt.Fprintf(s.err, "fairgrid audit: %s: nothing could be read\n", f.Name)
+			bad = true
+		}
+	}
+	if len(r.Circuits) == 0 {
+		fmt.Fprintf(s.err, "fairgrid audit: no LLUDP circuits in %s\n", fileNames(r))
+		bad = true
+	}
+	return bad
+}
+
+func fileNames(r *audit.Report) string {
+	var names []string
+	for _, f := range r.Files {
+		names = append(names, f.Name)
+	}
+	if len(names) == 0 {
+		return "the input"
+	}
+	return strings.Join(names, ", ")
 }

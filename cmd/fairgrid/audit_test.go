@@ -1,18 +1,27 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"net/netip"
 	"path/filepath"
+	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/fairgrid/fairgrid/capture/capturetest"
 	"github.com/fairgrid/fairgrid/internal/audit"
+	"github.com/fairgrid/fairgrid/internal/lab/viewer"
+	"github.com/fairgrid/fairgrid/opensim/region"
+	"github.com/parquet-go/parquet-go"
 )
 
 func auditRealCapture(t *testing.T) string {
@@ -189,5 +198,146 @@ func TestAuditProgress(t *testing.T) {
 				t.Errorf("stderr %q", errOut)
 			}
 		})
+	}
+}
+
+// TestAuditParquetEach: --parquet with three captures writes one row group
+// per file, each holding exactly the rows the file gives audited alone.
+func TestAuditParquetEach(t *testing.T) {
+	dir := t.TempDir()
+	var paths []string
+	for seed := range uint64(3) {
+		ds, err := capturetest.Session{Circuits: 2, Datagrams: 4000, Loss: 0.01 * float64(seed+1), Seed: seed}.Generate()
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, fmt.Sprintf("c%d.pcap", seed))
+		f, err := os.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := capturetest.Write(f, capturetest.Pcap, ds); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		paths = append(paths, p)
+	}
+	all := filepath.Join(dir, "all")
+	code, out, errOut := runCmd(t, "", append([]string{"audit", "--parquet", all}, paths...)...)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if strings.Count(out, "# ") != 3 {
+		t.Errorf("stdout has not one table per file:\n%s", out)
+	}
+	groups := readCircuitGroups(t, filepath.Join(all, "circuits.parquet"))
+	if len(groups) != len(paths) {
+		t.Fatalf("%d row groups, want one per file (%d)", len(groups), len(paths))
+	}
+	for i, p := range paths {
+		one := filepath.Join(dir, fmt.Sprint("one", i))
+		if code, _, errOut := runCmd(t, "", "audit", "--parquet", one, p); code != exitOK {
+			t.Fatalf("%s alone: exit %d: %s", p, code, errOut)
+		}
+		alone := readCircuitGroups(t, filepath.Join(one, "circuits.parquet"))
+		if len(alone) != 1 || len(alone[0]) == 0 || alone[0][0].Packets == 0 || alone[0][0].Verdict == "" || !reflect.DeepEqual(groups[i], alone[0]) {
+			t.Errorf("file %d: row group %v, alone %v", i, groups[i], alone)
+		}
+	}
+}
+
+// readCircuitGroups reads circuits.parquet row group by row group.
+func readCircuitGroups(t *testing.T, path string) [][]audit.Circuit {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, _ := f.Stat()
+	pf, err := parquet.OpenFile(f, st.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out [][]audit.Circuit
+	for _, g := range pf.RowGroups() {
+		r := parquet.NewGenericRowGroupReader[audit.Circuit](g)
+		rows := make([]audit.Circuit, g.NumRows())
+		n, err := r.Read(rows)
+		if err != nil && !errors.Is(err, io.EOF) {
+			t.Fatal(err)
+		}
+		out = append(out, rows[:n])
+	}
+	return out
+}
+
+// TestAuditHTML: --html writes one page with inline SVG figures.
+func TestAuditHTML(t *testing.T) {
+	path := auditRealCapture(t)
+	page := filepath.Join(t.TempDir(), "audit.html")
+	code, _, errOut := runCmd(t, "", "audit", "--html", page, path)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	b, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "<svg") || !strings.Contains(string(b), "127.0.0.1:55436") {
+		t.Errorf("page without figures or circuits (%d bytes)", len(b))
+	}
+	if code, _, errOut := runCmd(t, "", "audit", "--html", page, "--parquet", t.TempDir(), path); code != exitUsage {
+		t.Errorf("--html with --parquet: exit %d: %s", code, errOut)
+	}
+}
+
+// TestAuditLive: --live captures on loopback for --duration while a
+// viewer talks to a region there, and audits what it saw.
+func TestAuditLive(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("live capture is Linux only (AF_PACKET)")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("live capture needs root (CAP_NET_RAW)")
+	}
+	sim, err := region.New(region.Config{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Activity: region.Walking}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	simDone := make(chan struct{})
+	go func() { sim.Run(ctx); close(simDone) }()
+	defer func() { cancel(); <-simDone }()
+	port := fmt.Sprint(sim.Addr().Port())
+	type result struct {
+		code        int
+		out, errOut string
+	}
+	res := make(chan result, 1)
+	go func() {
+		var out, errOut bytes.Buffer
+		code := run([]string{"audit", "--live", "lo", "--duration", "3s", "--ports", port, "--sim", sim.Addr().String(), "--format", "json"},
+			stdio{strings.NewReader(""), &out, &errOut})
+		res <- result{code, out.String(), errOut.String()}
+	}()
+	v, err := viewer.New(viewer.Config{Sim: sim.Addr(), CircuitCode: 77, PingInterval: 200 * time.Millisecond}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vctx, vcancel := context.WithTimeout(ctx, 2500*time.Millisecond)
+	defer vcancel()
+	v.Run(vctx)
+	got := <-res
+	if got.code != exitOK {
+		t.Fatalf("exit %d: %s", got.code, got.errOut)
+	}
+	var r audit.Report
+	if err := json.Unmarshal([]byte(got.out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Circuits) != 2 || r.Circuits[0].Packets == 0 || r.Circuits[0].RTTMs == nil || r.Files[0].StoppedAt != nil {
+		t.Errorf("circuits %+v, files %+v", r.Circuits, r.Files)
 	}
 }
