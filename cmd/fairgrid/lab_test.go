@@ -1,0 +1,35 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestLabCommandLine: bad command lines exit 2 with a message naming
+// what is wrong, before anything runs.
+func TestLabCommandLine(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no scenario", []string{"lab"}, "want one scenario"},
+		{"two scenarios", []string{"lab", "coexistence", "all"}, "want one scenario"},
+		{"unknown scenario", []string{"lab", "nosuch"}, `unknown scenario "nosuch"`},
+		{"short duration", []string{"lab", "coexistence", "--duration", "1s"}, "at least 5s"},
+		{"negative duration", []string{"lab", "coexistence", "--duration", "-3s"}, "at least 5s"},
+		{"no parallelism", []string{"lab", "coexistence", "--parallel", "0"}, "--parallel 0"},
+		{"bad format", []string{"lab", "coexistence", "--format", "xml"}, "want text or json"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, errOut := runCmd(t, "", tc.args...)
+			if code != exitUsage || !strings.Contains(errOut, tc.want) {
+				t.Errorf("%v: exit %d, stderr %q; want exit %d and %q", tc.args, code, errOut, exitUsage, tc.want)
+			}
+		})
+	}
+	code, out, _ := runCmd(t, "", "lab", "--help")
+	if code != exitOK || !strings.Contains(out, "coexistence") || !strings.Contains(out, "all") {
+		t.Errorf("lab --help: exit %d, %q", code, out)
+	}
+}

@@ -1,0 +1,43 @@
+// Package scenario is the lab's experiments (fairgrid lab SCENARIO): a
+// test region and a synthetic viewer beside real TCP flows on one shared,
+// emulated bottleneck, each printing its measurements beside the numbers
+// the literature published for the same set-up.
+//
+// # The rig
+//
+// RunRig builds one run: a link.Bottleneck (one drop-tail queue, rate,
+// delay and loss per direction), gVisor TCP flows on it (tcpflow), and
+// optionally a viewer: an opensim/region simulator, the synthetic viewer
+// (internal/lab/viewer) and a relay whose datagrams cross the same
+// bottleneck as flows "lludp up" and "lludp down", each costing its
+// payload plus 28 bytes of IPv4 and UDP header (RFC 791, RFC 768). The
+// sidecar (throttle.Sidecar) reads the viewer's datagrams as its host
+// sees them and, for the fairgrid modes, sends its AgentThrottle across
+// the bottleneck as the viewer; in the stock mode it only measures. Every
+// statistic comes from the bottleneck (what each flow delivered, each
+// packet's wait in the queue) and from what the TCP receivers read; a run
+// leaves its warm-up (slow start, the viewer's login and first
+// decisions) out.
+//
+// Runs are real time, since the region and the viewer talk over UDP
+// sockets, which a testing/synctest bubble cannot wait on; they take
+// little CPU (a few thousand packets a second), so runAll runs several at
+// once. Given a seed, the links' losses and the stacks' random choices
+// repeat; real TCP's timing still follows the goroutines' scheduling.
+//
+// # Segment size
+//
+// The controllers compute the rate with s = the viewer's mean payload
+// (RFC 5348 §3.1, as Linux's CCID 3); TFRC-SP (RFC 4828 §3) argues for a
+// nominal 1460 bytes instead, so that a flow of small packets gets the
+// bytes a TCP flow of full segments gets at the same loss and RTT. The
+// coexistence scenario measures both beside one bulk TCP flow. Until the
+// controllers have a segment setting, the nominal runs scale fairgrid's
+// request by 1460/s on its way out (nominalSender): window tracking's
+// rate cwnd·s/SRTT and the TFRC equation are both proportional to s.
+//
+// # Published numbers
+//
+// Each scenario's Comparisons name their source; where a paper was read
+// only as the issue quotes it, the source says so.
+package scenario

@@ -1,0 +1,136 @@
+package scenario
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/fairgrid/fairgrid/internal/lab/link"
+	"github.com/fairgrid/fairgrid/lludp"
+)
+
+// udpOverhead is an IPv4 and a UDP header: what a datagram costs on the
+// wire beyond its payload (RFC 791, RFC 768).
+const udpOverhead = 28
+
+// sharedRelay relays one viewer's LLUDP datagrams to a simulator across a
+// shared link.Bottleneck, as flows "lludp up" and "lludp down", so that
+// the viewer queues behind the TCP flows as it would at home. (link.Relay
+// has its own pipes; this is the few lines that put a relay on a shared
+// bottleneck until link.Relay can.)
+type sharedRelay struct {
+	b        *link.Bottleneck
+	log      *slog.Logger
+	conn     *net.UDPConn // viewer ↔ relay
+	upstream *net.UDPConn // relay ↔ simulator
+	up, down link.Flow
+	// tap sees what the viewer's host sees: up datagrams when sent, down
+	// ones when they arrive. It must not block.
+	tap func(lludp.Datagram)
+
+	mu     sync.Mutex
+	viewer netip.AddrPort // the one viewer, once it has sent
+}
+
+const (
+	upFlowName   = "lludp up"
+	downFlowName = "lludp down"
+)
+
+func newSharedRelay(b *link.Bottleneck, sim netip.AddrPort, tap func(lludp.Datagram), log *slog.Logger) (*sharedRelay, error) {
+	conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.0.0.1:0")))
+	if err != nil {
+		return nil, fmt.Errorf("relay: listen: %w", err)
+	}
+	upstream, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(sim))
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("relay: dial the simulator: %w", err)
+	}
+	for _, c := range []*net.UDPConn{conn, upstream} {
+		// Bursts must queue in the emulated FIFO, not in the socket.
+		c.SetReadBuffer(4 << 20)
+		c.SetWriteBuffer(4 << 20)
+	}
+	r := &sharedRelay{b: b, log: log, conn: conn, upstream: upstream, tap: tap}
+	if r.up, err = b.AddFlow(link.FlowConfig{Name: upFlowName, Dir: link.Up, Overhead: udpOverhead, Deliver: r.deliverUp}); err == nil {
+		r.down, err = b.AddFlow(link.FlowConfig{Name: downFlowName, Dir: link.Down, Overhead: udpOverhead, Deliver: r.deliverDown})
+	}
+	if err != nil {
+		r.close()
+		return nil, fmt.Errorf("relay: %w", err)
+	}
+	return r, nil
+}
+
+// Addr is where the viewer sends: the simulator as it knows it.
+func (r *sharedRelay) Addr() netip.AddrPort { return r.conn.LocalAddr().(*net.UDPAddr).AddrPort() }
+
+func (r *sharedRelay) close() {
+	r.conn.Close()
+	r.upstream.Close()
+}
+
+// Run relays until ctx ends, then closes the sockets.
+func (r *sharedRelay) Run(ctx context.Context) error {
+	stop := context.AfterFunc(ctx, r.close)
+	defer stop()
+	var wg sync.WaitGroup
+	wg.Go(func() { r.read(r.conn, true) })
+	wg.Go(func() { r.read(r.upstream, false) })
+	wg.Wait()
+	return nil
+}
+
+func (r *sharedRelay) read(c *net.UDPConn, up bool) {
+	buf := make([]byte, 65536)
+	for {
+		n, from, err := c.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// A refused send to a simulator not yet up reports on the next
+			// read; keep reading.
+			continue
+		}
+		payload := append([]byte(nil), buf[:n]...)
+		if up {
+			r.mu.Lock()
+			r.viewer = from
+			r.mu.Unlock()
+			r.InjectUp(from, payload)
+			continue
+		}
+		r.b.Send(r.down, payload)
+	}
+}
+
+// InjectUp sends payload towards the simulator as the viewer, across the
+// bottleneck: how the sidecar's AgentThrottle leaves the viewer's host.
+func (r *sharedRelay) InjectUp(viewer netip.AddrPort, payload []byte) {
+	if r.tap != nil {
+		r.tap(lludp.Datagram{At: time.Now(), Src: viewer, Dst: r.Addr(), Payload: append([]byte(nil), payload...)})
+	}
+	r.b.Send(r.up, payload)
+}
+
+func (r *sharedRelay) deliverUp(p []byte) { r.upstream.Write(p) }
+
+func (r *sharedRelay) deliverDown(p []byte) {
+	r.mu.Lock()
+	v := r.viewer
+	r.mu.Unlock()
+	if !v.IsValid() {
+		return
+	}
+	if r.tap != nil {
+		r.tap(lludp.Datagram{At: time.Now(), Src: r.Addr(), Dst: v, Payload: p})
+	}
+	r.conn.WriteToUDPAddrPort(p, v)
+}

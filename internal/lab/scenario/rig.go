@@ -1,0 +1,431 @@
+package scenario
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/fairgrid/fairgrid/internal/lab/link"
+	"github.com/fairgrid/fairgrid/internal/lab/tcpflow"
+	"github.com/fairgrid/fairgrid/internal/lab/viewer"
+	"github.com/fairgrid/fairgrid/lludp"
+	"github.com/fairgrid/fairgrid/opensim/region"
+	"github.com/fairgrid/fairgrid/ratecalc"
+	"github.com/fairgrid/fairgrid/throttle"
+)
+
+// ViewerMode is who sets the viewer's throttle.
+type ViewerMode string
+
+const (
+	// Stock is the viewer alone: it asks for 1,500 kbps and follows its
+	// ±10 % rule. fairgrid measures the circuit and sends nothing.
+	Stock ViewerMode = "stock"
+	// Window is fairgrid's window tracking (the thesis's Mongoose client).
+	Window ViewerMode = "window"
+	// TFRC is fairgrid's RFC 5348 controller.
+	TFRC ViewerMode = "tfrc"
+)
+
+// NominalSegment is the segment size TFRC-SP takes for a small-packet flow
+// (RFC 4828 §3: 1460 bytes), and the one the literature's bulk TCP flows
+// send (Ethernet's MSS, RFC 894).
+const NominalSegment = 1460
+
+// RigViewer puts an LLUDP viewer and a region on the bottleneck.
+type RigViewer struct {
+	Mode ViewerMode
+	// Interval is fairgrid's decision interval (default 5 s, the
+	// viewer's and the thesis's).
+	Interval time.Duration
+	// Floor is fairgrid's guaranteed minimum (QoS); 0 is none.
+	Floor ratecalc.Rate
+	// Throttle is what the stock viewer starts asking for (default its
+	// 1,500 kbps).
+	Throttle ratecalc.Rate
+	// Activity is the region's load (default flying: every channel busy).
+	Activity region.Activity
+	// Segment is the s fairgrid's rate stands on: SegmentMean (the
+	// controllers' own, the mean payload) or SegmentNominal (1460 B,
+	// TFRC-SP's; see nominalSender).
+	Segment string
+}
+
+// The segment choices of RigViewer.Segment, named as fairgrid audit's
+// --segment names them.
+const (
+	SegmentMean    = "mean"
+	SegmentNominal = "nominal"
+)
+
+// RigConfig describes one run on a shared bottleneck.
+type RigConfig struct {
+	Up, Down link.PipeConfig
+	Seed     uint64
+	TCP      []tcpflow.FlowConfig
+	Viewer   *RigViewer // nil: TCP only
+	// Warmup is left out of the measurement: slow start, the viewer's
+	// login and its first intervals.
+	Warmup, Duration time.Duration
+	// Tap, if set, sees every packet the bottleneck handles (captures).
+	Tap func(link.Event)
+	// ViewerTap, if set, sees the viewer's datagrams as its host does
+	// (for the audit's report); it must not block.
+	ViewerTap func(lludp.Datagram)
+}
+
+// FlowResult is one flow through one direction of the bottleneck over the
+// measured part of a run.
+type FlowResult struct {
+	Name string `json:"name"`
+	Dir  string `json:"dir"`
+	// ThroughputBPS is what reached the far end, in bits/s on the wire.
+	ThroughputBPS    float64 `json:"throughput_bps"`
+	QueueDelayMeanMs float64 `json:"queue_delay_mean_ms"`
+	QueueDelayP95Ms  float64 `json:"queue_delay_p95_ms"`
+	Arrived          uint64  `json:"arrived"`
+	Dropped          uint64  `json:"dropped"`
+}
+
+func flowResult(r link.FlowReport) FlowResult {
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	return FlowResult{Name: r.Name, Dir: r.Dir.String(), ThroughputBPS: r.Throughput() * 8,
+		QueueDelayMeanMs: ms(r.QueueDelay.Mean()), QueueDelayP95Ms: ms(r.QueueDelay.Quantile(0.95)),
+		Arrived: r.Arrived, Dropped: r.Dropped()}
+}
+
+// TCPResult is one TCP flow's data direction.
+type TCPResult struct {
+	Name string `json:"name"`
+	CC   string `json:"cc"`
+	// GoodputBPS is what the receiving application read, in bits/s.
+	GoodputBPS float64    `json:"goodput_bps"`
+	Data       FlowResult `json:"data"`
+}
+
+// ViewerResult is the viewer's circuit.
+type ViewerResult struct {
+	Mode ViewerMode `json:"mode"`
+	// Down and Up are its datagrams through the bottleneck.
+	Down FlowResult `json:"down"`
+	Up   FlowResult `json:"up"`
+	// The circuit as fairgrid measured it (mean over the decisions after
+	// the warm-up): loss event rate, RTT, mean payload.
+	LossEventRate float64 `json:"loss_event_rate"`
+	RTTms         float64 `json:"rtt_ms"`
+	SegmentBytes  float64 `json:"segment_bytes"`
+	// FairMeanBPS and FairNominalBPS are the Mathis (Reno) rate at that
+	// loss and RTT with s the mean payload and with s = 1460 B; 0 before
+	// any loss.
+	FairMeanBPS    float64 `json:"fair_mean_bps"`
+	FairNominalBPS float64 `json:"fair_nominal_bps"`
+	Requests       uint64  `json:"requests"`
+	// PerSecondBPS is what the viewer received in each second of the
+	// measured part, on the wire.
+	PerSecondBPS []float64 `json:"per_second_bps"`
+}
+
+// Measurement is a run's result.
+type Measurement struct {
+	Seconds float64               `json:"seconds"`
+	Viewer  *ViewerResult         `json:"viewer,omitempty"`
+	TCP     []TCPResult           `json:"tcp"`
+	Up      FlowResult            `json:"up"`
+	Down    FlowResult            `json:"down"`
+	Stacks  [2]tcpflow.StackStats `json:"-"`
+}
+
+// loopTickStats is fairgrid's view of the circuit after one decision.
+type loopTickStats struct {
+	at time.Time
+	st ratecalc.Stats
+}
+
+// discard is the stock runs' sender: fairgrid measures and sends nothing.
+type discard struct{}
+
+func (discard) Send(context.Context, throttle.Request) error { return nil }
+
+// relaySender sends fairgrid's AgentThrottle from the viewer's host,
+// across the bottleneck.
+type relaySender struct{ r *sharedRelay }
+
+func (s relaySender) Send(_ context.Context, req throttle.Request) error {
+	b, err := req.Encode()
+	if err != nil {
+		return err
+	}
+	s.r.InjectUp(req.Circuit.Viewer, b)
+	return nil
+}
+
+// nominalSender sends fairgrid's requests scaled from the mean payload s
+// the controllers use to the nominal 1460 B of TFRC-SP (RFC 4828 §3):
+// window tracking's rate cwnd·s/SRTT and the TFRC equation are both
+// proportional to s, so the scaled request is what the controller would
+// ask for with s fixed at 1460 B, up to the loop's Max. It stands in for
+// a segment setting of the controllers themselves (see the package
+// documentation).
+type nominalSender struct {
+	relay *sharedRelay
+	loop  *throttle.Loop
+}
+
+func (s nominalSender) Send(ctx context.Context, req throttle.Request) error {
+	if _, st, ok := s.loop.Circuit(req.Circuit); ok && st.SegmentSize > 0 {
+		k := NominalSegment / st.SegmentSize
+		if maxRate := s.loop.Config().Max; maxRate > 0 && req.Total*ratecalc.Rate(k) > maxRate {
+			k = float64(maxRate / req.Total)
+		}
+		req.Total *= ratecalc.Rate(k)
+		for i := range req.Throttles {
+			req.Throttles[i] *= float32(k)
+		}
+	}
+	return relaySender{s.relay}.Send(ctx, req)
+}
+
+// tapBuffer holds a few seconds of the viewer's datagrams (a few hundred
+// a second) in case the sidecar is descheduled.
+const tapBuffer = 4096
+
+// RunRig runs cfg for Warmup+Duration and measures the part after the
+// warm-up.
+func RunRig(ctx context.Context, cfg RigConfig, log *slog.Logger) (Measurement, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Duration <= 0 || cfg.Warmup < 0 {
+		return Measurement{}, fmt.Errorf("scenario: duration %v, warm-up %v: want a positive duration", cfg.Duration, cfg.Warmup)
+	}
+	b, err := link.NewBottleneck(link.BottleneckConfig{Up: cfg.Up, Down: cfg.Down, Seed: cfg.Seed, Tap: cfg.Tap}, log)
+	if err != nil {
+		return Measurement{}, fmt.Errorf("scenario: %w", err)
+	}
+	tcpNet, err := tcpflow.New(b, tcpflow.Config{Seed: cfg.Seed}, log)
+	if err != nil {
+		return Measurement{}, fmt.Errorf("scenario: %w", err)
+	}
+	defer tcpNet.Close()
+	flows := make([]*tcpflow.Flow, len(cfg.TCP))
+	for i, fc := range cfg.TCP {
+		if flows[i], err = tcpNet.AddFlow(fc); err != nil {
+			return Measurement{}, fmt.Errorf("scenario: %w", err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.Warmup+cfg.Duration)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	wg.Go(func() { b.Run(ctx) })
+	var netErr error
+	wg.Go(func() { netErr = tcpNet.Run(ctx) })
+
+	var vr *viewerRig
+	if cfg.Viewer != nil {
+		if vr, err = startViewer(ctx, &wg, b, *cfg.Viewer, cfg.Warmup, cfg.ViewerTap, log); err != nil {
+			return Measurement{}, err
+		}
+	}
+
+	// Snapshots: one at the end of the warm-up, then one a second for the
+	// viewer's per-second rate.
+	var first, last link.BottleneckStats
+	read0 := make([]uint64, len(flows))
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	warm := time.NewTimer(cfg.Warmup)
+	defer warm.Stop()
+	var perSecond []float64
+	var prevDown uint64
+	warmedUp := false
+wait:
+	for {
+		select {
+		case <-ctx.Done():
+			break wait
+		case <-warm.C:
+			first = b.Stats()
+			for i, f := range flows {
+				read0[i] = f.Read(dataDir(f.Config()))
+			}
+			if r, ok := first.Flow(downFlowName); ok {
+				prevDown = r.DeliveredBytes
+			}
+			warmedUp = true
+		case <-tick.C:
+			if !warmedUp {
+				continue
+			}
+			s := b.Stats()
+			if r, ok := s.Flow(downFlowName); ok {
+				perSecond = append(perSecond, float64(r.DeliveredBytes-prevDown)*8)
+				prevDown = r.DeliveredBytes
+			}
+		}
+	}
+	last = b.Stats()
+	if !warmedUp {
+		return Measurement{}, fmt.Errorf("scenario: %w before the warm-up ended", context.Cause(ctx))
+	}
+	readEnd := make([]uint64, len(flows))
+	for i, f := range flows {
+		readEnd[i] = f.Read(dataDir(f.Config()))
+	}
+	cancel()
+	wg.Wait()
+	if netErr != nil {
+		return Measurement{}, netErr
+	}
+	d := last.Since(first)
+	m := Measurement{Seconds: last.Flows[0].At.Sub(first.Flows[0].At).Seconds(), Up: flowResult(link.FlowReport{Name: "all", Dir: link.Up, FlowStats: d.Up}),
+		Down: flowResult(link.FlowReport{Name: "all", Dir: link.Down, FlowStats: d.Down})}
+	m.Stacks[0], m.Stacks[1] = tcpNet.Stats()
+	for i, f := range flows {
+		fc := f.Config()
+		data, _ := d.Flow(fc.Name + " " + dataDir(fc).String())
+		m.TCP = append(m.TCP, TCPResult{Name: fc.Name, CC: string(fc.CC), GoodputBPS: float64(readEnd[i]-read0[i]) * 8 / m.Seconds, Data: flowResult(data)})
+	}
+	if vr != nil {
+		m.Viewer = vr.result(d, perSecond)
+	}
+	return m, nil
+}
+
+// viewerRig is the region, the relay, the viewer and the sidecar of a run.
+type viewerRig struct {
+	mode    ViewerMode
+	warmEnd time.Time
+	loop    *throttle.Loop
+	mu      sync.Mutex
+	ticks   []loopTickStats
+}
+
+func startViewer(ctx context.Context, wg *sync.WaitGroup, b *link.Bottleneck, cfg RigViewer, warmup time.Duration, viewerTap func(lludp.Datagram), log *slog.Logger) (*viewerRig, error) {
+	interval := cfg.Interval
+	if interval == 0 {
+		interval = 5 * time.Second
+	}
+	controller := throttle.Window
+	if cfg.Mode == TFRC {
+		controller = throttle.TFRC
+	}
+	loop, err := throttle.New(throttle.Config{Controller: controller, Interval: interval, Floor: cfg.Floor}, log)
+	if err != nil {
+		return nil, fmt.Errorf("scenario: %w", err)
+	}
+	activity := cfg.Activity
+	if activity == 0 {
+		activity = region.Flying
+	}
+	sim, err := region.New(region.Config{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Activity: activity}, log)
+	if err != nil {
+		return nil, fmt.Errorf("scenario: %w", err)
+	}
+	source := throttle.NewChanSource(tapBuffer)
+	relay, err := newSharedRelay(b, sim.Addr(), func(d lludp.Datagram) {
+		source.Push(d)
+		if viewerTap != nil {
+			viewerTap(d)
+		}
+	}, log)
+	if err != nil {
+		return nil, fmt.Errorf("scenario: %w", err)
+	}
+	v, err := viewer.New(viewer.Config{Sim: relay.Addr(), Throttle: cfg.Throttle, FollowViewerRule: true, CircuitCode: 4242}, log)
+	if err != nil {
+		relay.close()
+		return nil, fmt.Errorf("scenario: %w", err)
+	}
+	vr := &viewerRig{mode: cfg.Mode, loop: loop, warmEnd: time.Now().Add(warmup)}
+	var sender throttle.Sender = discard{}
+	switch {
+	case cfg.Mode == Stock:
+	case cfg.Segment == SegmentNominal:
+		sender = nominalSender{relay: relay, loop: loop}
+	case cfg.Segment == "" || cfg.Segment == SegmentMean:
+		sender = relaySender{relay}
+	default:
+		relay.close()
+		return nil, fmt.Errorf("scenario: segment %q: want mean or nominal", cfg.Segment)
+	}
+	sc, err := throttle.NewSidecar(throttle.SidecarConfig{Loop: loop, Source: source, Sender: sender, Log: log,
+		AfterTick: func(now time.Time, _ []throttle.Request) {
+			keys := loop.Keys()
+			if len(keys) == 0 {
+				return
+			}
+			if _, st, ok := loop.Circuit(keys[0]); ok {
+				vr.mu.Lock()
+				vr.ticks = append(vr.ticks, loopTickStats{at: now, st: st})
+				vr.mu.Unlock()
+			}
+		}})
+	if err != nil {
+		relay.close()
+		return nil, fmt.Errorf("scenario: %w", err)
+	}
+	for _, run := range []func(context.Context) error{sim.Run, relay.Run, v.Run, sc.Run} {
+		wg.Go(func() { run(ctx) })
+	}
+	return vr, nil
+}
+
+func (vr *viewerRig) result(d link.BottleneckStats, perSecond []float64) *ViewerResult {
+	r := &ViewerResult{Mode: vr.mode, PerSecondBPS: perSecond, Requests: vr.loop.Stats().Requests}
+	if f, ok := d.Flow(downFlowName); ok {
+		r.Down = flowResult(f)
+	}
+	if f, ok := d.Flow(upFlowName); ok {
+		r.Up = flowResult(f)
+	}
+	vr.mu.Lock()
+	defer vr.mu.Unlock()
+	var n float64
+	for _, t := range vr.ticks {
+		if t.at.Before(vr.warmEnd) || t.st.LossEventRate <= 0 {
+			continue
+		}
+		n++
+		r.LossEventRate += t.st.LossEventRate
+		r.RTTms += float64(t.st.SRTT) / float64(time.Millisecond)
+		r.SegmentBytes += t.st.SegmentSize
+		r.FairMeanBPS += ratecalc.MathisRate(t.st.SegmentSize, t.st.SRTT, t.st.LossEventRate).BitsPerSecond()
+		r.FairNominalBPS += ratecalc.MathisRate(NominalSegment, t.st.SRTT, t.st.LossEventRate).BitsPerSecond()
+	}
+	if n > 0 {
+		r.LossEventRate /= n
+		r.RTTms /= n
+		r.SegmentBytes /= n
+		r.FairMeanBPS /= n
+		r.FairNominalBPS /= n
+	}
+	return r
+}
+
+// Jain is Jain's fairness index of xs: 1 when all are equal, 1/n when one
+// takes everything (Jain, Chiu and Hawe, DEC-TR-301, 1984).
+func Jain(xs ...float64) float64 {
+	var sum, sq float64
+	for _, x := range xs {
+		sum += x
+		sq += x * x
+	}
+	if sq == 0 {
+		return 0
+	}
+	return sum * sum / (float64(len(xs)) * sq)
+}
+
+// dataDir is the way a bulk flow's data crosses the bottleneck (an
+// application-limited flow's downstream, the larger of a game's two).
+func dataDir(fc tcpflow.FlowConfig) link.Direction {
+	if fc.App == nil && fc.Dir == tcpflow.Upload {
+		return link.Up
+	}
+	return link.Down
+}

@@ -1,0 +1,250 @@
+package scenario
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+)
+
+// Options are what every scenario takes.
+type Options struct {
+	// Seed makes the links' loss and the TCP stacks' random choices
+	// repeatable; real TCP's timing still follows the goroutines'
+	// scheduling, so runs agree closely but not bit for bit.
+	Seed uint64
+	// Duration is each run's measured part; 0 is the scenario's default.
+	// Warm-ups come on top.
+	Duration time.Duration
+	// OutDir, if set, receives each run's capture (pcap) and the results
+	// (JSON).
+	OutDir string
+	// Parallel is how many runs go at once (default 4): each run is real
+	// time but light on CPU, a few thousand packets a second.
+	Parallel int
+	Log      *slog.Logger
+}
+
+func (o Options) withDefaults() Options {
+	if o.Seed == 0 {
+		o.Seed = 1
+	}
+	if o.Parallel <= 0 {
+		o.Parallel = 4
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// Table is a scenario's result in rows, for text and JSON alike.
+type Table struct {
+	Title   string     `json:"title"`
+	Columns []string   `json:"columns"`
+	Rows    [][]string `json:"rows"`
+	// Notes say where the published numbers come from and what differs.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Comparison is one measured figure beside the published one.
+type Comparison struct {
+	Scenario  string  `json:"scenario"`
+	Metric    string  `json:"metric"`
+	Unit      string  `json:"unit"`
+	Published float64 `json:"published"`
+	Measured  float64 `json:"measured"`
+	// Source cites the publication and the figure or table.
+	Source string `json:"source"`
+}
+
+// Ratio is measured over published; NaN when nothing was published.
+func (c Comparison) Ratio() float64 {
+	if c.Published == 0 {
+		return math.NaN()
+	}
+	return c.Measured / c.Published
+}
+
+// Result is what a scenario reports.
+type Result struct {
+	Scenario    string       `json:"scenario"`
+	Seconds     float64      `json:"wall_seconds"`
+	Tables      []Table      `json:"tables"`
+	Comparisons []Comparison `json:"comparisons"`
+	Runs        []RunResult  `json:"runs"`
+}
+
+// RunResult is one run of a scenario, named by its parameters.
+type RunResult struct {
+	Name        string      `json:"name"`
+	Measurement Measurement `json:"measurement"`
+}
+
+// Scenario is one experiment of the lab.
+type Scenario struct {
+	Name    string
+	Summary string
+	// DefaultDuration is each run's measured part when Options.Duration
+	// is 0.
+	DefaultDuration time.Duration
+	Run             func(ctx context.Context, o Options) (Result, error)
+}
+
+// Scenarios lists the lab's experiments in the order `all` runs them.
+func Scenarios() []Scenario {
+	return []Scenario{coexistence()}
+}
+
+// Find returns the scenario called name ("all" included).
+func Find(name string) (Scenario, bool) {
+	if name == "all" {
+		return all(), true
+	}
+	for _, s := range Scenarios() {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return Scenario{}, false
+}
+
+// all runs every scenario and ends with one table of every comparison.
+func all() Scenario {
+	return Scenario{Name: "all", Summary: "every scenario, then one table: scenario, metric, published, measured, ratio",
+		Run: func(ctx context.Context, o Options) (Result, error) {
+			start := time.Now()
+			res := Result{Scenario: "all"}
+			var errs []error
+			for _, s := range Scenarios() {
+				r, err := s.Run(ctx, o)
+				if err != nil {
+					errs = append(errs, fmt.Errorf("%s: %w", s.Name, err))
+					continue
+				}
+				res.Tables = append(res.Tables, r.Tables...)
+				res.Comparisons = append(res.Comparisons, r.Comparisons...)
+				res.Runs = append(res.Runs, r.Runs...)
+			}
+			res.Tables = append(res.Tables, SummaryTable(res.Comparisons))
+			res.Seconds = time.Since(start).Seconds()
+			return res, errors.Join(errs...)
+		}}
+}
+
+// SummaryTable is every comparison in one table.
+func SummaryTable(cs []Comparison) Table {
+	t := Table{Title: "Summary: measured beside published", Columns: []string{"scenario", "metric", "published", "measured", "ratio", "source"}}
+	for _, c := range cs {
+		ratio := "-"
+		if r := c.Ratio(); !math.IsNaN(r) {
+			ratio = fmt.Sprintf("%.2f", r)
+		}
+		t.Rows = append(t.Rows, []string{c.Scenario, c.Metric, num(c.Published, c.Unit), num(c.Measured, c.Unit), ratio, c.Source})
+	}
+	return t
+}
+
+func num(v float64, unit string) string {
+	s := fmt.Sprintf("%.3g", v)
+	if math.Abs(v) >= 1000 || v == math.Trunc(v) {
+		s = fmt.Sprintf("%.0f", v)
+	} else if math.Abs(v) >= 10 {
+		s = fmt.Sprintf("%.1f", v)
+	}
+	if unit != "" {
+		s += " " + unit
+	}
+	return s
+}
+
+// WriteText prints a result's tables.
+func WriteText(w io.Writer, r Result) error {
+	var b strings.Builder
+	for _, t := range r.Tables {
+		fmt.Fprintf(&b, "%s\n\n", t.Title)
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintf(tw, "%s\t\n", strings.Join(t.Columns, "\t"))
+		for _, row := range t.Rows {
+			fmt.Fprintf(tw, "%s\t\n", strings.Join(row, "\t"))
+		}
+		tw.Flush()
+		for _, n := range t.Notes {
+			fmt.Fprintf(&b, "  %s\n", n)
+		}
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "%s took %.0f s.\n", r.Scenario, r.Seconds)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WriteJSON writes a result as one JSON object.
+func WriteJSON(w io.Writer, r Result) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// job is one run of a scenario.
+type job struct {
+	name string
+	cfg  RigConfig
+}
+
+// runAll runs jobs, o.Parallel at a time, and returns their measurements
+// in order. Each writes its capture into o.OutDir when set.
+func runAll(ctx context.Context, o Options, jobs []job) ([]RunResult, error) {
+	out := make([]RunResult, len(jobs))
+	errs := make([]error, len(jobs))
+	sem := make(chan struct{}, o.Parallel)
+	var wg sync.WaitGroup
+	for i, j := range jobs {
+		wg.Go(func() {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				errs[i] = ctx.Err()
+				return
+			}
+			defer func() { <-sem }()
+			cfg := j.cfg
+			var capture *pcapFile
+			if o.OutDir != "" {
+				var err error
+				if capture, err = createPcap(o.OutDir, j.name); err != nil {
+					errs[i] = err
+					return
+				}
+				cfg.Tap = capture.tap
+			}
+			var vlog *viewerLog
+			if o.OutDir != "" && cfg.Viewer != nil {
+				vlog = &viewerLog{}
+				cfg.ViewerTap = vlog.add
+			}
+			m, err := RunRig(ctx, cfg, o.Log)
+			if capture != nil {
+				err = errors.Join(err, capture.close())
+			}
+			if vlog != nil && err == nil {
+				err = vlog.writeAudit(o.OutDir, j.name)
+			}
+			if err != nil {
+				errs[i] = fmt.Errorf("run %s: %w", j.name, err)
+				return
+			}
+			o.Log.Info("run done", "run", j.name)
+			out[i] = RunResult{Name: j.name, Measurement: m}
+		})
+	}
+	wg.Wait()
+	return out, errors.Join(errs...)
+}
