@@ -209,6 +209,9 @@ func (s *Server) remove(c *client, now time.Time) {
 // produce refills each channel's queue at its offered load, never past
 // QueueTarget packets: the scheduler paces production.
 func (s *Server) produce(now time.Time) {
+	if loads[s.cfg.Activity] == ([opensim.NumChannels]channelLoad{}) {
+		return // nothing to offer: no need to visit every client 100 times a second
+	}
 	dt := tick.Seconds()
 	var buf []byte
 	for _, c := range s.clients {

@@ -8,7 +8,6 @@ import (
 	"math"
 	"net/netip"
 	"slices"
-	"sync"
 	"time"
 )
 
@@ -120,11 +119,8 @@ func RunStress(ctx context.Context, o StressOptions) (StressResult, error) {
 	for _, v := range vs {
 		v.stressFrom = warm
 	}
-	var wg sync.WaitGroup
-	for _, v := range vs {
-		wg.Add(1)
-		go func() { defer wg.Done(); v.Run(runCtx) }()
-	}
+	fleetDone := make(chan error, 1)
+	go func() { fleetDone <- runFleet(runCtx, vs) }()
 	res := StressResult{Viewers: o.Viewers, World: o.World}
 	var errs []error
 	waitUntil(ctx, warm)
@@ -142,7 +138,9 @@ func RunStress(ctx context.Context, o StressOptions) (StressResult, error) {
 		regionAfter, regionErr = scrapeRegion(ctx, o.RegionMetrics)
 	}
 	cancel()
-	wg.Wait()
+	if err := <-fleetDone; err != nil {
+		errs = append(errs, err)
+	}
 
 	window := afterAt.Sub(beforeAt).Seconds()
 	res.WindowSeconds = window

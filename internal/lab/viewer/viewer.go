@@ -120,6 +120,8 @@ type Viewer struct {
 	start      time.Time
 	last       time.Time
 	packet     lludp.Packet
+	// when the AgentUpdate stream, pings and the throttle rule last ran
+	lastUpdate, lastPing, lastRule time.Time
 	// stress mode
 	pos        lludp.Vector3
 	moves      uint32
@@ -225,17 +227,13 @@ func (v *Viewer) Run(ctx context.Context) error {
 	defer v.conn.Close()
 	in := make(chan inbound, 1024)
 	go v.read(in)
-	v.mu.Lock()
-	v.start = time.Now()
-	v.sendReliable(&lludp.UseCircuitCode{Code: v.cfg.CircuitCode, SessionID: v.cfg.SessionID, AgentID: v.cfg.AgentID}, 0, v.start)
-	v.mu.Unlock()
+	v.login(time.Now())
 	tick := 10 * time.Millisecond
 	if v.cfg.Stress {
 		tick = 50 * time.Millisecond // thousands of viewers share the machine
 	}
 	ticker := time.NewTicker(tick)
 	defer ticker.Stop()
-	var lastUpdate, lastPing, lastRule time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -247,30 +245,46 @@ func (v *Viewer) Run(ctx context.Context) error {
 			v.mu.Unlock()
 		case now := <-ticker.C:
 			v.mu.Lock()
-			if v.moved && now.Sub(lastUpdate) >= v.cfg.AgentUpdateInterval {
+			if v.moved && now.Sub(v.lastUpdate) >= v.cfg.AgentUpdateInterval {
 				v.sendUpdate(now)
-				lastUpdate = now
+				v.lastUpdate = now
 			}
-			if v.loggedIn && now.Sub(lastPing) >= v.cfg.PingInterval {
-				v.pingID++
-				v.send(&lludp.StartPingCheck{PingID: v.pingID, OldestUnacked: v.seq}, 0, now)
-				lastPing = now
-			}
-			if len(v.acks) > 0 && now.Sub(v.ackSince) >= v.cfg.AckDelay {
-				v.flushAcks(now)
-			}
-			if v.rule != nil && v.moved && now.Sub(lastRule) >= ruleInterval {
-				if !lastRule.IsZero() {
-					if r := v.rule.Rate(now); r != v.throttle {
-						v.throttle = r
-						v.sendThrottle(now)
-					}
-				}
-				lastRule = now
-			}
-			v.retransmit(now)
+			v.housekeep(now)
 			v.mu.Unlock()
 		}
+	}
+}
+
+// login sends UseCircuitCode: the start of the handshake.
+func (v *Viewer) login(now time.Time) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.start = now
+	v.sendReliable(&lludp.UseCircuitCode{Code: v.cfg.CircuitCode, SessionID: v.cfg.SessionID, AgentID: v.cfg.AgentID}, 0, now)
+}
+
+// housekeep does what is due by now apart from the AgentUpdate stream:
+// pings, the ack flush, the throttle rule, resends. v.mu is held.
+func (v *Viewer) housekeep(now time.Time) {
+	if v.loggedIn && now.Sub(v.lastPing) >= v.cfg.PingInterval {
+		v.pingID++
+		v.send(&lludp.StartPingCheck{PingID: v.pingID, OldestUnacked: v.seq}, 0, now)
+		v.lastPing = now
+	}
+	if len(v.acks) > 0 && now.Sub(v.ackSince) >= v.cfg.AckDelay {
+		v.flushAcks(now)
+	}
+	if v.rule != nil && v.moved && now.Sub(v.lastRule) >= ruleInterval {
+		if !v.lastRule.IsZero() {
+			if r := v.rule.Rate(now); r != v.throttle {
+				v.throttle = r
+				v.sendThrottle(now)
+			}
+		}
+		v.lastRule = now
+	}
+	if len(v.unacked) > 0 {
+		v.retransmit(now)
 	}
 }
 
