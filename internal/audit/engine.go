@@ -71,9 +71,10 @@ type Auditor struct {
 
 	nextTick int64 // unix ns of the next replay decision
 
-	messages map[lludp.MessageID]*MessageType
-	lastID   lludp.MessageID
-	lastMsg  *MessageType
+	// Counts per message: High and Medium numbers index arrays (most
+	// datagrams), the rest a map.
+	high, medium [256]*MessageType
+	messages     map[lludp.MessageID]*MessageType
 
 	files    []FileResult
 	file     int // index of the file whose datagram is in hand
@@ -109,7 +110,7 @@ type flowState struct {
 	prev circuit.DirStats
 	// Per-second values, one per second that carried traffic: what the
 	// per-connection percentiles are taken over.
-	rates, ratios []float64
+	rates, ratios dist
 	peak          float64
 	lastRate      float64
 	lastFair      *float64
@@ -222,18 +223,29 @@ func (a *Auditor) countMessage(payload []byte) {
 	if err != nil {
 		return // the tracker parsed it already: cannot happen
 	}
-	m := a.lastMsg
-	if h.ID != a.lastID || m == nil {
+	var slot **MessageType
+	switch {
+	case h.ID.Frequency == lludp.High && h.ID.Number < 256:
+		slot = &a.high[h.ID.Number]
+	case h.ID.Frequency == lludp.Medium && h.ID.Number < 256:
+		slot = &a.medium[h.ID.Number]
+	}
+	var m *MessageType
+	if slot != nil {
+		m = *slot
+	} else {
 		m = a.messages[h.ID]
-		if m == nil {
-			name := h.ID.String()
-			if msg := a.template().Lookup(h.ID); msg != nil {
-				name = msg.Name
-			}
-			m = &MessageType{Name: name}
-			a.messages[h.ID] = m
+	}
+	if m == nil {
+		name := h.ID.String()
+		if msg := a.template().Lookup(h.ID); msg != nil {
+			name = msg.Name
 		}
-		a.lastID, a.lastMsg = h.ID, m
+		m = &MessageType{Name: name}
+		a.messages[h.ID] = m
+		if slot != nil {
+			*slot = m
+		}
 	}
 	m.Packets++
 	m.Bytes += int64(len(payload))
@@ -286,7 +298,7 @@ func (a *Auditor) closeBin(fs *flowState) {
 	}
 	// A bin is one second wide, so its bytes·8 are its bit/s.
 	rate := float64(st.Bytes-fs.prev.Bytes) * 8
-	fs.rates = append(fs.rates, rate)
+	fs.rates.add(rate)
 	fs.peak = max(fs.peak, rate)
 	fs.lastRate = rate
 	rtt := pingRTT(c)
@@ -294,7 +306,7 @@ func (a *Auditor) closeBin(fs *flowState) {
 	fs.lastFair = fair
 	r := ratio(rate, fair)
 	if r != nil {
-		fs.ratios = append(fs.ratios, *r)
+		fs.ratios.add(*r)
 	}
 	if a.cfg.Series {
 		s := Second{Circuit: fs.cs.name, Direction: fs.dir.String(), UnixS: a.sec, Packets: int64(packets), BitPerS: rate,

@@ -2,6 +2,8 @@ package audit
 
 import (
 	"math"
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -109,5 +111,41 @@ func TestFair(t *testing.T) {
 func TestNewRefuses(t *testing.T) {
 	if _, err := New(Config{Segment: "mss"}); err == nil {
 		t.Error("segment mss accepted")
+	}
+}
+
+// TestDist: exact percentiles up to exactLimit values, within 1 % of the
+// exact ones beyond, in bounded memory.
+func TestDist(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	for _, n := range []int{1, 10, exactLimit, exactLimit + 1, 200_000} {
+		var d dist
+		xs := make([]float64, n)
+		for i := range xs {
+			xs[i] = math.Exp(rng.NormFloat64()*2 + 10) // rates over several decades
+			if i%50 == 0 {
+				xs[i] = 0 // a second with nothing received
+			}
+			d.add(xs[i])
+		}
+		slices.Sort(xs)
+		tol := 0.0
+		if n > exactLimit {
+			tol = 0.01
+			if len(d.exact) != 0 || len(d.hist) > 3000 {
+				t.Errorf("n=%d: %d exact values and %d buckets kept", n, len(d.exact), len(d.hist))
+			}
+		}
+		for _, q := range []float64{0, 0.25, 0.5, 0.75, 1} {
+			want := quantile(xs, q)
+			if n > exactLimit {
+				// The histogram answers with a value of the rank's
+				// neighbourhood: compare with the nearest rank.
+				want = xs[int(math.Round(q*float64(n-1)))]
+			}
+			if got := d.quantile(q); math.Abs(got-want) > tol*want {
+				t.Errorf("n=%d q=%v: %v, want %v", n, q, got, want)
+			}
+		}
 	}
 }

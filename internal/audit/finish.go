@@ -105,20 +105,16 @@ func (a *Auditor) circuitRow(fs *flowState) (Circuit, bool) {
 		row.Mathis = &m
 	}
 	row.ReceivedOverFair = ratio(row.MeanBitPerS, fair)
-	if len(fs.ratios) > 0 {
-		sorted := slices.Clone(fs.ratios)
-		slices.Sort(sorted)
-		row.RatioMean = ptr(mean(sorted))
-		row.RatioMedian = ptr(quantile(sorted, 0.5))
-		row.RatioP25 = ptr(quantile(sorted, 0.25))
-		row.RatioP75 = ptr(quantile(sorted, 0.75))
+	if d := &fs.ratios; d.n > 0 {
+		row.RatioMean = ptr(d.mean())
+		row.RatioMedian = ptr(d.quantile(0.5))
+		row.RatioP25 = ptr(d.quantile(0.25))
+		row.RatioP75 = ptr(d.quantile(0.75))
 	}
-	if len(fs.rates) > 0 {
-		sorted := slices.Clone(fs.rates)
-		slices.Sort(sorted)
-		row.MedianBitPerS = quantile(sorted, 0.5)
-		row.P25BitPerS = quantile(sorted, 0.25)
-		row.P75BitPerS = quantile(sorted, 0.75)
+	if d := &fs.rates; d.n > 0 {
+		row.MedianBitPerS = d.quantile(0.5)
+		row.P25BitPerS = d.quantile(0.25)
+		row.P75BitPerS = d.quantile(0.75)
 	}
 	if fs.dir == circuit.Down {
 		// Requests govern what the simulator sends, so they sit beside the
@@ -206,14 +202,6 @@ func quantile(sorted []float64, q float64) float64 {
 	}
 	frac := pos - float64(i)
 	return sorted[i] + frac*(sorted[i+1]-sorted[i])
-}
-
-func mean(xs []float64) float64 {
-	var s float64
-	for _, x := range xs {
-		s += x
-	}
-	return s / float64(len(xs))
 }
 
 func ptr[T any](v T) *T { return &v }
