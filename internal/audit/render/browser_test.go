@@ -47,17 +47,16 @@ func chromiumPath(t *testing.T) string {
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
 	install := func() ([]byte, error) {
-		cmd := exec.CommandContext(ctx, apt, "install", "-y", "--no-install-recommends", "chromium")
+		cmd := exec.CommandContext(ctx, apt, "install", "-y", "chromium")
 		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
 		return cmd.CombinedOutput()
 	}
-	out, err := install()
-	if err != nil {
+	if _, err := install(); err != nil {
 		// the package lists may be missing or stale on a fresh machine
 		if upd, uerr := exec.CommandContext(ctx, apt, "update").CombinedOutput(); uerr != nil {
 			t.Skipf("skipped: chromium is not installed and apt-get update failed (%v): %s", uerr, tail(upd, 300))
 		}
-		if out, err = install(); err != nil {
+		if out, err := install(); err != nil {
 			t.Skipf("skipped: chromium is not installed and apt-get install chromium failed (%v): %s", err, tail(out, 300))
 		}
 	}
