@@ -31,7 +31,7 @@ func labScenarios() string {
 	for _, s := range labscenario.Scenarios() {
 		fmt.Fprintf(&b, "  %-17s %s\n", s.Name, s.Summary)
 	}
-	fmt.Fprintf(&b, "  %-17s %s", "all", "every scenario, then one summary table (about 10 minutes)")
+	fmt.Fprintf(&b, "  %-17s %s", "all", "every scenario, then one summary table (about 10 minutes with --parallel 4)")
 	return b.String()
 }
 

@@ -122,6 +122,9 @@ type ViewerResult struct {
 	// any loss.
 	FairMeanBPS    float64 `json:"fair_mean_bps"`
 	FairNominalBPS float64 `json:"fair_nominal_bps"`
+	// FairTFRCBPS is the TFRC equation (RFC 5348 §3.1) at the same p, RTT
+	// and mean s: the rate the TFRC controller aims at.
+	FairTFRCBPS float64 `json:"fair_tfrc_bps"`
 	Requests       uint64  `json:"requests"`
 	// PerSecondBPS is what the viewer received in each second of the
 	// measured part, on the wire.
@@ -396,6 +399,7 @@ func (vr *viewerRig) result(d link.BottleneckStats, perSecond []float64) *Viewer
 		r.SegmentBytes += t.st.SegmentSize
 		r.FairMeanBPS += ratecalc.MathisRate(t.st.SegmentSize, t.st.SRTT, t.st.LossEventRate).BitsPerSecond()
 		r.FairNominalBPS += ratecalc.MathisRate(NominalSegment, t.st.SRTT, t.st.LossEventRate).BitsPerSecond()
+		r.FairTFRCBPS += ratecalc.TFRCRate(t.st.SegmentSize, t.st.SRTT, t.st.LossEventRate).BitsPerSecond()
 	}
 	if n > 0 {
 		r.LossEventRate /= n
@@ -403,6 +407,7 @@ func (vr *viewerRig) result(d link.BottleneckStats, perSecond []float64) *Viewer
 		r.SegmentBytes /= n
 		r.FairMeanBPS /= n
 		r.FairNominalBPS /= n
+		r.FairTFRCBPS /= n
 	}
 	return r
 }

@@ -100,7 +100,7 @@ type Scenario struct {
 
 // Scenarios lists the lab's experiments in the order `all` runs them.
 func Scenarios() []Scenario {
-	return []Scenario{coexistence()}
+	return []Scenario{coexistence(), mongoose(), multiplexing(), wirelessBuffers()}
 }
 
 // Find returns the scenario called name ("all" included).
