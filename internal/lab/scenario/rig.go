@@ -125,7 +125,7 @@ type ViewerResult struct {
 	// FairTFRCBPS is the TFRC equation (RFC 5348 §3.1) at the same p, RTT
 	// and mean s: the rate the TFRC controller aims at.
 	FairTFRCBPS float64 `json:"fair_tfrc_bps"`
-	Requests       uint64  `json:"requests"`
+	Requests    uint64  `json:"requests"`
 	// PerSecondBPS is what the viewer received in each second of the
 	// measured part, on the wire.
 	PerSecondBPS []float64 `json:"per_second_bps"`
