@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/netip"
 	"os"
 	"reflect"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 	"github.com/fairgrid/fairgrid/capture"
+	"github.com/fairgrid/fairgrid/internal/socks5"
 	"github.com/fairgrid/fairgrid/ratecalc"
 	"github.com/fairgrid/fairgrid/throttle"
 )
@@ -61,6 +63,16 @@ type File struct {
 	Log struct {
 		Level string `toml:"level"`
 	} `toml:"log"`
+	// Proxy is fairgrid proxy's own: read once at its start (a reload
+	// names each that changed as needing a restart), unused by run.
+	Proxy struct {
+		Listen          string   `toml:"listen"`
+		AllowPorts      []string `toml:"allow_ports"`
+		MaxAssociations int      `toml:"max_associations"`
+		MaxConnects     int      `toml:"max_connects"`
+		Username        string   `toml:"username"`
+		PasswordFile    string   `toml:"password_file"`
+	} `toml:"proxy"`
 }
 
 // Duration is a TOML string such as "5s". An integer would mean
@@ -204,7 +216,77 @@ func (f *File) Validate() error {
 	if _, err := f.LogLevel(); err != nil {
 		bad("log.level", "%v", err)
 	}
+	px := f.Proxy
+	if err := CheckProxyListen(px.Listen); err != nil {
+		bad("proxy.listen", "%v", err)
+	}
+	if _, err := ParseAllowPorts(px.AllowPorts); err != nil {
+		bad("proxy.allow_ports", "%v", err)
+	}
+	if err := CheckSessionLimit(px.MaxAssociations); err != nil {
+		bad("proxy.max_associations", "%v", err)
+	}
+	if err := CheckSessionLimit(px.MaxConnects); err != nil {
+		bad("proxy.max_connects", "%v", err)
+	}
+	if len(px.Username) > 255 {
+		bad("proxy.username", "%d bytes: at most 255 bytes (RFC 1929)", len(px.Username))
+	}
+	if px.PasswordFile != "" && px.Username == "" {
+		bad("proxy.password_file", "needs proxy.username")
+	}
 	return errors.Join(errs...)
+}
+
+// CheckProxyListen checks proxy.listen (and --listen): host:port, the
+// host an IP address, a name or empty (every address), the port a number.
+// Whether an address beyond loopback has credentials is the proxy's check
+// at start (socks5.CheckListen), where the password is known.
+func CheckProxyListen(listen string) error {
+	_, port, err := net.SplitHostPort(listen)
+	if err == nil {
+		_, err = strconv.ParseUint(port, 10, 16)
+	}
+	if err != nil {
+		return fmt.Errorf("%q: want host:port, such as 127.0.0.1:1080", listen)
+	}
+	return nil
+}
+
+// ParseAllowPorts reads proxy.allow_ports (and --allow-ports, split at
+// its commas): ports and "lo-hi" ranges, as capture.ports has them.
+func ParseAllowPorts(list []string) ([]socks5.PortRange, error) {
+	if len(list) == 0 {
+		return nil, errors.New("empty: CONNECT would reach nothing (want ports such as 80, 443, 9000-13100)")
+	}
+	out := make([]socks5.PortRange, 0, len(list))
+	for _, p := range list {
+		r, err := capture.ParsePortRange(p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, socks5.PortRange{Low: r.Lo, High: r.Hi})
+	}
+	return out, nil
+}
+
+// maxSessions bounds proxy.max_associations and proxy.max_connects: each
+// session holds sockets and a goroutine or two, and a viewer needs tens.
+const maxSessions = 100_000
+
+// CheckSessionLimit checks a per-client session limit.
+func CheckSessionLimit(n int) error {
+	if n < 1 || n > maxSessions {
+		return fmt.Errorf("%d: want at least 1 and at most %d", n, maxSessions)
+	}
+	return nil
+}
+
+// SOCKS5 returns the proxy server's configuration but its credentials,
+// which the command reads (proxy.password_file, or the environment).
+func (f *File) SOCKS5() socks5.Config {
+	ports, _ := ParseAllowPorts(f.Proxy.AllowPorts)
+	return socks5.Config{AllowedPorts: ports, MaxAssociationsPerClient: f.Proxy.MaxAssociations, MaxConnectsPerClient: f.Proxy.MaxConnects}
 }
 
 // Keys lists every key of the schema as "table.key", in its order. They

@@ -3,8 +3,11 @@ package configs
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/fairgrid/fairgrid/internal/socks5"
 )
 
 // TestExampleLoads: the shipped configuration loads and holds the defaults.
@@ -38,6 +41,15 @@ func TestInvalid(t *testing.T) {
 		{"log level", "[log]\nlevel = \"chatty\"\n", `log.level: "chatty": want debug, info, warn or error`},
 		{"regions", "[send]\nregions = \"some\"\n", `send.regions: "some": want all or root`},
 		{"two problems", "[control]\nresend_every = 0\nmin_change = 2\n", "control.min_change: 2 outside [0, 1)\ncontrol.resend_every: 0 outside [1, 100]"},
+		{"proxy listen", "[proxy]\nlisten = \"127.0.0.1\"\n", `proxy.listen: "127.0.0.1": want host:port, such as 127.0.0.1:1080`},
+		{"proxy listen port", "[proxy]\nlisten = \"127.0.0.1:socks\"\n", `proxy.listen: "127.0.0.1:socks": want host:port`},
+		{"proxy ports", "[proxy]\nallow_ports = [\"443-80\"]\n", `proxy.allow_ports: "443-80": want a port or a range such as 9000-13100`},
+		{"proxy no ports", "[proxy]\nallow_ports = []\n", "proxy.allow_ports: empty: CONNECT would reach nothing"},
+		{"proxy associations", "[proxy]\nmax_associations = 0\n", "proxy.max_associations: 0: want at least 1 and at most 100000"},
+		{"proxy connects", "[proxy]\nmax_connects = 100001\n", "proxy.max_connects: 100001: want at least 1 and at most 100000"},
+		{"proxy username", "[proxy]\nusername = \"" + strings.Repeat("u", 256) + "\"\n", "proxy.username: 256 bytes: at most 255 bytes (RFC 1929)"},
+		{"proxy password file alone", "[proxy]\npassword_file = \"/etc/fairgrid/pass\"\n", "proxy.password_file: needs proxy.username"},
+		{"proxy password in the file", "[proxy]\npassword = \"secret\"\n", "unknown key proxy.password"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "bad.toml")
@@ -47,5 +59,23 @@ func TestInvalid(t *testing.T) {
 				t.Errorf("got %v, want %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestProxyDefaults: the shipped [proxy] table is the SOCKS5 server's own
+// defaults, so that the proxy without a file and with the shipped one
+// behave alike.
+func TestProxyDefaults(t *testing.T) {
+	f := Default()
+	c := f.SOCKS5()
+	if !slices.Equal(c.AllowedPorts, socks5.DefaultAllowedPorts) {
+		t.Errorf("allow_ports %v, the server's default %v", c.AllowedPorts, socks5.DefaultAllowedPorts)
+	}
+	if c.MaxAssociationsPerClient != socks5.DefaultMaxAssociationsPerClient || c.MaxConnectsPerClient != socks5.DefaultMaxConnectsPerClient {
+		t.Errorf("limits %d and %d, the server's defaults %d and %d", c.MaxAssociationsPerClient, c.MaxConnectsPerClient,
+			socks5.DefaultMaxAssociationsPerClient, socks5.DefaultMaxConnectsPerClient)
+	}
+	if err := socks5.CheckListen(f.Proxy.Listen, nil); err != nil || f.Proxy.Username != "" || f.Proxy.PasswordFile != "" {
+		t.Errorf("listen %q without credentials: %v", f.Proxy.Listen, err)
 	}
 }

@@ -13,6 +13,7 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add([]byte("[capture]\nports = [\"9000-9100\", \"13000\"]\n[control]\ninterval = \"2s\"\n"))
 	f.Add([]byte("[control]\nmin_bps = 9\nmax_bps = 1\n"))
+	f.Add([]byte("[proxy]\nlisten = \"[::1]:1080\"\nallow_ports = [\"443\", \"9000-9100\"]\nusername = \"viewer\"\npassword_file = \"pass\"\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c, err := Parse(b)
 		if err != nil {
@@ -28,5 +29,8 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("valid file, bad sims: %v", err)
 		}
 		c.Throttle()
+		if s := c.SOCKS5(); len(s.AllowedPorts) == 0 || s.MaxAssociationsPerClient < 1 || s.MaxConnectsPerClient < 1 {
+			t.Fatalf("valid file, proxy settings %+v", s)
+		}
 	})
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/fairgrid/fairgrid/capture"
 	"github.com/fairgrid/fairgrid/capture/circuit"
+	"github.com/fairgrid/fairgrid/configs"
 	"github.com/fairgrid/fairgrid/internal/socks5"
 	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/throttle"
@@ -25,7 +26,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-const proxySynopsis = `[--listen ADDR] [--config FILE] [--controller C] [--interval D] [--dry-run] [--metrics ADDR] [--log-level L]
+const proxySynopsis = `[--listen ADDR] [--config FILE] [--check-config [FILE]] [--controller C] [--interval D] [--dry-run] [--metrics ADDR] [--log-level L]
        [--user U [--password-file F]] [--allow-ports LIST] [--max-associations N] [--max-connects N]
 
 A SOCKS 5 proxy (RFC 1928, username/password RFC 1929) for Second Life
@@ -41,84 +42,71 @@ to the ports --allow-ports lists.
 
 The configuration file, the controller, the metrics and the logs are
 those of fairgrid run (configs/fairgrid.toml; flags override it; SIGHUP
-reloads it); the [capture] interface is not used. --dry-run measures,
+reloads it), and its [proxy] table holds the proxy's own settings, each
+the key of a flag here (--listen is proxy.listen, --user proxy.username,
+--password-file proxy.password_file, and so on); they are read at start,
+and a reload names those that changed as needing a restart. The
+[capture] interface is not used. --check-config validates the
+configuration, the credentials included, and exits. --dry-run measures,
 decides, logs and exports, and changes nothing in the viewer's traffic.
 
 Security: --listen is loopback by default. Any other address needs a
 username (--user) and a password, read from --password-file or from the
-environment variable FAIRGRID_PROXY_PASSWORD, never from the command line.
-UDP is accepted only from the client that made the association; CONNECT
-only to the allowed ports (default 80, 443, 8002, 9000-13100, 12043,
-12046); associations and CONNECTs are limited per client address.`
+environment variable FAIRGRID_PROXY_PASSWORD, never from the command line
+or the configuration file. UDP is accepted only from the client that made
+the association; CONNECT only to the allowed ports (default 80, 443,
+8002, 9000-13100, 12043, 12046); associations and CONNECTs are limited
+per client address.`
 
 // proxyPasswordEnv holds the proxy's password when no file names it: a
 // command line is visible to every user of the host.
 const proxyPasswordEnv = "FAIRGRID_PROXY_PASSWORD"
 
 func runProxy(args []string, s stdio) int {
-	fs := newFlagSet("proxy", proxySynopsis, s)
-	listen := fs.String("listen", "127.0.0.1:1080", "SOCKS5 listen address (beyond loopback only with --user)")
-	configPath := fs.String("config", "", "configuration file (default: the built-in defaults, as in configs/fairgrid.toml)")
-	fs.String("controller", "window", "window (window tracking), tfrc, or viewer (the stock rule)")
-	fs.Duration("interval", 5*time.Second, "decision interval")
-	fs.Bool("dry-run", false, "measure, decide, log and export; rewrite and send nothing")
-	fs.String("metrics", "127.0.0.1:9101", "Prometheus metrics address (empty: none)")
-	fs.String("log-level", "info", "debug, info, warn or error")
-	user := fs.String("user", "", "username clients must give (RFC 1929); the password comes from --password-file or $"+proxyPasswordEnv)
-	passFile := fs.String("password-file", "", "file holding the password (its first line)")
-	allow := fs.String("allow-ports", "", "CONNECT ports, such as 80,443,8002,9000-13100 (default: those and 12043,12046)")
-	maxAssoc := fs.Int("max-associations", socks5.DefaultMaxAssociationsPerClient, "UDP associations open at once per client address")
-	maxConn := fs.Int("max-connects", socks5.DefaultMaxConnectsPerClient, "CONNECT sessions open at once per client address")
-	if c, ok := parseFlags(fs, proxySynopsis, args, s); !ok {
+	fs, configPath, check := proxyFlags(s)
+	if c, ok := parseFlagsArgs(fs, proxySynopsis, args, s); !ok {
 		return c
 	}
 	fail := func(code int, format string, a ...any) int {
 		fmt.Fprintf(s.err, "fairgrid proxy: "+format+"\n", a...)
 		return code
 	}
-	auth, err := proxyAuth(fs, *user, *passFile, os.Getenv(proxyPasswordEnv))
-	if err != nil {
-		return fail(exitUsage, "%v", err)
-	}
-	if err := socks5.CheckListen(*listen, auth); err != nil {
-		return fail(exitUsage, "--listen: %v", err)
-	}
-	ports := socks5.DefaultAllowedPorts
-	if *allow != "" {
-		if ports, err = parsePortRanges(*allow); err != nil {
-			return fail(exitUsage, "--allow-ports: %v", err)
+	if fs.NArg() > 0 {
+		// `proxy --check-config FILE`, as for run.
+		if !*check || fs.NArg() > 1 || *configPath != "" {
+			return fail(exitUsage, "unexpected argument %q (a configuration file is given with --config FILE, or as the one argument of --check-config)", fs.Arg(fs.NArg()-1))
 		}
+		*configPath = fs.Arg(0)
 	}
-	if *maxAssoc < 1 || *maxConn < 1 {
-		return fail(exitUsage, "--max-associations %d, --max-connects %d: want at least 1", *maxAssoc, *maxConn)
-	}
-	f, err := loadDaemonConfig(fs, *configPath)
+	f, err := loadProxyConfig(fs, *configPath)
 	if err != nil {
 		return fail(exitUsage, "configuration: %v", err)
 	}
-	level := new(slog.LevelVar)
-	log := slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: level}))
-	d, err := newDaemon(f, log, level)
+	auth, err := proxyCredentials(f, os.Getenv(proxyPasswordEnv))
 	if err != nil {
 		return fail(exitUsage, "%v", err)
 	}
-	ln, err := net.Listen("tcp", *listen)
-	if err != nil {
-		return fail(exitFail, "%v", err)
+	if *check {
+		fmt.Fprintln(s.out, "configuration ok")
+		return exitOK
 	}
+	level := new(slog.LevelVar)
+	log := slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: level}))
 	cfg := throttle.SidecarConfig{Log: log}
-	// SIGHUP reloads what can change live, as for fairgrid run.
+	// SIGHUP reloads what can change live, as for fairgrid run, from the
+	// file with the proxy's flags over it.
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	cfg.Reloads, cfg.Reload = hup, d.sidecarReload(fs, *configPath)
-	p, err := newProxy(d.loop, socks5.Config{Auth: auth, AllowedPorts: ports, MaxAssociationsPerClient: *maxAssoc, MaxConnectsPerClient: *maxConn},
-		cfg, f.Send.DryRun, log)
+	p, d, err := buildProxy(f, auth, cfg, log, level)
 	if err != nil {
-		ln.Close()
 		return fail(exitUsage, "%v", err)
 	}
-	p.collector = d.metrics
+	p.sidecarCfg.Reloads, p.sidecarCfg.Reload = hup, proxyReload(d, fs, *configPath)
+	ln, err := net.Listen("tcp", f.Proxy.Listen)
+	if err != nil {
+		return fail(exitFail, "%v", err)
+	}
 	if f.Metrics.Address != "" {
 		if p.sidecarCfg.MetricsListener, err = net.Listen("tcp", f.Metrics.Address); err != nil {
 			ln.Close()
@@ -140,12 +128,143 @@ func runProxy(args []string, s stdio) int {
 	return exitOK
 }
 
+// proxyFlags defines the proxy's flags; each [proxy] key's flag shows the
+// built-in default.
+func proxyFlags(s stdio) (fs *flag.FlagSet, configPath *string, check *bool) {
+	fs = newFlagSet("proxy", proxySynopsis, s)
+	def := configs.Default().Proxy
+	fs.String("listen", def.Listen, "SOCKS5 listen address (beyond loopback only with --user); proxy.listen")
+	configPath = fs.String("config", "", "configuration file (default: the built-in defaults, as in configs/fairgrid.toml)")
+	check = fs.Bool("check-config", false, "validate the configuration and the credentials, and exit")
+	fs.String("controller", "window", "window (window tracking), tfrc, or viewer (the stock rule)")
+	fs.Duration("interval", 5*time.Second, "decision interval")
+	fs.Bool("dry-run", false, "measure, decide, log and export; rewrite and send nothing")
+	fs.String("metrics", "127.0.0.1:9101", "Prometheus metrics address (empty: none)")
+	fs.String("log-level", "info", "debug, info, warn or error")
+	fs.String("user", def.Username, "username clients must give (RFC 1929); the password comes from --password-file or $"+proxyPasswordEnv+"; proxy.username")
+	fs.String("password-file", def.PasswordFile, "file holding the password (its first line); proxy.password_file")
+	fs.String("allow-ports", strings.Join(def.AllowPorts, ","), "CONNECT ports and ranges, comma-separated; proxy.allow_ports")
+	fs.Int("max-associations", def.MaxAssociations, "UDP associations open at once per client address; proxy.max_associations")
+	fs.Int("max-connects", def.MaxConnects, "CONNECT sessions open at once per client address; proxy.max_connects")
+	return fs, configPath, check
+}
+
+// proxyCredentials reads the proxy's credentials as f names them (the
+// password from proxy.password_file, else envPass) and refuses a listen
+// address beyond loopback without them.
+func proxyCredentials(f *configs.File, envPass string) (*socks5.Auth, error) {
+	auth, err := proxyAuth(f.Proxy.Username, f.Proxy.PasswordFile, envPass)
+	if err != nil {
+		return nil, err
+	}
+	if err := socks5.CheckListen(f.Proxy.Listen, auth); err != nil {
+		return nil, fmt.Errorf("proxy.listen (--listen): %w", err)
+	}
+	return auth, nil
+}
+
+// buildProxy makes the daemon's loop and the proxy around it from f, with
+// cfg's sidecar settings; nothing listens or runs yet.
+func buildProxy(f *configs.File, auth *socks5.Auth, cfg throttle.SidecarConfig, log *slog.Logger, level *slog.LevelVar) (*proxy, *daemon, error) {
+	d, err := newDaemon(f, log, level)
+	if err != nil {
+		return nil, nil, err
+	}
+	sc := f.SOCKS5()
+	sc.Auth = auth
+	p, err := newProxy(d.loop, sc, cfg, f.Send.DryRun, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	p.collector = d.metrics
+	return p, d, nil
+}
+
+// proxyKeys are the [proxy] keys: the proxy reads them once, at start, so
+// a reload names each that changed as needing a restart.
+var proxyKeys = []string{"proxy.listen", "proxy.allow_ports", "proxy.max_associations", "proxy.max_connects", "proxy.username", "proxy.password_file"}
+
+func init() {
+	// restartKeys (daemon.go) is the one list a reload consults.
+	restartKeys = append(restartKeys, proxyKeys...)
+}
+
+// loadProxyConfig reads the configuration as run does, then sets the
+// [proxy] keys the proxy's flags override. Each flag goes through its
+// key's own check, and an error names both.
+func loadProxyConfig(fs *flag.FlagSet, path string) (*configs.File, error) {
+	f, err := loadDaemonConfig(fs, path)
+	if err != nil {
+		return nil, err
+	}
+	var errs []error
+	flagErr := func(flag, key string, err error) {
+		errs = append(errs, fmt.Errorf("--%s (%s): %w", flag, key, err))
+	}
+	fs.Visit(func(fl *flag.Flag) {
+		v := fl.Value.String()
+		switch fl.Name {
+		case "listen":
+			f.Proxy.Listen = v
+			if err := configs.CheckProxyListen(v); err != nil {
+				flagErr("listen", "proxy.listen", err)
+			}
+		case "allow-ports":
+			f.Proxy.AllowPorts = strings.Split(v, ",")
+			if _, err := configs.ParseAllowPorts(f.Proxy.AllowPorts); err != nil {
+				flagErr("allow-ports", "proxy.allow_ports", err)
+			}
+		case "max-associations":
+			f.Proxy.MaxAssociations = fl.Value.(flag.Getter).Get().(int)
+			if err := configs.CheckSessionLimit(f.Proxy.MaxAssociations); err != nil {
+				flagErr("max-associations", "proxy.max_associations", err)
+			}
+		case "max-connects":
+			f.Proxy.MaxConnects = fl.Value.(flag.Getter).Get().(int)
+			if err := configs.CheckSessionLimit(f.Proxy.MaxConnects); err != nil {
+				flagErr("max-connects", "proxy.max_connects", err)
+			}
+		case "user":
+			f.Proxy.Username = v
+			if len(v) > 255 {
+				flagErr("user", "proxy.username", fmt.Errorf("%d bytes: at most 255 bytes (RFC 1929)", len(v)))
+			}
+		case "password-file":
+			f.Proxy.PasswordFile = v
+		}
+	})
+	if f.Proxy.PasswordFile != "" && f.Proxy.Username == "" {
+		errs = append(errs, errors.New("--password-file needs --user (proxy.password_file needs proxy.username)"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return f, f.Validate()
+}
+
+// proxyReload is the sidecar's Reload for the proxy: the file again with
+// the proxy's flags over it, as at start (run's sidecarReload would read
+// the file without them, and name a flag's key as changed at every reload).
+func proxyReload(d *daemon, fs *flag.FlagSet, configPath string) func() (throttle.Config, func(), error) {
+	return func() (throttle.Config, func(), error) {
+		nf, err := loadProxyConfig(fs, configPath)
+		if err != nil {
+			return throttle.Config{}, nil, err
+		}
+		p, err := d.prepare(nf)
+		if err != nil {
+			return throttle.Config{}, nil, err
+		}
+		return p.next.Throttle(), func() { d.commit(p) }, nil
+	}
+}
+
 // proxyAuth reads the credentials: none, or a username with a password
 // from the file or else the environment.
-func proxyAuth(fs *flag.FlagSet, user, passFile, envPass string) (*socks5.Auth, error) {
+func proxyAuth(user, passFile, envPass string) (*socks5.Auth, error) {
 	if user == "" {
 		if passFile != "" {
-			return nil, errors.New("--password-file needs --user")
+			return nil, errors.New("--password-file needs --user (proxy.password_file needs proxy.username)")
 		}
 		return nil, nil
 	}
@@ -153,35 +272,18 @@ func proxyAuth(fs *flag.FlagSet, user, passFile, envPass string) (*socks5.Auth, 
 	if passFile != "" {
 		b, err := os.ReadFile(passFile)
 		if err != nil {
-			return nil, fmt.Errorf("--password-file: %w", err)
+			return nil, fmt.Errorf("--password-file (proxy.password_file): %w", err)
 		}
 		pass, _, _ = strings.Cut(string(b), "\n")
 		pass = strings.TrimSuffix(pass, "\r")
 	}
 	if pass == "" {
-		return nil, fmt.Errorf("--user %q needs a password: --password-file FILE or $%s", user, proxyPasswordEnv)
+		return nil, fmt.Errorf("--user (proxy.username) %q needs a password: --password-file FILE (proxy.password_file) or $%s", user, proxyPasswordEnv)
 	}
 	if len(user) > 255 || len(pass) > 255 {
 		return nil, errors.New("--user and the password must each be at most 255 bytes (RFC 1929)")
 	}
 	return &socks5.Auth{Username: user, Password: pass}, nil
-}
-
-// parsePortRanges reads "80,443,9000-13100" (capture.ParsePorts' form)
-// as the ports CONNECT may reach.
-func parsePortRanges(s string) ([]socks5.PortRange, error) {
-	ports, err := capture.ParsePorts(s)
-	if err == nil && len(ports) == 0 {
-		err = fmt.Errorf("%q: want ports or ranges such as 80,443,9000-13100", s)
-	}
-	if err != nil {
-		return nil, err
-	}
-	out := make([]socks5.PortRange, len(ports))
-	for i, r := range ports {
-		out[i] = socks5.PortRange{Low: r.Lo, High: r.Hi}
-	}
-	return out, nil
 }
 
 // proxyBuffer holds the datagrams relayed and not yet measured: at

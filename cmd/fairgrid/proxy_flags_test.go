@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fairgrid/fairgrid/configs"
 	"github.com/fairgrid/fairgrid/internal/socks5"
 )
 
@@ -99,8 +100,12 @@ func TestProxyHelp(t *testing.T) {
 	}
 }
 
-// TestParsePortRanges reads what --allow-ports takes.
+// TestParsePortRanges reads what --allow-ports takes, as loadProxyConfig
+// does: split at its commas, through proxy.allow_ports' parser.
 func TestParsePortRanges(t *testing.T) {
+	parsePortRanges := func(list string) ([]socks5.PortRange, error) {
+		return configs.ParseAllowPorts(strings.Split(list, ","))
+	}
 	got, err := parsePortRanges("80, 443,9000-13100")
 	want := []socks5.PortRange{{Low: 80, High: 80}, {Low: 443, High: 443}, {Low: 9000, High: 13100}}
 	if err != nil || len(got) != len(want) {

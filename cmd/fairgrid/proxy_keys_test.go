@@ -1,0 +1,343 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fairgrid/fairgrid/configs"
+	"github.com/fairgrid/fairgrid/internal/socks5"
+	"github.com/fairgrid/fairgrid/throttle"
+)
+
+// proxyFromFile runs the proxy a configuration file with toml describes,
+// built as the command builds it (loadProxyConfig, proxyCredentials,
+// buildProxy), with envPass standing for $FAIRGRID_PROXY_PASSWORD. It
+// returns the address the proxy listens on.
+func proxyFromFile(t *testing.T, toml, envPass string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "fairgrid.toml")
+	if err := os.WriteFile(path, []byte("[metrics]\naddress = \"\"\n"+toml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := loadProxyConfig(flag.NewFlagSet("proxy", flag.ContinueOnError), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth, err := proxyCredentials(f, envPass)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.DiscardHandler)
+	p, _, err := buildProxy(f, auth, throttle.SidecarConfig{Log: log}, log, new(slog.LevelVar))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", f.Proxy.Listen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := p.run(ctx, ln); err != nil {
+			t.Errorf("proxy: %v", err)
+		}
+	})
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	return ln.Addr().String()
+}
+
+// onLoopback is the [proxy] table of a proxy on a free loopback port.
+const onLoopback = "[proxy]\nlisten = \"127.0.0.1:0\"\n"
+
+func associate(addr string, auth *socks5.Auth) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := socks5.DialUDP(ctx, addr, auth)
+	if err == nil {
+		c.Close()
+	}
+	return err
+}
+
+// webServer is a local HTTP server a CONNECT can reach, and its port.
+func webServer(t *testing.T) (string, uint16) {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "grid info") }))
+	t.Cleanup(srv.Close)
+	ap := netip.MustParseAddrPort(srv.Listener.Addr().String())
+	for _, r := range socks5.DefaultAllowedPorts {
+		if ap.Port() >= r.Low && ap.Port() <= r.High {
+			t.Skipf("the test server's port %d is one CONNECT allows by default, so the defaults would not refuse it", ap.Port())
+		}
+	}
+	return ap.String(), ap.Port()
+}
+
+func connect(addr, target string) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	d := &socks5.Dialer{ProxyAddr: addr}
+	return d.DialContext(ctx, "tcp", target)
+}
+
+// proxyKeyListen: the proxy listens where proxy.listen says.
+func proxyKeyListen(t *testing.T) {
+	free, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := free.Addr().String()
+	free.Close()
+	if want == configs.Default().Proxy.Listen {
+		t.Fatalf("the free port is the default's, %s: the case shows nothing", want)
+	}
+	got := proxyFromFile(t, fmt.Sprintf("[proxy]\nlisten = %q\n", want), "")
+	if got != want {
+		t.Errorf("listening on %s; want %s", got, want)
+	}
+	if err := associate(want, nil); err != nil {
+		t.Errorf("no SOCKS5 at %s: %v", want, err)
+	}
+}
+
+// proxyKeyAllowPorts: CONNECT reaches a port proxy.allow_ports lists, and
+// not one only the defaults would have refused.
+func proxyKeyAllowPorts(t *testing.T) {
+	target, port := webServer(t)
+	if _, err := connect(proxyFromFile(t, onLoopback, ""), target); !errors.Is(err, socks5.ErrRefused) {
+		t.Errorf("CONNECT to port %d with the default ports: %v; want refused", port, err)
+	}
+	c, err := connect(proxyFromFile(t, onLoopback+fmt.Sprintf("allow_ports = [\"%d\"]\n", port), ""), target)
+	if err != nil {
+		t.Fatalf("CONNECT to port %d when allowed: %v", port, err)
+	}
+	c.Close()
+}
+
+// proxyKeyMaxAssociations: a second association from the same address is
+// refused with max_associations = 1, and made with the default.
+func proxyKeyMaxAssociations(t *testing.T) {
+	for _, tc := range []struct {
+		toml    string
+		refused bool
+	}{{onLoopback, false}, {onLoopback + "max_associations = 1\n", true}} {
+		addr := proxyFromFile(t, tc.toml, "")
+		first, err := socks5.DialUDP(context.Background(), addr, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = associate(addr, nil)
+		first.Close()
+		if refused := errors.Is(err, socks5.ErrRefused); refused != tc.refused {
+			t.Errorf("%q: second association %v; want refused %v", tc.toml, err, tc.refused)
+		}
+	}
+}
+
+// proxyKeyMaxConnects: a second CONNECT while one is open is refused with
+// max_connects = 1, and made with the default.
+func proxyKeyMaxConnects(t *testing.T) {
+	target, port := webServer(t)
+	allow := fmt.Sprintf("allow_ports = [\"%d\"]\n", port)
+	for _, tc := range []struct {
+		toml    string
+		refused bool
+	}{{onLoopback + allow, false}, {onLoopback + allow + "max_connects = 1\n", true}} {
+		addr := proxyFromFile(t, tc.toml, "")
+		first, err := connect(addr, target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		second, err := connect(addr, target)
+		first.Close()
+		if err == nil {
+			second.Close()
+		}
+		if refused := errors.Is(err, socks5.ErrRefused); refused != tc.refused {
+			t.Errorf("%q: second CONNECT %v; want refused %v", tc.toml, err, tc.refused)
+		}
+	}
+}
+
+// proxyKeyUsername: with proxy.username (the password from the
+// environment) a client without it is refused and one with it served;
+// without the key anyone is served.
+func proxyKeyUsername(t *testing.T) {
+	if err := associate(proxyFromFile(t, onLoopback, "secret"), nil); err != nil {
+		t.Errorf("the default, no username: %v", err)
+	}
+	addr := proxyFromFile(t, onLoopback+"username = \"viewer\"\n", "secret")
+	if err := associate(addr, nil); !errors.Is(err, socks5.ErrRefused) {
+		t.Errorf("with a username configured, a client without: %v; want refused", err)
+	}
+	if err := associate(addr, &socks5.Auth{Username: "viewer", Password: "secret"}); err != nil {
+		t.Errorf("with the username and password: %v", err)
+	}
+}
+
+// proxyKeyPasswordFile: the password is the file's first line, not the
+// environment's.
+func proxyKeyPasswordFile(t *testing.T) {
+	pass := filepath.Join(t.TempDir(), "pass")
+	if err := os.WriteFile(pass, []byte("fromfile\nignored\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := proxyFromFile(t, onLoopback+fmt.Sprintf("username = \"viewer\"\npassword_file = %q\n", pass), "fromenv")
+	if err := associate(addr, &socks5.Auth{Username: "viewer", Password: "fromenv"}); !errors.Is(err, socks5.ErrRefused) {
+		t.Errorf("the environment's password: %v; want refused", err)
+	}
+	if err := associate(addr, &socks5.Auth{Username: "viewer", Password: "fromfile"}); err != nil {
+		t.Errorf("the file's password: %v", err)
+	}
+}
+
+// TestEveryProxyFlagReachesItsKey: each flag of fairgrid proxy sets its
+// key — a bad value is refused naming the key — so that
+// TestEveryKeyChangesBehaviour covers the flag too. The flags come from
+// the synopsis of `fairgrid proxy --help`.
+func TestEveryProxyFlagReachesItsKey(t *testing.T) {
+	_, help, _ := runCmd(t, "", "proxy", "--help")
+	synopsis, _, _ := strings.Cut(help, "\n\n")
+	flags := regexp.MustCompile(`\[--([a-z-]+)`).FindAllStringSubmatch(synopsis, -1)
+	missing := filepath.Join(t.TempDir(), "missing.toml")
+	cases := map[string]struct {
+		args []string
+		code int
+		want string
+	}{
+		"listen":           {[]string{"--listen", "127.0.0.1", "--check-config"}, exitUsage, "proxy.listen"},
+		"config":           {[]string{"--config", missing, "--check-config"}, exitUsage, "missing.toml"},
+		"check-config":     {[]string{"--check-config"}, exitOK, "configuration ok"},
+		"controller":       {[]string{"--controller", "reno", "--check-config"}, exitUsage, "control.controller"},
+		"interval":         {[]string{"--interval", "10ms", "--check-config"}, exitUsage, "control.interval"},
+		"metrics":          {[]string{"--metrics", "everywhere", "--check-config"}, exitUsage, "metrics.address"},
+		"log-level":        {[]string{"--log-level", "chatty", "--check-config"}, exitUsage, "log.level"},
+		"user":             {[]string{"--user", strings.Repeat("u", 256), "--check-config"}, exitUsage, "proxy.username"},
+		"password-file":    {[]string{"--user", "viewer", "--password-file", missing, "--check-config"}, exitUsage, "proxy.password_file"},
+		"allow-ports":      {[]string{"--allow-ports", "80,http", "--check-config"}, exitUsage, "proxy.allow_ports"},
+		"max-associations": {[]string{"--max-associations", "0", "--check-config"}, exitUsage, "proxy.max_associations"},
+		"max-connects":     {[]string{"--max-connects", "0", "--check-config"}, exitUsage, "proxy.max_connects"},
+		// A boolean has no bad value: its key is read below.
+		"dry-run": {},
+	}
+	if len(flags) < 13 {
+		t.Fatalf("found %d flags in the synopsis %q", len(flags), synopsis)
+	}
+	for _, m := range flags {
+		name := m[1]
+		t.Run(name, func(t *testing.T) {
+			tc, ok := cases[name]
+			if !ok {
+				t.Fatalf("no case for --%s: add one", name)
+			}
+			if tc.args == nil {
+				fs := proxyFlagSet(t, "--dry-run")
+				f, err := loadProxyConfig(fs, "")
+				if err != nil || !f.Send.DryRun {
+					t.Errorf("--dry-run: send.dry_run %v, %v", f != nil && f.Send.DryRun, err)
+				}
+				return
+			}
+			code, out, errOut := runCmd(t, "", append([]string{"proxy"}, tc.args...)...)
+			if code != tc.code || !strings.Contains(out+errOut, tc.want) {
+				t.Errorf("%v: exit %d, %q %q; want exit %d with %q", tc.args, code, out, errOut, tc.code, tc.want)
+			}
+		})
+	}
+}
+
+// proxyFlagSet is the proxy's flag set (proxyFlags) with args parsed.
+func proxyFlagSet(t *testing.T, args ...string) *flag.FlagSet {
+	t.Helper()
+	fs, _, _ := proxyFlags(stdio{strings.NewReader(""), io.Discard, io.Discard})
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return fs
+}
+
+// TestProxyFlagsOverrideFile: each proxy flag overrides its key from the
+// file; without the flag the file's value holds.
+func TestProxyFlagsOverrideFile(t *testing.T) {
+	pass := filepath.Join(t.TempDir(), "pass")
+	file := filepath.Join(t.TempDir(), "fairgrid.toml")
+	toml := "[proxy]\nlisten = \"127.0.0.1:1090\"\nallow_ports = [\"443\"]\nmax_associations = 3\nmax_connects = 4\nusername = \"fromfile\"\npassword_file = \"/nonexistent\"\n"
+	if err := os.WriteFile(file, []byte(toml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		flag, value string
+		got         func(f *configs.File) any
+		want        any
+	}{
+		{"listen", "127.0.0.1:1091", func(f *configs.File) any { return f.Proxy.Listen }, "127.0.0.1:1091"},
+		{"allow-ports", "80,9000-9010", func(f *configs.File) any { return f.Proxy.AllowPorts }, []string{"80", "9000-9010"}},
+		{"max-associations", "5", func(f *configs.File) any { return f.Proxy.MaxAssociations }, 5},
+		{"max-connects", "6", func(f *configs.File) any { return f.Proxy.MaxConnects }, 6},
+		{"user", "fromflag", func(f *configs.File) any { return f.Proxy.Username }, "fromflag"},
+		{"password-file", pass, func(f *configs.File) any { return f.Proxy.PasswordFile }, pass},
+	} {
+		t.Run(tc.flag, func(t *testing.T) {
+			fromFile, err := loadProxyConfig(proxyFlagSet(t), file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := loadProxyConfig(proxyFlagSet(t, "--"+tc.flag, tc.value), file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := tc.got(f); fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("--%s %s over the file: %v", tc.flag, tc.value, got)
+			}
+			if fmt.Sprint(tc.got(fromFile)) == fmt.Sprint(tc.want) {
+				t.Errorf("the file alone gives %v too: the case shows nothing", tc.want)
+			}
+			// Only the flag's key differs from the file's.
+			if changed := configs.Changed(fromFile, f); len(changed) != 1 || !slices.Contains(proxyKeys, changed[0]) {
+				t.Errorf("--%s changed %v", tc.flag, changed)
+			}
+		})
+	}
+}
+
+// TestProxyCheckConfig: `fairgrid proxy --check-config FILE` accepts the
+// shipped configuration and refuses a listen address beyond loopback
+// without credentials, as the proxy would at start.
+func TestProxyCheckConfig(t *testing.T) {
+	open := filepath.Join(t.TempDir(), "open.toml")
+	if err := os.WriteFile(open, []byte("[proxy]\nlisten = \"0.0.0.0:1080\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"proxy", "--check-config", "../../configs/fairgrid.toml"}, exitOK, "configuration ok"},
+		{[]string{"proxy", "--check-config", open}, exitUsage, "a username and password are required"},
+		{[]string{"proxy", "--config", open, "--check-config"}, exitUsage, "proxy.listen"},
+		{[]string{"proxy", "--check-config", open, "extra"}, exitUsage, "unexpected argument"},
+	} {
+		code, out, errOut := runCmd(t, "", tc.args...)
+		if code != tc.code || !strings.Contains(out+errOut, tc.want) {
+			t.Errorf("%v: exit %d, %q %q; want exit %d with %q", tc.args, code, out, errOut, tc.code, tc.want)
+		}
+	}
+}
