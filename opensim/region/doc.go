@@ -53,6 +53,20 @@
 // series of Collector) and logged as one summary
 // line at most every 10 s, never one line per datagram.
 //
+// # Stress mode
+//
+// With Config.Stress each movement AgentUpdate is echoed, as an
+// ImprovedTerseObjectUpdate naming the mover and its movement counter, to
+// every avatar within the view distance, the mover included (stress.go).
+// The avatars are indexed in a sparse grid of cells one view distance
+// wide, so the world may be larger than a region (up to 65,536 m a side)
+// at no cost: the viewers' density sweep spreads them wider as they grow
+// in number. Echoes bypass the scheduler, as OpenSim's unthrottled sends
+// do. The reader takes datagrams with recvmmsg, up to 32 a call, and
+// hands the loop each batch at once; the echoes of a whole batch leave in
+// one sendmmsg. Traffic and the fairgrid_sim_datagrams_total and
+// fairgrid_sim_stress_* series count what went in and out.
+//
 // LLUDP has no proof of address: a spoofer can send CompleteAgentMovement
 // blind, with the IDs it chose itself, and complete the handshake. The
 // per-prefix budget bounds how fast one prefix does that; a region that

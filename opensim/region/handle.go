@@ -246,6 +246,9 @@ func (s *Server) produce(now time.Time) {
 // flag (protocol.md §8.6, but in its channel rather than a Resend queue).
 func (s *Server) resend(now time.Time) {
 	for _, c := range s.clients {
+		if len(c.unacked) == 0 {
+			continue // most, in stress mode: skip even setting up the range
+		}
 		for seq, p := range c.unacked {
 			if now.Sub(p.sentAt) < c.rto {
 				continue
