@@ -4,14 +4,17 @@ import (
 	"context"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/fairgrid/fairgrid/opensim/region"
+	"github.com/fairgrid/fairgrid/ratecalc"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -95,6 +98,31 @@ func TestStressMeasured(t *testing.T) {
 	}
 	if runtime.GOOS == "linux" && res.ViewerCPUSeconds <= 0 {
 		t.Errorf("viewer CPU %.3f s", res.ViewerCPUSeconds)
+	}
+	// Every viewer logged out at the end, as Run's do.
+	if k := sim.Counters(); k.LoggedOut != n {
+		t.Errorf("%d of %d viewers logged out", k.LoggedOut, n)
+	}
+}
+
+// TestIPv6 serves a viewer over IPv6 loopback: the region's batched reads
+// key a client by the address ReadFromUDPAddrPort would give.
+func TestIPv6(t *testing.T) {
+	probe, err := net.ListenUDP("udp6", &net.UDPAddr{IP: net.IPv6loopback})
+	if err != nil {
+		t.Skipf("no IPv6 loopback here: %v", err)
+	}
+	probe.Close()
+	sim := startRegion(t, region.Config{Listen: netip.MustParseAddrPort("[::1]:0"), Activity: region.Walking,
+		Stress: region.StressConfig{Enabled: true}})
+	v, rep := runViewer(t, Config{Sim: sim.Addr(), CircuitCode: 61, Throttle: ratecalc.RateFromBits(300_000)}, 2*time.Second)
+	if !rep.LoggedIn || rep.ReliableReceived == 0 || v.Reliability().GaveUp != 0 {
+		t.Errorf("over IPv6: %+v, %+v", rep, v.Reliability())
+	}
+	res, err := RunStress(context.Background(), StressOptions{Sim: sim.Addr(), Viewers: 5, Duration: 3 * time.Second,
+		Warmup: 1500 * time.Millisecond, FirstCode: 62, World: 50})
+	if err != nil || res.LoggedIn != 5 || res.Echoes == 0 {
+		t.Errorf("stress over IPv6: %+v, %v", res, err)
 	}
 }
 
