@@ -146,7 +146,12 @@ func runAudit(args []string, s stdio) int {
 	out := &resultWriter{w: s.out}
 	bw := bufio.NewWriterSize(out, 64<<10)
 	if *format == "json" {
-		err = audit.WriteJSON(bw, r)
+		shown := *r
+		if !*seconds {
+			// Kept for --csv and --html; the JSON has them with --seconds.
+			shown.Seconds, shown.Requests = nil, nil
+		}
+		err = audit.WriteJSON(bw, &shown)
 	} else {
 		err = audit.WriteText(bw, r)
 	}

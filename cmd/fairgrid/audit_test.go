@@ -61,7 +61,7 @@ func TestAuditRealCapture(t *testing.T) {
 	if len(r.Circuits) != 4 || len(r.Seconds) < 2000 || r.Segment != "nominal" {
 		t.Fatalf("%d circuits, %d seconds, segment %q", len(r.Circuits), len(r.Seconds), r.Segment)
 	}
-	if !strings.Contains(out, `"fair_nominal_s_bit_per_s": null`) || !strings.Contains(out, `"fair_state": "unbounded: no loss"`) {
+	if !strings.Contains(out, `"fair_nominal_s_bit_per_s":null`) || !strings.Contains(out, `"fair_state":"unbounded: no loss"`) {
 		t.Errorf("JSON does not state the unbounded rate as null and words")
 	}
 	for name, want := range map[string]int{audit.CircuitsCSV: 4, audit.SecondsCSV: len(r.Seconds), audit.RequestsCSV: len(r.Requests)} {

@@ -1,6 +1,8 @@
 package audit
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -76,13 +78,73 @@ func optFloat(v *float64, format string) string {
 	return fmt.Sprintf(format, *v)
 }
 
-// WriteJSON writes the report as one JSON document. Without Series the
-// seconds and requests are absent (empty, so omitted).
+// WriteJSON writes the report as one JSON document, each row of its
+// tables on a line of its own. It streams: the rows are encoded one at a
+// time, so a long capture's seconds never sit in memory twice. Without
+// Series the seconds and requests are absent (empty, so omitted).
 func WriteJSON(w io.Writer, r *Report) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false) // "viewer > sim" stays readable
-	return enc.Encode(r)
+	jw := &jsonWriter{w: bufio.NewWriterSize(w, 64<<10)}
+	jw.enc = json.NewEncoder(&jw.buf)
+	jw.enc.SetEscapeHTML(false) // "viewer > sim" stays readable
+	jw.w.WriteString("{\n")
+	writeArray(jw, "files", r.Files)
+	writeArray(jw, "circuits", r.Circuits)
+	if len(r.Seconds) > 0 {
+		writeArray(jw, "seconds", r.Seconds)
+	}
+	if len(r.Requests) > 0 {
+		writeArray(jw, "requests", r.Requests)
+	}
+	writeArray(jw, "messages", r.Messages)
+	jw.member("jain_index", r.JainIndex)
+	if len(r.Warnings) > 0 {
+		jw.member("warnings", r.Warnings)
+	}
+	jw.w.WriteString("  \"segment\": ")
+	jw.value(r.Segment)
+	jw.w.WriteString("\n}\n")
+	if jw.err != nil {
+		return jw.err
+	}
+	return jw.w.Flush()
+}
+
+// jsonWriter encodes one value at a time and keeps the first error.
+type jsonWriter struct {
+	w   *bufio.Writer
+	buf bytes.Buffer
+	enc *json.Encoder
+	err error
+}
+
+func (j *jsonWriter) value(v any) {
+	j.buf.Reset()
+	if err := j.enc.Encode(v); err != nil && j.err == nil {
+		j.err = err
+	}
+	j.w.Write(bytes.TrimSuffix(j.buf.Bytes(), []byte("\n")))
+}
+
+func (j *jsonWriter) member(name string, v any) {
+	fmt.Fprintf(j.w, "  %q: ", name)
+	j.value(v)
+	j.w.WriteString(",\n")
+}
+
+// writeArray writes a member holding rows, one per line.
+func writeArray[T any](j *jsonWriter, name string, rows []T) {
+	fmt.Fprintf(j.w, "  %q: [", name)
+	for i := range rows {
+		if i > 0 {
+			j.w.WriteByte(',')
+		}
+		j.w.WriteString("\n    ")
+		j.value(&rows[i])
+	}
+	if len(rows) > 0 {
+		j.w.WriteString("\n  ")
+	}
+	j.w.WriteString("],\n")
 }
 
 // CSV file names in the --csv directory.
