@@ -18,12 +18,12 @@ import (
 // wire beyond its payload (RFC 791, RFC 768).
 const udpOverhead = 28
 
-// sharedRelay relays one viewer's LLUDP datagrams to a simulator across a
+// Relay relays one viewer's LLUDP datagrams to a simulator across a
 // shared link.Bottleneck, as flows "lludp up" and "lludp down", so that
 // the viewer queues behind the TCP flows as it would at home. (link.Relay
 // has its own pipes; this is the few lines that put a relay on a shared
-// bottleneck until link.Relay can.)
-type sharedRelay struct {
+// bottleneck until link.Relay can.) The demo uses it too.
+type Relay struct {
 	b        *link.Bottleneck
 	log      *slog.Logger
 	conn     *net.UDPConn // viewer ↔ relay
@@ -37,12 +37,17 @@ type sharedRelay struct {
 	viewer netip.AddrPort // the one viewer, once it has sent
 }
 
+// The bottleneck's names for the viewer's flows, for link.BottleneckStats.Flow.
 const (
-	upFlowName   = "lludp up"
-	downFlowName = "lludp down"
+	ViewerUpFlow   = "lludp up"
+	ViewerDownFlow = "lludp down"
 )
 
-func newSharedRelay(b *link.Bottleneck, sim netip.AddrPort, tap func(lludp.Datagram), log *slog.Logger) (*sharedRelay, error) {
+// NewRelay binds the relay's sockets and adds its two flows to b; Run
+// relays. tap, if set, sees the viewer's datagrams as its host does: up
+// ones when sent, down ones when they arrive; it must not block, and it
+// owns each datagram's payload.
+func NewRelay(b *link.Bottleneck, sim netip.AddrPort, tap func(lludp.Datagram), log *slog.Logger) (*Relay, error) {
 	conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.0.0.1:0")))
 	if err != nil {
 		return nil, fmt.Errorf("relay: listen: %w", err)
@@ -57,9 +62,9 @@ func newSharedRelay(b *link.Bottleneck, sim netip.AddrPort, tap func(lludp.Datag
 		c.SetReadBuffer(4 << 20)
 		c.SetWriteBuffer(4 << 20)
 	}
-	r := &sharedRelay{b: b, log: log, conn: conn, upstream: upstream, tap: tap}
-	if r.up, err = b.AddFlow(link.FlowConfig{Name: upFlowName, Dir: link.Up, Overhead: udpOverhead, Deliver: r.deliverUp}); err == nil {
-		r.down, err = b.AddFlow(link.FlowConfig{Name: downFlowName, Dir: link.Down, Overhead: udpOverhead, Deliver: r.deliverDown})
+	r := &Relay{b: b, log: log, conn: conn, upstream: upstream, tap: tap}
+	if r.up, err = b.AddFlow(link.FlowConfig{Name: ViewerUpFlow, Dir: link.Up, Overhead: udpOverhead, Deliver: r.deliverUp}); err == nil {
+		r.down, err = b.AddFlow(link.FlowConfig{Name: ViewerDownFlow, Dir: link.Down, Overhead: udpOverhead, Deliver: r.deliverDown})
 	}
 	if err != nil {
 		r.close()
@@ -69,15 +74,15 @@ func newSharedRelay(b *link.Bottleneck, sim netip.AddrPort, tap func(lludp.Datag
 }
 
 // Addr is where the viewer sends: the simulator as it knows it.
-func (r *sharedRelay) Addr() netip.AddrPort { return r.conn.LocalAddr().(*net.UDPAddr).AddrPort() }
+func (r *Relay) Addr() netip.AddrPort { return r.conn.LocalAddr().(*net.UDPAddr).AddrPort() }
 
-func (r *sharedRelay) close() {
+func (r *Relay) close() {
 	r.conn.Close()
 	r.upstream.Close()
 }
 
 // Run relays until ctx ends, then closes the sockets.
-func (r *sharedRelay) Run(ctx context.Context) error {
+func (r *Relay) Run(ctx context.Context) error {
 	stop := context.AfterFunc(ctx, r.close)
 	defer stop()
 	var wg sync.WaitGroup
@@ -87,7 +92,7 @@ func (r *sharedRelay) Run(ctx context.Context) error {
 	return nil
 }
 
-func (r *sharedRelay) read(c *net.UDPConn, up bool) {
+func (r *Relay) read(c *net.UDPConn, up bool) {
 	buf := make([]byte, 65536)
 	for {
 		n, from, err := c.ReadFromUDPAddrPort(buf)
@@ -113,16 +118,20 @@ func (r *sharedRelay) read(c *net.UDPConn, up bool) {
 
 // InjectUp sends payload towards the simulator as the viewer, across the
 // bottleneck: how the sidecar's AgentThrottle leaves the viewer's host.
-func (r *sharedRelay) InjectUp(viewer netip.AddrPort, payload []byte) {
-	if r.tap != nil {
+func (r *Relay) InjectUp(viewer netip.AddrPort, payload []byte) {
+	r.sendUp(viewer, payload, true)
+}
+
+func (r *Relay) sendUp(viewer netip.AddrPort, payload []byte, tapped bool) {
+	if tapped && r.tap != nil {
 		r.tap(lludp.Datagram{At: time.Now(), Src: viewer, Dst: r.Addr(), Payload: append([]byte(nil), payload...)})
 	}
 	r.b.Send(r.up, payload)
 }
 
-func (r *sharedRelay) deliverUp(p []byte) { r.upstream.Write(p) }
+func (r *Relay) deliverUp(p []byte) { r.upstream.Write(p) }
 
-func (r *sharedRelay) deliverDown(p []byte) {
+func (r *Relay) deliverDown(p []byte) {
 	r.mu.Lock()
 	v := r.viewer
 	r.mu.Unlock()

@@ -154,7 +154,7 @@ func (discard) Send(context.Context, throttle.Request) error { return nil }
 
 // relaySender sends fairgrid's AgentThrottle from the viewer's host,
 // across the bottleneck.
-type relaySender struct{ r *sharedRelay }
+type relaySender struct{ r *Relay }
 
 func (s relaySender) Send(_ context.Context, req throttle.Request) error {
 	b, err := req.Encode()
@@ -171,9 +171,12 @@ func (s relaySender) Send(_ context.Context, req throttle.Request) error {
 // proportional to s, so the scaled request is what the controller would
 // ask for with s fixed at 1460 B, up to the loop's Max. It stands in for
 // a segment setting of the controllers themselves (see the package
-// documentation).
+// documentation). Its datagrams bypass the tap: the loop knows its own
+// AgentThrottle by the total it asked for, and would take a scaled one for
+// the viewer's and re-assert at once, and again at the next sight of its
+// own answer.
 type nominalSender struct {
-	relay *sharedRelay
+	relay *Relay
 	loop  *throttle.Loop
 }
 
@@ -188,7 +191,12 @@ func (s nominalSender) Send(ctx context.Context, req throttle.Request) error {
 			req.Throttles[i] *= float32(k)
 		}
 	}
-	return relaySender{s.relay}.Send(ctx, req)
+	b, err := req.Encode()
+	if err != nil {
+		return err
+	}
+	s.relay.sendUp(req.Circuit.Viewer, b, false)
+	return nil
 }
 
 // tapBuffer holds a few seconds of the viewer's datagrams (a few hundred
@@ -256,7 +264,7 @@ wait:
 			for i, f := range flows {
 				read0[i] = f.Read(dataDir(f.Config()))
 			}
-			if r, ok := first.Flow(downFlowName); ok {
+			if r, ok := first.Flow(ViewerDownFlow); ok {
 				prevDown = r.DeliveredBytes
 			}
 			warmedUp = true
@@ -265,7 +273,7 @@ wait:
 				continue
 			}
 			s := b.Stats()
-			if r, ok := s.Flow(downFlowName); ok {
+			if r, ok := s.Flow(ViewerDownFlow); ok {
 				perSecond = append(perSecond, float64(r.DeliveredBytes-prevDown)*8)
 				prevDown = r.DeliveredBytes
 			}
@@ -330,7 +338,7 @@ func startViewer(ctx context.Context, wg *sync.WaitGroup, b *link.Bottleneck, cf
 		return nil, fmt.Errorf("scenario: %w", err)
 	}
 	source := throttle.NewChanSource(tapBuffer)
-	relay, err := newSharedRelay(b, sim.Addr(), func(d lludp.Datagram) {
+	relay, err := NewRelay(b, sim.Addr(), func(d lludp.Datagram) {
 		source.Push(d)
 		if viewerTap != nil {
 			viewerTap(d)
@@ -380,10 +388,10 @@ func startViewer(ctx context.Context, wg *sync.WaitGroup, b *link.Bottleneck, cf
 
 func (vr *viewerRig) result(d link.BottleneckStats, perSecond []float64) *ViewerResult {
 	r := &ViewerResult{Mode: vr.mode, PerSecondBPS: perSecond, Requests: vr.loop.Stats().Requests}
-	if f, ok := d.Flow(downFlowName); ok {
+	if f, ok := d.Flow(ViewerDownFlow); ok {
 		r.Down = flowResult(f)
 	}
-	if f, ok := d.Flow(upFlowName); ok {
+	if f, ok := d.Flow(ViewerUpFlow); ok {
 		r.Up = flowResult(f)
 	}
 	vr.mu.Lock()
