@@ -3,10 +3,16 @@
 // loop reading the viewer's traffic from the emulator's tap and sending its
 // AgentThrottle through the emulator instead of a raw socket. It needs no
 // root and no network, and otherwise runs the same loop as the daemon.
+//
+// The viewer shares its link with a bulk TCP download (gVisor's userspace
+// CUBIC, Linux's default), and a second copy of the whole set-up runs
+// beside it with the stock viewer left alone, so that the demo ends with
+// whom the stock viewer hurts and what fairgrid changes: the download's
+// throughput, the viewer's received rate and queueing delay, and its
+// TCP-fair share, for each.
 package demo
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"fmt"
@@ -17,7 +23,10 @@ import (
 
 	"github.com/fairgrid/fairgrid/capture"
 	"github.com/fairgrid/fairgrid/internal/lab/link"
+	"github.com/fairgrid/fairgrid/internal/lab/scenario"
+	"github.com/fairgrid/fairgrid/internal/lab/tcpflow"
 	"github.com/fairgrid/fairgrid/internal/lab/viewer"
+	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/opensim/region"
 	"github.com/fairgrid/fairgrid/ratecalc"
 	"github.com/fairgrid/fairgrid/throttle"
@@ -44,11 +53,26 @@ type Config struct {
 	// tap: fairgrid captures the viewer's datagrams on lo through AF_PACKET
 	// and sends with raw sockets as the viewer. It needs CAP_NET_RAW.
 	Live bool
+	// Alone leaves the viewer alone on its link: no TCP download beside
+	// it, and no stock run to compare with.
+	Alone bool
 }
 
-// DefaultLink is the demo's link: 2 Mbit/s, 50 ms one way, 3 % random
-// loss, a 100-datagram buffer.
-var DefaultLink = link.PipeConfig{Rate: 2_000_000 / 8, Delay: 50 * time.Millisecond, Loss: 0.03, Buffer: 100}
+// DefaultLink is the demo's link: 1 Mbit/s, 50 ms one way, 1 % random
+// loss, a 100-datagram buffer. The stock viewer asks for more than the
+// link carries, so beside it the download is held by what the viewer
+// leaves of the link, and the viewer's own datagrams queue; at the
+// thesis's 3 % loss (ThesisLink) the random loss alone holds a download to
+// a few hundred kbit/s whoever shares the link, and the demo shows no
+// harm.
+var DefaultLink = link.PipeConfig{Rate: 1_000_000 / 8, Delay: 50 * time.Millisecond, Loss: 0.01, Buffer: 100}
+
+// ThesisLink is DefaultLink at the thesis's 3 % loss, where the stock
+// viewer's ±10 % rule acts: it steps its request down above 3 % measured
+// loss and up at or below 0.5 % (ratecalc's viewer rule), so fairgrid has
+// the viewer's own AgentThrottle to override. At 1 % the viewer holds its
+// request.
+var ThesisLink = link.PipeConfig{Rate: 2_000_000 / 8, Delay: 50 * time.Millisecond, Loss: 0.03, Buffer: 100}
 
 func (c Config) withDefaults() Config {
 	if c.Link == (link.PipeConfig{}) {
@@ -126,6 +150,34 @@ type Summary struct {
 	// FollowIntervals: after each request changed, how many intervals until
 	// the region applied it (at most).
 	MaxFollowIntervals int `json:"max_follow_intervals"`
+	// Stock and Fairgrid compare the two runs side by side, each with a
+	// bulk CUBIC download on its own copy of the link, over the last half
+	// of the run; nil when the viewer ran alone, or when the run was
+	// interrupted before the stock run's measured half began.
+	Stock    *Side `json:"stock,omitempty"`
+	Fairgrid *Side `json:"fairgrid,omitempty"`
+}
+
+// Side is one viewer beside the download.
+type Side struct {
+	// DownloadBPS is what the download's receiver read.
+	DownloadBPS float64 `json:"download_bps"`
+	// ViewerBPS is what reached the viewer, on the wire.
+	ViewerBPS float64 `json:"viewer_bps"`
+	// The viewer's datagrams' wait in the link's queue towards it.
+	QueueDelayMeanMs float64 `json:"queue_delay_mean_ms"`
+	QueueDelayP95Ms  float64 `json:"queue_delay_p95_ms"`
+	// FairBPS is the viewer's TCP-fair share at the loss and RTT it
+	// measured (the model FairModel names; Mathis for the stock viewer);
+	// 0 without loss.
+	FairBPS float64 `json:"fair_bps"`
+}
+
+// downloadName is the download's name on the bottleneck.
+const downloadName = "cubic download"
+
+func downloadFlow() tcpflow.FlowConfig {
+	return tcpflow.FlowConfig{Name: downloadName, CC: tcpflow.CUBIC, Dir: tcpflow.Download}
 }
 
 // applied records what the region applies and when.
@@ -181,7 +233,7 @@ const tapBuffer = 1024
 // linkSender sends requests through the emulator, as if from the viewer,
 // or with raw sockets in live mode.
 type linkSender struct {
-	relay *link.Relay
+	relay *scenario.Relay
 	raw   *throttle.RawSender
 	a     *applied
 	sent  []sentRequest
@@ -234,17 +286,31 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, onRow func(Row)) (Su
 	if err != nil {
 		return Summary{}, err
 	}
-	lcfg := link.Config{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Upstream: sim.Addr(), Down: cfg.Link, Up: cfg.Link, Seed: cfg.Seed}
-	// The tap hands the sidecar what the viewer's host sees, as a proxy's
-	// relay would; its payload is the link's, so the source gets a copy.
-	tap := throttle.NewChanSource(tapBuffer)
-	var source throttle.Source = tap
-	if !cfg.Live {
-		lcfg.Tap = func(d link.Datagram) {
-			tap.Push(capture.Datagram{At: d.At, Src: d.Src, Dst: d.Dst, Payload: bytes.Clone(d.Payload)})
+	// One bottleneck carries the viewer's datagrams and the download.
+	b, err := link.NewBottleneck(link.BottleneckConfig{Up: cfg.Link, Down: cfg.Link, Seed: cfg.Seed}, log)
+	if err != nil {
+		return Summary{}, err
+	}
+	tcpNet, err := tcpflow.New(b, tcpflow.Config{Seed: cfg.Seed}, log)
+	if err != nil {
+		return Summary{}, err
+	}
+	defer tcpNet.Close()
+	var download *tcpflow.Flow
+	if !cfg.Alone {
+		if download, err = tcpNet.AddFlow(downloadFlow()); err != nil {
+			return Summary{}, err
 		}
 	}
-	relay, err := link.New(lcfg, log)
+	// The tap hands the sidecar what the viewer's host sees, as a proxy's
+	// relay would; the relay hands over payloads it no longer uses.
+	tap := throttle.NewChanSource(tapBuffer)
+	var source throttle.Source = tap
+	var tapFunc func(lludp.Datagram)
+	if !cfg.Live {
+		tapFunc = func(d lludp.Datagram) { tap.Push(d) }
+	}
+	relay, err := scenario.NewRelay(b, sim.Addr(), tapFunc, log)
 	if err != nil {
 		return Summary{}, err
 	}
@@ -276,6 +342,34 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, onRow func(Row)) (Su
 	start := time.Now()
 	var rows []Row
 	var lastRequest *float64
+	// The stock viewer's run beside this one: the same link and download,
+	// measured over the same last half.
+	half := time.Duration(intervals-intervals/2) * loop.Interval()
+	type stockResult struct {
+		m   scenario.Measurement
+		err error
+	}
+	stockDone := make(chan stockResult, 1)
+	if !cfg.Alone {
+		go func() {
+			m, err := scenario.RunRig(runCtx, scenario.RigConfig{Up: cfg.Link, Down: cfg.Link, Seed: cfg.Seed,
+				TCP:    []tcpflow.FlowConfig{downloadFlow()},
+				Viewer: &scenario.RigViewer{Mode: scenario.Stock, Throttle: cfg.ViewerThrottle, Activity: cfg.Activity, Interval: loop.Interval()},
+				Warmup: time.Duration(intervals)*loop.Interval() - half, Duration: half}, log)
+			stockDone <- stockResult{m, err}
+		}()
+	}
+	// Snapshots of this run's bottleneck and download at the start of the
+	// last half and at the end.
+	var mid, end link.BottleneckStats
+	var midRead, endRead uint64
+	snapshot := func(st *link.BottleneckStats, read *uint64) {
+		*st = b.Stats()
+		if download != nil {
+			*read = download.Read(link.Down)
+		}
+	}
+	snapshot(&mid, &midRead)
 	sc, err := throttle.NewSidecar(throttle.SidecarConfig{Loop: loop, Source: source, Sender: sender, Log: log,
 		AfterTick: func(now time.Time, sent []Request) {
 			for _, r := range sent {
@@ -299,6 +393,12 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, onRow func(Row)) (Su
 			row.AppliedBPS = float64(a.total) * 8
 			a.mu.Unlock()
 			rows = append(rows, row)
+			switch len(rows) {
+			case intervals / 2:
+				snapshot(&mid, &midRead)
+			case intervals:
+				snapshot(&end, &endRead)
+			}
 			if onRow != nil {
 				onRow(row)
 			}
@@ -310,7 +410,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, onRow func(Row)) (Su
 		return Summary{}, err
 	}
 	var wg sync.WaitGroup
-	for _, run := range []func(context.Context) error{sim.Run, relay.Run, v.Run} {
+	for _, run := range []func(context.Context) error{sim.Run, relay.Run, v.Run, b.Run, tcpNet.Run} {
 		wg.Add(1)
 		go func() { defer wg.Done(); run(runCtx) }()
 	}
@@ -328,7 +428,36 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, onRow func(Row)) (Su
 	sum := summarize(rows, loop, a, sender, loop.Interval())
 	sum.FairModel = fairModel(loop.Config().Controller)
 	sum.Intervals, sum.Interrupted = len(rows), ctx.Err() != nil
+	if !cfg.Alone {
+		if end.Flows == nil {
+			snapshot(&end, &endRead)
+		}
+		sum.Fairgrid = side(end.Since(mid), endRead-midRead, sum.MeanFairBPS)
+		if r := <-stockDone; r.err == nil {
+			v := r.m.Viewer
+			sum.Stock = &Side{DownloadBPS: r.m.TCP[0].GoodputBPS, ViewerBPS: v.Down.ThroughputBPS,
+				QueueDelayMeanMs: v.Down.QueueDelayMeanMs, QueueDelayP95Ms: v.Down.QueueDelayP95Ms, FairBPS: v.FairMeanBPS}
+		} else if !sum.Interrupted {
+			return Summary{}, fmt.Errorf("the stock viewer's run: %w", r.err)
+		}
+	}
 	return sum, nil
+}
+
+// side is fairgrid's viewer and download over d, a stretch of the run.
+func side(d link.BottleneckStats, read uint64, fair float64) *Side {
+	s := &Side{FairBPS: fair}
+	if f, ok := d.Flow(scenario.ViewerDownFlow); ok {
+		s.ViewerBPS = f.Throughput() * 8
+		s.QueueDelayMeanMs = float64(f.QueueDelay.Mean()) / float64(time.Millisecond)
+		s.QueueDelayP95Ms = float64(f.QueueDelay.Quantile(0.95)) / float64(time.Millisecond)
+	}
+	if f, ok := d.Flow(downloadName + " down"); ok {
+		if secs := f.At.Sub(f.Start).Seconds(); secs > 0 {
+			s.DownloadBPS = float64(read) * 8 / secs
+		}
+	}
+	return s
 }
 
 // fairModel is the TCP model a controller follows (congestion.md §6.7):
