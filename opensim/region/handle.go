@@ -160,9 +160,8 @@ func (s *Server) login(in inbound) {
 	c.id = s.sched.AddClient(in.at)
 	s.clients[in.from] = c
 	s.byID[c.id] = c
-	ack, _ := lludp.AppendMessage(nil, lludp.Header{}, &lludp.PacketAck{IDs: []uint32{s.packet.Sequence}}, nil)
-	s.conn.WriteToUDPAddrPort(ack, in.from)
-	s.sent++
+	ack := s.queue(c.udpAddr)
+	*ack, _ = lludp.AppendMessage((*ack)[:0], lludp.Header{}, &lludp.PacketAck{IDs: []uint32{s.packet.Sequence}}, nil)
 	s.archive(c, s.packet.Sequence)
 	s.sendNow(c, &lludp.RegionHandshake{RegionFlags: 0, SimAccess: 13, SimName: []byte("fairgrid\x00"), WaterHeight: 20,
 		BillableFactor: 1, RegionID: lludp.UUID{0xFA, 0x12}, ProductName: []byte("fairgrid sim\x00")},

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 	"net"
+	"runtime"
 	"time"
 
 	"github.com/fairgrid/fairgrid/lludp"
@@ -131,8 +132,11 @@ func (g *grid) near(x, y, dist float32, f func(*client)) {
 	}
 }
 
-// batchWriter sends many datagrams per system call (sendmmsg).
+// batchWriter sends many datagrams per system call (sendmmsg) on Linux;
+// elsewhere x/net sends one a call (Windows has no WriteBatch at all), so
+// there it writes them one by one itself.
 type batchWriter struct {
+	conn *net.UDPConn
 	v4   *ipv4.PacketConn
 	v6   *ipv6.PacketConn
 	msgs []ipv4.Message
@@ -141,7 +145,10 @@ type batchWriter struct {
 }
 
 func newBatchWriter(conn *net.UDPConn) *batchWriter {
-	w := &batchWriter{}
+	w := &batchWriter{conn: conn}
+	if runtime.GOOS != "linux" {
+		return w
+	}
 	if conn.LocalAddr().(*net.UDPAddr).IP.To4() != nil {
 		w.v4 = ipv4.NewPacketConn(conn)
 	} else {
@@ -177,6 +184,15 @@ func (w *batchWriter) flush() (sent int) {
 	for i := range w.n {
 		w.msgs[i].Buffers[0] = w.bufs[i]
 	}
+	if w.v4 == nil && w.v6 == nil {
+		for i := range w.n {
+			if _, err := w.conn.WriteToUDP(w.bufs[i], w.msgs[i].Addr.(*net.UDPAddr)); err == nil {
+				sent++
+			}
+		}
+		w.n = 0
+		return sent
+	}
 	for sent < w.n {
 		var k int
 		var err error
@@ -210,8 +226,7 @@ func (s *Server) stressMove(c *client, m *lludp.AgentUpdate, at time.Time) {
 	payload := body[lludp.HeaderSize:]
 	s.grid.near(x, y, s.cfg.Stress.ViewDistance, func(o *client) {
 		o.seq++
-		b, flushed := s.batch.add(o.udpAddr)
-		s.sent += uint64(flushed)
+		b := s.queue(o.udpAddr)
 		*b = lludp.AppendPacket((*b)[:0], lludp.Header{Sequence: o.seq}, payload, nil)
 		s.stressEchoes++
 	})
