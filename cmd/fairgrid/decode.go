@@ -72,17 +72,11 @@ func runDecode(args []string, s stdio) int {
 			d.filter[strings.TrimSpace(name)] = true
 		}
 	}
-	var tmpl *lludp.Template
-	if *templatePath != "" {
-		f, err := os.Open(*templatePath)
-		if err != nil {
-			return usageErr("%v", err)
-		}
-		tmpl, err = lludp.ParseTemplate(f)
-		f.Close()
-		if err != nil {
-			return usageErr("template %s: %v", *templatePath, err)
-		}
+	tmpl, err := loadTemplate(*templatePath)
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	if tmpl != nil {
 		d.packet.Template = tmpl
 	}
 	if d.filter != nil {
