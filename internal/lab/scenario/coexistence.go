@@ -3,8 +3,10 @@ package scenario
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
+	"github.com/fairgrid/fairgrid/internal/lab/kerneltcp"
 	"github.com/fairgrid/fairgrid/internal/lab/link"
 	"github.com/fairgrid/fairgrid/internal/lab/tcpflow"
 )
@@ -71,6 +73,11 @@ func coexistenceJobs(o Options, dur time.Duration) (jobs []job, segJobs int) {
 			}
 		}
 	}
+	// Linux's own TCP, as root: the stock viewer beside each congestion
+	// control the kernel has.
+	if kerneltcp.Supported() == nil {
+		jobs = append(jobs, kernelCoexistenceJobs(o, dur, []int{seedSmall, seedLarge})...)
+	}
 	// Which s is TCP-fair: window tracking with each choice beside one
 	// bulk download (no upload, whose queue would stretch the download's
 	// ACK clock), on the small buffer, where TCP meets loss often.
@@ -85,6 +92,29 @@ func coexistenceJobs(o Options, dur time.Duration) (jobs []job, segJobs int) {
 	return jobs, segJobs
 }
 
+// kernelCoexistenceJobs are the stock viewer beside a Linux upload and
+// download of each congestion control the kernel has (bbr standing for
+// the delay-based family: these kernels have no vegas).
+func kernelCoexistenceJobs(o Options, dur time.Duration, buffers []int) []job {
+	var jobs []job
+	for _, buffer := range buffers {
+		for _, cc := range kerneltcp.CongestionControls {
+			if ok, _ := kerneltcp.CongestionAvailable(cc); !ok {
+				continue
+			}
+			up, down := adsl(buffer)
+			jobs = append(jobs, job{name: fmt.Sprintf("coexistence buffer=%d tcp=linux-%s viewer=stock", buffer, cc),
+				cfg: RigConfig{Up: up, Down: down, Seed: o.Seed, Warmup: coexistenceWarmup, Duration: dur,
+					Kernel: []kerneltcp.FlowConfig{
+						{Name: "linux " + cc + " upload", Congestion: cc},
+						{Name: "linux " + cc + " download", Congestion: cc, Download: true},
+					},
+					Viewer: &RigViewer{Mode: Stock}}})
+		}
+	}
+	return jobs
+}
+
 func coexistenceResult(jobs []job, runs []RunResult, segJobs int) Result {
 	res := Result{Scenario: "coexistence", Runs: runs}
 	t := Table{Title: "coexistence: a viewer beside a bulk TCP upload and download (512 kbit/s up, 6 Mbit/s down, 80 ms one way)",
@@ -92,7 +122,7 @@ func coexistenceResult(jobs []job, runs []RunResult, segJobs int) Result {
 		Notes: []string{
 			"added delay: the viewer's datagrams' wait in the bottleneck's queues (up: its acks, agent updates and AgentThrottle; down: the region's traffic).",
 			"fair: the Mathis (Reno) rate at the loss event rate and RTT fairgrid measured, s = the mean payload. Jain: over the viewer and the TCP download.",
-			"TCP: gVisor's userspace Reno and CUBIC (Linux reno/cubic/bbr through kerneltcp are not wired into the lab yet).",
+			"TCP: gVisor's userspace Reno and CUBIC; as root, Linux's reno, cubic and bbr (kerneltcp: network namespaces joined to the bottleneck through TUN devices; no vegas in these kernels, so bbr is the delay-based one).",
 			"published: " + seedSource + ": nearly 300 ms added to the game flow with loss-based TCP, much less with 20 packets.",
 		}}
 	added := map[string]float64{}
@@ -112,7 +142,13 @@ func coexistenceResult(jobs []job, runs []RunResult, segJobs int) Result {
 		}
 	}
 	res.Tables = append(res.Tables, t)
-	for _, cc := range []tcpflow.CongestionControl{tcpflow.Reno, tcpflow.CUBIC} {
+	var ccs []string
+	for _, j := range jobs[:segJobs] {
+		if cc := jobCC(j); j.cfg.Up.Buffer == seedLarge && j.cfg.Viewer.Mode == Stock && !slices.Contains(ccs, cc) {
+			ccs = append(ccs, cc)
+		}
+	}
+	for _, cc := range ccs {
 		res.Comparisons = append(res.Comparisons, Comparison{Scenario: "coexistence",
 			Metric: fmt.Sprintf("stock viewer's added delay (up+down mean), %s, 200 packets", cc), Unit: "ms",
 			Published: seedDelayMs, Measured: added[fmt.Sprintf("%d %s", seedLarge, cc)], Source: seedSource})
@@ -139,6 +175,14 @@ func coexistenceResult(jobs []job, runs []RunResult, segJobs int) Result {
 	}
 	res.Tables = append(res.Tables, st)
 	return res
+}
+
+// jobCC names a run's TCP as its rows do.
+func jobCC(j job) string {
+	if len(j.cfg.Kernel) > 0 {
+		return "linux " + j.cfg.Kernel[0].Congestion
+	}
+	return string(j.cfg.TCP[0].CC)
 }
 
 func kbit(bps float64) string { return fmt.Sprintf("%.0f", bps/1000) }

@@ -2,12 +2,14 @@ package scenario
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
 	"sync"
 	"time"
 
+	"github.com/fairgrid/fairgrid/internal/lab/kerneltcp"
 	"github.com/fairgrid/fairgrid/internal/lab/link"
 	"github.com/fairgrid/fairgrid/internal/lab/tcpflow"
 	"github.com/fairgrid/fairgrid/internal/lab/viewer"
@@ -66,7 +68,12 @@ type RigConfig struct {
 	Up, Down link.PipeConfig
 	Seed     uint64
 	TCP      []tcpflow.FlowConfig
-	Viewer   *RigViewer // nil: TCP only
+	// Kernel are bulk flows of Linux's own TCP (reno, cubic, bbr) in
+	// network namespaces joined to the bottleneck through TUN devices
+	// (kerneltcp; root only). Their Warmup and Duration are the run's.
+	// Measurement.TCP lists them after the gVisor flows.
+	Kernel []kerneltcp.FlowConfig
+	Viewer *RigViewer // nil: TCP only
 	// Warmup is left out of the measurement: slow start, the viewer's
 	// login and its first intervals.
 	Warmup, Duration time.Duration
@@ -227,7 +234,7 @@ func RunRig(ctx context.Context, cfg RigConfig, log *slog.Logger) (Measurement, 
 			return Measurement{}, fmt.Errorf("scenario: %w", err)
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, cfg.Warmup+cfg.Duration)
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -235,6 +242,24 @@ func RunRig(ctx context.Context, cfg RigConfig, log *slog.Logger) (Measurement, 
 	wg.Go(func() { b.Run(ctx) })
 	var netErr error
 	wg.Go(func() { netErr = tcpNet.Run(ctx) })
+
+	kernelDone := make(chan kernelResult, 1)
+	if len(cfg.Kernel) > 0 {
+		lab, err := kerneltcp.New(ctx, kerneltcp.Config{Bottleneck: b, Name: "linux"}, log)
+		if err != nil {
+			return Measurement{}, fmt.Errorf("scenario: %w", err)
+		}
+		// The namespaces go once everything using them has stopped.
+		defer func() {
+			cancel()
+			wg.Wait()
+			lab.Close()
+		}()
+		wg.Go(func() { lab.Run(ctx) })
+		wg.Go(func() { kernelDone <- runKernelFlows(ctx, lab, cfg) })
+	} else {
+		kernelDone <- kernelResult{}
+	}
 
 	var vr *viewerRig
 	if cfg.Viewer != nil {
@@ -251,6 +276,8 @@ func RunRig(ctx context.Context, cfg RigConfig, log *slog.Logger) (Measurement, 
 	defer tick.Stop()
 	warm := time.NewTimer(cfg.Warmup)
 	defer warm.Stop()
+	end := time.NewTimer(cfg.Warmup + cfg.Duration)
+	defer end.Stop()
 	var perSecond []float64
 	var prevDown uint64
 	warmedUp := false
@@ -258,6 +285,8 @@ wait:
 	for {
 		select {
 		case <-ctx.Done():
+			break wait
+		case <-end.C:
 			break wait
 		case <-warm.C:
 			first = b.Stats()
@@ -287,10 +316,13 @@ wait:
 	for i, f := range flows {
 		readEnd[i] = f.Read(dataDir(f.Config()))
 	}
+	// The kernel flows measure themselves over the same stretch and end
+	// with it.
+	kernel := <-kernelDone
 	cancel()
 	wg.Wait()
-	if netErr != nil {
-		return Measurement{}, netErr
+	if err := errors.Join(netErr, kernel.err); err != nil {
+		return Measurement{}, err
 	}
 	d := last.Since(first)
 	m := Measurement{Seconds: last.Flows[0].At.Sub(first.Flows[0].At).Seconds(), Up: flowResult(link.FlowReport{Name: "all", Dir: link.Up, FlowStats: d.Up}),
@@ -301,10 +333,34 @@ wait:
 		data, _ := d.Flow(fc.Name + " " + dataDir(fc).String())
 		m.TCP = append(m.TCP, TCPResult{Name: fc.Name, CC: string(fc.CC), GoodputBPS: float64(readEnd[i]-read0[i]) * 8 / m.Seconds, Data: flowResult(data)})
 	}
+	for _, r := range kernel.results {
+		data, _ := d.Flow(r.Config.Name + " data")
+		m.TCP = append(m.TCP, TCPResult{Name: r.Config.Name, CC: "linux " + r.Congestion, GoodputBPS: r.Goodput * 8, Data: flowResult(data)})
+	}
 	if vr != nil {
 		m.Viewer = vr.result(d, perSecond)
 	}
 	return m, nil
+}
+
+type kernelResult struct {
+	results []kerneltcp.FlowResult
+	err     error
+}
+
+// runKernelFlows runs cfg's kernel flows at once, each measured over the
+// run's warm-up and duration, and returns them in order.
+func runKernelFlows(ctx context.Context, lab *kerneltcp.Lab, cfg RigConfig) kernelResult {
+	out := kernelResult{results: make([]kerneltcp.FlowResult, len(cfg.Kernel))}
+	errs := make([]error, len(cfg.Kernel))
+	var wg sync.WaitGroup
+	for i, fc := range cfg.Kernel {
+		fc.Warmup, fc.Duration = cfg.Warmup, cfg.Duration
+		wg.Go(func() { out.results[i], errs[i] = lab.Flow(ctx, fc) })
+	}
+	wg.Wait()
+	out.err = errors.Join(errs...)
+	return out
 }
 
 // viewerRig is the region, the relay, the viewer and the sidecar of a run.
