@@ -42,7 +42,8 @@
 // flow (ErrCorrupt). Congestion control is per connection: Reno (NewReno
 // with SACK; RFC 5681, RFC 6675) or CUBIC (RFC 8312), set on both ends
 // before the first data. SACK is on (RFC 2018), the MTU is Ethernet's 1,500
-// bytes (segments of 1,460, RFC 894), socket buffers go up to 4 MiB so the
+// bytes (MSS 1,460, RFC 894; 1,448 bytes of data beside the timestamps option,
+// RFC 7323), socket buffers go up to 4 MiB so the
 // window does not limit a flow before the network does, and Nagle's
 // algorithm is off (gVisor's default, and what games set).
 //

@@ -1,0 +1,6 @@
+//go:build !race
+
+package tcpflow
+
+// raceEnabled: built with -race.
+const raceEnabled = false
