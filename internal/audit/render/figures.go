@@ -108,13 +108,28 @@ type missing struct {
 
 func kbit(bps float64) float64 { return bps / 1000 }
 
-func positive(x float64) bool { return x > 0 && !math.IsInf(x, 0) }
+// loggable says whether x can be drawn on a log axis: positive, and
+// within bounds no real rate, RTT or loss rate leaves (1e-9 to 1e12 in
+// any of the units drawn), so that a corrupt value neither reaches
+// gonum's log scale, which panics at or below 0, nor stretches an axis to
+// infinity.
+func loggable(x float64) bool { return x >= 1e-9 && x <= 1e12 }
+
+// sane is the same bound for a linear axis.
+func sane(x float64) bool { return finite(x) && math.Abs(x) <= 1e12 }
 
 func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 
 // svgOf draws p and returns the bare <svg> element: vgsvg writes a
 // standalone document, whose XML declaration has no place inside HTML.
 func svgOf(p *plot.Plot) (template.HTML, error) {
+	for _, a := range []*plot.Axis{&p.X, &p.Y} {
+		// gonum widens an empty range by ±1, which on a log axis reaches
+		// below zero; a decade around the single value instead
+		if _, log := a.Scale.(plot.LogScale); log && !(a.Max > a.Min*1.01) {
+			a.Min, a.Max = a.Min/3, a.Max*3
+		}
+	}
 	c := vgsvg.New(figWidth, figHeight)
 	p.Draw(draw.New(c))
 	var b bytes.Buffer
@@ -228,11 +243,11 @@ func perSecondFigure(r *audit.Report) (*figure, *missing, error) {
 	var zero int
 	for i := range r.Seconds {
 		s := &r.Seconds[i]
-		if s.FairBitPerS == nil || !positive(*s.FairBitPerS) {
+		if s.FairBitPerS == nil || !loggable(*s.FairBitPerS) {
 			states[s.FairState]++
 			continue
 		}
-		if !positive(s.BitPerS) {
+		if !loggable(s.BitPerS) {
 			zero++
 			continue
 		}
@@ -345,11 +360,11 @@ func perConnectionFigure(r *audit.Report) (*figure, *missing, error) {
 	for i := range r.Circuits {
 		c := &r.Circuits[i]
 		fair := fairOf(r, c)
-		if fair == nil || !positive(*fair) {
+		if fair == nil || !loggable(*fair) {
 			states[c.FairState]++
 			continue
 		}
-		if !positive(c.MedianBitPerS) || !positive(c.MeanBitPerS) {
+		if !loggable(c.MedianBitPerS) || !loggable(c.MeanBitPerS) {
 			zero++
 			continue
 		}
@@ -357,15 +372,19 @@ func perConnectionFigure(r *audit.Report) (*figure, *missing, error) {
 		// a zero quartile cannot be drawn on a log axis: the bar stops
 		// at the median instead
 		q1, q3 := kbit(c.P25BitPerS), kbit(c.P75BitPerS)
-		if !positive(q1) || q1 > med {
+		if !loggable(q1) || q1 > med {
 			q1 = med
 		}
-		if !finite(q3) || q3 < med {
+		if !loggable(q3) || q3 < med {
 			q3 = med
 		}
 		b := lossBand(c.LossEventRate)
 		bars[b].XYs = append(bars[b].XYs, plotter.XY{X: x, Y: med})
-		bars[b].YErrors = append(bars[b].YErrors, struct{ Low, High float64 }{med - q1, q3 - med})
+		low := med - q1
+		if !(med-low > 0) { // rounding would put the bar's end at 0
+			low = 0
+		}
+		bars[b].YErrors = append(bars[b].YErrors, struct{ Low, High float64 }{low, q3 - med})
 		means = append(means, plotter.XY{X: x, Y: kbit(c.MeanBitPerS)})
 		lo, hi = min(lo, x, q1, kbit(c.MeanBitPerS)), max(hi, x, q3, kbit(c.MeanBitPerS))
 		n++
@@ -426,11 +445,11 @@ func equationInputs(r *audit.Report) (rtt time.Duration, s float64, ok bool) {
 	var rtts, sizes []float64
 	for i := range r.Circuits {
 		c := &r.Circuits[i]
-		if c.RTTMs == nil || !positive(*c.RTTMs) {
+		if c.RTTMs == nil || !loggable(*c.RTTMs) {
 			continue
 		}
 		rtts = append(rtts, *c.RTTMs)
-		if positive(c.MeanPayload) {
+		if loggable(c.MeanPayload) && c.MeanPayload <= 65535 {
 			sizes = append(sizes, c.MeanPayload)
 		}
 	}
@@ -463,9 +482,9 @@ func lossFigure(r *audit.Report) (*figure, *missing, error) {
 	for i := range r.Seconds {
 		s := &r.Seconds[i]
 		switch {
-		case !positive(s.LossEventRate):
+		case !loggable(s.LossEventRate):
 			lossless++
-		case !positive(s.BitPerS):
+		case !loggable(s.BitPerS):
 			idle++
 		default:
 			pts = append(pts, plotter.XY{X: s.LossEventRate * 100, Y: kbit(s.BitPerS)})
@@ -503,17 +522,21 @@ func lossFigure(r *audit.Report) (*figure, *missing, error) {
 	if rtt, size, ok := equationInputs(r); ok {
 		var xys plotter.XYs
 		for _, pct := range logSpace(plo, phi, 60) {
-			xys = append(xys, plotter.XY{X: pct, Y: kbit(ratecalc.TFRCRate(size, rtt, pct/100).BitsPerSecond())})
+			if y := kbit(ratecalc.TFRCRate(size, rtt, pct/100).BitsPerSecond()); loggable(y) {
+				xys = append(xys, plotter.XY{X: pct, Y: y})
+			}
 		}
-		l, err := line(xys, okVermil, 2)
-		if err != nil {
-			return nil, nil, err
+		if len(xys) >= 2 {
+			l, err := line(xys, okVermil, 2)
+			if err != nil {
+				return nil, nil, err
+			}
+			p.Add(l)
+			name := fmt.Sprintf("TCP equation (TFRC), R = %.0f ms, s = %.0f B", float64(rtt)/float64(time.Millisecond), size)
+			p.Legend.Add(name, l)
+			equation = fmt.Sprintf("The line is the TCP throughput equation of RFC 5348 §3.1 (t_RTO = 4R) at the median RTT of the circuits with pings, %s, and s = %.0f B (%s).",
+				rtt.Round(time.Millisecond/10), size, segmentName(r))
 		}
-		p.Add(l)
-		name := fmt.Sprintf("TCP equation (TFRC), R = %.0f ms, s = %.0f B", float64(rtt)/float64(time.Millisecond), size)
-		p.Legend.Add(name, l)
-		equation = fmt.Sprintf("The line is the TCP throughput equation of RFC 5348 §3.1 (t_RTO = 4R) at the median RTT of the circuits with pings, %s, and s = %.0f B (%s).",
-			rtt.Round(time.Millisecond/10), size, segmentName(r))
 	}
 	svg, err := svgOf(p)
 	if err != nil {
@@ -532,10 +555,10 @@ func boxFigure(r *audit.Report) (*figure, *missing, error) {
 	var lossless plotter.Values
 	for i := range r.Seconds {
 		s := &r.Seconds[i]
-		if !positive(s.BitPerS) {
+		if !loggable(s.BitPerS) {
 			continue
 		}
-		if !positive(s.LossEventRate) {
+		if !loggable(s.LossEventRate) {
 			lossless = append(lossless, kbit(s.BitPerS))
 			continue
 		}
@@ -647,7 +670,7 @@ func (s *series) bucket(value func(*audit.Second) (float64, bool)) (runs []plott
 		var sx, sy float64
 		var n int
 		for j := i; j < min(i+width, len(s.seconds)); j++ {
-			if y, ok := value(&s.seconds[j]); ok && finite(y) {
+			if y, ok := value(&s.seconds[j]); ok && sane(y) {
 				sx += float64(s.seconds[j].UnixS - s.start)
 				sy += y
 				n++
@@ -758,7 +781,7 @@ func rateFigure(r *audit.Report, s *series, idx int) (*figure, error) {
 	for _, set := range [][]plotter.XYs{received, fair, slices.Collect(maps.Values(steps))} {
 		for _, run := range set {
 			for _, xy := range run {
-				if positive(xy.Y) {
+				if loggable(xy.Y) {
 					lo, hi = min(lo, xy.Y), max(hi, xy.Y)
 				}
 			}
@@ -773,7 +796,7 @@ func rateFigure(r *audit.Report, s *series, idx int) (*figure, error) {
 		received, fair = positiveRuns(received), positiveRuns(fair)
 		// a request of 0 is left out: the previous one is drawn on
 		for src, xys := range steps {
-			steps[src] = slices.DeleteFunc(xys, func(xy plotter.XY) bool { return !positive(xy.Y) })
+			steps[src] = slices.DeleteFunc(xys, func(xy plotter.XY) bool { return !loggable(xy.Y) })
 		}
 	} else {
 		p.Y.Min = 0
@@ -825,7 +848,7 @@ func positiveRuns(runs []plotter.XYs) []plotter.XYs {
 	for _, run := range runs {
 		var cur plotter.XYs
 		for _, xy := range run {
-			if positive(xy.Y) {
+			if loggable(xy.Y) {
 				cur = append(cur, xy)
 				continue
 			}
