@@ -25,7 +25,7 @@ func TestCoexistenceBufferDelay(t *testing.T) {
 	all, _ := coexistenceJobs(o, labRun)
 	var jobs []job
 	for _, j := range all {
-		if j.cfg.Viewer.Mode == Stock {
+		if j.cfg.Viewer.Mode == Stock && len(j.cfg.Kernel) == 0 { // the kernel's: TestCoexistenceKernel
 			jobs = append(jobs, j)
 		}
 	}

@@ -9,14 +9,15 @@ import (
 // TestMongooseThreePercent: at 3 % random loss beside a Reno download,
 // the stock viewer takes more than 1.25× its TCP-fair share (the Mathis
 // rate at the loss, RTT and payload measured), and window tracking with
-// a 5 s interval comes within ±25 % of it.
+// a 5 s interval comes within ±25 % of it. 45 s measured (nine
+// decisions): over 30 s window tracking ranged from 0.90× to 1.29×.
 func TestMongooseThreePercent(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real-time runs: skipped with -short")
 	}
 	t.Parallel()
 	o := Options{Seed: 1, Parallel: 2}.withDefaults()
-	jobs := mongooseJobs(o, 2*labRun, []float64{0.03}, []mongooseVariant{{Stock, 0}, {Window, 5 * time.Second}})
+	jobs := mongooseJobs(o, 3*labRun, []float64{0.03}, []mongooseVariant{{Stock, 0}, {Window, 5 * time.Second}})
 	runs, err := runAll(context.Background(), o, jobs)
 	if err != nil {
 		t.Fatal(err)
