@@ -220,7 +220,7 @@ func checkGolden(t *testing.T, tr *goldenTrace, r *Report, down *Circuit) {
 	// last eight intervals) and RTT are its own, give or take the few
 	// datagrams the capture holds after the viewer stopped: the fair rate
 	// then, against the mean received rate, must be the ratio the viewer's
-	// numbers give, within 10 %. (The whole connection's ratio uses the
+	// numbers give, within 10 % (and see the RTT below). (The whole connection's ratio uses the
 	// whole connection's p instead, which eight intervals estimate only to
 	// about 1/√8 = 35 %.)
 	if down.FairState != FairKnown || down.ReceivedOverFair == nil || tr.viewer.RTTms == nil {
@@ -241,7 +241,15 @@ func checkGolden(t *testing.T, tr *goldenTrace, r *Report, down *Circuit) {
 	viewerRTT := time.Duration(*tr.viewer.RTTms * float64(time.Millisecond))
 	viewerFair := ratecalc.TFRCRate(down.MeanPayload, viewerRTT, tr.viewer.LossEventRate).BitsPerSecond()
 	viewerRatio := tr.viewer.RateBPS / viewerFair
-	if q := down.MeanBitPerS / *last.FairBitPerS / viewerRatio; q < 0.9 || q > 1.1 {
+	// The tap sees a datagram when the link delivers it, the viewer when
+	// its goroutine reads it: under load (the race detector, a busy CI) the
+	// viewer's RTT carries its own read latency, and the fair rate goes as
+	// 1/R, so that difference widens the 10 %.
+	tol := 0.10
+	if last.RTTMs != nil {
+		tol += math.Abs(math.Log(*tr.viewer.RTTms / *last.RTTMs))
+	}
+	if q := down.MeanBitPerS / *last.FairBitPerS / viewerRatio; math.Abs(math.Log(q)) > tol {
 		t.Errorf("received/fair %.2f at the end, the viewer's report gives %.2f", down.MeanBitPerS / *last.FairBitPerS, viewerRatio)
 	}
 	if math.Abs(down.MeanBitPerS/tr.viewer.RateBPS-1) > 0.05 {
