@@ -41,11 +41,15 @@
 // receiving end checks, so a recovery that delivers wrong bytes fails the
 // flow (ErrCorrupt). Congestion control is per connection: Reno (NewReno
 // with SACK; RFC 5681, RFC 6675) or CUBIC (RFC 8312), set on both ends
-// before the first data. SACK is on (RFC 2018), the MTU is Ethernet's 1,500
-// bytes (MSS 1,460, RFC 894; 1,448 bytes of data beside the timestamps option,
-// RFC 7323), socket buffers go up to 4 MiB so the
-// window does not limit a flow before the network does, and Nagle's
-// algorithm is off (gVisor's default, and what games set).
+// before the first data. SACK is on (RFC 2018) with RFC 6675's recovery
+// (gVisor's RACK-TLP is off: it sometimes left a connection at a window of
+// 0 with no timer armed), window scaling is on (listeners keep a backlog
+// above 1, or gVisor answers with SYN cookies, which carry neither SACK nor
+// window scaling), the MTU is Ethernet's 1,500 bytes (MSS 1,460, RFC 894;
+// 1,448 bytes of data beside the timestamps option, RFC 7323), socket
+// buffers are 4 MiB without auto-tuning so the window does not limit a flow
+// before the network does (bufferbloat is what the lab studies), and
+// Nagle's algorithm is off (gVisor's default, and what games set).
 //
 // # Time
 //
