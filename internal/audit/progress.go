@@ -78,10 +78,15 @@ func (p *Progress) draw(t time.Time) {
 	p.drawn = true
 }
 
-// Done ends the bar's line, if one was drawn.
+// Done draws the final state and ends the line, if the work took longer
+// than the quiet first second (read slowly, from a pipe say, it may have
+// needed no Update to get there).
 func (p *Progress) Done() {
-	if p != nil && p.drawn {
-		p.draw(p.now())
+	if p == nil {
+		return
+	}
+	if t := p.now(); p.drawn || t.Sub(p.start) >= progressQuiet {
+		p.draw(t)
 		fmt.Fprintln(p.w)
 	}
 }

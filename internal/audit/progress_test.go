@@ -28,6 +28,7 @@ func TestProgress(t *testing.T) {
 		want    []string // in the output; nil: nothing drawn
 	}{
 		{"quiet while short", 100 * time.Millisecond, 8, 50 << 20, 100 << 20, nil},
+		{"slow without updates", 3 * time.Second, 0, 10 << 20, 100 << 20, []string{"10.0 MiB of 100.0 MiB ( 10 %)"}},
 		{"half way", 500 * time.Millisecond, 4, 50 << 20, 100 << 20, []string{"50.0 MiB of 100.0 MiB ( 50 %)", "M datagrams/s", "ETA "}},
 		{"a stream of unknown size", 500 * time.Millisecond, 4, 50 << 20, 0, []string{"50.0 MiB  ", "M datagrams/s"}},
 	} {
