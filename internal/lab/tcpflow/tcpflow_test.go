@@ -419,9 +419,11 @@ func TestFlowConfigErrors(t *testing.T) {
 
 // FuzzClientPort: any bytes, read as a packet crossing the bottleneck
 // either way, give a port or 0 and never panic; a port comes from the TCP
-// header's source (up) or destination (down) field. Seeded with a SYN
-// and a data segment as gVisor sends them, a truncated header, IPv6 and
-// UDP.
+// header's source (up) or destination (down) field. Seeded with the first
+// six packets of one of this package's flows as gVisor sent them (in
+// testdata/fuzz/FuzzClientPort, taken with the bottleneck's tap: the
+// handshake and the first updates each way), and here with a header
+// carrying an option word, a truncated one, IPv6 and UDP.
 func FuzzClientPort(f *testing.F) {
 	syn := []byte{
 		0x45, 0x00, 0x00, 0x3c, 0x12, 0x34, 0x40, 0x00, 0x40, 0x06, 0x00, 0x00, 10, 77, 0, 1, 10, 77, 0, 2,
