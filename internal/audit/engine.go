@@ -197,7 +197,7 @@ func (a *Auditor) Observe(d lludp.Datagram) error {
 		fs.bin = a.sec
 		a.active = append(a.active, fs)
 	}
-	if dir == circuit.Up && c.ViewerThrottleAt != cs.throttleAt {
+	if dir == circuit.Up && !c.ViewerThrottleAt.Equal(cs.throttleAt) {
 		a.viewerRequest(cs)
 	}
 	return nil
