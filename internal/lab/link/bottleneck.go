@@ -112,6 +112,10 @@ func (s BottleneckStats) Since(earlier BottleneckStats) BottleneckStats {
 		out.Flows[i] = f
 		if i < len(earlier.Flows) {
 			out.Flows[i].FlowStats = f.FlowStats.Since(earlier.Flows[i].FlowStats)
+		} else if !earlier.Up.At.IsZero() {
+			// A flow added since had sent nothing before earlier: its
+			// interval is the same as the others'.
+			out.Flows[i].Start = earlier.Up.At
 		}
 	}
 	return out

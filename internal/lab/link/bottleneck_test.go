@@ -478,3 +478,41 @@ func BenchmarkBaselineChannel(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/packet")
 	close(ch)
 }
+
+// TestBottleneckStatsSince: the difference of two snapshots covers the
+// interval between them for every flow, including one added in between,
+// whose throughput is over that interval too.
+func TestBottleneckStatsSince(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, err := NewBottleneck(BottleneckConfig{Down: PipeConfig{Rate: 10_000, Buffer: 100}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := &deliveryLog{start: time.Now(), got: map[string][]time.Duration{}}
+		id := addFlows(t, b, l, FlowConfig{Name: "old", Dir: Down})
+		runBottleneck(t, b)
+		for range 10 { // 1,000 B/s for a second
+			b.Send(id["old"], make([]byte, 100))
+			time.Sleep(100 * time.Millisecond)
+		}
+		before := b.Stats()
+		id["new"], _ = b.AddFlow(FlowConfig{Name: "new", Dir: Down, Deliver: l.deliver("new")})
+		for range 10 { // 2,000 B/s from then on, beside 1,000
+			b.Send(id["old"], make([]byte, 100))
+			b.Send(id["new"], make([]byte, 200))
+			time.Sleep(100 * time.Millisecond)
+		}
+		synctest.Wait()
+		st := b.Stats().Since(before)
+		for _, tc := range []struct {
+			name  string
+			bytes uint64
+			rate  float64
+		}{{"old", 1000, 1000}, {"new", 2000, 2000}} {
+			f, _ := st.Flow(tc.name)
+			if f.ArrivedBytes != tc.bytes || f.At.Sub(f.Start) != time.Second || f.Throughput() != tc.rate {
+				t.Errorf("%s: %d B arrived over %v, %.0f B/s delivered; want %d B over 1s, %.0f B/s", tc.name, f.ArrivedBytes, f.At.Sub(f.Start), f.Throughput(), tc.bytes, tc.rate)
+			}
+		}
+	})
+}
