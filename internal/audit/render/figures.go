@@ -632,31 +632,48 @@ type series struct {
 // with most bytes (the simulator's traffic is what the throttle governs),
 // with their seconds and requests.
 func busiest(r *audit.Report, n int) (picked []series, of int) {
-	secs := map[[2]string][]audit.Second{}
-	for _, s := range r.Seconds {
-		k := [2]string{s.Circuit, s.Direction}
-		secs[k] = append(secs[k], s)
+	type key struct{ circuit, direction string }
+	has := map[key]bool{}
+	for i := range r.Seconds {
+		has[key{r.Seconds[i].Circuit, r.Seconds[i].Direction}] = true
 	}
 	var cands []*audit.Circuit
 	for i := range r.Circuits {
 		c := &r.Circuits[i]
-		if c.Direction == "down" && len(secs[[2]string{c.Circuit, c.Direction}]) > 0 {
+		if c.Direction == "down" && has[key{c.Circuit, c.Direction}] {
 			cands = append(cands, c)
 		}
 	}
 	slices.SortStableFunc(cands, func(a, b *audit.Circuit) int { return cmp.Compare(b.Bytes, a.Bytes) })
-	reqs := map[string][]audit.Request{}
-	for _, q := range r.Requests {
-		reqs[q.Circuit] = append(reqs[q.Circuit], q)
+	of = len(cands)
+	cands = cands[:min(n, len(cands))]
+	// Only the picked circuits' rows are copied: the report may hold
+	// hundreds of thousands of seconds.
+	slot := map[key]int{}
+	byCircuit := map[string]int{}
+	picked = make([]series, len(cands))
+	for i, c := range cands {
+		slot[key{c.Circuit, c.Direction}] = i
+		byCircuit[c.Circuit] = i
+		picked[i].circuit = c
 	}
-	for _, c := range cands[:min(n, len(cands))] {
-		s := secs[[2]string{c.Circuit, c.Direction}]
-		slices.SortStableFunc(s, func(a, b audit.Second) int { return cmp.Compare(a.UnixS, b.UnixS) })
-		q := reqs[c.Circuit]
-		slices.SortStableFunc(q, func(a, b audit.Request) int { return cmp.Compare(a.UnixMs, b.UnixMs) })
-		picked = append(picked, series{circuit: c, seconds: s, requests: q, start: s[0].UnixS})
+	for i := range r.Seconds {
+		if k, ok := slot[key{r.Seconds[i].Circuit, r.Seconds[i].Direction}]; ok {
+			picked[k].seconds = append(picked[k].seconds, r.Seconds[i])
+		}
 	}
-	return picked, len(cands)
+	for i := range r.Requests {
+		if k, ok := byCircuit[r.Requests[i].Circuit]; ok {
+			picked[k].requests = append(picked[k].requests, r.Requests[i])
+		}
+	}
+	for i := range picked {
+		s := &picked[i]
+		slices.SortStableFunc(s.seconds, func(a, b audit.Second) int { return cmp.Compare(a.UnixS, b.UnixS) })
+		slices.SortStableFunc(s.requests, func(a, b audit.Request) int { return cmp.Compare(a.UnixMs, b.UnixMs) })
+		s.start = s.seconds[0].UnixS
+	}
+	return picked, of
 }
 
 // bucket averages consecutive seconds so a series keeps at most

@@ -263,3 +263,63 @@ func TestParquetErrors(t *testing.T) {
 		t.Errorf("second Close: %v", err)
 	}
 }
+
+// TestParquetWriterConcurrent hands the writer reports from several
+// goroutines at once, as a multi-file audit may: each report must still
+// be one row group of its own rows, whatever the order (run with -race).
+func TestParquetWriterConcurrent(t *testing.T) {
+	dir := t.TempDir()
+	w, err := NewParquetWriter(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reports := make([]*audit.Report, 6)
+	for i := range reports {
+		reports[i] = makeReport(uint64(100+i), i+1, 10*(i+1))
+	}
+	errs := make(chan error, len(reports))
+	for _, r := range reports {
+		go func() { errs <- w.WriteFile(r) }()
+	}
+	for range reports {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Row groups come in any order; each must be exactly one report's
+	// seconds, which their circuit names and counts identify.
+	b := readFile(t, filepath.Join(dir, SecondsFile))
+	f, err := parquet.OpenFile(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, _ := readTable[secondRow](t, filepath.Join(dir, SecondsFile))
+	seen := map[int]bool{}
+	var at int64
+	for _, g := range f.RowGroups() {
+		n := g.NumRows()
+		got := rows[at : at+n]
+		at += n
+		match := -1
+		for i, r := range reports {
+			if int64(len(r.Seconds)) == n && got[0].Second.UnixS == r.Seconds[0].UnixS && got[0].Second.BitPerS == r.Seconds[0].BitPerS {
+				match = i
+			}
+		}
+		if match < 0 || seen[match] {
+			t.Fatalf("row group of %d rows is no single report's seconds", n)
+		}
+		seen[match] = true
+		for k, row := range got {
+			if row.Second.BitPerS != reports[match].Seconds[k].BitPerS || row.Second.Circuit != reports[match].Seconds[k].Circuit {
+				t.Fatalf("report %d's row group: row %d is %+v, want %+v", match, k, row.Second, reports[match].Seconds[k])
+			}
+		}
+	}
+	if len(seen) != len(reports) {
+		t.Errorf("%d row groups matched, want %d", len(seen), len(reports))
+	}
+}
