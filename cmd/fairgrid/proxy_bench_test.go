@@ -96,6 +96,13 @@ func startBenchChild(b *testing.B, kind string, target netip.AddrPort) *benchChi
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
+	// A benchmark that fails before stop must not leave its relay behind.
+	b.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
 	sc := bufio.NewScanner(pipe)
 	for sc.Scan() {
 		if _, after, ok := strings.Cut(sc.Text(), "listen="); ok {
