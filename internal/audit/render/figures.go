@@ -534,8 +534,8 @@ func lossFigure(r *audit.Report) (*figure, *missing, error) {
 			p.Add(l)
 			name := fmt.Sprintf("TCP equation (TFRC), R = %.0f ms, s = %.0f B", float64(rtt)/float64(time.Millisecond), size)
 			p.Legend.Add(name, l)
-			equation = fmt.Sprintf("The line is the TCP throughput equation of RFC 5348 §3.1 (t_RTO = 4R) at the median RTT of the circuits with pings, %s, and s = %.0f B (%s).",
-				rtt.Round(time.Millisecond/10), size, segmentName(r))
+			equation = fmt.Sprintf("The line is the TCP throughput equation of RFC 5348 §3.1 (t_RTO = 4R) at the median RTT of the circuits with pings, %.1f ms, and s = %.0f B (%s).",
+				float64(rtt)/float64(time.Millisecond), size, segmentName(r))
 		}
 	}
 	svg, err := svgOf(p)
@@ -583,7 +583,9 @@ func boxFigure(r *audit.Report) (*figure, *missing, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		bp.FillColor = color.RGBA{colors[k].R, colors[k].G, colors[k].B, 90}
+		// translucent, so the median line shows; NRGBA because RGBA is
+		// alpha-premultiplied
+		bp.FillColor = color.NRGBA{colors[k].R, colors[k].G, colors[k].B, 90}
 		bp.BoxStyle.Color = colors[k]
 		p.Add(bp)
 		labels = append(labels, fmt.Sprintf("%s\nn = %d", shortBand(names[k]), len(v)))
@@ -593,6 +595,8 @@ func boxFigure(r *audit.Report) (*figure, *missing, error) {
 		return nil, &missing{title, "no second has traffic"}, nil
 	}
 	p.NominalX(labels...)
+	// room for the outer boxes, which gonum's range would cut in half
+	p.X.Min, p.X.Max = -0.6, float64(len(labels))-0.4
 	svg, err := svgOf(p)
 	if err != nil {
 		return nil, nil, err
