@@ -72,12 +72,12 @@ func (d dryRunSender) Send(_ context.Context, r throttle.Request) error {
 // restartKeys are the keys a running daemon cannot change: they decide
 // what it captures (interface, ports, sims), what state it keeps per
 // circuit (max_circuits, controller), its clock (interval), its sockets
-// (dry_run opens or closes the raw ones) and its listener. A reload names
-// each that differs; every other key is applied at once.
-var restartKeys = []string{
+// (dry_run opens or closes the raw ones) and its listener, and the proxy's
+// keys. A reload names each that differs; every other key is applied at once.
+var restartKeys = slices.Concat([]string{
 	"capture.interface", "capture.ports", "capture.sims", "capture.max_circuits",
 	"control.controller", "control.interval", "send.dry_run", "metrics.address",
-}
+}, proxyKeys)
 
 // daemon is the state a reload changes.
 type daemon struct {
@@ -255,6 +255,7 @@ func runDaemon(fs *flag.FlagSet, configPath string, check bool, s stdio) int {
 		return exitFail
 	}
 	d.metrics.Capture = sc.CaptureStats
+	d.metrics.Reloads = sc.ReloadStats
 	ctx, stop := runContext(0)
 	defer stop()
 	log.Info("fairgrid running", "interface", f.Capture.Interface, "controller", f.Control.Controller, "dry_run", f.Send.DryRun)

@@ -496,7 +496,7 @@ func liveMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"fairgrid_circuits", "fairgrid_build_info", "go_goroutines", "go_memstats_heap_alloc_bytes",
-		"process_cpu_seconds_total", "process_resident_memory_bytes", "go_build_info"} {
+		"process_cpu_seconds_total", "process_resident_memory_bytes", "go_build_info", "fairgrid_config_reloads_total"} {
 		if !regexp.MustCompile(`(?m)^` + name + `[{ ]`).Match(body) {
 			t.Errorf("no %s series in the daemon's metrics", name)
 		}

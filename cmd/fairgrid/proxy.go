@@ -184,11 +184,6 @@ func buildProxy(f *configs.File, auth *socks5.Auth, cfg throttle.SidecarConfig, 
 // a reload names each that changed as needing a restart.
 var proxyKeys = []string{"proxy.listen", "proxy.allow_ports", "proxy.max_associations", "proxy.max_connects", "proxy.username", "proxy.password_file"}
 
-func init() {
-	// restartKeys (daemon.go) is the one list a reload consults.
-	restartKeys = append(restartKeys, proxyKeys...)
-}
-
 // loadProxyConfig reads the configuration as run does, then sets the
 // [proxy] keys the proxy's flags override. Each flag goes through its
 // key's own check, and an error names both.
