@@ -126,8 +126,15 @@ func svgOf(p *plot.Plot) (template.HTML, error) {
 	for _, a := range []*plot.Axis{&p.X, &p.Y} {
 		// gonum widens an empty range by ±1, which on a log axis reaches
 		// below zero; a decade around the single value instead
-		if _, log := a.Scale.(plot.LogScale); log && !(a.Max > a.Min*1.01) {
-			a.Min, a.Max = a.Min/3, a.Max*3
+		if _, log := a.Scale.(plot.LogScale); log {
+			if !(a.Max > a.Min*1.01) {
+				a.Min, a.Max = a.Min/3, a.Max*3
+			}
+			// LogTicks labels only powers of ten: within a decade or so
+			// that leaves one label or none
+			if a.Max < a.Min*50 {
+				a.Tick.Marker = plot.DefaultTicks{}
+			}
 		}
 	}
 	c := vgsvg.New(figWidth, figHeight)
@@ -255,7 +262,7 @@ func perSecondFigure(r *audit.Report) (*figure, *missing, error) {
 	}
 	left := leftOut(states, zero, "without traffic")
 	if len(pts) == 0 {
-		return nil, &missing{title, "no second has a known TCP-fair rate" + left}, nil
+		return nil, &missing{title, "no second has a known TCP-fair rate." + left}, nil
 	}
 	keep, kept := stride(len(pts), maxScatterPoints)
 	bands := make([]plotter.XYs, len(lossBands))
@@ -391,7 +398,7 @@ func perConnectionFigure(r *audit.Report) (*figure, *missing, error) {
 	}
 	left := leftOut(states, zero, "circuits without traffic")
 	if n == 0 {
-		return nil, &missing{title, "no circuit has a known TCP-fair rate" + left}, nil
+		return nil, &missing{title, "no circuit has a known TCP-fair rate." + left}, nil
 	}
 	p := newPlot(title, "TCP-fair rate over the connection (kbit/s, TFRC)", "received rate per second (kbit/s)")
 	logAxes(p, true, true)
@@ -498,7 +505,7 @@ func lossFigure(r *audit.Report) (*figure, *missing, error) {
 		left += fmt.Sprintf(" Not plotted: %d seconds without traffic.", idle)
 	}
 	if len(pts) == 0 {
-		return nil, &missing{title, "no second has a loss event rate above zero" + left}, nil
+		return nil, &missing{title, "no second has a loss event rate above zero." + left}, nil
 	}
 	keep, kept := stride(len(pts), maxScatterPoints)
 	var shown plotter.XYs
@@ -592,7 +599,7 @@ func boxFigure(r *audit.Report) (*figure, *missing, error) {
 		counts = append(counts, fmt.Sprintf("%s: %d", names[k], len(v)))
 	}
 	if len(labels) == 0 {
-		return nil, &missing{title, "no second has traffic"}, nil
+		return nil, &missing{title, "no second has traffic."}, nil
 	}
 	p.NominalX(labels...)
 	// room for the outer boxes, which gonum's range would cut in half
@@ -941,7 +948,7 @@ func rttFigure(s *series, idx int) (*figure, *missing, error) {
 		return *x.RTTMs, true
 	})
 	if len(runs) == 0 {
-		return nil, &missing{title, "no ping pair was seen, so there is no RTT"}, nil
+		return nil, &missing{title, "no ping pair was seen, so there is no RTT."}, nil
 	}
 	p := newPlot(title, s.timeLabel(), "RTT (ms)")
 	p.Title.TextStyle.Font.Size = vg.Points(10)

@@ -226,6 +226,7 @@ table { border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0 1.5em; }
 th, td { border: 1px solid #ccc; padding: 0.2em 0.5em; text-align: right; vertical-align: top; }
 th { background: #f0f0f0; }
 td.text, th.text { text-align: left; }
+td.text { white-space: nowrap; }
 td.verdict { text-align: left; font-weight: bold; white-space: nowrap; }
 .scroll { overflow-x: auto; }
 figure { display: inline-block; margin: 0 1em 1.5em 0; max-width: 100%; vertical-align: top; }
