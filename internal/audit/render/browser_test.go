@@ -44,7 +44,7 @@ func chromiumPath(t *testing.T) string {
 	if os.Geteuid() != 0 {
 		t.Skip("skipped: chromium is not installed and only root can install it with apt-get")
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
 	install := func() ([]byte, error) {
 		cmd := exec.CommandContext(ctx, apt, "install", "-y", "chromium")

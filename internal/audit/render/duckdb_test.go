@@ -22,7 +22,7 @@ import (
 // binding in a registry package (@duckdb/node-bindings-<os>-<arch>).
 const duckdbPackage = "@duckdb/node-api@1.5.6-r.1"
 
-// RankQuery is the README's query: circuits ranked by received/fair, over
+// rankQuery is the README's query: circuits ranked by received/fair, over
 // any number of audits (the path may be a glob). Circuits whose fair rate
 // is unknown or unbounded have a null ratio and are left out rather than
 // ranked as 0.
