@@ -19,7 +19,7 @@ import (
 
 // maxTableRows bounds the circuits table; the full table is in the CSV,
 // JSON and Parquet outputs.
-const maxTableRows = 1000
+const maxTableRows = 500
 
 // maxMessageRows bounds the message-type table to the types that carry
 // most bytes.

@@ -254,6 +254,12 @@ func TestHTMLValid(t *testing.T) {
 			contains: []string{"No figure over time", "no second has traffic"},
 		},
 		{
+			name:     "more circuits than the table shows",
+			report:   &audit.Report{Circuits: make([]audit.Circuit, maxTableRows+7)},
+			figures:  nil,
+			contains: []string{fmt.Sprintf("The table shows the first %d; the other 7 are in the CSV, JSON and Parquet outputs.", maxTableRows)},
+		},
+		{
 			name:     "empty",
 			report:   &audit.Report{},
 			contains: []string{"0 circuit directions"},
