@@ -60,6 +60,8 @@ type Event struct {
 	// Cause says why a Dropped packet was.
 	Cause  Cause
 	Packet []byte
+	// UDP is the flow's UDPEndpoints: set if Packet is a UDP payload.
+	UDP UDPEndpoints
 }
 
 // FlowConfig registers a flow with a bottleneck.
@@ -72,6 +74,10 @@ type FlowConfig struct {
 	// buffer in bytes: 0 for IP packets, 28 (IPv4 and UDP headers) for UDP
 	// payloads, so that a datagram costs what it would on the wire.
 	Overhead int
+	// UDP, for a flow of UDP payloads rather than IP packets, names the
+	// endpoints a capture gives them (see PcapWriter); set Overhead to 28
+	// as well.
+	UDP UDPEndpoints
 	// Deliver receives each packet at the far end when it arrives there,
 	// and owns it from then on. It runs on the bottleneck's Run goroutine
 	// and must not block: it should hand the packet on (to a TUN device, a
@@ -207,12 +213,12 @@ func (b *Bottleneck) Send(f Flow, packet []byte) (Cause, error) {
 	fl := &b.flows[f]
 	now := time.Now()
 	if b.tap != nil {
-		b.tap(Event{Kind: Arrived, At: now, Flow: f, Dir: fl.Dir, Packet: packet})
+		b.tap(Event{Kind: Arrived, At: now, Flow: f, Dir: fl.Dir, Packet: packet, UDP: fl.UDP})
 	}
 	at, cause := b.pipes[fl.Dir].OfferFlow(f, len(packet)+fl.Overhead, now)
 	if cause != Forwarded {
 		if b.tap != nil {
-			b.tap(Event{Kind: Dropped, At: now, Flow: f, Dir: fl.Dir, Cause: cause, Packet: packet})
+			b.tap(Event{Kind: Dropped, At: now, Flow: f, Dir: fl.Dir, Cause: cause, Packet: packet, UDP: fl.UDP})
 		}
 		return cause, nil
 	}
@@ -265,7 +271,7 @@ func (b *Bottleneck) Run(ctx context.Context) error {
 			for h < len(q) && !q[h].at.After(now) {
 				f := &b.flows[q[h].flow]
 				if b.tap != nil {
-					b.tap(Event{Kind: Delivered, At: q[h].at, Flow: q[h].flow, Dir: f.Dir, Packet: q[h].packet})
+					b.tap(Event{Kind: Delivered, At: q[h].at, Flow: q[h].flow, Dir: f.Dir, Packet: q[h].packet, UDP: f.UDP})
 				}
 				due[d] = append(due[d], delivered{at: q[h].at, deliver: f.Deliver, packet: q[h].packet})
 				q[h] = pending{}

@@ -59,7 +59,10 @@
 // runs on the bubble's virtual time; outside, deliveries are late by the
 // Go scheduler's timer slack (tens of microseconds on an idle machine)
 // while the decisions and statistics stay exact. A Tap sees every
-// arrival, drop and delivery (at the decided time) for captures.
+// arrival, drop and delivery (at the decided time); PcapWriter.Tap writes
+// the events of one kind to a pcap capture of raw IP frames, giving the
+// flows that carry UDP payloads (FlowConfig.UDP, as the Relay's do) the
+// IPv4 and UDP headers they would have had.
 //
 // # Relay
 //

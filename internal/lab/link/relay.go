@@ -231,7 +231,13 @@ func (r *Relay) offerSharedLocked(up bool, viewer netip.AddrPort, payload []byte
 	flows, ok := r.flows[viewer]
 	if !ok {
 		for _, dir := range []Direction{Up, Down} {
-			f, err := r.cfg.Shared.AddFlow(FlowConfig{Name: fmt.Sprintf("lludp %v %v", viewer, dir), Dir: dir, Overhead: udpOverhead,
+			// Endpoints as on the viewer's host, as the relay's own tap
+			// has them.
+			ep := UDPEndpoints{Src: viewer, Dst: r.Addr()}
+			if dir == Down {
+				ep.Src, ep.Dst = ep.Dst, ep.Src
+			}
+			f, err := r.cfg.Shared.AddFlow(FlowConfig{Name: fmt.Sprintf("lludp %v %v", viewer, dir), Dir: dir, Overhead: udpOverhead, UDP: ep,
 				Deliver: func(p []byte) { r.send(delivery{payload: p, up: dir == Up, viewer: viewer}) }})
 			if err != nil {
 				// Only a name another relay on the same bottleneck took
