@@ -1,0 +1,86 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/fairgrid/fairgrid/opensim/region"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// TestViewerStressFlags: the stress flags refuse what they cannot measure,
+// and say why.
+func TestViewerStressFlags(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--stress", "--sim", "nowhere"}, "want ip:port"},
+		{[]string{"--stress", "--sim", "127.0.0.1:9", "--sweep", "10,x"}, "--sweep"},
+		{[]string{"--stress", "--sim", "127.0.0.1:9", "--neighbours", "-1"}, "--neighbours"},
+		{[]string{"--stress", "--sim", "127.0.0.1:9", "--neighbours", "8", "--view-distance", "0"}, "--view-distance"},
+		{[]string{"--stress", "--sim", "127.0.0.1:9", "--neighbours", "8", "--clients", "1"}, "at least 2 viewers"},
+		{[]string{"--stress", "--sim", "127.0.0.1:9", "--neighbours", "8", "--clients", "100000", "--view-distance", "1000"}, "larger than"},
+	}
+	for _, tt := range tests {
+		var out, errOut bytes.Buffer
+		code := run(append([]string{"viewer"}, tt.args...), stdio{strings.NewReader(""), &out, &errOut})
+		if code != exitUsage || !strings.Contains(errOut.String(), tt.want) {
+			t.Errorf("%v: exit %d, %q; want %d and %q", tt.args, code, errOut.String(), exitUsage, tt.want)
+		}
+	}
+}
+
+// TestViewerStressMeasures: a stress step against a region with metrics
+// prints the region's rates and CPU, not dashes, and 8 neighbours a move
+// or near it in the world sized for them.
+func TestViewerStressMeasures(t *testing.T) {
+	srv, err := region.New(region.Config{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Activity: region.Idle,
+		Stress: region.StressConfig{Enabled: true}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { srv.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(region.NewCollector(srv), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	defer metrics.Close()
+
+	var out, errOut bytes.Buffer
+	code := run([]string{"viewer", "--stress", "--sim", srv.Addr().String(), "--clients", "60", "--duration", "4s",
+		"--neighbours", "8", "--sim-metrics", metrics.URL, "--format", "json"}, stdio{strings.NewReader(""), &out, &errOut})
+	t.Logf("%s%s", out.String(), errOut.String())
+	if code != exitOK {
+		t.Fatalf("exit %d", code)
+	}
+	var step struct {
+		LoggedIn   int     `json:"logged_in"`
+		Neighbours float64 `json:"neighbours_per_move"`
+		At         string  `json:"neighbours_counted_at"`
+		Region     *struct {
+			In  float64 `json:"datagrams_in_per_s"`
+			Out float64 `json:"datagrams_out_per_s"`
+			CPU float64 `json:"cpu_s"`
+		} `json:"region"`
+	}
+	if err := json.Unmarshal([]byte(strings.SplitN(out.String(), "\n", 2)[0]), &step); err != nil {
+		t.Fatal(err)
+	}
+	if step.LoggedIn != 60 || step.Region == nil || step.At != "region" || step.Region.In <= 0 || step.Region.Out <= step.Region.In || step.Region.CPU <= 0 {
+		t.Errorf("step %+v, region %+v", step, step.Region)
+	}
+	// 60 viewers give a small sample of positions: within a third of 8.
+	if step.Neighbours < 8*2/3.0 || step.Neighbours > 8*4/3.0 {
+		t.Errorf("%.1f neighbours per move, want about 8", step.Neighbours)
+	}
+}
