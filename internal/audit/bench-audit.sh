@@ -28,7 +28,7 @@ rss() { # peak RSS in KiB of one run of "$@"
 }
 
 go run ./capture/capturetest/gencapture -real "$real" -n "$n" -o "$dir/x1.pcap" >/dev/null
-count=$("$bin" audit --format json "$dir/x1.pcap" | awk -F': ' '/"datagrams"/ { gsub(",", "", $2); print $2; exit }')
+count=$("$bin" audit --format json "$dir/x1.pcap" | grep -o '"datagrams":[0-9]*' | head -1 | cut -d: -f2)
 aw=() ac=() tw=() tc=() hw=() hc=()
 for _ in $(seq "$runs"); do
 	read -r a b < <(clock env GOMAXPROCS=1 "$bin" audit --format json "$dir/x1.pcap"); aw+=("$a"); ac+=("$b")
