@@ -61,12 +61,22 @@ func (a *Auditor) Read(inputs []Input, progress func()) {
 	}
 	var n int
 	if len(heads) == 1 {
-		// One input: no merge, the common case at full speed.
+		// One input: no merge, the common case at full speed, without
+		// copying each datagram into its head.
 		h := &heads[0]
 		a.file = h.file
-		for h.ok {
+		if h.ok {
 			a.observe(h)
-			h.advance(a)
+		}
+		for h.ok {
+			d, err := h.in.Reader.Next()
+			if err != nil {
+				h.end(a, err)
+				return
+			}
+			if err := a.Observe(d); err != nil {
+				a.refused(h.file, err)
+			}
 			if n++; n == progressEvery && progress != nil {
 				n = 0
 				progress()
@@ -110,6 +120,12 @@ func (h *head) advance(a *Auditor) {
 		h.d, h.ok = d, true
 		return
 	}
+	h.end(a, err)
+}
+
+// end closes an input's FileResult at err: the end of the file, or where
+// and why it broke.
+func (h *head) end(a *Auditor, err error) {
 	h.ok = false
 	f := &a.files[h.file]
 	st := h.in.Reader.Stats()
@@ -143,11 +159,14 @@ func (h *head) advance(a *Auditor) {
 
 // observe measures a head's datagram and counts what it was not.
 func (a *Auditor) observe(h *head) {
-	err := a.Observe(h.d)
-	if err == nil {
-		return
+	if err := a.Observe(h.d); err != nil {
+		a.refused(h.file, err)
 	}
-	f := &a.files[h.file]
+}
+
+// refused counts a datagram of file the tracker did not measure.
+func (a *Auditor) refused(file int, err error) {
+	f := &a.files[file]
 	switch reason := reasonOf(err); reason {
 	case "not_circuit":
 		a.countReason(f, reason, 1)
