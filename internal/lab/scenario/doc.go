@@ -6,8 +6,10 @@
 // # The rig
 //
 // RunRig builds one run: a link.Bottleneck (one drop-tail queue, rate,
-// delay and loss per direction), gVisor TCP flows on it (tcpflow), and
-// optionally a viewer: an opensim/region simulator, the synthetic viewer
+// delay and loss per direction), gVisor TCP flows on it (tcpflow), as
+// root Linux's own TCP in network namespaces (kerneltcp: reno, cubic and
+// bbr; these kernels have no vegas, so bbr stands for the delay-based
+// family), and optionally a viewer: an opensim/region simulator, the synthetic viewer
 // (internal/lab/viewer) and a relay whose datagrams cross the same
 // bottleneck as flows "lludp up" and "lludp down", each costing its
 // payload plus 28 bytes of IPv4 and UDP header (RFC 791, RFC 768). The
