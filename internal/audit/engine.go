@@ -3,6 +3,7 @@ package audit
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/netip"
 	"slices"
 	"time"
@@ -284,6 +285,9 @@ func (a *Auditor) viewerRequest(cs *circuitState) {
 func (a *Auditor) closeBins() {
 	for _, fs := range a.active {
 		a.closeBin(fs)
+		// Marked inactive, so that a datagram of the same second read after
+		// a Report opens the bin again.
+		fs.bin = math.MinInt64
 	}
 	a.active = a.active[:0]
 }

@@ -19,8 +19,8 @@ import (
 const unknownWarnShare = 0.01
 
 // Report closes the last second and returns the audit of everything
-// observed. The Auditor can read on afterwards; a later Report covers the
-// whole capture again.
+// observed: call it after the last datagram (one read afterwards would
+// open that second again, as a second row).
 func (a *Auditor) Report() *Report {
 	a.closeBins()
 	r := &Report{Files: slices.Clone(a.files), Segment: a.cfg.Segment, Messages: a.sortedMessages()}
