@@ -20,7 +20,7 @@ import (
 // index.
 func WriteText(w io.Writer, r *Report) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "verdict (s = %s)\tcircuit\tdir\tagent\ts\tkbit/s\tpeak\tloss\tp\tRTT ms\tfair kbit/s (s=mean)\tfair (s=1460)\tmedian/fair\trequests\n", r.Segment)
+	fmt.Fprintf(tw, "verdict (s = %s)\tcircuit\tdir\tagent\tduration s\tkbit/s\tpeak kbit/s\tloss\tp\tRTT ms\tfair kbit/s (s=mean)\tfair (s=1460)\tmedian/fair\trequests\n", r.Segment)
 	for _, c := range r.Circuits {
 		agent := c.AgentID
 		if agent == "" {
