@@ -17,7 +17,7 @@ LEAVES   := lludp ratecalc
 # Packages that must never read the clock: every event carries its time.
 NOCLOCK  := lludp ratecalc opensim
 
-.PHONY: all build demo test cross dist interop-deps unit scale fuzz-smoke fuzz bench bench-js bench-capture bench-proxy bench-sim bench-daemon lint check-deps generate cover clean
+.PHONY: all build demo test cross dist interop-deps unit scale fuzz-smoke fuzz bench bench-js bench-capture bench-proxy bench-sim bench-daemon bench-audit bench-kernel lint check-deps generate cover clean
 
 all: build
 
@@ -56,13 +56,15 @@ unit:
 scale:
 	$(GO) test -count=1 -run 'TestThousandViewers|TestStress' ./internal/lab/viewer
 	$(GO) test -count=1 -run 'TestSimFlood$$' ./cmd/fairgrid
+	$(GO) test -count=1 -run 'TestSingleFlowFillsBottleneck|TestTwoFlowsShare|TestViewerBesideTCP' ./internal/lab/tcpflow
 
 # Each fuzz target briefly, seeded from the real datagrams: package:target.
 FUZZ_TARGETS := lludp:FuzzDecode lludp:FuzzZeroCode lludp:FuzzReplaceThrottles lludp:FuzzPeekZeroCoded lludp:FuzzParseTemplate \
 	capture:FuzzUDPFrame capture:FuzzReader capture/circuit:FuzzObserve capture/circuit:FuzzFastBody \
 	opensim:FuzzScheduler opensim:FuzzSchedulerReference configs:FuzzParse \
 	ratecalc:FuzzParseBitRate ratecalc:FuzzParseLoss \
-	internal/socks5:FuzzHandshake internal/socks5:FuzzUDPHeader
+	internal/socks5:FuzzHandshake internal/socks5:FuzzUDPHeader \
+	internal/audit:FuzzAudit internal/lab/tcpflow:FuzzClientPort internal/lab/kerneltcp:FuzzTCPPorts
 fuzz-smoke:
 	@for pt in $(FUZZ_TARGETS); do \
 		p=$${pt%%:*}; t=$${pt#*:}; \
@@ -98,14 +100,32 @@ bench-capture: build
 	@command -v tcpdump >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq tcpdump >/dev/null; }
 	capture/capturetest/bench-capture.sh bin/fairgrid 2000000
 
-# Stress mode: a region and thousands of viewers on this machine together;
-# each viewer moves once a second and times the echo of its movement.
-SWEEP ?= 250,500,1000,2000,3000,4000
+# Stress mode (issue #15): region and viewers as two processes on this
+# machine; each step reports neighbours per move, the region's datagrams/s
+# and CPU (from its metrics), the viewers' CPU and the echo delays.
+# NEIGHBOURS: per-move neighbours the world is sized for (0: one 256 m region).
+SWEEP ?= 1000,2000,3000,4000,5530,7000
+NEIGHBOURS ?= 8 32
 bench-sim: build
 	@ulimit -n 65536 2>/dev/null || true; \
-	bin/fairgrid sim --listen 127.0.0.1:9500 --activity idle --stress --circuit-burst 20000 --max-pending 4096 >/dev/null 2>&1 & sim=$$!; \
-	trap 'kill $$sim 2>/dev/null' EXIT; \
-	bin/fairgrid viewer --sim 127.0.0.1:9500 --stress --sweep $(SWEEP) --duration 10s
+	bin/fairgrid sim --listen 127.0.0.1:9500 --metrics 127.0.0.1:9501 --activity idle --stress \
+		--circuit-burst 20000 --max-pending 16384 >/dev/null 2>&1 & sim=$$!; \
+	trap 'kill $$sim 2>/dev/null; wait $$sim 2>/dev/null' EXIT; \
+	for k in $(NEIGHBOURS); do echo "$$k neighbours per move:"; \
+		bin/fairgrid viewer --sim 127.0.0.1:9500 --sim-metrics http://127.0.0.1:9501/metrics \
+			--stress --sweep $(SWEEP) --neighbours $$k --duration 10s || exit 1; done
+
+# The audit on a large real-traffic capture (the 0.9.2.2 capture repeated
+# to 2 M datagrams) against tcpdump reading the same file, one core each;
+# peak RSS at 1x and 10x; what --html adds.
+bench-audit: build
+	@command -v tcpdump >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq tcpdump >/dev/null; }
+	internal/audit/bench-audit.sh bin/fairgrid 2000000
+
+# The lab's forwarder between Linux TCP in namespaces and the userspace
+# bottleneck (root), against loopback in the same run.
+bench-kernel:
+	$(GO) test -run '^$$' -bench Forwarder -benchtime 2s -count 3 ./internal/lab/kerneltcp
 
 # The daemon's CPU and memory at about 5 Mbit/s of viewer traffic (needs
 # root or CAP_NET_RAW: it captures lo).
