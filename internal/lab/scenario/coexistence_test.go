@@ -33,6 +33,7 @@ func TestCoexistenceBufferDelay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	skipJudgingUnderRace(t)
 	added := map[string]float64{}
 	for i, r := range runs {
 		v := r.Measurement.Viewer

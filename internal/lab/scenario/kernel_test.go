@@ -26,6 +26,7 @@ func TestCoexistenceKernel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	skipJudgingUnderRace(t)
 	for _, r := range runs {
 		m := r.Measurement
 		v := m.Viewer

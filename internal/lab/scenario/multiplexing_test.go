@@ -24,6 +24,7 @@ func TestMultiplexing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	skipJudgingUnderRace(t)
 	for i, r := range runs {
 		c := cases[i]
 		got := branchThroughputs(r.Measurement)

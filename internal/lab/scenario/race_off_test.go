@@ -1,0 +1,6 @@
+//go:build !race
+
+package scenario
+
+// raceEnabled: built with -race.
+const raceEnabled = false
