@@ -38,7 +38,8 @@ rate, TCP-fair rate, loss event rate, RTT, what the viewer asked for, what
 fairgrid asked for, what the region applied — and a verdict. A copy of
 the set-up runs beside it with the stock viewer alone, and the demo ends
 with both side by side: the download's throughput, the viewer's received
-rate and queueing delay, and its TCP-fair share. --duration
+rate and queueing delay, and its TCP-fair share. Runs shorter than 10 s
+leave the download and the comparison out. --duration
 must cover at least two intervals. Interrupted (Ctrl-C, SIGTERM), it prints
 the verdict for the intervals that ran and exits 0.
 
@@ -142,8 +143,12 @@ func runDemo(cfg demo.Config, linkSpec string, controller throttle.ControllerNam
 	out := &resultWriter{w: s.out}
 	enc := json.NewEncoder(out)
 	if format == "text" {
-		fmt.Fprintf(out, "fairgrid demo: link %s, controller %s, %v; a stock viewer asks for 1,536 kbit/s beside a bulk TCP download (CUBIC);\n", linkSpec, controller, cfg.Duration)
-		fmt.Fprintf(out, "the same set-up runs beside it without fairgrid, for the comparison at the end\n\n")
+		if cfg.Duration < demo.MinCompareDuration {
+			fmt.Fprintf(out, "fairgrid demo: link %s, controller %s, %v; a stock viewer asks for 1,536 kbit/s\n\n", linkSpec, controller, cfg.Duration)
+		} else {
+			fmt.Fprintf(out, "fairgrid demo: link %s, controller %s, %v; a stock viewer asks for 1,536 kbit/s beside a bulk TCP download (CUBIC);\n", linkSpec, controller, cfg.Duration)
+			fmt.Fprintf(out, "the same set-up runs beside it without fairgrid, for the comparison at the end\n\n")
+		}
 		fmt.Fprintf(out, "%6s %12s %12s %8s %8s %12s %12s %12s\n", "t (s)", "received", "TCP-fair", "p", "RTT ms", "viewer asks", "fairgrid", "applied")
 	}
 	kb := func(v float64) string { return fmt.Sprintf("%.0f kbit/s", v/1000) }

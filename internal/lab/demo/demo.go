@@ -54,9 +54,19 @@ type Config struct {
 	// and sends with raw sockets as the viewer. It needs CAP_NET_RAW.
 	Live bool
 	// Alone leaves the viewer alone on its link: no TCP download beside
-	// it, and no stock run to compare with.
+	// it, and no stock run to compare with. A run shorter than
+	// MinCompareDuration is alone whatever Alone says.
 	Alone bool
 }
+
+// MinCompareDuration is the shortest demo that gets the download and the
+// stock run beside it: the download needs a few seconds to leave slow
+// start and the stock viewer steps its request every 5 s, so a comparison
+// over less would compare start-ups. Shorter runs (the command's tests
+// run for a fraction of a second) leave the download out, which also
+// keeps a bulk flow over an unlimited or delay-free link from spinning a
+// core.
+const MinCompareDuration = 10 * time.Second
 
 // DefaultLink is the demo's link: 1 Mbit/s, 50 ms one way, 1 % random
 // loss, a 100-datagram buffer. The stock viewer asks for more than the
@@ -274,6 +284,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, onRow func(Row)) (Su
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	cfg.Alone = cfg.Alone || cfg.Duration < MinCompareDuration
 	loop, err := cfg.loop(log)
 	if err != nil {
 		return Summary{}, err
