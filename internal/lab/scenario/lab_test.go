@@ -1,0 +1,226 @@
+package scenario
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/fairgrid/fairgrid/internal/lab/kerneltcp"
+	"github.com/fairgrid/fairgrid/ratecalc"
+)
+
+// labRun is a reduced run's measured part: the scenarios' qualitative
+// results show within it.
+const labRun = 15 * time.Second
+
+// labCheck is one qualitative result: its runs and how to judge them.
+type labCheck struct {
+	name string
+	// skip, if not empty, says why the check cannot run here.
+	skip  string
+	jobs  []job
+	judge func(t *testing.T, jobs []job, runs []RunResult)
+}
+
+// TestScenarios runs the reduced runs of every check at once — they are
+// real time but light, and one batch keeps the package near a minute of
+// wall clock whatever go test's -parallel — and then judges each check in
+// its own subtest, with the tolerances stated there.
+func TestScenarios(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-time runs of up to 55 s: skipped with -short")
+	}
+	o := Options{Seed: 1}.withDefaults()
+	checks := []labCheck{
+		bufferDelayCheck(o), kernelCheck(o), mongooseCheck(o), segmentCheck(o), multiplexingCheck(), wirelessFloorCheck(o),
+	}
+	var all []job
+	for _, c := range checks {
+		all = append(all, c.jobs...)
+	}
+	o.Parallel = len(all)
+	runs, err := runAll(context.Background(), o, all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	skipJudgingUnderRace(t)
+	for _, c := range checks {
+		n := len(c.jobs)
+		jobs, got := all[:n], runs[:n]
+		all, runs = all[n:], runs[n:]
+		t.Run(c.name, func(t *testing.T) {
+			if c.skip != "" {
+				t.Skip(c.skip)
+			}
+			c.judge(t, jobs, got)
+		})
+	}
+}
+
+// bufferDelayCheck: with loss-based TCP (gVisor's Reno and CUBIC) filling
+// the queues, the stock viewer's added queueing delay (up plus down,
+// mean) with 200-packet buffers is at least 3× the delay with 20 (the
+// seed study: nearly 300 ms at 200 packets, "much less" at 20).
+func bufferDelayCheck(o Options) labCheck {
+	all, _ := coexistenceJobs(o, labRun)
+	var jobs []job
+	for _, j := range all {
+		if j.cfg.Viewer.Mode == Stock && len(j.cfg.Kernel) == 0 { // the kernel's: kernelCheck
+			jobs = append(jobs, j)
+		}
+	}
+	return labCheck{name: "coexistence buffer delay", jobs: jobs, judge: func(t *testing.T, jobs []job, runs []RunResult) {
+		added := map[string]float64{}
+		for i, r := range runs {
+			v := r.Measurement.Viewer
+			added[fmt.Sprintf("%d %s", jobs[i].cfg.Up.Buffer, jobCC(jobs[i]))] = v.Up.QueueDelayMeanMs + v.Down.QueueDelayMeanMs
+			t.Logf("%s: viewer %.0f kbit/s, added delay up %.0f ms, down %.0f ms; TCP up %.0f, down %.0f kbit/s",
+				r.Name, v.Down.ThroughputBPS/1000, v.Up.QueueDelayMeanMs, v.Down.QueueDelayMeanMs,
+				r.Measurement.TCP[0].GoodputBPS/1000, r.Measurement.TCP[1].GoodputBPS/1000)
+		}
+		for _, cc := range []string{"reno", "cubic"} {
+			small, large := added["20 "+cc], added["200 "+cc]
+			if !(large >= 3*small) || small <= 0 {
+				t.Errorf("%s: added delay %.0f ms with 200 packets, %.0f ms with 20: want at least 3×", cc, large, small)
+			}
+		}
+	}}
+}
+
+// kernelCheck: Linux's reno, cubic and bbr (kerneltcp, as root) beside the
+// stock viewer with 200-packet buffers: each flow moves data, and the
+// loss-based ones add at least 300 ms to the viewer's uplink (the seed
+// study's "nearly 300 ms").
+func kernelCheck(o Options) labCheck {
+	if err := kerneltcp.Supported(); err != nil {
+		return labCheck{name: "coexistence with Linux TCP", skip: fmt.Sprintf("Linux TCP in network namespaces needs root, /dev/net/tun and iproute2 (CI runs as root): %v", err)}
+	}
+	return labCheck{name: "coexistence with Linux TCP", jobs: kernelCoexistenceJobs(o, labRun, []int{seedLarge}), judge: func(t *testing.T, _ []job, runs []RunResult) {
+		for _, r := range runs {
+			m := r.Measurement
+			v := m.Viewer
+			t.Logf("%s: viewer %.0f kbit/s, added delay up %.0f ms, down %.0f ms; up %.0f, down %.0f kbit/s", r.Name,
+				v.Down.ThroughputBPS/1000, v.Up.QueueDelayMeanMs, v.Down.QueueDelayMeanMs, m.TCP[0].GoodputBPS/1000, m.TCP[1].GoodputBPS/1000)
+			for _, f := range m.TCP {
+				if f.GoodputBPS <= 0 {
+					t.Errorf("%s: %s moved nothing", r.Name, f.Name)
+				}
+			}
+			if m.TCP[0].CC != "linux bbr" && v.Up.QueueDelayMeanMs < 300 {
+				t.Errorf("%s: the viewer's uplink waited %.0f ms on average, want at least 300 ms", r.Name, v.Up.QueueDelayMeanMs)
+			}
+		}
+	}}
+}
+
+// mongooseCheck: at 3 % random loss beside a Reno download, the stock
+// viewer takes more than 1.25× its TCP-fair share (the Mathis rate at the
+// loss, RTT and payload measured), and window tracking with a 5 s interval
+// comes within ±25 % of it. 45 s measured (nine decisions): over 30 s
+// window tracking ranged from 0.90× to 1.29×.
+func mongooseCheck(o Options) labCheck {
+	jobs := mongooseJobs(o, 3*labRun, []float64{0.03}, []mongooseVariant{{Stock, 0}, {Window, 5 * time.Second}})
+	return labCheck{name: "mongoose at 3 %", jobs: jobs, judge: func(t *testing.T, jobs []job, runs []RunResult) {
+		for i, r := range runs {
+			v := r.Measurement.Viewer
+			fair := fairFor(v)
+			t.Logf("%s: received %.0f kbit/s, fair %.0f (p %.4f, RTT %.0f ms, s %.0f B), Reno %.0f kbit/s, %d requests",
+				r.Name, v.Down.ThroughputBPS/1000, fair/1000, v.LossEventRate, v.RTTms, v.SegmentBytes, r.Measurement.TCP[0].GoodputBPS/1000, v.Requests)
+			if fair <= 0 {
+				t.Errorf("%s: no fair rate: no loss measured at 3 %%", r.Name)
+				continue
+			}
+			ratio := v.Down.ThroughputBPS / fair
+			switch jobs[i].cfg.Viewer.Mode {
+			case Stock:
+				if ratio <= 1.25 {
+					t.Errorf("the stock viewer received %.2f× its TCP-fair rate, want more than 1.25×", ratio)
+				}
+			case Window:
+				if ratio < 0.75 || ratio > 1.25 {
+					t.Errorf("window tracking received %.2f× its TCP-fair rate, want within ±25 %%", ratio)
+				}
+			}
+		}
+	}}
+}
+
+// segmentCheck: beside one bulk CUBIC download, window tracking with s =
+// the mean payload leaves the viewer well under the TCP flow's bytes/s
+// (below 0.7×), and with the nominal 1460 B it gets more than with the
+// mean (RFC 4828's argument), without flooding the uplink with its own
+// requests (at most 50 upward datagrams a second: acks, agent updates and
+// a request per interval).
+func segmentCheck(o Options) labCheck {
+	all, seg := coexistenceJobs(o, 2*labRun)
+	return labCheck{name: "segment choice", jobs: all[seg:], judge: func(t *testing.T, _ []job, runs []RunResult) {
+		var ratios []float64
+		for _, r := range runs {
+			m := r.Measurement
+			v := m.Viewer
+			ratio := v.Down.ThroughputBPS / m.TCP[0].Data.ThroughputBPS
+			ratios = append(ratios, ratio)
+			upRate := float64(v.Up.Arrived) / m.Seconds
+			t.Logf("%s: viewer %.0f kbit/s (s %.0f B, p %.4f), TCP %.0f kbit/s: %.2f×; viewer up %.0f datagrams/s", r.Name,
+				v.Down.ThroughputBPS/1000, v.SegmentBytes, v.LossEventRate, m.TCP[0].Data.ThroughputBPS/1000, ratio, upRate)
+			if upRate > 50 {
+				t.Errorf("%s: the viewer's side sent %.0f datagrams/s up", r.Name, upRate)
+			}
+		}
+		if ratios[0] >= 0.7 {
+			t.Errorf("with s = the mean payload the viewer got %.2f× the TCP flow's bytes/s, want below 0.7×", ratios[0])
+		}
+		if !(ratios[1] > ratios[0]) {
+			t.Errorf("with s = 1460 B the viewer got %.2f× the TCP flow's bytes/s, with the mean %.2f×: want more", ratios[1], ratios[0])
+		}
+	}}
+}
+
+// multiplexingCheck: each branch's aggregate throughput is within ±30 % of
+// the published figure, and in the congested configurations (300 and 250
+// kbit/s) the ratio of the multiplexed branch's to the plain one's is
+// within ±30 % of the published ratio (1.12 and 1.16). Whether the
+// multiplexed branch comes out ahead at all is logged, not asserted: over
+// repeated runs the ratio ranged from 0.87 to 1.22 at 300 and 250 kbit/s,
+// noise around 1 rather than the published 12 and 16 % advantage.
+func multiplexingCheck() labCheck {
+	cases := []multiplexCase{multiplexCases[1], multiplexCases[2], multiplexCases[3]}
+	o := Options{Seed: 1}.withDefaults()
+	return labCheck{name: "multiplexing", jobs: multiplexJobs(o, 2*labRun, cases), judge: func(t *testing.T, _ []job, runs []RunResult) {
+		for i, r := range runs {
+			c := cases[i]
+			got := branchThroughputs(r.Measurement)
+			ratio, published := got[1]/got[0], c.published[1]/c.published[0]
+			t.Logf("%s: plain %.0f kbit/s (published %.0f), multiplexed %.0f (published %.0f); multiplexed/plain %.2f (published %.2f)",
+				r.Name, got[0], c.published[0], got[1], c.published[1], ratio, published)
+			for b := range got {
+				if d := got[b]/c.published[b] - 1; d < -0.3 || d > 0.3 {
+					t.Errorf("%s: branch %d: %.0f kbit/s, published %.0f: off by %+.0f %%, want within ±30 %%", r.Name, b, got[b], c.published[b], d*100)
+				}
+			}
+			if d := ratio/published - 1; c.rate < 1_000_000 && (d < -0.3 || d > 0.3) {
+				t.Errorf("%s: multiplexed/plain %.2f, published %.2f: want within ±30 %%", r.Name, ratio, published)
+			}
+		}
+	}}
+}
+
+// wirelessFloorCheck: with fairgrid's QoS floor of 512 kbit/s, the viewer
+// receives at least 85 % of it beside three CUBIC downloads, with the
+// smallest and a large access-point buffer (the rest of the floor's
+// requests is lost to the full queue: drop-tail spares no flow).
+func wirelessFloorCheck(o Options) labCheck {
+	jobs := wirelessJobs(o, labRun, []int{37, 256}, []ratecalc.Rate{wirelessFloor})
+	return labCheck{name: "wireless QoS floor", jobs: jobs, judge: func(t *testing.T, _ []job, runs []RunResult) {
+		for _, r := range runs {
+			v := r.Measurement.Viewer
+			got := v.Down.ThroughputBPS / wirelessFloor.BitsPerSecond()
+			t.Logf("%s: viewer %.0f kbit/s (%.2f× the floor), delay %.0f ms, TCP %.0f / %.0f / %.0f kbit/s", r.Name, v.Down.ThroughputBPS/1000, got,
+				v.Down.QueueDelayMeanMs, r.Measurement.TCP[0].GoodputBPS/1000, r.Measurement.TCP[1].GoodputBPS/1000, r.Measurement.TCP[2].GoodputBPS/1000)
+			if got < 0.85 {
+				t.Errorf("%s: the viewer received %.2f× its floor, want at least 0.85×", r.Name, got)
+			}
+		}
+	}}
+}
