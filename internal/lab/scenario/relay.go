@@ -63,8 +63,11 @@ func NewRelay(b *link.Bottleneck, sim netip.AddrPort, tap func(lludp.Datagram), 
 		c.SetWriteBuffer(4 << 20)
 	}
 	r := &Relay{b: b, log: log, conn: conn, upstream: upstream, tap: tap}
-	if r.up, err = b.AddFlow(link.FlowConfig{Name: ViewerUpFlow, Dir: link.Up, Overhead: udpOverhead, Deliver: r.deliverUp}); err == nil {
-		r.down, err = b.AddFlow(link.FlowConfig{Name: ViewerDownFlow, Dir: link.Down, Overhead: udpOverhead, Deliver: r.deliverDown})
+	// Captures give the datagrams the addresses of tcpflow's hosts.
+	upUDP := link.UDPEndpoints{Src: pcapViewer, Dst: pcapRegion}
+	downUDP := link.UDPEndpoints{Src: pcapRegion, Dst: pcapViewer}
+	if r.up, err = b.AddFlow(link.FlowConfig{Name: ViewerUpFlow, Dir: link.Up, Overhead: udpOverhead, UDP: upUDP, Deliver: r.deliverUp}); err == nil {
+		r.down, err = b.AddFlow(link.FlowConfig{Name: ViewerDownFlow, Dir: link.Down, Overhead: udpOverhead, UDP: downUDP, Deliver: r.deliverDown})
 	}
 	if err != nil {
 		r.close()
