@@ -85,7 +85,7 @@ func TestAuditRealCapture(t *testing.T) {
 			if got := recs[1][col["fair_mean_s_bit_per_s"]]; got != "" {
 				t.Errorf("unknown fair rate written as %q, want an empty cell", got)
 			}
-			if _, ok := col["category_bit_per_s_Texture"]; !ok {
+			if _, ok := col["category_texture_bit_per_s"]; !ok {
 				t.Errorf("no per-category column: %q", recs[0])
 			}
 		}

@@ -156,7 +156,8 @@ const (
 
 // WriteCSV writes circuits.csv, seconds.csv and requests.csv into dir,
 // which it creates. Columns are the JSON names; the per-category and
-// per-channel arrays become one column each (category_bit_per_s_Texture).
+// per-channel arrays become one column each (category_texture_bit_per_s,
+// as in the Parquet tables).
 // An unknown value is an empty cell.
 func WriteCSV(dir string, r *Report) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -233,8 +234,11 @@ func csvHeader(t reflect.Type) []string {
 	for i := range t.NumField() {
 		f := t.Field(i)
 		if f.Type.Kind() == reflect.Array {
+			// category_bit_per_s → category_texture_bit_per_s, the
+			// Parquet tables' names, so one query reads either.
+			kind, unit, _ := strings.Cut(jsonName(f), "_")
 			for _, l := range arrayLabels(f.Type.Len()) {
-				out = append(out, jsonName(f)+"_"+l)
+				out = append(out, kind+"_"+strings.ToLower(l)+"_"+unit)
 			}
 			continue
 		}

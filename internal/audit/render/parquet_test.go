@@ -323,3 +323,40 @@ func TestParquetWriterConcurrent(t *testing.T) {
 		t.Errorf("%d row groups matched, want %d", len(seen), len(reports))
 	}
 }
+
+// TestCSVAndParquetShareColumns: --csv and --parquet write the same column
+// names, so one query reads either.
+func TestCSVAndParquetShareColumns(t *testing.T) {
+	tests := []struct {
+		name    string
+		row     any
+		csvHead func() []string
+	}{
+		{"circuits", circuitRow{}, func() []string { return csvHeader[audit.Circuit](t) }},
+		{"seconds", secondRow{}, func() []string { return csvHeader[audit.Second](t) }},
+		{"requests", requestRow{}, func() []string { return csvHeader[audit.Request](t) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var columns []string
+			for _, path := range parquet.SchemaOf(tt.row).Columns() {
+				columns = append(columns, strings.Join(path, "."))
+			}
+			csvCols := tt.csvHead()
+			slices.Sort(columns)
+			slices.Sort(csvCols)
+			if !slices.Equal(columns, csvCols) {
+				t.Errorf("Parquet columns %v\nCSV columns     %v", columns, csvCols)
+			}
+		})
+	}
+}
+
+func csvHeader[T any](t *testing.T) []string {
+	t.Helper()
+	var b strings.Builder
+	if err := audit.WriteCSVRows[T](&b, nil); err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSpace(b.String()), ",")
+}
