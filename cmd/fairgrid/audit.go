@@ -53,11 +53,9 @@ func runAudit(args []string, s stdio) int {
 	csvDir := fs.String("csv", "", "also write circuits.csv, seconds.csv and requests.csv into `DIR`")
 	parquetDir := fs.String("parquet", "", "audit each FILE alone, in parallel on all cores, and write circuits.parquet, seconds.parquet and requests.parquet into `DIR`, one row group per file")
 	htmlPath := fs.String("html", "", "also write one self-contained HTML `FILE` with the figures (inline SVG, no network, no JavaScript)")
-	templatePath := fs.String("template", "", "message_template.msg to use instead of the built-in one (the 2007 template decodes old captures)")
 	live := fs.String("live", "", "audit a live capture on this `interface` (needs CAP_NET_RAW)")
 	duration := fs.Duration("duration", 0, "with --live: stop after this long (required)")
-	portsFlag := fs.String("ports", "9000-13100", "UDP ports of simulators in captures: ranges like 9000-13100,12035 (empty: all)")
-	simsFlag := fs.String("sim", "", "known simulator endpoints, comma-separated ip:port (port 0: any); they decide which side is the simulator")
+	capOpts := addCaptureFlags(fs)
 	if code, ok := parseFlagsArgs(fs, auditSynopsis, args, s); !ok {
 		return code
 	}
@@ -65,13 +63,9 @@ func runAudit(args []string, s stdio) int {
 		fmt.Fprintf(s.err, "fairgrid audit: "+format+"\n", a...)
 		return exitUsage
 	}
-	ports, err := capture.ParsePorts(*portsFlag)
+	ports, sims, tmpl, err := capOpts.parse()
 	if err != nil {
-		return usageErr("--ports: %v", err)
-	}
-	sims, err := parseSims(*simsFlag)
-	if err != nil {
-		return usageErr("--sim: %v", err)
+		return usageErr("%v", err)
 	}
 	if *segment != audit.SegmentMean && *segment != audit.SegmentNominal {
 		return usageErr("--segment %q: want mean or nominal", *segment)
@@ -91,10 +85,6 @@ func runAudit(args []string, s stdio) int {
 	}
 	if *parquetDir != "" && (*live != "" || *csvDir != "" || *htmlPath != "") {
 		return usageErr("--parquet audits each file alone; --live, --csv and --html take one audit of everything: run them apart")
-	}
-	tmpl, err := loadTemplate(*templatePath)
-	if err != nil {
-		return usageErr("%v", err)
 	}
 	cfg := audit.Config{Ports: ports, Sims: sims, Template: tmpl, Segment: *segment,
 		Series: *seconds || *csvDir != "" || *htmlPath != "" || *parquetDir != ""}

@@ -3,15 +3,46 @@ package main
 import (
 	"bufio"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"io/fs"
+	"net/netip"
 	"os"
 
 	"github.com/fairgrid/fairgrid/capture"
 	"github.com/fairgrid/fairgrid/internal/audit"
 	"github.com/fairgrid/fairgrid/lludp"
 )
+
+// captureOptions are the capture flags decode and audit share: which ports
+// are a simulator's, which endpoints are known simulators, and the
+// message template.
+type captureOptions struct {
+	ports, sims, template *string
+}
+
+func addCaptureFlags(fs *flag.FlagSet) captureOptions {
+	return captureOptions{
+		template: fs.String("template", "", "message_template.msg to use instead of the built-in one (the 2007 template decodes old captures)"),
+		ports:    fs.String("ports", "9000-13100", "UDP ports of simulators in captures: ranges like 9000-13100,12035 (empty: all)"),
+		sims:     fs.String("sim", "", "known simulator endpoints, comma-separated ip:port (port 0: any); they decide which side is the simulator"),
+	}
+}
+
+// parse reads the flags; its errors name the flag.
+func (o captureOptions) parse() (ports capture.Ports, sims []netip.AddrPort, tmpl *lludp.Template, err error) {
+	if ports, err = capture.ParsePorts(*o.ports); err != nil {
+		return nil, nil, nil, fmt.Errorf("--ports: %w", err)
+	}
+	if sims, err = parseSims(*o.sims); err != nil {
+		return nil, nil, nil, fmt.Errorf("--sim: %w", err)
+	}
+	if tmpl, err = loadTemplate(*o.template); err != nil {
+		return nil, nil, nil, err
+	}
+	return ports, sims, tmpl, nil
+}
 
 // loadTemplate reads a message template file for --template; "" is the
 // built-in one (nil).

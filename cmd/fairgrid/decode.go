@@ -41,14 +41,12 @@ no LLUDP) or held no datagram, or if the output could not be written.`
 func runDecode(args []string, s stdio) int {
 	fs := newFlagSet("decode", decodeSynopsis, s)
 	format := formatFlag(fs, "output format: `text` or json (one object per line)")
-	templatePath := fs.String("template", "", "message_template.msg to use instead of the built-in one (the 2007 template decodes old captures)")
 	useSamples := fs.Bool("samples", false, "decode the built-in sample datagrams")
 	filter := fs.String("filter", "", "print only these messages (comma-separated names)")
 	summary := fs.Bool("summary", false, "print only the per-circuit measurements at the end")
 	live := fs.String("live", "", "capture live on this interface (needs CAP_NET_RAW) until interrupted")
 	duration := fs.Duration("duration", 0, "with --live: stop after this long")
-	portsFlag := fs.String("ports", "9000-13100", "UDP ports of simulators in captures: ranges like 9000-13100,12035 (empty: all)")
-	simsFlag := fs.String("sim", "", "known simulator endpoints, comma-separated ip:port (port 0: any); they decide which side is the simulator")
+	capOpts := addCaptureFlags(fs)
 	if code, ok := parseFlagsArgs(fs, decodeSynopsis, args, s); !ok {
 		return code
 	}
@@ -56,13 +54,9 @@ func runDecode(args []string, s stdio) int {
 		fmt.Fprintf(s.err, "fairgrid decode: "+format+"\n", a...)
 		return exitUsage
 	}
-	ports, err := capture.ParsePorts(*portsFlag)
+	ports, sims, tmpl, err := capOpts.parse()
 	if err != nil {
-		return usageErr("--ports: %v", err)
-	}
-	sims, err := parseSims(*simsFlag)
-	if err != nil {
-		return usageErr("--sim: %v", err)
+		return usageErr("%v", err)
 	}
 	d := &decoder{in: s.in, sink: &stickyWriter{w: s.out}, errOut: s.err, json: *format == "json", summary: *summary, ports: ports}
 	d.out = bufio.NewWriterSize(d.sink, 64<<10)
@@ -71,10 +65,6 @@ func runDecode(args []string, s stdio) int {
 		for _, name := range strings.Split(*filter, ",") {
 			d.filter[strings.TrimSpace(name)] = true
 		}
-	}
-	tmpl, err := loadTemplate(*templatePath)
-	if err != nil {
-		return usageErr("%v", err)
 	}
 	if tmpl != nil {
 		d.packet.Template = tmpl
