@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/netip"
 
+	"github.com/fairgrid/fairgrid/internal/ipsum"
 	"golang.org/x/sys/unix"
 )
 
@@ -87,7 +88,7 @@ func (s *RawSender) send4(src, dst netip.AddrPort, payload []byte) error {
 	a, b := src.Addr().As4(), dst.Addr().As4()
 	copy(pkt[12:], a[:])
 	copy(pkt[16:], b[:])
-	binary.BigEndian.PutUint16(pkt[10:], ipChecksum(pkt[:20]))
+	binary.BigEndian.PutUint16(pkt[10:], ipsum.Header(pkt[:20]))
 	pkt = append(append(pkt, udpHeader(src, dst, len(payload))...), payload...)
 	return unix.Sendto(s.fd4, pkt, 0, &unix.SockaddrInet4{Addr: b})
 }
@@ -100,16 +101,4 @@ func (s *RawSender) send6(src, dst netip.AddrPort, payload []byte) error {
 	info := unix.Inet6Pktinfo{Addr: src.Addr().As16()}
 	oob := unix.PktInfo6(&info)
 	return unix.Sendmsg(s.fd6, pkt, oob, &unix.SockaddrInet6{Addr: dst.Addr().As16()}, 0)
-}
-
-// ipChecksum is the Internet checksum (RFC 1071) of an IPv4 header.
-func ipChecksum(h []byte) uint16 {
-	var sum uint32
-	for i := 0; i+1 < len(h); i += 2 {
-		sum += uint32(binary.BigEndian.Uint16(h[i:]))
-	}
-	for sum > 0xFFFF {
-		sum = sum&0xFFFF + sum>>16
-	}
-	return ^uint16(sum)
 }

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/netip"
 	"sync"
+
+	"github.com/fairgrid/fairgrid/internal/ipsum"
 )
 
 // The capture format: classic pcap with nanosecond timestamps and raw IP
@@ -128,7 +130,7 @@ func appendIPv4UDP(b []byte, ep UDPEndpoints, payload []byte) []byte {
 	binary.BigEndian.PutUint16(ip[2:], uint16(total))
 	copy(ip[12:], src[:])
 	copy(ip[16:], dst[:])
-	binary.BigEndian.PutUint16(ip[10:], ipv4Checksum(ip[:]))
+	binary.BigEndian.PutUint16(ip[10:], ipsum.Header(ip[:]))
 	var udp [8]byte
 	binary.BigEndian.PutUint16(udp[0:], ep.Src.Port())
 	binary.BigEndian.PutUint16(udp[2:], ep.Dst.Port())
@@ -136,17 +138,4 @@ func appendIPv4UDP(b []byte, ep UDPEndpoints, payload []byte) []byte {
 	b = append(b, ip[:]...)
 	b = append(b, udp[:]...)
 	return append(b, payload...)
-}
-
-// ipv4Checksum is the header checksum of RFC 791 §3.1 (the one's
-// complement of the one's complement sum of the header's 16-bit words).
-func ipv4Checksum(h []byte) uint16 {
-	var sum uint32
-	for i := 0; i+1 < len(h); i += 2 {
-		sum += uint32(binary.BigEndian.Uint16(h[i:]))
-	}
-	for sum > 0xFFFF {
-		sum = sum&0xFFFF + sum>>16
-	}
-	return ^uint16(sum)
 }
