@@ -45,7 +45,7 @@ type Controller interface {
 type Stats struct {
 	Rate          Rate    // the latest decision
 	ReceiveRate   Rate    // X_recv over the latest request interval
-	EquationRate  Rate    // the TFRC equation at the current p, R and s; 0 before any loss
+	EquationRate  Rate    // the TFRC equation at the current p, R and FairSegmentSize; 0 before any loss
 	LossEventRate float64 // p, 0 before any loss
 	LossEvents    uint64
 	Received      uint64 // packets received
@@ -53,10 +53,15 @@ type Stats struct {
 	SRTT          time.Duration
 	RTTVar        time.Duration
 	RTTSamples    uint64
-	SegmentSize   float64 // s, bytes
-	Window        float64 // packets; window tracking only
-	SlowStart     bool
-	AppLimited    bool
+	SegmentSize   float64 // s, bytes: the mean received payload
+	// FairSegmentSize is the s the rate equations stand on: Config's
+	// NominalSegment when set, else SegmentSize. A TCP-fair rate computed
+	// outside the controller (a demo's column, an audit) uses it to agree
+	// with the controller.
+	FairSegmentSize float64
+	Window          float64 // packets; window tracking only
+	SlowStart       bool
+	AppLimited      bool
 	// BadInputs counts inputs that were clamped or ignored: RTT samples
 	// that were zero or negative, events whose time went backwards.
 	BadInputs uint64
@@ -75,7 +80,21 @@ type Config struct {
 	// received payloads (s = 0.9·s + 0.1·len, as Linux CCID 3). Default
 	// 1200, the viewer's MTUBYTES.
 	SegmentSize float64
+	// NominalSegment, when positive, replaces the mean s in the fair rate:
+	// window tracking's cwnd·s/SRTT and its largest window, TFRC's X_calc,
+	// its first synthesised loss interval and its s/t_mbi floor. TFRC-SP
+	// (RFC 4828 §3) takes 1460 bytes for a flow of small packets, so that
+	// it gets the bytes per second a TCP flow of full segments gets at the
+	// same loss event rate and RTT; RFC 5348 §3.1 takes the mean. Loss
+	// events still count packets, and the application-limited test still
+	// compares received bytes with the mean s (see Window). Zero: the mean.
+	NominalSegment float64
 }
+
+// NominalSegmentSize is TFRC-SP's nominal segment (RFC 4828 §3): a full
+// TCP segment on an Ethernet path (MSS 1460 B, RFC 894), the s that makes
+// a flow of small packets as fair in bytes per second as a bulk TCP flow.
+const NominalSegmentSize = 1460
 
 const (
 	defaultInitialRTT  = 100 * time.Millisecond
@@ -98,6 +117,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if !(c.SegmentSize >= 1 && c.SegmentSize <= 65535) {
 		errs = append(errs, fmt.Errorf("segment size %v outside [1, 65535] bytes: %w", c.SegmentSize, ErrConfig))
+	}
+	if !(c.NominalSegment == 0 || c.NominalSegment >= 1 && c.NominalSegment <= 65535) {
+		errs = append(errs, fmt.Errorf("nominal segment %v: want 0 (the mean) or [1, 65535] bytes: %w", c.NominalSegment, ErrConfig))
 	}
 	if !(c.Min >= 0) || math.IsInf(float64(c.Min), 0) {
 		errs = append(errs, fmt.Errorf("min rate %v: %w", c.Min, ErrConfig))
@@ -188,6 +210,15 @@ func (f *flow) onRTT(sample time.Duration, at time.Time) {
 	f.rtt.Add(sample)
 }
 
+// fairS is the s of the rate equations: the nominal segment if
+// configured, else the mean payload.
+func (f *flow) fairS() float64 {
+	if f.cfg.NominalSegment > 0 {
+		return f.cfg.NominalSegment
+	}
+	return f.s
+}
+
 // srtt is the smoothed RTT, or the initial RTT before any sample.
 func (f *flow) srtt() time.Duration {
 	if f.rtt.Samples() == 0 {
@@ -215,19 +246,20 @@ func (f *flow) closeInterval(now time.Time) Rate {
 
 func (f *flow) stats() Stats {
 	st := Stats{
-		ReceiveRate:   f.recvRate,
-		LossEventRate: f.loss.LossEventRate(),
-		LossEvents:    f.loss.Events(),
-		Received:      f.received,
-		Lost:          f.lost,
-		SRTT:          f.srtt(),
-		RTTVar:        f.rtt.RTTVar(),
-		RTTSamples:    f.rtt.Samples(),
-		SegmentSize:   f.s,
-		BadInputs:     f.badInputs + f.rtt.Rejected(),
+		ReceiveRate:     f.recvRate,
+		LossEventRate:   f.loss.LossEventRate(),
+		LossEvents:      f.loss.Events(),
+		Received:        f.received,
+		Lost:            f.lost,
+		SRTT:            f.srtt(),
+		RTTVar:          f.rtt.RTTVar(),
+		RTTSamples:      f.rtt.Samples(),
+		SegmentSize:     f.s,
+		FairSegmentSize: f.fairS(),
+		BadInputs:       f.badInputs + f.rtt.Rejected(),
 	}
 	if st.LossEventRate > 0 {
-		st.EquationRate = TFRCRate(f.s, st.SRTT, st.LossEventRate)
+		st.EquationRate = TFRCRate(st.FairSegmentSize, st.SRTT, st.LossEventRate)
 	}
 	return st
 }

@@ -68,6 +68,18 @@ func TestConfigValidation(t *testing.T) {
 		{"NaN min", func() error { _, err := NewTFRC(TFRCConfig{Config: Config{Min: Rate(math.NaN())}}); return err }()},
 		{"max below min", func() error { _, err := NewWindow(WindowConfig{Config: Config{Min: 10, Max: 5}}); return err }()},
 		{"segment size", func() error { _, err := NewWindow(WindowConfig{Config: Config{SegmentSize: 1e6}}); return err }()},
+		{"nominal segment negative", func() error {
+			_, err := NewTFRC(TFRCConfig{Config: Config{NominalSegment: -1460}})
+			return err
+		}()},
+		{"nominal segment too large", func() error {
+			_, err := NewWindow(WindowConfig{Config: Config{NominalSegment: 1e6}})
+			return err
+		}()},
+		{"nominal segment NaN", func() error {
+			_, err := NewWindow(WindowConfig{Config: Config{NominalSegment: math.NaN()}})
+			return err
+		}()},
 		{"min window", func() error { _, err := NewWindow(WindowConfig{MinWindow: 0.5}); return err }()},
 		{"initial below min", func() error { _, err := NewWindow(WindowConfig{InitialWindow: 2, MinWindow: 3}); return err }()},
 		{"viewer setting", func() error { _, err := NewViewer(ViewerConfig{Setting: -1}); return err }()},

@@ -44,6 +44,19 @@
 //
 // RTTStats smooths round-trip samples as RFC 6298 does.
 //
+// # Segment size
+//
+// s is the mean received payload (s = 0.9·s + 0.1·len, as Linux's CCID 3;
+// RFC 5348 §3.1), unless Config.NominalSegment fixes it: TFRC-SP (RFC 4828
+// §3) takes NominalSegmentSize, 1460 B, so that a flow of small packets
+// gets the bytes per second a TCP flow of full segments gets at the same
+// loss event rate and RTT, rather than mean/1460 of them. Both rates are
+// proportional to s, so the nominal setting multiplies them by 1460/mean;
+// loss events still count packets, and window tracking's
+// application-limited test still measures the window in the viewer's
+// packets of the mean size. Stats.SegmentSize is the mean,
+// Stats.FairSegmentSize the s the rates stand on.
+//
 // # What the link simulator shows
 //
 // The tests run every controller over a deterministic simulated link

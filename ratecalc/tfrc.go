@@ -25,6 +25,10 @@ type TFRCConfig struct {
 //   - the first loss interval is synthesised from the receive rate: the p
 //     at which the equation gives X_recv (§6.3.1).
 //
+// With Config.NominalSegment, s in X_calc, the first interval and the
+// floor is the nominal size (RFC 4828 §3); the initial rate, a window in
+// packets the viewer receives (RFC 3390), keeps the mean.
+//
 // The no-feedback timer of §4.4 has no analogue: when nothing arrives, the
 // receive limit shrinks the rate instead.
 type TFRC struct {
@@ -52,11 +56,14 @@ func (t *TFRC) OnPacket(p Packet) {
 	if first {
 		// RFC 5348 §6.3.1: the first interval is 1/p for the p at which
 		// the equation gives the current receive rate.
+		// The equation's own s: with a nominal s, p found with the mean
+		// would make the first loss raise the rate by nominal/mean.
+		s := t.fairS()
 		xrecv := t.partialRate()
 		if xrecv <= 0 {
-			xrecv = Rate(t.s / (2 * t.srtt().Seconds())) // X_target = s/(2R) when the first packets are lost
+			xrecv = Rate(s / (2 * t.srtt().Seconds())) // X_target = s/(2R) when the first packets are lost
 		}
-		t.loss.SetFirstInterval(1 / LossEventRateFor(t.s, t.srtt(), xrecv))
+		t.loss.SetFirstInterval(1 / LossEventRateFor(s, t.srtt(), xrecv))
 	}
 }
 
@@ -77,8 +84,9 @@ func (t *TFRC) Rate(now time.Time) Rate {
 	case p == 0:
 		t.rate = max(min(2*t.rate, recvLimit), t.initialRate())
 	default:
-		xcalc := TFRCRate(t.s, t.srtt(), p)
-		t.rate = max(min(xcalc, recvLimit), Rate(t.s/tMBI.Seconds()))
+		s := t.fairS()
+		xcalc := TFRCRate(s, t.srtt(), p)
+		t.rate = max(min(xcalc, recvLimit), Rate(s/tMBI.Seconds()))
 	}
 	t.started = true
 	t.rate = t.clamp(t.rate)

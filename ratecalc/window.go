@@ -29,7 +29,9 @@ type WindowConfig struct {
 //     ssthresh = cwnd — classic Reno, β = ½, not quic-go's 0.7;
 //   - the window does not grow while the flow is application-limited:
 //     while the bytes received over the last RTT are below half of what the
-//     window allows (RFC 7661's idea), so an idle avatar cannot inflate it;
+//     window allows (RFC 7661's idea), so an idle avatar cannot inflate it
+//     (what it allows in bytes is cwnd times the mean payload, whatever s
+//     the rate stands on: the window counts the viewer's packets);
 //   - the window never exceeds what Max allows at the current RTT.
 //
 // Its steady state is Reno's AIMD(1, ½): the Mathis rate (congestion.md §6.7).
@@ -113,15 +115,21 @@ func (w *Window) measureRecent(at time.Time, size float64) {
 		w.recentStart, w.recentBytes = at, 0
 	}
 	// Checked on every packet, so the window stops within one packet of
-	// twice what the flow uses (RFC 7661's limit), not one RTT later.
-	w.appLimited = w.recentRate > 0 && w.recentRate < appLimitedFraction*w.windowRate()
+	// twice what the flow uses (RFC 7661's limit), not one RTT later. The
+	// window counts the viewer's own packets, so what it allows is
+	// measured with their mean size even when the rate stands on a nominal
+	// s: against cwnd·1460/SRTT, a flow of 300-byte packets would always
+	// look application-limited and its window would never grow.
+	w.appLimited = w.recentRate > 0 && w.recentRate < appLimitedFraction*Rate(w.cwnd*w.s/w.srtt().Seconds())
 }
 
-func (w *Window) windowRate() Rate { return Rate(w.cwnd * w.s / w.srtt().Seconds()) }
+// windowRate is the rate the window implies, cwnd·s/SRTT, with s the fair
+// segment size (Config.NominalSegment or the mean).
+func (w *Window) windowRate() Rate { return Rate(w.cwnd * w.fairS() / w.srtt().Seconds()) }
 
 // maxWindow is the window at which the rate reaches Max.
 func (w *Window) maxWindow() float64 {
-	return max(float64(w.cfg.Max)*w.srtt().Seconds()/w.s, w.cfg.MinWindow)
+	return max(float64(w.cfg.Max)*w.srtt().Seconds()/w.fairS(), w.cfg.MinWindow)
 }
 
 func (w *Window) OnRTT(sample time.Duration, at time.Time) { w.onRTT(sample, at) }
