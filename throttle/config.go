@@ -18,6 +18,9 @@ type Config struct {
 	// Controller is Window (window tracking, the default), TFRC or
 	// ViewerRule (the stock ±10 % rule, for comparison).
 	Controller ControllerName
+	// Segment is the segment size s the TCP-fair rate stands on:
+	// SegmentMean (the default) or SegmentNominal. See Segment.
+	Segment Segment
 	// Interval between decisions (default 5 s, as the thesis and the
 	// viewer), within [MinInterval, MaxInterval].
 	Interval time.Duration
@@ -110,6 +113,47 @@ func (n *ControllerName) UnmarshalText(b []byte) error {
 	return fmt.Errorf("%q: want %s", b, controllers)
 }
 
+// Segment names the segment size s of the TCP-fair rate (window
+// tracking's cwnd·s/SRTT, TFRC's X_calc). Its UnmarshalText is the one
+// check of the name, shared by the configuration file, the command line
+// and New.
+type Segment string
+
+// The segment sizes.
+const (
+	// SegmentMean is the viewer's mean datagram payload, as RFC 5348 §3.1
+	// and Linux's CCID 3 take s: a few hundred bytes for LLUDP.
+	SegmentMean Segment = "mean"
+	// SegmentNominal is TFRC-SP's nominal 1460 B (RFC 4828 §3): a flow of
+	// small packets gets the bytes per second of a TCP flow of full
+	// segments at the same loss event rate and RTT.
+	SegmentNominal Segment = "nominal"
+	segments               = "mean or nominal"
+)
+
+func (s Segment) String() string { return string(s) }
+
+// MarshalText lets a Segment be a flag.TextVar default and a TOML value.
+func (s Segment) MarshalText() ([]byte, error) { return []byte(s), nil }
+
+// UnmarshalText accepts exactly the names of the segment sizes.
+func (s *Segment) UnmarshalText(b []byte) error {
+	switch v := Segment(b); v {
+	case SegmentMean, SegmentNominal:
+		*s = v
+		return nil
+	}
+	return fmt.Errorf("%q: want %s", b, segments)
+}
+
+// nominalBytes is ratecalc.Config.NominalSegment for s: 0 is the mean.
+func (s Segment) nominalBytes() float64 {
+	if s == SegmentNominal {
+		return ratecalc.NominalSegmentSize
+	}
+	return 0
+}
+
 // CheckInterval reports whether d is a usable decision interval.
 func CheckInterval(d time.Duration) error {
 	if d < MinInterval || d > MaxInterval {
@@ -138,11 +182,18 @@ func CheckWeights(w []float64) error {
 // ErrConfig is wrapped by configuration errors.
 var ErrConfig = errors.New("invalid throttle configuration")
 
+// The default clamps: see Config.Min and Config.Max.
+var (
+	defaultMin = ratecalc.RateFromBits(64_000)
+	defaultMax = ratecalc.RateFromBits(5_120_000)
+)
+
 func (c Config) withDefaults() (Config, error) {
 	c.Controller = cmp.Or(c.Controller, Window)
+	c.Segment = cmp.Or(c.Segment, SegmentMean)
 	c.Interval = cmp.Or(c.Interval, 5*time.Second)
-	c.Min = cmp.Or(c.Min, ratecalc.RateFromBits(64_000))
-	c.Max = cmp.Or(c.Max, ratecalc.RateFromBits(5_120_000))
+	c.Min = cmp.Or(c.Min, defaultMin)
+	c.Max = cmp.Or(c.Max, defaultMax)
 	c.MinChange = cmp.Or(c.MinChange, 0.05)
 	c.ResendEvery = cmp.Or(c.ResendEvery, 3)
 	c.ViewerSetting = cmp.Or(c.ViewerSetting, ratecalc.ViewerDefaultSetting)
@@ -153,6 +204,10 @@ func (c Config) withDefaults() (Config, error) {
 	var name ControllerName
 	if err := name.UnmarshalText([]byte(c.Controller)); err != nil {
 		errs = append(errs, fmt.Errorf("controller %w: %w", err, ErrConfig))
+	}
+	var segment Segment
+	if err := segment.UnmarshalText([]byte(c.Segment)); err != nil {
+		errs = append(errs, fmt.Errorf("segment %w: %w", err, ErrConfig))
 	}
 	if err := CheckInterval(c.Interval); err != nil {
 		errs = append(errs, fmt.Errorf("interval %w: %w", err, ErrConfig))
@@ -181,29 +236,54 @@ func (c Config) withDefaults() (Config, error) {
 		return c, err
 	}
 	// A controller's own constructor has the last word on Min and Max.
-	if _, err := c.newController(); err != nil {
+	if _, err := c.newController(c.Controller); err != nil {
 		return c, fmt.Errorf("controller %s: %w: %w", c.Controller, err, ErrConfig)
 	}
 	return c, nil
 }
 
-// newController makes one circuit's controller.
-func (c Config) newController() (ratecalc.Controller, error) {
-	base := ratecalc.Config{Min: c.Min, Max: c.Max}
+// NewController makes a controller of the given name as the loop makes
+// each circuit's, from c's clamps, segment size and viewer setting (c's
+// own Controller is not consulted): code that replays or compares
+// controllers beside the loop builds them here rather than copying it.
+func (c Config) NewController(name ControllerName) (ratecalc.Controller, error) {
+	c, err := c.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return c.newController(name)
+}
+
+// newController is NewController for a c that has its defaults.
+func (c Config) newController(name ControllerName) (ratecalc.Controller, error) {
+	base := ratecalc.Config{Min: c.Min, Max: c.Max, NominalSegment: c.Segment.nominalBytes()}
 	var ctl ratecalc.Controller
 	var err error
-	switch c.Controller {
+	switch name {
+	case Window:
+		ctl, err = ratecalc.NewWindow(ratecalc.WindowConfig{Config: base})
 	case TFRC:
 		ctl, err = ratecalc.NewTFRC(ratecalc.TFRCConfig{Config: base})
 	case ViewerRule:
 		ctl, err = ratecalc.NewViewer(ratecalc.ViewerConfig{Config: base, Setting: c.ViewerSetting})
 	default:
-		ctl, err = ratecalc.NewWindow(ratecalc.WindowConfig{Config: base})
+		err = fmt.Errorf("controller %q: want %s: %w", name, controllers, ErrConfig)
 	}
 	if err != nil {
 		return nil, err
 	}
 	return ctl, nil
+}
+
+// Clamp bounds a controller's decision as the loop does before requesting
+// it: min(max(r, Min, Floor), Max). Zero Min and Max are their defaults,
+// as in New; a NaN asks for the lower bound.
+func (c Config) Clamp(r ratecalc.Rate) ratecalc.Rate {
+	lo := max(cmp.Or(c.Min, defaultMin), c.Floor)
+	if math.IsNaN(float64(r)) {
+		r = lo
+	}
+	return min(max(r, lo), cmp.Or(c.Max, defaultMax))
 }
 
 // split divides a request's total over the categories.

@@ -143,7 +143,7 @@ func New(cfg Config, log *slog.Logger) (*Loop, error) {
 // bug; the circuit is then measured without a controller, and so gets no
 // requests, rather than the loop dying.
 func (l *Loop) newController(k circuit.Key) ratecalc.Controller {
-	c, err := l.cfg.newController()
+	c, err := l.cfg.NewController(l.cfg.Controller)
 	if err != nil {
 		l.log.Error("BUG: a validated controller configuration failed", "circuit", k, "err", err)
 		return nil
@@ -288,7 +288,7 @@ func (l *Loop) Tick(now time.Time) []Request {
 			continue
 		}
 		st := l.state(c.Key)
-		target := min(max(c.Controller.Rate(now), l.cfg.Min, l.cfg.Floor), l.cfg.Max)
+		target := l.cfg.Clamp(c.Controller.Rate(now))
 		st.decided = target
 		st.intervals++
 		if !c.Known() {
@@ -422,12 +422,13 @@ func (l *Loop) Request(k circuit.Key) (Request, bool) {
 }
 
 // Reconfigure applies the settings that can change while running — the
-// clamps, the floor, the hysteresis, the split, RootOnly, IdleTimeout —
-// and returns the names of those that differ but need a restart
-// (controller, interval, sims, sim ports, max circuits). New clamps
-// restart every circuit's controller: a controller bounds its own state by
-// them (window tracking caps its window at Max), so clamping only its
-// output would leave a raised Max unreachable.
+// clamps, the floor, the segment size, the hysteresis, the split,
+// RootOnly, IdleTimeout — and returns the names of those that differ but
+// need a restart (controller, interval, sims, sim ports, max circuits).
+// New clamps or a new segment size restart every circuit's controller: a
+// controller bounds its own state by the clamps (window tracking caps its
+// window at Max), so clamping only its output would leave a raised Max
+// unreachable, and the segment size is part of its every decision.
 func (l *Loop) Reconfigure(cfg Config) (needRestart []string, err error) {
 	c, err := cfg.withDefaults()
 	if err != nil {
@@ -450,12 +451,13 @@ func (l *Loop) Reconfigure(cfg Config) (needRestart []string, err error) {
 	if c.MaxCircuits != l.cfg.MaxCircuits {
 		needRestart = append(needRestart, "max circuits")
 	}
-	clamps := c.Min != l.cfg.Min || c.Max != l.cfg.Max
+	rebuild := c.Min != l.cfg.Min || c.Max != l.cfg.Max || c.Segment != l.cfg.Segment
 	live := l.cfg
 	live.Min, live.Max, live.Floor, live.MinChange, live.ResendEvery = c.Min, c.Max, c.Floor, c.MinChange, c.ResendEvery
+	live.Segment = c.Segment
 	live.Weights, live.RootOnly, live.IdleTimeout = c.Weights, c.RootOnly, c.IdleTimeout
 	l.cfg = live
-	if clamps {
+	if rebuild {
 		for _, circ := range l.tracker.Circuits() {
 			if circ.Controller != nil {
 				circ.Controller = l.newController(circ.Key)

@@ -137,7 +137,7 @@ func TestLoopHysteresis(t *testing.T) {
 }
 
 func TestLoopConfig(t *testing.T) {
-	for _, cfg := range []Config{{Controller: "cubic"}, {Interval: time.Millisecond}, {Min: 10, Max: 5}, {MinChange: 2}, {Floor: -1}} {
+	for _, cfg := range []Config{{Controller: "cubic"}, {Segment: "1460"}, {Interval: time.Millisecond}, {Min: 10, Max: 5}, {MinChange: 2}, {Floor: -1}} {
 		if _, err := New(cfg, nil); !errors.Is(err, ErrConfig) {
 			t.Errorf("%+v: %v", cfg, err)
 		}

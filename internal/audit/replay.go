@@ -9,9 +9,12 @@ import (
 	"github.com/fairgrid/fairgrid/throttle"
 )
 
-// replaySources are the Request.Source of each replayed controller, in the
-// order of replayController.ctls.
-var replaySources = [3]string{SourceReplayWindow, SourceReplayTFRC, SourceReplayStock}
+// replayed are the controllers replayed, in the order of
+// replayController.ctls, and replaySources their Request.Source.
+var (
+	replayed      = [3]throttle.ControllerName{throttle.Window, throttle.TFRC, throttle.ViewerRule}
+	replaySources = [3]string{SourceReplayWindow, SourceReplayTFRC, SourceReplayStock}
+)
 
 // replayController hands the tracker's measurements of a circuit's down
 // direction to the three controllers fairgrid can run, so that one pass
@@ -23,24 +26,19 @@ type replayController struct {
 
 var _ ratecalc.Controller = (*replayController)(nil)
 
-// newReplay builds the controllers as throttle.Config builds the one it
-// runs: the same constructors with the loop's Min and Max, and the viewer
-// rule stepping from its ViewerSetting.
+// newReplay builds each controller as the loop configured by loop builds
+// its one (throttle.Config.NewController): its clamps, segment size and
+// viewer setting.
 func newReplay(loop throttle.Config) (*replayController, error) {
-	base := ratecalc.Config{Min: loop.Min, Max: loop.Max}
-	w, err := ratecalc.NewWindow(ratecalc.WindowConfig{Config: base})
-	if err != nil {
-		return nil, err
+	r := &replayController{}
+	for i, name := range replayed {
+		c, err := loop.NewController(name)
+		if err != nil {
+			return nil, err
+		}
+		r.ctls[i] = c
 	}
-	t, err := ratecalc.NewTFRC(ratecalc.TFRCConfig{Config: base})
-	if err != nil {
-		return nil, err
-	}
-	v, err := ratecalc.NewViewer(ratecalc.ViewerConfig{Config: base, Setting: loop.ViewerSetting})
-	if err != nil {
-		return nil, err
-	}
-	return &replayController{ctls: [3]ratecalc.Controller{w, t, v}}, nil
+	return r, nil
 }
 
 func (r *replayController) OnPacket(p ratecalc.Packet) {
@@ -62,7 +60,7 @@ func (r *replayController) Stats() ratecalc.Stats            { return r.ctls[0].
 
 // tick makes the decisions due up to at: every loop Interval of capture
 // time, each live circuit's controllers are asked for their rate, clamped
-// as throttle.Loop.Tick clamps it. A capture's gap longer than the loop's
+// as throttle.Loop.Tick clamps it (throttle.Config.Clamp). A capture's gap longer than the loop's
 // idle timeout is skipped: the loop would have forgotten every circuit.
 func (a *Auditor) tick(at int64) {
 	if !a.cfg.Series {
@@ -82,8 +80,7 @@ func (a *Auditor) tick(at int64) {
 			}
 			down := &cs.dirs[circuit.Down]
 			for i, ctl := range cs.replay.ctls {
-				// throttle.Loop.Tick's clamp: [max(Min, Floor), Max].
-				target := min(max(ctl.Rate(now), a.loop.Min, a.loop.Floor), a.loop.Max)
+				target := a.loop.Clamp(ctl.Rate(now))
 				a.replayed[i] = true
 				split := throttle.ViewerSplit(target)
 				var cats [lludp.NumCategories]float64
