@@ -128,8 +128,10 @@ const (
 	// small packets gets the bytes per second of a TCP flow of full
 	// segments at the same loss event rate and RTT.
 	SegmentNominal Segment = "nominal"
-	segments               = "mean or nominal"
 )
+
+// segments lists the names for errors.
+const segments = "mean or nominal"
 
 func (s Segment) String() string { return string(s) }
 
