@@ -43,6 +43,7 @@ type File struct {
 	} `toml:"capture"`
 	Control struct {
 		Controller   throttle.ControllerName `toml:"controller"`
+		Segment      throttle.Segment        `toml:"segment"`
 		Interval     Duration                `toml:"interval"`
 		MinBPS       float64                 `toml:"min_bps"`
 		MaxBPS       float64                 `toml:"max_bps"`
@@ -162,6 +163,10 @@ func (f *File) Validate() error {
 	var name throttle.ControllerName
 	if err := name.UnmarshalText([]byte(c.Controller)); err != nil {
 		bad("control.controller", "%v", err)
+	}
+	var segment throttle.Segment
+	if err := segment.UnmarshalText([]byte(c.Segment)); err != nil {
+		bad("control.segment", "%v", err)
 	}
 	if err := throttle.CheckInterval(c.Interval.Duration); err != nil {
 		bad("control.interval", "%v", err)
@@ -381,7 +386,7 @@ func (f *File) Throttle() throttle.Config {
 	if c.Split == "weights" {
 		weights = slices.Clone(c.SplitWeights)
 	}
-	return throttle.Config{Controller: c.Controller, Interval: c.Interval.Duration,
+	return throttle.Config{Controller: c.Controller, Segment: c.Segment, Interval: c.Interval.Duration,
 		Min: ratecalc.RateFromBits(c.MinBPS), Max: ratecalc.RateFromBits(c.MaxBPS), Floor: ratecalc.RateFromBits(c.FloorBPS),
 		MinChange: c.MinChange, ResendEvery: c.ResendEvery, Weights: weights, Sims: sims, SimPorts: ports, RootOnly: f.Send.Regions == "root",
 		MaxCircuits: f.Capture.MaxCircuits, IdleTimeout: f.Capture.IdleTimeout.Duration}

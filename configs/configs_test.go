@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/fairgrid/fairgrid/internal/socks5"
+	"github.com/fairgrid/fairgrid/throttle"
 )
 
 // TestExampleLoads: the shipped configuration loads and holds the defaults.
@@ -19,7 +20,7 @@ func TestExampleLoads(t *testing.T) {
 	if f.Control.Controller != "window" || f.Control.Interval.Seconds() != 5 || f.Capture.Interface != "lo" || f.Metrics.Address != "127.0.0.1:9101" {
 		t.Errorf("%+v", f)
 	}
-	if tc := f.Throttle(); tc.Controller != "window" || tc.Min.BitsPerSecond() != 64000 {
+	if tc := f.Throttle(); tc.Controller != "window" || tc.Segment != f.Control.Segment || tc.Min.BitsPerSecond() != 64000 {
 		t.Errorf("throttle config %+v", tc)
 	}
 }
@@ -31,6 +32,8 @@ func TestInvalid(t *testing.T) {
 		{"unknown table", "[nonsense]\na = 1\n", "unknown key nonsense, nonsense.a"},
 		{"syntax", "[control\n", "line 2: expected '.' or ']' to end table name, but got '\\n' instead"},
 		{"controller", "[control]\ncontroller = \"cubic\"\n", `control.controller: "cubic": want window, tfrc or viewer`},
+		{"segment", "[control]\nsegment = \"1460\"\n", `control.segment: "1460": want mean or nominal`},
+		{"segment empty", "[control]\nsegment = \"\"\n", `control.segment: "": want mean or nominal`},
 		{"integer duration", "[control]\ninterval = 5\n", `line 2: control.interval: "5" is not a duration such as "5s"`},
 		{"short interval", "[control]\ninterval = \"10ms\"\n", "control.interval: 10ms outside [100ms, 1h]"},
 		{"max below min", "[control]\nmin_bps = 100000\nmax_bps = 50000\n", "control.max_bps: 50000: must lie between min_bps and 1e9"},
@@ -77,5 +80,23 @@ func TestProxyDefaults(t *testing.T) {
 	}
 	if err := socks5.CheckListen(f.Proxy.Listen, nil); err != nil || f.Proxy.Username != "" || f.Proxy.PasswordFile != "" {
 		t.Errorf("listen %q without credentials: %v", f.Proxy.Listen, err)
+	}
+}
+
+// TestSegment: control.segment reaches the loop's configuration, and
+// the loop takes it.
+func TestSegment(t *testing.T) {
+	for _, want := range []throttle.Segment{throttle.SegmentMean, throttle.SegmentNominal} {
+		f, err := Parse([]byte("[control]\nsegment = \"" + string(want) + "\"\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := throttle.New(f.Throttle(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := l.Config().Segment; got != want {
+			t.Errorf("segment = %q: the loop runs with %q", want, got)
+		}
 	}
 }
