@@ -44,6 +44,10 @@ func loadDaemonConfig(fs *flag.FlagSet, path string) (*configs.File, error) {
 			if err := f.Control.Controller.UnmarshalText([]byte(v)); err != nil {
 				errs = append(errs, fmt.Errorf("--controller (control.controller): %w", err))
 			}
+		case "segment":
+			if err := f.Control.Segment.UnmarshalText([]byte(v)); err != nil {
+				errs = append(errs, fmt.Errorf("--segment (control.segment): %w", err))
+			}
 		case "interval":
 			// A flag.Duration already parsed it.
 			f.Control.Interval.Duration = fl.Value.(flag.Getter).Get().(time.Duration)

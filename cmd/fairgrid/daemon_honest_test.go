@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -162,6 +163,14 @@ type reloadCase struct {
 	live   func(d *daemon) bool  // nil: the key needs a restart
 }
 
+// otherSegment is the segment setting that is not the default.
+func otherSegment() throttle.Segment {
+	if configs.Default().Control.Segment == throttle.SegmentNominal {
+		return throttle.SegmentMean
+	}
+	return throttle.SegmentNominal
+}
+
 // reloadCases has an entry for every key of the configuration: a key
 // without one fails TestReloadEveryKey.
 var reloadCases = map[string]reloadCase{
@@ -172,7 +181,9 @@ var reloadCases = map[string]reloadCase{
 	"capture.idle_timeout": {change: configs.Duration{Duration: 90 * time.Second},
 		live: func(d *daemon) bool { return d.loop.Config().IdleTimeout == 90*time.Second }},
 	"control.controller": {change: throttle.TFRC},
-	"control.interval":   {change: configs.Duration{Duration: 2 * time.Second}},
+	"control.segment": {change: otherSegment(),
+		live: func(d *daemon) bool { return d.loop.Config().Segment == otherSegment() }},
+	"control.interval": {change: configs.Duration{Duration: 2 * time.Second}},
 	"control.min_bps": {change: 100_000.0,
 		live: func(d *daemon) bool { return d.loop.Config().Min == ratecalc.RateFromBits(100_000) }},
 	"control.max_bps": {change: 2_000_000.0,
@@ -656,6 +667,37 @@ var behaviourCases = map[string]behaviourCase{
 			t.Errorf("the viewer rule requested what window tracking did: %v", s.totals(scenarioViewerA, scenarioSim))
 		}
 	}},
+	"control.segment": {"[control]\nsegment = \"" + string(otherSegment()) + "\"\n", func(t *testing.T, def, s scenario) {
+		// Window tracking's request is cwnd·s/RTT, and the window itself
+		// does not depend on s: each request moves by the ratio of the two
+		// settings' s (1460 over the mean payload, about 1000 B here).
+		k := circuit.Key{Viewer: scenarioViewerA, Sim: scenarioSim}
+		_, defStats, ok1 := def.d.loop.Circuit(k)
+		_, stats, ok2 := s.d.loop.Circuit(k)
+		if !ok1 || !ok2 || s.d.loop.Config().Segment != otherSegment() {
+			t.Fatalf("circuit measured: %v, %v; segment %q", ok1, ok2, s.d.loop.Config().Segment)
+		}
+		want := stats.FairSegmentSize / defStats.FairSegmentSize
+		d, c := def.totals(scenarioViewerA, scenarioSim), s.totals(scenarioViewerA, scenarioSim)
+		t.Logf("s %.1f B → %.1f B; requests %v → %v", defStats.FairSegmentSize, stats.FairSegmentSize, d, c)
+		if math.Abs(want-1) < 0.2 || len(d) != len(c) {
+			t.Fatalf("s %.1f B and %.1f B, %d and %d requests: the case shows nothing", defStats.FairSegmentSize, stats.FairSegmentSize, len(d), len(c))
+		}
+		clamped := func(bps float64) bool { return bps <= 64e3 || bps >= 5.12e6 }
+		compared := 0
+		for i := range d {
+			if clamped(d[i]) || clamped(c[i]) {
+				continue
+			}
+			compared++
+			if got := c[i] / d[i]; math.Abs(got/want-1) > 1e-3 {
+				t.Errorf("request %d: %.0f bit/s, default %.0f: ×%.4f, want ×%.4f", i, c[i], d[i], got, want)
+			}
+		}
+		if compared < len(d)/2 {
+			t.Errorf("only %d of %d requests unclamped", compared, len(d))
+		}
+	}},
 	"control.interval": {"[control]\ninterval = \"2s\"\n", func(t *testing.T, def, s scenario) {
 		if d, c := def.d.loop.Interval(), s.d.loop.Interval(); d != 5*time.Second || c != 2*time.Second {
 			t.Errorf("intervals %v and %v", d, c)
@@ -904,6 +946,7 @@ func TestEveryFlagReachesItsKey(t *testing.T) {
 		"check-config": {[]string{"--check-config"}, exitOK, "configuration ok"},
 		"interface":    {[]string{"--interface", "", "--check-config"}, exitUsage, "capture.interface"},
 		"controller":   {[]string{"--controller", "reno", "--check-config"}, exitUsage, "control.controller"},
+		"segment":      {[]string{"--segment", "1460", "--check-config"}, exitUsage, "control.segment"},
 		"interval":     {[]string{"--interval", "10ms", "--check-config"}, exitUsage, "control.interval"},
 		"metrics":      {[]string{"--metrics", "everywhere", "--check-config"}, exitUsage, "metrics.address"},
 		"log-level":    {[]string{"--log-level", "chatty", "--check-config"}, exitUsage, "log.level"},
@@ -1071,4 +1114,27 @@ func heapInUseNow() uint64 {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return ms.HeapInuse
+}
+
+// TestDemoSegment: run --demo takes --segment, refuses a bad one with the
+// names, and runs its loop, and its TCP-fair column, with the one given.
+func TestDemoSegment(t *testing.T) {
+	code, _, errOut := runCmd(t, "", "run", "--demo", "--segment", "1460", "--interval", "100ms", "--duration", "300ms")
+	if code != exitUsage || !strings.Contains(errOut, `--segment "1460": want mean or nominal`) {
+		t.Errorf("--segment 1460: exit %d, %q; want exit 2 with the names", code, errOut)
+	}
+	for _, segment := range []throttle.Segment{throttle.SegmentMean, throttle.SegmentNominal} {
+		code, out, errOut := runCmd(t, "", "run", "--demo", "--segment", string(segment), "--interval", "100ms", "--duration", "300ms", "--format", "json")
+		if code != exitOK {
+			t.Fatalf("--segment %s: exit %d, %s", segment, code, errOut)
+		}
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		var sum struct {
+			Summary bool             `json:"summary"`
+			Segment throttle.Segment `json:"segment"`
+		}
+		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil || !sum.Summary || sum.Segment != segment {
+			t.Errorf("--segment %s: summary %q (%v)", segment, lines[len(lines)-1], err)
+		}
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/fairgrid/fairgrid/configs"
 	"github.com/fairgrid/fairgrid/ratecalc"
 )
 
@@ -106,6 +107,15 @@ func (f formatValue) Set(v string) error {
 	}
 	*f.p = v
 	return nil
+}
+
+// segmentFlag declares --segment, shared by run, its demo and proxy: a
+// string checked by throttle.Segment's parser where it is used, so that
+// the daemon's error names the key it overrides (control.segment). Its
+// default is the shipped configuration's.
+func segmentFlag(fs *flag.FlagSet) *string {
+	return fs.String("segment", string(configs.Default().Control.Segment),
+		"the segment size s of the TCP-fair rate: `mean` (the mean datagram payload, RFC 5348) or nominal (1460 B, RFC 4828)")
 }
 
 // parsePositiveRate reads a rate flag for which zero means nothing: a

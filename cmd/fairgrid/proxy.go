@@ -26,7 +26,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-const proxySynopsis = `[--listen ADDR] [--config FILE] [--check-config [FILE]] [--controller C] [--interval D] [--dry-run] [--metrics ADDR] [--log-level L]
+const proxySynopsis = `[--listen ADDR] [--config FILE] [--check-config [FILE]] [--controller C] [--segment S] [--interval D] [--dry-run] [--metrics ADDR] [--log-level L]
        [--user U [--password-file F]] [--allow-ports LIST] [--max-associations N] [--max-connects N]
 
 A SOCKS 5 proxy (RFC 1928, username/password RFC 1929) for Second Life
@@ -137,6 +137,7 @@ func proxyFlags(s stdio) (fs *flag.FlagSet, configPath *string, check *bool) {
 	configPath = fs.String("config", "", "configuration file (default: the built-in defaults, as in configs/fairgrid.toml)")
 	check = fs.Bool("check-config", false, "validate the configuration and the credentials, and exit")
 	fs.String("controller", "window", "window (window tracking), tfrc, or viewer (the stock rule)")
+	segmentFlag(fs)
 	fs.Duration("interval", 5*time.Second, "decision interval")
 	fs.Bool("dry-run", false, "measure, decide, log and export; rewrite and send nothing")
 	fs.String("metrics", "127.0.0.1:9101", "Prometheus metrics address (empty: none)")

@@ -226,6 +226,7 @@ func TestEveryProxyFlagReachesItsKey(t *testing.T) {
 		"config":           {[]string{"--config", missing, "--check-config"}, exitUsage, "missing.toml"},
 		"check-config":     {[]string{"--check-config"}, exitOK, "configuration ok"},
 		"controller":       {[]string{"--controller", "reno", "--check-config"}, exitUsage, "control.controller"},
+		"segment":          {[]string{"--segment", "1460", "--check-config"}, exitUsage, "control.segment"},
 		"interval":         {[]string{"--interval", "10ms", "--check-config"}, exitUsage, "control.interval"},
 		"metrics":          {[]string{"--metrics", "everywhere", "--check-config"}, exitUsage, "metrics.address"},
 		"log-level":        {[]string{"--log-level", "chatty", "--check-config"}, exitUsage, "log.level"},

@@ -16,15 +16,18 @@ import (
 	"github.com/fairgrid/fairgrid/throttle"
 )
 
-const runSynopsis = `[--config FILE] [--check-config [FILE]] [--interface IFACE] [--controller C] [--interval D] [--dry-run] [--metrics ADDR] [--log-level L]
-       fairgrid run --demo [--duration D] [--link RATE,DELAY,LOSS,BUFFER] [--controller window|tfrc|viewer] [--interval D] [--format text|json]
+const runSynopsis = `[--config FILE] [--check-config [FILE]] [--interface IFACE] [--controller C] [--segment S] [--interval D] [--dry-run] [--metrics ADDR] [--log-level L]
+       fairgrid run --demo [--duration D] [--link RATE,DELAY,LOSS,BUFFER] [--controller window|tfrc|viewer] [--segment mean|nominal] [--interval D] [--format text|json]
 
 The sidecar daemon: it captures the viewer's circuits on an interface,
 measures loss and RTT, and every interval asks each simulator for a
 TCP-fair rate with an AgentThrottle sent from the viewer's own address
 (raw sockets: CAP_NET_RAW). configs/fairgrid.toml documents the
 configuration; flags override it; SIGHUP reloads it. --dry-run measures,
-decides, logs and exports, and sends nothing.
+decides, logs and exports, and sends nothing. --segment is the segment
+size s of the TCP-fair rate: mean (the viewer's mean datagram payload, RFC
+5348) or nominal (1460 bytes, TFRC-SP, RFC 4828), which asks for
+1460/mean times as much (control.segment).
 
 With --demo it runs the embedded default: a test
 region, a link emulator (default 1M,50ms,1%,100: rate in bits/s, 0 for
@@ -55,6 +58,7 @@ func runRun(args []string, s stdio) int {
 	// A string, not a TextVar: the daemon's error names the key the flag
 	// overrides (control.controller), from the same parser.
 	controllerFlag := fs.String("controller", "window", "window (window tracking), tfrc, or viewer (the stock rule)")
+	segmentFlag := segmentFlag(fs)
 	interval := fs.Duration("interval", 5*time.Second, "decision interval")
 	format := formatFlag(fs, "output format: `text` or json (one object per interval, then a summary)")
 	configPath := fs.String("config", "", "configuration file (default: the built-in defaults, as in configs/fairgrid.toml)")
@@ -101,7 +105,12 @@ func runRun(args []string, s stdio) int {
 		fmt.Fprintf(s.err, "fairgrid run: --controller %v\n", err)
 		return exitUsage
 	}
-	cfg.Loop = throttle.Config{Controller: controller, Interval: *interval}
+	var segment throttle.Segment
+	if err := segment.UnmarshalText([]byte(*segmentFlag)); err != nil {
+		fmt.Fprintf(s.err, "fairgrid run: --segment %v\n", err)
+		return exitUsage
+	}
+	cfg.Loop = throttle.Config{Controller: controller, Segment: segment, Interval: *interval}
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintf(s.err, "fairgrid run: --demo: %v\n", err)
 		return exitUsage
@@ -144,9 +153,9 @@ func runDemo(cfg demo.Config, linkSpec string, controller throttle.ControllerNam
 	enc := json.NewEncoder(out)
 	if format == "text" {
 		if cfg.Duration < demo.MinCompareDuration {
-			fmt.Fprintf(out, "fairgrid demo: link %s, controller %s, %v; a stock viewer asks for 1,536 kbit/s\n\n", linkSpec, controller, cfg.Duration)
+			fmt.Fprintf(out, "fairgrid demo: link %s, controller %s, segment %s, %v; a stock viewer asks for 1,536 kbit/s\n\n", linkSpec, controller, cfg.Loop.Segment, cfg.Duration)
 		} else {
-			fmt.Fprintf(out, "fairgrid demo: link %s, controller %s, %v; a stock viewer asks for 1,536 kbit/s beside a bulk TCP download (CUBIC);\n", linkSpec, controller, cfg.Duration)
+			fmt.Fprintf(out, "fairgrid demo: link %s, controller %s, segment %s, %v; a stock viewer asks for 1,536 kbit/s beside a bulk TCP download (CUBIC);\n", linkSpec, controller, cfg.Loop.Segment, cfg.Duration)
 			fmt.Fprintf(out, "the same set-up runs beside it without fairgrid, for the comparison at the end\n\n")
 		}
 		fmt.Fprintf(out, "%6s %12s %12s %8s %8s %12s %12s %12s\n", "t (s)", "received", "TCP-fair", "p", "RTT ms", "viewer asks", "fairgrid", "applied")
@@ -189,8 +198,8 @@ func runDemo(cfg demo.Config, linkSpec string, controller throttle.ControllerNam
 		fmt.Fprintf(out, "Interrupted after %d intervals; the verdict covers what ran.\n", sum.Intervals)
 	}
 	if sum.MeanFairBPS > 0 {
-		fmt.Fprintf(out, "Over the last half of the run the viewer received %.0f kbit/s, %.2f× the TCP-fair %.0f kbit/s (%s model).\n",
-			sum.MeanRateBPS/1000, sum.RatioToFair, sum.MeanFairBPS/1000, sum.FairModel)
+		fmt.Fprintf(out, "Over the last half of the run the viewer received %.0f kbit/s, %.2f× the TCP-fair %.0f kbit/s (%s model, s = %s).\n",
+			sum.MeanRateBPS/1000, sum.RatioToFair, sum.MeanFairBPS/1000, sum.FairModel, segmentName(sum.Segment))
 	} else {
 		fmt.Fprintf(out, "Over the last half of the run the viewer received %.0f kbit/s; no loss was measured, so there is no TCP-fair rate to compare it with.\n",
 			sum.MeanRateBPS/1000)
@@ -209,7 +218,7 @@ func writeDemoComparison(w io.Writer, sum demo.Summary) {
 	if sum.Stock == nil || sum.Fairgrid == nil {
 		return
 	}
-	fmt.Fprintf(w, "\nBeside a bulk TCP download (CUBIC) on the same link, the stock viewer alone and with fairgrid (%s), side by side, last half of the run:\n\n", sum.FairModel)
+	fmt.Fprintf(w, "\nBeside a bulk TCP download (CUBIC) on the same link, the stock viewer alone and with fairgrid (%s, s = %s), side by side, last half of the run:\n\n", sum.FairModel, segmentName(sum.Segment))
 	fmt.Fprintf(w, "%-16s %14s %16s %22s %16s %14s\n", "", "download", "viewer received", "viewer queueing delay", "TCP-fair share", "viewer/fair")
 	for _, r := range []struct {
 		name string
@@ -226,6 +235,14 @@ func writeDemoComparison(w io.Writer, sum demo.Summary) {
 	if sum.Stock.DownloadBPS > 0 {
 		fmt.Fprintf(w, "\nWith fairgrid the download got %.2f× what it got beside the stock viewer.\n", sum.Fairgrid.DownloadBPS/sum.Stock.DownloadBPS)
 	}
+}
+
+// segmentName says what s a segment setting stands for.
+func segmentName(s throttle.Segment) string {
+	if s == throttle.SegmentNominal {
+		return "1460 B, nominal"
+	}
+	return "the mean payload"
 }
 
 // overrides says how often fairgrid overrode the viewer, and how fast.

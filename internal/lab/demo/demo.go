@@ -42,7 +42,9 @@ type Config struct {
 	// Duration of the run (default 60 s): at least two intervals, so that
 	// there is a second half to judge.
 	Duration time.Duration
-	// Loop configures the control loop (default window tracking, 5 s).
+	// Loop configures the control loop (default window tracking, 5 s, the
+	// segment size throttle's default). The TCP-fair rates the demo shows
+	// stand on the loop's segment size, as its controller's do.
 	Loop throttle.Config
 	// ViewerThrottle is the stock viewer's request (default 1,500 kbps of
 	// 1024 bit/s); the viewer follows the stock ±10 % rule from it.
@@ -123,9 +125,10 @@ type Row struct {
 	T       float64 `json:"t_s"`
 	RateBPS float64 `json:"rate_bps"` // received by the viewer over the interval
 	// FairBPS is the TCP-fair rate at the measured loss event rate, RTT and
-	// segment size, by the model the controller follows: the Mathis rate
-	// (Reno's AIMD) for window tracking, the TFRC equation otherwise. Null
-	// before any loss.
+	// the controller's segment size (the mean payload or 1460 B, as the
+	// loop's Segment says), by the model the controller follows: the
+	// Mathis rate (Reno's AIMD) for window tracking, the TFRC equation
+	// otherwise. Null before any loss.
 	FairBPS            *float64 `json:"fair_bps"`
 	LossEventRate      float64  `json:"loss_event_rate"`
 	RTTms              *float64 `json:"rtt_ms"`
@@ -144,6 +147,9 @@ type Summary struct {
 	Interrupted bool `json:"interrupted"`
 	// FairModel names the TCP-fair model: "mathis" or "tfrc".
 	FairModel string `json:"fair_model"`
+	// Segment is the segment size s the fair rates stand on: "mean" or
+	// "nominal" (throttle.Segment).
+	Segment throttle.Segment `json:"segment"`
 	// RatioToFair is the mean received rate over the last half of the run
 	// divided by the mean TCP-fair rate over the same intervals.
 	RatioToFair float64 `json:"ratio_to_fair"`
@@ -178,8 +184,8 @@ type Side struct {
 	QueueDelayMeanMs float64 `json:"queue_delay_mean_ms"`
 	QueueDelayP95Ms  float64 `json:"queue_delay_p95_ms"`
 	// FairBPS is the viewer's TCP-fair share at the loss and RTT it
-	// measured (the model FairModel names; Mathis for the stock viewer);
-	// 0 without loss.
+	// measured, with the segment size Summary.Segment names (the model
+	// FairModel names; Mathis for the stock viewer); 0 without loss.
 	FairBPS float64 `json:"fair_bps"`
 }
 
@@ -437,7 +443,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, onRow func(Row)) (Su
 		log.Warn("the sidecar fell behind the tap: datagrams not measured", "dropped", n)
 	}
 	sum := summarize(rows, loop, a, sender, loop.Interval())
-	sum.FairModel = fairModel(loop.Config().Controller)
+	sum.FairModel, sum.Segment = fairModel(loop.Config().Controller), loop.Config().Segment
 	sum.Intervals, sum.Interrupted = len(rows), ctx.Err() != nil
 	if !cfg.Alone {
 		if end.Flows == nil {
@@ -446,8 +452,12 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, onRow func(Row)) (Su
 		sum.Fairgrid = side(end.Since(mid), endRead-midRead, sum.MeanFairBPS)
 		if r := <-stockDone; r.err == nil {
 			v := r.m.Viewer
+			fair := v.FairMeanBPS
+			if sum.Segment == throttle.SegmentNominal {
+				fair = v.FairNominalBPS
+			}
 			sum.Stock = &Side{DownloadBPS: r.m.TCP[0].GoodputBPS, ViewerBPS: v.Down.ThroughputBPS,
-				QueueDelayMeanMs: v.Down.QueueDelayMeanMs, QueueDelayP95Ms: v.Down.QueueDelayP95Ms, FairBPS: v.FairMeanBPS}
+				QueueDelayMeanMs: v.Down.QueueDelayMeanMs, QueueDelayP95Ms: v.Down.QueueDelayP95Ms, FairBPS: fair}
 		} else if !sum.Interrupted {
 			return Summary{}, fmt.Errorf("the stock viewer's run: %w", r.err)
 		}
@@ -481,11 +491,13 @@ func fairModel(controller throttle.ControllerName) string {
 	return "tfrc"
 }
 
+// fairRate is the TCP-fair rate by the controller's model, with the s its
+// rate stands on (st.FairSegmentSize: the mean payload or the nominal).
 func fairRate(controller throttle.ControllerName, st ratecalc.Stats) ratecalc.Rate {
 	if fairModel(controller) == "mathis" {
-		return ratecalc.MathisRate(st.SegmentSize, st.SRTT, st.LossEventRate)
+		return ratecalc.MathisRate(st.FairSegmentSize, st.SRTT, st.LossEventRate)
 	}
-	return ratecalc.TFRCRate(st.SegmentSize, st.SRTT, st.LossEventRate)
+	return ratecalc.TFRCRate(st.FairSegmentSize, st.SRTT, st.LossEventRate)
 }
 
 // Request is throttle.Request, for the hook's signature.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fairgrid/fairgrid/internal/lab/link"
+	"github.com/fairgrid/fairgrid/ratecalc"
 	"github.com/fairgrid/fairgrid/throttle"
 )
 
@@ -200,5 +201,42 @@ func checkHarm(t *testing.T, sum Summary) {
 	}
 	if !(fg.QueueDelayMeanMs < st.QueueDelayMeanMs) {
 		t.Errorf("the viewer's queueing delay was %.0f ms with fairgrid, %.0f ms without: want less", fg.QueueDelayMeanMs, st.QueueDelayMeanMs)
+	}
+}
+
+// TestFairRateSegment: the TCP-fair column stands on the s the controller
+// uses. The same circuit of 300-byte datagrams through the loop's
+// controller with s = the mean and with the nominal 1460 B: the fair rate
+// moves by exactly the factor the controller's rate moves by, so a viewer
+// that receives what the controller asks for reads the same ratio to fair
+// under either setting.
+func TestFairRateSegment(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	for _, controller := range []throttle.ControllerName{throttle.Window, throttle.TFRC} {
+		t.Run(string(controller), func(t *testing.T) {
+			var rates, fairs [2]float64
+			for i, segment := range []throttle.Segment{throttle.SegmentMean, throttle.SegmentNominal} {
+				// A Max high enough that no decision is clamped.
+				c, err := throttle.Config{Segment: segment, Max: 1e9}.NewController(controller)
+				if err != nil {
+					t.Fatal(err)
+				}
+				c.OnRTT(100*time.Millisecond, t0)
+				var last time.Time
+				for k := range 60_000 {
+					last = t0.Add(time.Duration(k) * time.Millisecond)
+					c.OnPacket(ratecalc.Packet{At: last, Size: 300, Lost: k%250 == 0})
+				}
+				rates[i] = float64(c.Rate(last))
+				st := c.Stats()
+				if st.LossEventRate <= 0 {
+					t.Fatal("no loss measured")
+				}
+				fairs[i] = float64(fairRate(controller, st))
+			}
+			if r, f := rates[1]/rates[0], fairs[1]/fairs[0]; math.Abs(f/r-1) > 1e-9 || r < 2 {
+				t.Errorf("nominal over mean: the controller's rate ×%.4f, the fair column's ×%.4f; want the same factor, 1460/mean", r, f)
+			}
+		})
 	}
 }
