@@ -33,10 +33,10 @@
 // (RFC 5348 §3.1, as Linux's CCID 3); TFRC-SP (RFC 4828 §3) argues for a
 // nominal 1460 bytes instead, so that a flow of small packets gets the
 // bytes a TCP flow of full segments gets at the same loss and RTT. The
-// coexistence scenario measures both beside one bulk TCP flow. Until the
-// controllers have a segment setting, the nominal runs scale fairgrid's
-// request by 1460/s on its way out (nominalSender): window tracking's
-// rate cwnd·s/SRTT and the TFRC equation are both proportional to s.
+// coexistence scenario measures both beside one bulk TCP flow, through
+// the controllers' own setting (RigViewer.Segment, control.segment):
+// window tracking's rate cwnd·s/SRTT and the TFRC equation are both
+// proportional to s.
 //
 // # Published numbers
 //

@@ -122,11 +122,7 @@ func (r *Relay) read(c *net.UDPConn, up bool) {
 // InjectUp sends payload towards the simulator as the viewer, across the
 // bottleneck: how the sidecar's AgentThrottle leaves the viewer's host.
 func (r *Relay) InjectUp(viewer netip.AddrPort, payload []byte) {
-	r.sendUp(viewer, payload, true)
-}
-
-func (r *Relay) sendUp(viewer netip.AddrPort, payload []byte, tapped bool) {
-	if tapped && r.tap != nil {
+	if r.tap != nil {
 		r.tap(lludp.Datagram{At: time.Now(), Src: viewer, Dst: r.Addr(), Payload: append([]byte(nil), payload...)})
 	}
 	r.b.Send(r.up, payload)

@@ -35,7 +35,7 @@ const (
 // NominalSegment is the segment size TFRC-SP takes for a small-packet flow
 // (RFC 4828 §3: 1460 bytes), and the one the literature's bulk TCP flows
 // send (Ethernet's MSS, RFC 894).
-const NominalSegment = 1460
+const NominalSegment = ratecalc.NominalSegmentSize
 
 // RigViewer puts an LLUDP viewer and a region on the bottleneck.
 type RigViewer struct {
@@ -50,17 +50,17 @@ type RigViewer struct {
 	Throttle ratecalc.Rate
 	// Activity is the region's load (default flying: every channel busy).
 	Activity region.Activity
-	// Segment is the s fairgrid's rate stands on: SegmentMean (the
-	// controllers' own, the mean payload) or SegmentNominal (1460 B,
-	// TFRC-SP's; see nominalSender).
+	// Segment is the s fairgrid's rate stands on, its control.segment:
+	// SegmentMean (the mean payload) or SegmentNominal (1460 B, TFRC-SP's);
+	// empty is throttle's default.
 	Segment string
 }
 
-// The segment choices of RigViewer.Segment, named as fairgrid audit's
-// --segment names them.
+// The segment choices of RigViewer.Segment: throttle's, as
+// control.segment and fairgrid audit's --segment name them.
 const (
-	SegmentMean    = "mean"
-	SegmentNominal = "nominal"
+	SegmentMean    = string(throttle.SegmentMean)
+	SegmentNominal = string(throttle.SegmentNominal)
 )
 
 // RigConfig describes one run on a shared bottleneck.
@@ -169,40 +169,6 @@ func (s relaySender) Send(_ context.Context, req throttle.Request) error {
 		return err
 	}
 	s.r.InjectUp(req.Circuit.Viewer, b)
-	return nil
-}
-
-// nominalSender sends fairgrid's requests scaled from the mean payload s
-// the controllers use to the nominal 1460 B of TFRC-SP (RFC 4828 §3):
-// window tracking's rate cwnd·s/SRTT and the TFRC equation are both
-// proportional to s, so the scaled request is what the controller would
-// ask for with s fixed at 1460 B, up to the loop's Max. It stands in for
-// a segment setting of the controllers themselves (see the package
-// documentation). Its datagrams bypass the tap: the loop knows its own
-// AgentThrottle by the total it asked for, and would take a scaled one for
-// the viewer's and re-assert at once, and again at the next sight of its
-// own answer.
-type nominalSender struct {
-	relay *Relay
-	loop  *throttle.Loop
-}
-
-func (s nominalSender) Send(ctx context.Context, req throttle.Request) error {
-	if _, st, ok := s.loop.Circuit(req.Circuit); ok && st.SegmentSize > 0 {
-		k := NominalSegment / st.SegmentSize
-		if maxRate := s.loop.Config().Max; maxRate > 0 && req.Total*ratecalc.Rate(k) > maxRate {
-			k = float64(maxRate / req.Total)
-		}
-		req.Total *= ratecalc.Rate(k)
-		for i := range req.Throttles {
-			req.Throttles[i] *= float32(k)
-		}
-	}
-	b, err := req.Encode()
-	if err != nil {
-		return err
-	}
-	s.relay.sendUp(req.Circuit.Viewer, b, false)
 	return nil
 }
 
@@ -381,7 +347,13 @@ func startViewer(ctx context.Context, wg *sync.WaitGroup, b *link.Bottleneck, cf
 	if cfg.Mode == TFRC {
 		controller = throttle.TFRC
 	}
-	loop, err := throttle.New(throttle.Config{Controller: controller, Interval: interval, Floor: cfg.Floor}, log)
+	var segment throttle.Segment
+	if cfg.Segment != "" {
+		if err := segment.UnmarshalText([]byte(cfg.Segment)); err != nil {
+			return nil, fmt.Errorf("scenario: segment %w", err)
+		}
+	}
+	loop, err := throttle.New(throttle.Config{Controller: controller, Segment: segment, Interval: interval, Floor: cfg.Floor}, log)
 	if err != nil {
 		return nil, fmt.Errorf("scenario: %w", err)
 	}
@@ -410,15 +382,8 @@ func startViewer(ctx context.Context, wg *sync.WaitGroup, b *link.Bottleneck, cf
 	}
 	vr := &viewerRig{mode: cfg.Mode, loop: loop, warmEnd: time.Now().Add(warmup)}
 	var sender throttle.Sender = discard{}
-	switch {
-	case cfg.Mode == Stock:
-	case cfg.Segment == SegmentNominal:
-		sender = nominalSender{relay: relay, loop: loop}
-	case cfg.Segment == "" || cfg.Segment == SegmentMean:
+	if cfg.Mode != Stock {
 		sender = relaySender{relay}
-	default:
-		relay.close()
-		return nil, fmt.Errorf("scenario: segment %q: want mean or nominal", cfg.Segment)
 	}
 	sc, err := throttle.NewSidecar(throttle.SidecarConfig{Loop: loop, Source: source, Sender: sender, Log: log,
 		AfterTick: func(now time.Time, _ []throttle.Request) {
