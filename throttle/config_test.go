@@ -21,6 +21,9 @@ func TestSegmentText(t *testing.T) {
 			t.Errorf("%v: marshalled %q (%v), back %v", s, b, err, back)
 		}
 	}
+	if c, err := (Config{}).withDefaults(); err != nil || c.Segment != defaultSegment {
+		t.Errorf("the zero Segment became %q (%v), want the default %q", c.Segment, err, defaultSegment)
+	}
 	for _, bad := range []string{"", "Mean", "1460", "nominal ", "tcp"} {
 		var s Segment
 		if err := s.UnmarshalText([]byte(bad)); err == nil || !strings.Contains(err.Error(), "want mean or nominal") {
@@ -46,7 +49,6 @@ func TestNewController(t *testing.T) {
 		// initial mean (ratecalc's default 1200 B) or 1460.
 		wantS float64
 	}{
-		{Window, "", 1200},
 		{Window, SegmentMean, 1200},
 		{Window, SegmentNominal, ratecalc.NominalSegmentSize},
 		{TFRC, SegmentMean, 1200},
