@@ -14,15 +14,9 @@ import (
 	"github.com/fairgrid/fairgrid/throttle"
 )
 
-// The verdict's choices of segment size s (congestion.md §13 item 2).
-const (
-	SegmentMean    = "mean"    // the circuit's mean datagram payload, as RFC 5348 and the controllers
-	SegmentNominal = "nominal" // TFRC-SP's nominal segment (RFC 4828 §3)
-)
-
-// NominalSegmentBytes is TFRC-SP's nominal s: a full-sized TCP segment on
-// Ethernet, 1460 bytes (RFC 4828 §3, congestion.md §13 item 2).
-const NominalSegmentBytes = 1460
+// NominalSegmentBytes is TFRC-SP's nominal s (RFC 4828 §3, congestion.md
+// §13 item 2), the controllers' own.
+const NominalSegmentBytes = ratecalc.NominalSegmentSize
 
 // withinBand is the verdict's "fair" band: received within ±10 % of the
 // fair rate. The SIGCOMM 2000 TFRC paper calls a factor of two fair
@@ -37,9 +31,10 @@ type Config struct {
 	Ports    lludp.Ports
 	Sims     []netip.AddrPort
 	Template *lludp.Template
-	// Segment is the verdict's s: SegmentMean (default) or SegmentNominal.
-	// Both fair rates are always reported.
-	Segment string
+	// Segment is the verdict's s, the controllers' setting (default
+	// mean); both fair rates are always reported. The replay uses it too
+	// unless Replay.Segment says otherwise.
+	Segment throttle.Segment
 	// Series keeps the per-second rows and the requests in the Report
 	// (Seconds, Requests): memory then grows with the seconds reported.
 	// Without it only each circuit's per-second rates and ratios are kept,
@@ -119,12 +114,14 @@ type flowState struct {
 
 // New returns an Auditor with nothing read.
 func New(cfg Config) (*Auditor, error) {
-	switch cfg.Segment {
-	case "":
-		cfg.Segment = SegmentMean
-	case SegmentMean, SegmentNominal:
-	default:
-		return nil, fmt.Errorf("segment %q: want %s or %s", cfg.Segment, SegmentMean, SegmentNominal)
+	if cfg.Segment == "" {
+		cfg.Segment = throttle.SegmentMean
+	}
+	if err := cfg.Segment.UnmarshalText([]byte(cfg.Segment)); err != nil {
+		return nil, err
+	}
+	if cfg.Replay.Segment == "" {
+		cfg.Replay.Segment = cfg.Segment
 	}
 	// The loop's own validation and defaults, so that the replay is the
 	// configuration `fairgrid run` would use.
@@ -329,7 +326,7 @@ func (a *Auditor) closeBin(fs *flowState) {
 
 // segment is the verdict's s for a direction's counters.
 func (a *Auditor) segment(st circuit.DirStats) float64 {
-	if a.cfg.Segment == SegmentNominal {
+	if a.cfg.Segment == throttle.SegmentNominal {
 		return NominalSegmentBytes
 	}
 	return meanPayload(st)

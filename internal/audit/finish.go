@@ -9,6 +9,7 @@ import (
 	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/opensim"
 	"github.com/fairgrid/fairgrid/ratecalc"
+	"github.com/fairgrid/fairgrid/throttle"
 )
 
 // unknownWarnShare is the share of datagrams with message numbers the
@@ -23,7 +24,7 @@ const unknownWarnShare = 0.01
 // open that second again, as a second row).
 func (a *Auditor) Report() *Report {
 	a.closeBins()
-	r := &Report{Files: slices.Clone(a.files), Segment: a.cfg.Segment, Messages: a.sortedMessages()}
+	r := &Report{Files: slices.Clone(a.files), Segment: a.cfg.Segment.String(), Messages: a.sortedMessages()}
 	for _, cs := range a.order {
 		for d := range cs.dirs {
 			if row, ok := a.circuitRow(&cs.dirs[d]); ok {
@@ -97,7 +98,7 @@ func (a *Auditor) circuitRow(fs *flowState) (Circuit, bool) {
 	_, fairNominal = a.fair(st, NominalSegmentBytes, rtt, p)
 	row.FairMeanS, row.FairNominal = fairMean, fairNominal
 	fair := fairMean
-	if a.cfg.Segment == SegmentNominal {
+	if a.cfg.Segment == throttle.SegmentNominal {
 		fair = fairNominal
 	}
 	if row.FairState == FairKnown {

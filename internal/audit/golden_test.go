@@ -18,6 +18,7 @@ import (
 	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/opensim/region"
 	"github.com/fairgrid/fairgrid/ratecalc"
+	"github.com/fairgrid/fairgrid/throttle"
 )
 
 // goldenTrace is one viewer's traffic through an emulated link with known
@@ -304,4 +305,34 @@ func deref(p *float64) float64 {
 		return math.NaN()
 	}
 	return *p
+}
+
+// TestReplaySegment: --segment reaches the replayed controllers: on the
+// same trace, TFRC's replayed requests with s = 1460 are larger than with
+// the mean payload once losses have been seen.
+func TestReplaySegment(t *testing.T) {
+	var tr *goldenTrace
+	for _, g := range golden(t) {
+		if g.loss == 0.03 {
+			tr = g
+		}
+	}
+	sum := func(seg throttle.Segment) (total float64, n int) {
+		r := auditBytes(t, Config{Sims: []netip.AddrPort{tr.sim}, Series: true, Segment: seg}, "golden", tr.pcap)
+		for _, q := range r.Requests {
+			if q.Source == SourceReplayTFRC {
+				total += q.TotalBitPerS
+				n++
+			}
+		}
+		return total, n
+	}
+	mean, n1 := sum(throttle.SegmentMean)
+	nominal, n2 := sum(throttle.SegmentNominal)
+	if n1 == 0 || n1 != n2 {
+		t.Fatalf("%d and %d replayed TFRC requests", n1, n2)
+	}
+	if nominal <= mean {
+		t.Errorf("replayed TFRC asked %.0f bit/s in all with s = 1460, %.0f with the mean: the segment did not reach the replay", nominal, mean)
+	}
 }

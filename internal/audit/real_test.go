@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/fairgrid/fairgrid/capture"
+	"github.com/fairgrid/fairgrid/throttle"
 )
 
 // realCapture is the OpenSim 0.9.2.2 capture of two TestClients on
@@ -52,13 +53,13 @@ func auditFiles(t testing.TB, cfg Config, paths ...string) *Report {
 
 func TestRealCapture(t *testing.T) {
 	path := realCapture(t)
-	for _, segment := range []string{SegmentMean, SegmentNominal} {
-		t.Run(segment, func(t *testing.T) {
+	for _, segment := range []throttle.Segment{throttle.SegmentMean, throttle.SegmentNominal} {
+		t.Run(segment.String(), func(t *testing.T) {
 			r := auditFiles(t, Config{Segment: segment, Series: true}, path)
 			if len(r.Circuits) != 4 {
 				t.Fatalf("%d circuit rows, want 2 circuits × 2 directions", len(r.Circuits))
 			}
-			if r.Segment != segment {
+			if r.Segment != segment.String() {
 				t.Errorf("segment %q, want %q", r.Segment, segment)
 			}
 			for _, c := range r.Circuits {
