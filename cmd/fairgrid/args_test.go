@@ -55,9 +55,9 @@ func TestOverridesWording(t *testing.T) {
 		n    uint64
 		want string
 	}{
-		{0, "never: it sent no AgentThrottle of its own after fairgrid's first request"},
-		{1, "once, within 3 ms"},
-		{4, "4 times, each within 3 ms"},
+		{0, "The viewer sent no AgentThrottle of its own after fairgrid's first request, so fairgrid never had to override it"},
+		{1, "fairgrid overrode the viewer's own AgentThrottle once, within 3 ms"},
+		{4, "fairgrid overrode the viewer's own AgentThrottles 4 times, each within 3 ms"},
 	} {
 		if got := overrides(tc.n, 3.2); got != tc.want {
 			t.Errorf("overrides(%d) = %q, want %q", tc.n, got, tc.want)

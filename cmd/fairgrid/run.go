@@ -203,10 +203,10 @@ func runDemo(cfg demo.Config, linkSpec string, controller throttle.ControllerNam
 	} else {
 		fmt.Fprintf(out, "Over the last half of the run the viewer received %.0f kbit/s; no loss was measured, so there is no TCP-fair rate to compare it with.\n",
 			sum.MeanRateBPS/1000)
-		fmt.Fprintf(out, "fairgrid overrode the stock viewer %s.\n", overrides(sum.Reasserts, sum.MaxOverrideMs))
+		fmt.Fprintf(out, "%s.\n", overrides(sum.Reasserts, sum.MaxOverrideMs))
 		return out.finish(s, "run", exitOK)
 	}
-	fmt.Fprintf(out, "The stock viewer asked for %.2f× the fair rate; fairgrid overrode it %s.\n",
+	fmt.Fprintf(out, "The stock viewer asked for %.2f× the fair rate. %s.\n",
 		sum.ViewerRatioToFair, overrides(sum.Reasserts, sum.MaxOverrideMs))
 	writeDemoComparison(out, sum)
 	return out.finish(s, "run", exitOK)
@@ -245,15 +245,16 @@ func segmentName(s throttle.Segment) string {
 	return "the mean payload"
 }
 
-// overrides says how often fairgrid overrode the viewer, and how fast.
+// overrides says how often fairgrid overrode the stock viewer's own
+// AgentThrottles, and how fast.
 func overrides(n uint64, maxMs float64) string {
 	switch n {
 	case 0:
-		return "never: it sent no AgentThrottle of its own after fairgrid's first request"
+		return "The viewer sent no AgentThrottle of its own after fairgrid's first request, so fairgrid never had to override it"
 	case 1:
-		return fmt.Sprintf("once, within %.0f ms", maxMs)
+		return fmt.Sprintf("fairgrid overrode the viewer's own AgentThrottle once, within %.0f ms", maxMs)
 	}
-	return fmt.Sprintf("%d times, each within %.0f ms", n, maxMs)
+	return fmt.Sprintf("fairgrid overrode the viewer's own AgentThrottles %d times, each within %.0f ms", n, maxMs)
 }
 
 // demoConfig reads RATE,DELAY,LOSS,BUFFER with the parsers and the rules
