@@ -150,10 +150,10 @@ func (d *daemon) commit(p *pendingReload) {
 }
 
 // sidecarReload is the sidecar's Reload: the file again, with the flags
-// over it, as at start.
-func (d *daemon) sidecarReload(fs *flag.FlagSet, configPath string) func() (throttle.Config, func(), error) {
+// over it, as at start; load is run's or the proxy's reading of both.
+func (d *daemon) sidecarReload(load func() (*configs.File, error)) func() (throttle.Config, func(), error) {
 	return func() (throttle.Config, func(), error) {
-		nf, err := loadDaemonConfig(fs, configPath)
+		nf, err := load()
 		if err != nil {
 			return throttle.Config{}, nil, err
 		}
@@ -252,7 +252,7 @@ func runDaemon(fs *flag.FlagSet, configPath string, check bool, s stdio) int {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	cfg.Reloads, cfg.Reload = hup, d.sidecarReload(fs, configPath)
+	cfg.Reloads, cfg.Reload = hup, d.sidecarReload(func() (*configs.File, error) { return loadDaemonConfig(fs, configPath) })
 	sc, err := throttle.NewSidecar(cfg)
 	if err != nil {
 		fmt.Fprintf(s.err, "fairgrid run: %v\n", err)

@@ -102,7 +102,9 @@ func runProxy(args []string, s stdio) int {
 	if err != nil {
 		return fail(exitUsage, "%v", err)
 	}
-	p.sidecarCfg.Reloads, p.sidecarCfg.Reload = hup, proxyReload(d, fs, *configPath)
+	// The proxy's reload reads its own flags over the file, as at start
+	// (run's would name a proxy flag's key as changed at every reload).
+	p.sidecarCfg.Reloads, p.sidecarCfg.Reload = hup, d.sidecarReload(func() (*configs.File, error) { return loadProxyConfig(fs, *configPath) })
 	ln, err := net.Listen("tcp", f.Proxy.Listen)
 	if err != nil {
 		return fail(exitFail, "%v", err)
@@ -236,23 +238,6 @@ func loadProxyConfig(fs *flag.FlagSet, path string) (*configs.File, error) {
 		return nil, err
 	}
 	return f, f.Validate()
-}
-
-// proxyReload is the sidecar's Reload for the proxy: the file again with
-// the proxy's flags over it, as at start (run's sidecarReload would read
-// the file without them, and name a flag's key as changed at every reload).
-func proxyReload(d *daemon, fs *flag.FlagSet, configPath string) func() (throttle.Config, func(), error) {
-	return func() (throttle.Config, func(), error) {
-		nf, err := loadProxyConfig(fs, configPath)
-		if err != nil {
-			return throttle.Config{}, nil, err
-		}
-		p, err := d.prepare(nf)
-		if err != nil {
-			return throttle.Config{}, nil, err
-		}
-		return p.next.Throttle(), func() { d.commit(p) }, nil
-	}
 }
 
 // proxyAuth reads the credentials: none, or a username with a password
