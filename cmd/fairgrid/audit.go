@@ -114,6 +114,9 @@ func runAudit(args []string, s stdio) int {
 			defer oc.Close()
 			opened = append(opened, oc)
 		}
+		if len(opened) == 0 {
+			return exitFail // each reason is on stderr; an empty report would say nothing more
+		}
 		inputs := make([]audit.Input, len(opened))
 		var total int64
 		for i, oc := range opened {

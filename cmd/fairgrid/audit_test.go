@@ -101,23 +101,28 @@ func TestAuditExitCodes(t *testing.T) {
 	capturetest.Write(f, capturetest.Pcap, nil)
 	f.Close()
 	for _, tc := range []struct {
-		name string
-		args []string
-		code int
-		says string
+		name     string
+		args     []string
+		code     int
+		says     string
+		noReport bool // nothing could be read: no table either
 	}{
-		{"no input", []string{"audit"}, exitUsage, "no captures named"},
-		{"bad segment", []string{"audit", "--segment", "mss", "x.pcap"}, exitUsage, "--segment"},
-		{"seconds without json", []string{"audit", "--seconds", "x.pcap"}, exitUsage, "--seconds needs --format json"},
-		{"live without duration", []string{"audit", "--live", "lo"}, exitUsage, "--live needs --duration"},
-		{"missing file", []string{"audit", filepath.Join(dir, "nosuch.pcap")}, exitFail, "no such file"},
-		{"not a capture", []string{"audit", notCapture}, exitFail, "not a capture"},
-		{"no datagrams", []string{"audit", empty}, exitFail, "no LLUDP circuits"},
+		{"no input", []string{"audit"}, exitUsage, "no captures named", false},
+		{"bad segment", []string{"audit", "--segment", "mss", "x.pcap"}, exitUsage, "--segment", false},
+		{"seconds without json", []string{"audit", "--seconds", "x.pcap"}, exitUsage, "--seconds needs --format json", false},
+		{"live without duration", []string{"audit", "--live", "lo"}, exitUsage, "--live needs --duration", false},
+		{"missing file", []string{"audit", filepath.Join(dir, "nosuch.pcap")}, exitFail, "no such file", true},
+		{"a directory", []string{"audit", dir}, exitFail, "is a directory", true},
+		{"not a capture", []string{"audit", notCapture}, exitFail, "not a capture", true},
+		{"no datagrams", []string{"audit", empty}, exitFail, "no LLUDP circuits", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			code, _, errOut := runCmd(t, "", tc.args...)
+			code, out, errOut := runCmd(t, "", tc.args...)
 			if code != tc.code || !strings.Contains(errOut, tc.says) {
 				t.Errorf("exit %d, stderr %q; want %d saying %q", code, errOut, tc.code, tc.says)
+			}
+			if tc.noReport && out != "" {
+				t.Errorf("nothing was read, yet stdout has %q", out)
 			}
 		})
 	}
