@@ -71,6 +71,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	if limit <= 0 {
 		limit = 100
 	}
+	segment := c.Loop.Config().Segment
 	for i, s := range states {
 		if i == limit {
 			break
@@ -86,7 +87,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		counter(mRecvCat, float64(s.Summary.ByCategory[lludp.Unthrottled.String()]), id, lludp.Unthrottled.String())
 		gauge(mTarget, float64(s.Target), id)
-		if fair, ok := TCPFairRate(s.Summary); ok {
+		if fair, ok := TCPFairRate(s.Summary, segment); ok {
 			gauge(mTCPFair, float64(fair), id)
 		}
 		if s.Summary.ViewerThrottleBPS != nil {
@@ -118,15 +119,19 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 // TCPFairRate is the rate a TCP flow would get on the circuit's path: the
 // TFRC equation (RFC 5348 §3.1, ratecalc.TFRCRate) at the loss event rate
 // measured on the simulator-to-viewer direction, the ping-based RTT and
-// the mean size of the simulator's datagrams. It is what the dashboard sets
-// beside the received and the requested rate. False until all three are
-// known: before the first loss event the equation has no finite answer,
-// and without a ping pair there is no RTT to put in it.
-func TCPFairRate(s circuit.Summary) (ratecalc.Rate, bool) {
+// the segment size the controllers use: the mean size of the simulator's
+// datagrams, or TFRC-SP's nominal 1460 B (control.segment). It is what the
+// dashboard sets beside the received and the requested rate. False until
+// all three are known: before the first loss event the equation has no
+// finite answer, and without a ping pair there is no RTT to put in it.
+func TCPFairRate(s circuit.Summary, segment Segment) (ratecalc.Rate, bool) {
 	if s.RTTms == nil || *s.RTTms <= 0 || s.Down.LossEventRate <= 0 || s.Down.Packets == 0 {
 		return 0, false
 	}
 	size := float64(s.Down.Bytes) / float64(s.Down.Packets)
+	if segment == SegmentNominal {
+		size = ratecalc.NominalSegmentSize
+	}
 	rtt := time.Duration(*s.RTTms * float64(time.Millisecond))
 	return ratecalc.TFRCRate(size, rtt, s.Down.LossEventRate), true
 }

@@ -26,7 +26,11 @@ var updateGolden = flag.Bool("update", false, "rewrite testdata/collector.golden
 // packet, an AgentThrottle from the viewer and a decision, which evicts a
 // circuit of no known agent.
 func goldenCircuit(t *testing.T) *Loop {
-	l, err := New(Config{Sims: []netip.AddrPort{simEP}, MaxCircuits: 1}, nil)
+	return goldenCircuitWith(t, SegmentMean)
+}
+
+func goldenCircuitWith(t *testing.T, segment Segment) *Loop {
+	l, err := New(Config{Sims: []netip.AddrPort{simEP}, MaxCircuits: 1, Segment: segment}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +108,7 @@ func TestTCPFairRate(t *testing.T) {
 		{"nothing received", circuit.Summary{RTTms: rtt(80), Down: circuit.DirSummary{LossEventRate: 0.02}}, false, 0, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, ok := TCPFairRate(tc.s)
+			got, ok := TCPFairRate(tc.s, SegmentMean)
 			if ok != tc.wantOK {
 				t.Fatalf("known %v, want %v", ok, tc.wantOK)
 			}
@@ -113,6 +117,12 @@ func TestTCPFairRate(t *testing.T) {
 			}
 			if want := ratecalc.TFRCRate(tc.size, tc.rtt, tc.p); math.Abs(float64(got-want)) > 1e-6*float64(want) {
 				t.Errorf("%v B/s, want %v", got, want)
+			}
+			// With control.segment = "nominal" the gauge stands on 1460 B,
+			// as the controllers do.
+			nominal, _ := TCPFairRate(tc.s, SegmentNominal)
+			if want := ratecalc.TFRCRate(ratecalc.NominalSegmentSize, tc.rtt, tc.p); math.Abs(float64(nominal-want)) > 1e-6*float64(want) {
+				t.Errorf("nominal: %v B/s, want %v", nominal, want)
 			}
 		})
 	}
@@ -128,7 +138,7 @@ func TestCollectorTCPFairRate(t *testing.T) {
 	if len(states) != 1 {
 		t.Fatalf("%d circuits", len(states))
 	}
-	want, ok := TCPFairRate(states[0].Summary)
+	want, ok := TCPFairRate(states[0].Summary, SegmentMean)
 	if !ok {
 		t.Fatal("the golden circuit has a ping and a loss, yet no TCP-fair rate")
 	}
@@ -138,6 +148,16 @@ func TestCollectorTCPFairRate(t *testing.T) {
 	}
 	if !strings.Contains(string(got), fmt.Sprint(float64(want))) {
 		t.Errorf("exported %s, want %v", got, float64(want))
+	}
+	// The loop's segment setting reaches the gauge.
+	nominalLoop := goldenCircuitWith(t, SegmentNominal)
+	wantNominal, _ := TCPFairRate(nominalLoop.Snapshot()[0].Summary, SegmentNominal)
+	got, err = testutil.CollectAndFormat(&Collector{Loop: nominalLoop}, expfmt.TypeTextPlain, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wantNominal == want || !strings.Contains(string(got), fmt.Sprint(float64(wantNominal))) {
+		t.Errorf("with segment = nominal exported %s, want %v (mean: %v)", got, float64(wantNominal), float64(want))
 	}
 
 	lossless, err := New(Config{Sims: []netip.AddrPort{simEP}}, nil)
