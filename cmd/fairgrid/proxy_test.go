@@ -89,7 +89,7 @@ func TestProxyEndToEnd(t *testing.T) {
 			tk.rate = st.ReceiveRate.BitsPerSecond()
 			if st.LossEventRate > 0 && st.RTTSamples > 0 {
 				// Window tracking emulates Reno, whose rate is Mathis's.
-				tk.fair = ratecalc.MathisRate(st.SegmentSize, st.SRTT, st.LossEventRate).BitsPerSecond()
+				tk.fair = ratecalc.MathisRate(st.FairSegmentSize, st.SRTT, st.LossEventRate).BitsPerSecond()
 			}
 		}
 		mu.Lock()
