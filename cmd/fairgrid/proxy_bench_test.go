@@ -179,27 +179,15 @@ func (c *benchChild) stop(b *testing.B) {
 // benchEchoSim answers each datagram with itself, the simulator's side,
 // but UseCircuitCode, which only a viewer sends.
 func benchEchoSim(b *testing.B) netip.AddrPort {
-	pc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	addr, stop, err := benchrelay.Echo(func(d []byte) bool {
+		h, _, _, err := lludp.ParseHeader(d)
+		return err != nil || h.ID != lludp.UseCircuitCodeID
+	})
 	if err != nil {
 		b.Fatal(err)
 	}
-	done := make(chan struct{})
-	b.Cleanup(func() { pc.Close(); <-done })
-	go func() {
-		defer close(done)
-		buf := make([]byte, 65536)
-		for {
-			n, from, err := pc.ReadFromUDPAddrPort(buf)
-			if err != nil {
-				return
-			}
-			if h, _, _, err := lludp.ParseHeader(buf[:n]); err == nil && h.ID == lludp.UseCircuitCodeID {
-				continue
-			}
-			pc.WriteToUDPAddrPort(buf[:n], from)
-		}
-	}()
-	return pc.LocalAddr().(*net.UDPAddr).AddrPort()
+	b.Cleanup(stop)
+	return addr
 }
 
 // benchAgent is the benchmark viewer's identity: its UseCircuitCode and

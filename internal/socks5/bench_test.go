@@ -140,8 +140,7 @@ func BenchmarkRelay(b *testing.B) {
 
 func benchRelay(b *testing.B, kind string, window int) {
 	payload := make([]byte, 120) // a typical LLUDP datagram (protocol.md §13.1: 223,621 B / 1,811)
-	echo := benchEcho(b)
-	echoAddr := addrPortOf(echo.LocalAddr())
+	echoAddr := benchEcho(b)
 	child := startRelayChild(b, kind, echoAddr)
 	var send func() error
 	var recv func([]byte) error
@@ -211,23 +210,11 @@ func benchRelay(b *testing.B, kind string, window int) {
 	}
 }
 
-func benchEcho(b *testing.B) *net.UDPConn {
-	pc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+func benchEcho(b *testing.B) netip.AddrPort {
+	addr, stop, err := benchrelay.Echo(nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	done := make(chan struct{})
-	b.Cleanup(func() { pc.Close(); <-done })
-	go func() {
-		defer close(done)
-		buf := make([]byte, 2048)
-		for {
-			n, from, err := pc.ReadFromUDPAddrPort(buf)
-			if err != nil {
-				return
-			}
-			pc.WriteToUDPAddrPort(buf[:n], from)
-		}
-	}()
-	return pc
+	b.Cleanup(stop)
+	return addr
 }
