@@ -63,6 +63,14 @@ func runLab(args []string, s stdio) int {
 		fmt.Fprintf(s.err, "fairgrid lab: --parallel %d: want at least 1\n", *parallel)
 		return exitUsage
 	}
+	// The runs take minutes: a directory that cannot be written is said
+	// now, not after them.
+	if *out != "" {
+		if err := os.MkdirAll(*out, 0o755); err != nil {
+			fmt.Fprintf(s.err, "fairgrid lab: --out: %v\n", err)
+			return exitUsage
+		}
+	}
 	ctx, stop := runContext(0)
 	defer stop()
 	log := slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: slog.LevelWarn}))

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -8,6 +10,10 @@ import (
 // TestLabCommandLine: bad command lines exit 2 with a message naming
 // what is wrong, before anything runs.
 func TestLabCommandLine(t *testing.T) {
+	aFile := filepath.Join(t.TempDir(), "a-file")
+	if err := os.WriteFile(aFile, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -20,6 +26,7 @@ func TestLabCommandLine(t *testing.T) {
 		{"negative duration", []string{"lab", "coexistence", "--duration", "-3s"}, "at least 5s"},
 		{"no parallelism", []string{"lab", "coexistence", "--parallel", "0"}, "--parallel 0"},
 		{"bad format", []string{"lab", "coexistence", "--format", "xml"}, "want text or json"},
+		{"out under a file", []string{"lab", "coexistence", "--out", filepath.Join(aFile, "results")}, "--out"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, errOut := runCmd(t, "", tc.args...)
