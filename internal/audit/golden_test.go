@@ -251,8 +251,22 @@ func checkGolden(t *testing.T, tr *goldenTrace, r *Report, down *Circuit) {
 	if last == nil || last.FairBitPerS == nil {
 		t.Fatalf("last second %+v", last)
 	}
-	if q := last.LossEventRate / tr.viewer.LossEventRate; q < 0.9 || q > 1.1 {
-		t.Errorf("loss event rate %.4f at the end, the viewer's %.4f", last.LossEventRate, tr.viewer.LossEventRate)
+	// Both group losses into events by their own ping RTT, and the viewer's
+	// carries its read latency under load: two losses about one RTT apart
+	// can be one event at the viewer and two here (a CI run under the race
+	// detector: 10 events against 9 of 10 losses). Such a split or merge
+	// changes one of the eight intervals RFC 5348 §5.4 averages and shifts
+	// the rest, moving p by up to about a third, so each event of
+	// difference widens the 10 %, and the ratio below by half of what p
+	// moved (the fair rate goes nearly as 1/√p). More than one event in
+	// twenty apart is not a boundary case.
+	regrouped := math.Abs(float64(down.LossEvents) - float64(tr.viewer.LossEvents))
+	if regrouped > max(1, float64(tr.viewer.LossEvents)/20) {
+		t.Errorf("%d loss events, the viewer's %d", down.LossEvents, tr.viewer.LossEvents)
+	}
+	pShift := math.Log(last.LossEventRate / tr.viewer.LossEventRate)
+	if math.Abs(pShift) > 0.10+0.35*regrouped {
+		t.Errorf("loss event rate %.4f at the end, the viewer's %.4f (%d events, the viewer's %d)", last.LossEventRate, tr.viewer.LossEventRate, down.LossEvents, tr.viewer.LossEvents)
 	}
 	viewerRTT := time.Duration(*tr.viewer.RTTms * float64(time.Millisecond))
 	viewerFair := ratecalc.TFRCRate(down.MeanPayload, viewerRTT, tr.viewer.LossEventRate).BitsPerSecond()
@@ -264,6 +278,9 @@ func checkGolden(t *testing.T, tr *goldenTrace, r *Report, down *Circuit) {
 	tol := 0.10
 	if last.RTTMs != nil {
 		tol += math.Abs(math.Log(*tr.viewer.RTTms / *last.RTTMs))
+	}
+	if regrouped > 0 {
+		tol += math.Abs(pShift) / 2
 	}
 	if q := down.MeanBitPerS / *last.FairBitPerS / viewerRatio; math.Abs(math.Log(q)) > tol {
 		t.Errorf("received/fair %.2f at the end, the viewer's report gives %.2f", down.MeanBitPerS / *last.FairBitPerS, viewerRatio)
