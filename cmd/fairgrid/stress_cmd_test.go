@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http/httptest"
 	"net/netip"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -28,6 +29,7 @@ func TestViewerStressFlags(t *testing.T) {
 		{[]string{"--stress", "--sim", "127.0.0.1:9", "--neighbours", "8", "--view-distance", "0"}, "--view-distance"},
 		{[]string{"--stress", "--sim", "127.0.0.1:9", "--neighbours", "8", "--clients", "1"}, "at least 2 viewers"},
 		{[]string{"--stress", "--sim", "127.0.0.1:9", "--neighbours", "8", "--clients", "100000", "--view-distance", "1000"}, "larger than"},
+		{[]string{"--stress", "--sim", "127.0.0.1:9", "--fleet", "both"}, "--fleet"},
 	}
 	for _, tt := range tests {
 		var out, errOut bytes.Buffer
@@ -64,6 +66,7 @@ func TestViewerStressMeasures(t *testing.T) {
 		t.Fatalf("exit %d", code)
 	}
 	var step struct {
+		Fleet      string  `json:"fleet"`
 		LoggedIn   int     `json:"logged_in"`
 		Neighbours float64 `json:"neighbours_per_move"`
 		At         string  `json:"neighbours_counted_at"`
@@ -79,8 +82,35 @@ func TestViewerStressMeasures(t *testing.T) {
 	if step.LoggedIn != 60 || step.Region == nil || step.At != "region" || step.Region.In <= 0 || step.Region.Out <= step.Region.In || step.Region.CPU <= 0 {
 		t.Errorf("step %+v, region %+v", step, step.Region)
 	}
+	// The default fleet shares sockets where it can: Linux, a region on
+	// IPv4 loopback.
+	if runtime.GOOS == "linux" && step.Fleet != "shared" {
+		t.Errorf("fleet %q on Linux against 127.0.0.1, want shared", step.Fleet)
+	}
 	// 60 viewers give a small sample of positions: within a third of 8.
 	if step.Neighbours < 8*2/3.0 || step.Neighbours > 8*4/3.0 {
 		t.Errorf("%.1f neighbours per move, want about 8", step.Neighbours)
+	}
+}
+
+// TestViewerStressFleetFlag: --fleet per-viewer gives each viewer a
+// socket, and the step's row says so.
+func TestViewerStressFleetFlag(t *testing.T) {
+	srv, err := region.New(region.Config{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Activity: region.Idle,
+		Stress: region.StressConfig{Enabled: true}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { srv.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	var out, errOut bytes.Buffer
+	code := run([]string{"viewer", "--stress", "--sim", srv.Addr().String(), "--clients", "20", "--duration", "4s",
+		"--fleet", "per-viewer"}, stdio{strings.NewReader(""), &out, &errOut})
+	t.Logf("%s%s", out.String(), errOut.String())
+	lines := strings.Split(out.String(), "\n")
+	if code != exitOK || len(lines) < 2 || !strings.HasSuffix(lines[0], "fleet") || !strings.HasSuffix(lines[1], " per-viewer") {
+		t.Errorf("exit %d; want a fleet column saying per-viewer", code)
 	}
 }

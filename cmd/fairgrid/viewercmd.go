@@ -17,7 +17,7 @@ import (
 )
 
 const viewerSynopsis = `--sim ADDR [--clients N] [--duration D] [--throttle R] [--viewer-rule] [--ack-delay D] [--socks5 ADDR [--socks5-user U --socks5-pass P]] [--format text|json]
-       fairgrid viewer --stress --sim ADDR [--clients N | --sweep N,N,...] [--duration D] [--neighbours K [--view-distance M]] [--sim-metrics URL] [--format text|json]
+       fairgrid viewer --stress --sim ADDR [--clients N | --sweep N,N,...] [--duration D] [--neighbours K [--view-distance M]] [--sim-metrics URL] [--fleet auto|shared|per-viewer] [--format text|json]
 
 Synthetic viewers: each logs in to the simulator with UseCircuitCode (no
 XML-RPC against fairgrid sim), completes the handshake, streams AgentUpdate
@@ -37,6 +37,14 @@ viewers walk in one 256 m region, so the neighbours per move grow with
 their number; --neighbours K spreads each step's viewers over a square
 sized to give each movement K neighbours on average within
 --view-distance (which must be the sim's).
+
+Stress viewers run on one event loop per CPU. --fleet shared (the default
+where it works: Linux, with the sim on IPv4 loopback) gives each viewer
+its own address 127.x.y.z and serves all of a loop's viewers from one UDP
+socket with IP_PKTINFO, read and written 64 and up to 1,024 datagrams a
+system call; --fleet per-viewer gives each viewer its own socket, as
+other platforms always do. auto uses shared and falls back to per-viewer,
+saying why on stderr; the fleet column says which each step used.
 
 With --socks5 each viewer sends and receives through a UDP association
 with that SOCKS 5 proxy (fairgrid proxy, say), every datagram wrapped in
@@ -59,6 +67,7 @@ func runViewer(args []string, s stdio) int {
 	neighbours := fs.Float64("neighbours", 0, "with --stress: size the world for this many neighbours per move on average (0: one 256 m region)")
 	view := fs.Float64("view-distance", 32, "with --neighbours: the sim's view distance in metres")
 	simMetrics := fs.String("sim-metrics", "", "with --stress: URL of the sim's metrics, for its datagram rates and CPU per step")
+	fleet := fs.String("fleet", string(viewer.FleetAuto), "with --stress: `auto`, shared (one socket per event loop, a 127.x.y.z address per viewer) or per-viewer (a socket each)")
 	profiles := addProfileFlags(fs)
 	proxy := fs.String("socks5", "", "send and receive through this SOCKS 5 proxy (host:port)")
 	proxyUser := fs.String("socks5-user", "", "the proxy's username (RFC 1929), with --socks5-pass")
@@ -81,7 +90,7 @@ func runViewer(args []string, s stdio) int {
 			return exitFail
 		}
 		code := runStress(s, stressFlags{sim: *sim, sweep: *sweep, clients: *clients, duration: *duration, format: *format,
-			firstCode: uint32(*code), neighbours: *neighbours, view: *view, metrics: *simMetrics})
+			firstCode: uint32(*code), neighbours: *neighbours, view: *view, metrics: *simMetrics, fleet: *fleet})
 		if err := stopProfiles(); err != nil {
 			fmt.Fprintf(s.err, "fairgrid viewer: %v\n", err)
 		}
@@ -160,11 +169,11 @@ func socksAuth(proxy, user, pass string) (*socks5.Auth, error) {
 
 // stressFlags are the flags of a stress run.
 type stressFlags struct {
-	sim, sweep, format, metrics string
-	clients                     int
-	duration                    time.Duration
-	firstCode                   uint32
-	neighbours, view            float64
+	sim, sweep, format, metrics, fleet string
+	clients                            int
+	duration                           time.Duration
+	firstCode                          uint32
+	neighbours, view                   float64
 }
 
 // runStress runs stress viewers, for one count or a sweep of counts.
@@ -190,6 +199,11 @@ func runStress(s stdio, f stressFlags) int {
 		fmt.Fprintf(s.err, "fairgrid viewer: --neighbours %v, --view-distance %v: want a finite neighbours of 0 or more and a view above 0\n", f.neighbours, f.view)
 		return exitUsage
 	}
+	fleet, err := viewer.ParseFleet(f.fleet)
+	if err != nil {
+		fmt.Fprintf(s.err, "fairgrid viewer: --fleet: %v\n", err)
+		return exitUsage
+	}
 	d := f.duration
 	if d <= 0 {
 		d = 10 * time.Second
@@ -199,11 +213,12 @@ func runStress(s stdio, f stressFlags) int {
 	out := &resultWriter{w: s.out}
 	enc := json.NewEncoder(out)
 	if f.format != "json" {
-		fmt.Fprintf(out, "%7s %6s %7s %6s %9s %9s %8s %8s %8s %8s %8s\n", "viewers", "logged", "world m", "neigh", "in/s", "out/s",
-			"mean ms", "p99 ms", "sim cpu", "view cpu", "window")
+		fmt.Fprintf(out, "%7s %6s %7s %6s %9s %9s %8s %8s %8s %8s %8s %s\n", "viewers", "logged", "world m", "neigh", "in/s", "out/s",
+			"mean ms", "p99 ms", "sim cpu", "view cpu", "window", "fleet")
 	}
 	best := 0
 	firstCode := f.firstCode
+	fellBack := false
 	for _, n := range counts {
 		world := float64(viewer.DefaultStressWorld)
 		if f.neighbours > 0 {
@@ -217,7 +232,7 @@ func runStress(s stdio, f stressFlags) int {
 			}
 		}
 		res, err := viewer.RunStress(ctx, viewer.StressOptions{Sim: addr, Viewers: n, Duration: d, FirstCode: firstCode,
-			World: world, RegionMetrics: f.metrics})
+			World: world, RegionMetrics: f.metrics, Fleet: fleet})
 		firstCode += uint32(n)
 		if err != nil && res.Viewers == 0 {
 			fmt.Fprintf(s.err, "fairgrid viewer: %d viewers: %v\n", n, err)
@@ -225,6 +240,10 @@ func runStress(s stdio, f stressFlags) int {
 		}
 		if err != nil {
 			fmt.Fprintf(s.err, "fairgrid viewer: %d viewers: %v\n", n, err)
+		}
+		if res.FleetFallback != "" && !fellBack {
+			fmt.Fprintf(s.err, "fairgrid viewer: a socket per viewer: %s\n", res.FleetFallback)
+			fellBack = true
 		}
 		if f.format == "json" {
 			enc.Encode(res)
@@ -238,8 +257,8 @@ func runStress(s stdio, f stressFlags) int {
 			if res.ViewerCPUSeconds >= 0 {
 				viewCPU = fmt.Sprintf("%.2f s", res.ViewerCPUSeconds)
 			}
-			fmt.Fprintf(out, "%7d %6d %7.0f %6.1f %9s %9s %8.2f %8.2f %8s %8s %6.1f s\n", res.Viewers, res.LoggedIn, res.World,
-				res.Neighbours, in, outRate, res.MeanMs, res.P99Ms, simCPU, viewCPU, res.WindowSeconds)
+			fmt.Fprintf(out, "%7d %6d %7.0f %6.1f %9s %9s %8.2f %8.2f %8s %8s %6.1f s %s\n", res.Viewers, res.LoggedIn, res.World,
+				res.Neighbours, in, outRate, res.MeanMs, res.P99Ms, simCPU, viewCPU, res.WindowSeconds, res.Fleet)
 		}
 		if res.LoggedIn == n && res.Echoes > 0 && res.MeanMs < 100 {
 			best = max(best, n)
@@ -252,7 +271,7 @@ func runStress(s stdio, f stressFlags) int {
 		enc.Encode(map[string]int{"largest_n_under_100ms": best})
 	} else {
 		fmt.Fprintf(out, "largest number of viewers with a mean delay under 100 ms: %d\n", best)
-		fmt.Fprintf(out, "neigh: other avatars each movement went to (counted at the %s); in/s, out/s: datagrams at the region; cpu: seconds (user+system) over the window, sim and viewers each their own process\n",
+		fmt.Fprintf(out, "neigh: other avatars each movement went to (counted at the %s); in/s, out/s: datagrams at the region; cpu: seconds (user+system) over the window, sim and viewers each their own process; fleet: shared sockets or one per viewer\n",
 			neighboursAt(f.metrics))
 	}
 	return out.finish(s, "viewer", exitOK)

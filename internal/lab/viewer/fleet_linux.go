@@ -18,20 +18,38 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// runFleet runs stress viewers a few event loops for all, not two
-// goroutines and a ticker each: with thousands of viewers, the goroutine
-// hand-off per datagram, the wake-up per ticker and the scheduler's queue
-// of runnable goroutines cost more than the datagrams (issue #15's
-// profile). Each loop, one per CPU, waits on one epoll set for its
-// viewers' sockets, reads each ready socket once per wake-up (level
-// triggered: a socket with more is reported again), and every fleetTick
-// does the housekeeping of a fifth of its viewers, so each viewer's is
-// done every 50 ms as in Run, and sends the movements due: viewer i moves
-// in slot i mod 100 of each second, so the movements arrive evenly, as
-// independent clients' would, rather than in whatever bursts the login
-// storm left.
+// runFleet runs stress viewers, each on its own socket, a few event loops
+// for all, not two goroutines and a ticker each: with thousands of
+// viewers, the goroutine hand-off per datagram, the wake-up per ticker and
+// the scheduler's queue of runnable goroutines cost more than the
+// datagrams (issue #15's profile). Each loop, one per CPU, waits on one
+// epoll set for its viewers' sockets and reads each ready socket once per
+// wake-up (level triggered: a socket with more is reported again). The
+// shared fleet (sharedfleet_linux.go) runs the same loops over one socket
+// each.
 func runFleet(ctx context.Context, vs []*Viewer) error {
-	shards := min(runtime.GOMAXPROCS(0), len(vs))
+	return runShards(ctx, vs, fleetShards(len(vs)), func(_ int, mine []*Viewer) (fleetIO, error) {
+		return newEpollIO(mine)
+	})
+}
+
+// fleetShards is how many event loops serve n viewers: one per CPU.
+func fleetShards(n int) int { return max(min(runtime.GOMAXPROCS(0), n), 1) }
+
+// fleetIO is how a shard's loop reaches its viewers' datagrams.
+type fleetIO interface {
+	// wait hands the viewers what has arrived, waiting until deadline at
+	// most for something to.
+	wait(deadline time.Time) error
+	// flush sends what the viewers wrote since the last flush (nothing
+	// where each write is its own system call).
+	flush()
+	close()
+}
+
+// runShards runs viewer i on shard i mod shards, each shard one loop over
+// the fleetIO open gives it.
+func runShards(ctx context.Context, vs []*Viewer, shards int, open func(shard int, mine []*Viewer) (fleetIO, error)) error {
 	var wg sync.WaitGroup
 	errs := make([]error, shards)
 	for s := range shards {
@@ -40,7 +58,16 @@ func runFleet(ctx context.Context, vs []*Viewer) error {
 			mine = append(mine, vs[i])
 		}
 		wg.Add(1)
-		go func() { defer wg.Done(); errs[s] = runShard(ctx, mine) }()
+		go func() {
+			defer wg.Done()
+			io, err := open(s, mine)
+			if err != nil {
+				errs[s] = err
+				return
+			}
+			defer io.close()
+			errs[s] = runShard(ctx, mine, io)
+		}()
 	}
 	wg.Wait()
 	return errors.Join(errs...)
@@ -55,47 +82,18 @@ const (
 	epollEvents = 256
 )
 
-type fleetMember struct {
-	v  *Viewer
-	rc syscall.RawConn
-}
-
-func runShard(ctx context.Context, vs []*Viewer) error {
-	defer func() {
-		for _, v := range vs {
-			v.conn.Close()
-		}
-	}()
-	ep, err := newEpoll()
-	if err != nil {
-		return err
-	}
-	defer ep.file.Close()
-	members := make([]fleetMember, len(vs))
-	for i, v := range vs {
-		uc, ok := v.conn.(*net.UDPConn)
-		if !ok {
-			return errors.New("fleet: a viewer's socket is not plain UDP")
-		}
-		rc, err := uc.SyscallConn()
-		if err != nil {
-			return fmt.Errorf("fleet: %w", err)
-		}
-		var addErr error
-		err = rc.Control(func(fd uintptr) {
-			ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(i)}
-			addErr = unix.EpollCtl(ep.fd, unix.EPOLL_CTL_ADD, int(fd), &ev)
-		})
-		if err = errors.Join(err, addErr); err != nil {
-			return fmt.Errorf("fleet: epoll add: %w", err)
-		}
-		members[i] = fleetMember{v: v, rc: rc}
-	}
+// runShard logs the viewers in and serves them until ctx ends, then logs
+// them out. Every fleetTick it does the housekeeping of a fifth of them,
+// so each viewer's is done every 50 ms as in Run, and sends the movements
+// due: viewer i moves in slot i mod 100 of each second, so the movements
+// arrive evenly, as independent clients' would, rather than in whatever
+// bursts the login storm left.
+func runShard(ctx context.Context, vs []*Viewer, io fleetIO) error {
 	start := time.Now()
 	for _, v := range vs {
 		v.login(start)
 	}
-	sh := &shard{members: members, buf: make([]byte, 65536), events: make([]unix.EpollEvent, epollEvents), ep: ep}
+	io.flush()
 	moveSlots := max(int(vs[0].cfg.AgentUpdateInterval/fleetTick), 1)
 	next := start.Add(fleetTick)
 	var ticks int
@@ -104,15 +102,16 @@ func runShard(ctx context.Context, vs []*Viewer) error {
 	for {
 		if !loggingOut && ctx.Err() != nil {
 			loggingOut, logoutBy = true, time.Now().Add(logoutWait)
-			for _, m := range members {
-				m.v.mu.Lock()
-				if m.v.moved {
-					m.v.sendReliable(&lludp.LogoutRequest{AgentData: m.v.agent()}, 0, time.Now())
+			for _, v := range vs {
+				v.mu.Lock()
+				if v.moved {
+					v.sendReliable(&lludp.LogoutRequest{AgentData: v.agent()}, 0, time.Now())
 				}
-				m.v.mu.Unlock()
+				v.mu.Unlock()
 			}
+			io.flush()
 		}
-		if err := sh.wait(next); err != nil {
+		if err := io.wait(next); err != nil {
 			return err
 		}
 		now := time.Now()
@@ -123,22 +122,23 @@ func runShard(ctx context.Context, vs []*Viewer) error {
 		for late := 0; !now.Before(next) && late < moveSlots; late++ {
 			ticks++
 			next = next.Add(fleetTick)
-			if loggingOut && (now.After(logoutBy) || sh.allLoggedOut()) {
+			if loggingOut && (now.After(logoutBy) || allLoggedOut(vs)) {
 				return nil
 			}
-			sh.tick(now, ticks, moveSlots, !loggingOut)
+			tick(vs, now, ticks, moveSlots, !loggingOut)
 		}
 		if !now.Before(next) {
 			next = now.Add(fleetTick)
 		}
+		io.flush()
 	}
 }
 
 // tick does the housekeeping of the viewers in this tick's slot, and sends
 // the movements due in it.
-func (sh *shard) tick(now time.Time, ticks, moveSlots int, move bool) {
-	for i := ticks % housekeepSlots; i < len(sh.members); i += housekeepSlots {
-		v := sh.members[i].v
+func tick(vs []*Viewer, now time.Time, ticks, moveSlots int, move bool) {
+	for i := ticks % housekeepSlots; i < len(vs); i += housekeepSlots {
+		v := vs[i]
 		v.mu.Lock()
 		v.housekeep(now)
 		v.mu.Unlock()
@@ -146,8 +146,8 @@ func (sh *shard) tick(now time.Time, ticks, moveSlots int, move bool) {
 	if !move {
 		return
 	}
-	for i := ticks % moveSlots; i < len(sh.members); i += moveSlots {
-		v := sh.members[i].v
+	for i := ticks % moveSlots; i < len(vs); i += moveSlots {
+		v := vs[i]
 		v.mu.Lock()
 		if v.moved {
 			v.sendUpdate(now)
@@ -157,12 +157,76 @@ func (sh *shard) tick(now time.Time, ticks, moveSlots int, move bool) {
 	}
 }
 
-type shard struct {
+func allLoggedOut(vs []*Viewer) bool {
+	for _, v := range vs {
+		v.mu.Lock()
+		done := !v.moved || v.loggedOut
+		v.mu.Unlock()
+		if !done {
+			return false
+		}
+	}
+	return true
+}
+
+// epollIO serves viewers that each have their own socket: an epoll set of
+// the sockets, one datagram read from each ready one per wake-up.
+type epollIO struct {
 	members []fleetMember
 	buf     []byte
 	events  []unix.EpollEvent
 	ep      *epoll
 }
+
+type fleetMember struct {
+	v  *Viewer
+	rc syscall.RawConn
+}
+
+func newEpollIO(vs []*Viewer) (_ *epollIO, err error) {
+	ep, err := newEpoll()
+	if err != nil {
+		closeConns(vs)
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			ep.file.Close()
+			closeConns(vs)
+		}
+	}()
+	members := make([]fleetMember, len(vs))
+	for i, v := range vs {
+		uc, ok := v.conn.(*net.UDPConn)
+		if !ok {
+			return nil, errors.New("fleet: a viewer's socket is not plain UDP")
+		}
+		rc, err := uc.SyscallConn()
+		if err != nil {
+			return nil, fmt.Errorf("fleet: %w", err)
+		}
+		var addErr error
+		err = rc.Control(func(fd uintptr) {
+			ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(i)}
+			addErr = unix.EpollCtl(ep.fd, unix.EPOLL_CTL_ADD, int(fd), &ev)
+		})
+		if err = errors.Join(err, addErr); err != nil {
+			return nil, fmt.Errorf("fleet: epoll add: %w", err)
+		}
+		members[i] = fleetMember{v: v, rc: rc}
+	}
+	return &epollIO{members: members, buf: make([]byte, 65536), events: make([]unix.EpollEvent, epollEvents), ep: ep}, nil
+}
+
+func (e *epollIO) close() {
+	e.ep.file.Close()
+	for _, m := range e.members {
+		m.v.conn.Close()
+	}
+}
+
+// flush: each viewer's write was its own sendto.
+func (e *epollIO) flush() {}
 
 // epoll is an epoll set that Go's own poller watches: a goroutine waiting
 // on it parks like one waiting on a socket, where a blocking epoll_wait
@@ -193,14 +257,14 @@ func newEpoll() (*epoll, error) {
 
 // wait waits until deadline at most for sockets to become readable and
 // hands each one datagram to its viewer.
-func (sh *shard) wait(deadline time.Time) error {
-	if err := sh.ep.file.SetReadDeadline(deadline); err != nil {
+func (e *epollIO) wait(deadline time.Time) error {
+	if err := e.ep.file.SetReadDeadline(deadline); err != nil {
 		return fmt.Errorf("epoll: %w", err)
 	}
 	var n int
 	var werr error
-	err := sh.ep.rc.Read(func(fd uintptr) bool {
-		n, werr = unix.EpollWait(int(fd), sh.events, 0)
+	err := e.ep.rc.Read(func(fd uintptr) bool {
+		n, werr = unix.EpollWait(int(fd), e.events, 0)
 		if werr == unix.EINTR {
 			n, werr = 0, nil
 		}
@@ -212,14 +276,14 @@ func (sh *shard) wait(deadline time.Time) error {
 	if err = errors.Join(err, werr); err != nil {
 		return fmt.Errorf("epoll wait: %w", err)
 	}
-	for _, ev := range sh.events[:n] {
-		m := &sh.members[ev.Fd]
+	for _, ev := range e.events[:n] {
+		m := &e.members[ev.Fd]
 		var got int
 		var ok bool
 		// Read through the RawConn: the descriptor stays valid while the
 		// function runs, and it does not block (true: done either way).
 		m.rc.Read(func(fd uintptr) bool {
-			got, ok = sh.recv(fd, m.v.cfg.Sim)
+			got, ok = e.recv(fd, m.v.cfg.Sim)
 			return true
 		})
 		if !ok {
@@ -227,32 +291,20 @@ func (sh *shard) wait(deadline time.Time) error {
 		}
 		at := time.Now()
 		m.v.mu.Lock()
-		m.v.handle(inbound{data: sh.buf[:got], at: at})
+		m.v.handle(inbound{data: e.buf[:got], at: at})
 		m.v.mu.Unlock()
 	}
 	return nil
-}
-
-func (sh *shard) allLoggedOut() bool {
-	for _, m := range sh.members {
-		m.v.mu.Lock()
-		done := !m.v.moved || m.v.loggedOut
-		m.v.mu.Unlock()
-		if !done {
-			return false
-		}
-	}
-	return true
 }
 
 // recv reads one datagram without waiting, and says whether it came from
 // sim, as read checks. It calls recvfrom itself: x/sys's Recvfrom builds a
 // Sockaddr for every datagram (with a getsockopt in it), a tenth of the
 // fleet's CPU in the profile.
-func (sh *shard) recv(fd uintptr, sim netip.AddrPort) (int, bool) {
+func (e *epollIO) recv(fd uintptr, sim netip.AddrPort) (int, bool) {
 	var from unix.RawSockaddrAny
 	fromLen := uint32(unix.SizeofSockaddrAny)
-	n, _, errno := unix.Syscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&sh.buf[0])), uintptr(len(sh.buf)),
+	n, _, errno := unix.Syscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&e.buf[0])), uintptr(len(e.buf)),
 		unix.MSG_DONTWAIT, uintptr(unsafe.Pointer(&from)), uintptr(unsafe.Pointer(&fromLen)))
 	if errno != 0 {
 		return 0, false

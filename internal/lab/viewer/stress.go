@@ -40,6 +40,36 @@ type StressResult struct {
 	// the window, every viewer together; negative where the platform does
 	// not say.
 	ViewerCPUSeconds float64 `json:"viewer_cpu_s"`
+	// Fleet is how the viewers reached the network (FleetShared or
+	// FleetPerViewer), and FleetFallback, when FleetAuto could not share
+	// sockets, why not.
+	Fleet         Fleet  `json:"fleet"`
+	FleetFallback string `json:"fleet_fallback,omitempty"`
+}
+
+// Fleet is how a stress step's viewers reach the network.
+type Fleet string
+
+const (
+	// FleetAuto shares sockets where it can (FleetShared), and gives each
+	// viewer its own where it cannot.
+	FleetAuto Fleet = "auto"
+	// FleetShared: one UDP socket per event loop, each viewer at its own
+	// loopback address 127.x.y.z on it (Linux, a region on IPv4
+	// loopback; sharedfleet_linux.go).
+	FleetShared Fleet = "shared"
+	// FleetPerViewer: a UDP socket per viewer, watched by one epoll set
+	// per event loop (on Linux; elsewhere two goroutines per viewer).
+	FleetPerViewer Fleet = "per-viewer"
+)
+
+// ParseFleet reads a fleet's name.
+func ParseFleet(s string) (Fleet, error) {
+	switch f := Fleet(s); f {
+	case FleetAuto, FleetShared, FleetPerViewer:
+		return f, nil
+	}
+	return "", fmt.Errorf("fleet %q: want %s, %s or %s", s, FleetAuto, FleetShared, FleetPerViewer)
 }
 
 // RegionCost is what a stress window cost the region, from two readings
@@ -67,6 +97,8 @@ type StressOptions struct {
 	// (fairgrid sim --metrics): read at both ends of the window for the
 	// region's datagram rates, CPU and neighbours per move.
 	RegionMetrics string
+	// Fleet says how the viewers reach the network (default FleetAuto).
+	Fleet Fleet
 }
 
 // DefaultStressWorld is one region's side, in metres.
@@ -101,17 +133,11 @@ func RunStress(ctx context.Context, o StressOptions) (StressResult, error) {
 	if !(o.World > 0) || o.World > maxStressWorld {
 		return StressResult{}, fmt.Errorf("stress: world %v m: want above 0 and at most %d", o.World, maxStressWorld)
 	}
-	vs := make([]*Viewer, o.Viewers)
-	for i := range vs {
-		v, err := New(Config{Sim: o.Sim, CircuitCode: o.FirstCode + uint32(i), Stress: true, StressWorld: float32(o.World)}, nil)
-		if err != nil {
-			for _, o := range vs[:i] {
-				o.conn.Close()
-			}
-			return StressResult{}, err
-		}
-		vs[i] = v
+	fleet, err := openStressFleet(o)
+	if err != nil {
+		return StressResult{}, err
 	}
+	vs := fleet.viewers
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	start := time.Now()
@@ -120,8 +146,8 @@ func RunStress(ctx context.Context, o StressOptions) (StressResult, error) {
 		v.stressFrom = warm
 	}
 	fleetDone := make(chan error, 1)
-	go func() { fleetDone <- runFleet(runCtx, vs) }()
-	res := StressResult{Viewers: o.Viewers, World: o.World}
+	go func() { fleetDone <- fleet.run(runCtx) }()
+	res := StressResult{Viewers: o.Viewers, World: o.World, Fleet: fleet.kind, FleetFallback: fleet.fallback}
 	var errs []error
 	waitUntil(ctx, warm)
 	before, beforeAt := sampleStress(vs), time.Now()
@@ -184,6 +210,80 @@ func RunStress(ctx context.Context, o StressOptions) (StressResult, error) {
 		res.P99Ms = float64(res.P99) / float64(time.Millisecond)
 	}
 	return res, errors.Join(errs...)
+}
+
+// stressFleet is a stress step's viewers and how they reach the network.
+type stressFleet struct {
+	kind     Fleet
+	fallback string // why not shared, when FleetAuto could not share
+	viewers  []*Viewer
+	shared   sharedSockets // nil: a socket per viewer
+}
+
+// sharedSockets is the shared fleet (sharedfleet_linux.go): endpoint(i)
+// is viewer i's address on it.
+type sharedSockets interface {
+	endpoint(i int) datagramConn
+	run(ctx context.Context, vs []*Viewer) error
+	sendFailures() (uint64, error)
+	close()
+}
+
+// openStressFleet makes the step's viewers, on shared sockets unless
+// o.Fleet says otherwise or they cannot be had.
+func openStressFleet(o StressOptions) (*stressFleet, error) {
+	mode, err := ParseFleet(string(cmp.Or(o.Fleet, FleetAuto)))
+	if err != nil {
+		return nil, fmt.Errorf("stress: %w", err)
+	}
+	f := &stressFleet{kind: FleetPerViewer, viewers: make([]*Viewer, o.Viewers)}
+	if mode != FleetPerViewer {
+		shared, err := openShared(o.Sim, o.Viewers)
+		switch {
+		case err == nil:
+			f.kind, f.shared = FleetShared, shared
+		case mode == FleetShared:
+			return nil, fmt.Errorf("stress: %w", err)
+		default:
+			f.fallback = err.Error()
+		}
+	}
+	for i := range f.viewers {
+		cfg := Config{Sim: o.Sim, CircuitCode: o.FirstCode + uint32(i), Stress: true, StressWorld: float32(o.World)}
+		var v *Viewer
+		if f.shared != nil {
+			v, err = newViewer(cfg.withDefaults(), nil, f.shared.endpoint(i))
+		} else {
+			v, err = New(cfg, nil)
+		}
+		if err != nil {
+			closeConns(f.viewers[:i])
+			if f.shared != nil {
+				f.shared.close()
+			}
+			return nil, err
+		}
+		f.viewers[i] = v
+	}
+	return f, nil
+}
+
+// run serves the viewers until ctx ends and they have logged out.
+func (f *stressFleet) run(ctx context.Context) error {
+	if f.shared == nil {
+		return runFleet(ctx, f.viewers)
+	}
+	err := f.shared.run(ctx, f.viewers)
+	if n, first := f.shared.sendFailures(); n > 0 {
+		err = errors.Join(err, fmt.Errorf("shared fleet: the kernel refused %d datagrams: %w", n, first))
+	}
+	return err
+}
+
+func closeConns(vs []*Viewer) {
+	for _, v := range vs {
+		v.conn.Close()
+	}
 }
 
 // waitUntil returns at t, or when ctx ends.

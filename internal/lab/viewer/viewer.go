@@ -182,6 +182,18 @@ func New(cfg Config, log *slog.Logger) (*Viewer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("viewer: %w", err)
 	}
+	v, err := newViewer(cfg, log, conn)
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return v, nil
+}
+
+// newViewer builds a viewer around a socket already open: its own, or
+// its address on a stress fleet's shared socket (sharedfleet_linux.go).
+// cfg has its defaults.
+func newViewer(cfg Config, log *slog.Logger, conn datagramConn) (*Viewer, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -193,7 +205,6 @@ func New(cfg Config, log *slog.Logger) (*Viewer, error) {
 		// 1.5× of (protocol.md §7.3).
 		rule, err := ratecalc.NewViewer(ratecalc.ViewerConfig{Setting: cfg.Throttle / 1.5})
 		if err != nil {
-			conn.Close()
 			return nil, err
 		}
 		v.rule = rule
