@@ -1,0 +1,59 @@
+package tcpflow
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/fairgrid/fairgrid/internal/lab/link"
+)
+
+// AddFlowVia adds a flow as AddFlow does, except that the packets the
+// net's bottleneck delivers for it go to via instead of the far stack:
+// something on the path after that link takes them (the multiplexing
+// scenario's multiplexer, which holds the packets of several flows for a
+// round and carries them across the shared bottleneck in bundles) and
+// hands each on with Receive. The net's own bottleneck is then the hosts'
+// access link to that something, not the shared one.
+func (n *Net) AddFlowVia(cfg FlowConfig, via func(dir link.Direction, packet []byte)) (*Flow, error) {
+	if via == nil {
+		return nil, fmt.Errorf("tcpflow: flow %q: %w", cfg.Name, errors.New("no via"))
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("tcpflow: flow %q: %w", cfg.Name, err)
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.running {
+		return nil, fmt.Errorf("tcpflow: flow %q: the net is running", cfg.Name)
+	}
+	for _, g := range n.flows {
+		if g.cfg.Name == cfg.Name {
+			return nil, fmt.Errorf("tcpflow: flow %q already exists", cfg.Name)
+		}
+	}
+	if len(n.flows) >= MaxFlows {
+		return nil, fmt.Errorf("tcpflow: flow %q: already %d flows", cfg.Name, MaxFlows)
+	}
+	f := &Flow{cfg: cfg, index: len(n.flows)}
+	var err error
+	for _, dir := range []link.Direction{link.Up, link.Down} {
+		deliver := func(packet []byte) { via(dir, packet) }
+		if f.links[dir], err = n.bottleneck.AddFlow(link.FlowConfig{Name: cfg.Name + " " + dir.String(), Dir: dir, Deliver: deliver}); err != nil {
+			return nil, fmt.Errorf("tcpflow: %w", err)
+		}
+	}
+	n.flows = append(n.flows, f)
+	return f, nil
+}
+
+// Receive hands packet, a whole IPv4 packet that has crossed the link dir
+// by another way than the net's bottleneck (after AddFlowVia), to the
+// stack it goes to: the server's for Up, the client's for Down. The stack
+// owns it from then on.
+func (n *Net) Receive(dir link.Direction, packet []byte) {
+	if dir == link.Up {
+		n.server.inject(packet)
+		return
+	}
+	n.client.inject(packet)
+}
