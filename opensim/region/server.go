@@ -186,11 +186,11 @@ type client struct {
 	queued   [opensim.NumChannels]int
 	counter  uint32
 	stats    ClientInfo
-	// stress mode
-	pos     [2]float32
-	cell    cellKey
-	inGrid  bool
-	udpAddr *net.UDPAddr
+	// stress mode: where the client is in the grid
+	cell      cellKey
+	gridIndex int
+	inGrid    bool
+	udpAddr   *net.UDPAddr
 }
 
 // ClientInfo describes a client, for tests and metrics.

@@ -69,16 +69,25 @@ func DecodeStressEcho(b []byte) (StressEcho, bool) {
 // grid is a uniform spatial index: cells of the view distance, so an
 // avatar's neighbours are in its cell and the eight around. It is sparse (a
 // map of occupied cells), so the world may be any size up to
-// stressWorldMax without a cell array to match.
+// stressWorldMax without a cell array to match. Each cell holds its
+// avatars' positions beside them, so a lookup reads the cells' arrays and
+// touches only the clients within range: a client is several KB (its
+// archive of sequence numbers), and dereferencing every candidate's was
+// most of near's cost (issue #15's profile).
 type grid struct {
 	cell  float32
-	cells map[cellKey][]*client
+	cells map[cellKey][]gridEntry
+}
+
+type gridEntry struct {
+	x, y float32
+	c    *client
 }
 
 type cellKey struct{ x, y int32 }
 
 func newGrid(view float32) *grid {
-	return &grid{cell: view, cells: map[cellKey][]*client{}}
+	return &grid{cell: view, cells: map[cellKey][]gridEntry{}}
 }
 
 func (g *grid) key(x, y float32) cellKey {
@@ -90,14 +99,11 @@ func (g *grid) remove(c *client) {
 		return
 	}
 	cell := g.cells[c.cell]
-	for i, o := range cell {
-		if o == c {
-			cell[i] = cell[len(cell)-1]
-			cell[len(cell)-1] = nil
-			cell = cell[:len(cell)-1]
-			break
-		}
-	}
+	last := len(cell) - 1
+	cell[c.gridIndex] = cell[last]
+	cell[c.gridIndex].c.gridIndex = c.gridIndex
+	cell[last] = gridEntry{}
+	cell = cell[:last]
 	if len(cell) == 0 {
 		delete(g.cells, c.cell)
 	} else {
@@ -108,13 +114,14 @@ func (g *grid) remove(c *client) {
 
 func (g *grid) move(c *client, x, y float32) {
 	k := g.key(x, y)
-	c.pos = [2]float32{x, y}
 	if c.inGrid && k == c.cell {
+		e := &g.cells[k][c.gridIndex]
+		e.x, e.y = x, y
 		return
 	}
 	g.remove(c)
-	g.cells[k] = append(g.cells[k], c)
-	c.cell, c.inGrid = k, true
+	g.cells[k] = append(g.cells[k], gridEntry{x: x, y: y, c: c})
+	c.cell, c.gridIndex, c.inGrid = k, len(g.cells[k])-1, true
 }
 
 // near calls f for every avatar within dist of (x, y), itself included.
@@ -122,10 +129,10 @@ func (g *grid) near(x, y, dist float32, f func(*client)) {
 	k := g.key(x, y)
 	for dy := int32(-1); dy <= 1; dy++ {
 		for dx := int32(-1); dx <= 1; dx++ {
-			for _, o := range g.cells[cellKey{k.x + dx, k.y + dy}] {
-				ddx, ddy := o.pos[0]-x, o.pos[1]-y
+			for _, e := range g.cells[cellKey{k.x + dx, k.y + dy}] {
+				ddx, ddy := e.x-x, e.y-y
 				if ddx*ddx+ddy*ddy <= dist*dist {
-					f(o)
+					f(e.c)
 				}
 			}
 		}
