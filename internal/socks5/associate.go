@@ -120,7 +120,9 @@ func (s *Server) associate(ctx context.Context, conn net.Conn, br *bufio.Reader,
 	// Nothing is expected on the control connection; it is read only to
 	// learn when it ends (EOF, reset, or serveConn closing it at shutdown).
 	io.Copy(io.Discard, br)
-	a.clientSide.Close()
+	// Both at once: closing a socket waits for its reader to leave the
+	// read, and a reader may be waiting to write into the other socket.
+	wg.Go(func() { a.clientSide.Close() })
 	a.relay.Close()
 	wg.Wait()
 	s.stats.associations.Add(-1)
@@ -192,14 +194,7 @@ func (a *Association) relayFromClient(in *batchReader, out *batchWriter) {
 	s := a.srv
 	batch := make([]Datagram, 0, len(in.slots))
 	send := make([]outgoing, 0, len(in.slots))
-	for {
-		n, err := in.read()
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			continue // e.g. ICMP port unreachable reported by the kernel
-		}
+	in.relay(func(n int) {
 		at := s.cfg.Now()
 		batch = batch[:0]
 		for _, sl := range in.slots[:n] {
@@ -226,7 +221,7 @@ func (a *Association) relayFromClient(in *batchReader, out *batchWriter) {
 			batch = append(batch, Datagram{Remote: remote, Payload: wrapped[off:], At: at})
 		}
 		if len(batch) == 0 {
-			continue
+			return
 		}
 		if s.cfg.Hooks != nil {
 			s.cfg.Hooks.ClientDatagrams(a, batch)
@@ -242,7 +237,7 @@ func (a *Association) relayFromClient(in *batchReader, out *batchWriter) {
 			bytes += uint64(len(d.Payload))
 		}
 		a.relayBatch(out, send, bytes, dirClientToRemote)
-	}
+	})
 }
 
 // relayBatch sends a batch and counts it. It is counted before sending,
@@ -316,21 +311,14 @@ func (a *Association) relayFromRemote(in *batchReader, out *batchWriter) {
 	batch := make([]Datagram, 0, len(in.slots))
 	send := make([]outgoing, 0, len(in.slots))
 	room := in.headroom
-	for {
-		n, err := in.read()
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			continue
-		}
+	in.relay(func(n int) {
 		at := s.cfg.Now()
 		client := a.ClientAddr()
 		if client.Port() == 0 {
 			for _, sl := range in.slots[:n] {
 				s.stats.drop(s.log, DroppedClientUnknown, sl.from)
 			}
-			continue
+			return
 		}
 		batch = batch[:0]
 		for _, sl := range in.slots[:n] {
@@ -350,5 +338,5 @@ func (a *Association) relayFromRemote(in *batchReader, out *batchWriter) {
 			bytes += uint64(sl.n)
 		}
 		a.relayBatch(out, send, bytes, dirRemoteToClient)
-	}
+	})
 }

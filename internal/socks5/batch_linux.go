@@ -23,15 +23,25 @@ import (
 // 5 Mbit/s). golang.org/x/net's ipv4/ipv6 ReadBatch makes the same call,
 // but through syscall.Syscall and with a *net.UDPAddr allocated for each
 // datagram read; this does neither, in the few lines it takes.
+//
+// The relay runs inside the RawConn's read callback (batchReader.relay),
+// so that a batch shorter than the buffer goes straight back to waiting:
+// recvmmsg on a non-blocking socket returns short only when the queue ran
+// empty (or an error, which the kernel keeps for the next call and
+// signals to the poller), so asking again would cost a system call per
+// wake-up to hear EAGAIN. That is safe only within one RawConn.Read: each
+// new call clears the readiness the poller recorded meanwhile
+// (internal/poll's prepareRead), so a datagram that arrived while the
+// batch was being relayed would wait for the next one
+// (TestRelayWakesForDatagramDuringBatch).
 
 type readerSys struct {
 	rc     syscall.RawConn
 	hdrs   []unix.Mmsghdr
 	iovs   []unix.Iovec
 	names  []unix.RawSockaddrInet6 // room for either family's address
-	got    int                     // what the last call read
-	errno  syscall.Errno           // or its error
-	readFn func(fd uintptr) bool   // made once: a closure per call would allocate
+	handle func(n int)             // relay's: what to do with each batch
+	loopFn func(fd uintptr) bool   // made once: a closure per call would allocate
 }
 
 func newBatchReader(c *net.UDPConn, headroom int) (*batchReader, error) {
@@ -53,42 +63,50 @@ func newBatchReader(c *net.UDPConn, headroom int) (*batchReader, error) {
 		h.SetIovlen(1)
 		h.Name = (*byte)(unsafe.Pointer(&s.names[i]))
 	}
-	s.readFn = func(fd uintptr) bool {
-		for i := range s.hdrs {
-			// The kernel writes back the address's length.
-			s.hdrs[i].Hdr.Namelen = unix.SizeofSockaddrInet6
+	s.loopFn = func(fd uintptr) bool {
+		for {
+			for i := range s.hdrs {
+				// The kernel writes back the address's length.
+				s.hdrs[i].Hdr.Namelen = unix.SizeofSockaddrInet6
+			}
+			n, _, errno := unix.RawSyscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&s.hdrs[0])), uintptr(len(s.hdrs)), 0, 0, 0)
+			switch errno {
+			case 0:
+			case unix.EINTR:
+				continue
+			case unix.EAGAIN:
+				return false // nothing queued: wait in the poller
+			default:
+				return true // passing: relay asks again
+			}
+			for i := range int(n) {
+				sl := &r.slots[i]
+				sl.n = int(s.hdrs[i].Len)
+				sl.from = sockaddrAddrPort(&s.names[i])
+			}
+			s.handle(int(n))
+			if int(n) < len(s.hdrs) {
+				// The queue ran empty: wait for the next datagram without
+				// asking again.
+				return false
+			}
 		}
-		n, _, errno := unix.RawSyscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&s.hdrs[0])), uintptr(len(s.hdrs)), 0, 0, 0)
-		for errno == unix.EINTR {
-			n, _, errno = unix.RawSyscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&s.hdrs[0])), uintptr(len(s.hdrs)), 0, 0, 0)
-		}
-		if errno == unix.EAGAIN {
-			return false // nothing queued: wait in the poller
-		}
-		s.got, s.errno = int(n), errno
-		return true
 	}
 	return r, nil
 }
 
-// read blocks until at least one datagram arrives and returns how many it
-// read into r.slots, or the read error (net.ErrClosed once the socket is
-// closed; others, such as an ICMP error reported on the socket, are
-// passing).
-func (r *batchReader) read() (int, error) {
+// relay reads batches until the socket is closed, calling handle with the
+// number of datagrams each read into r.slots (valid until handle returns).
+// Read errors other than the socket's closing (such as an ICMP error
+// reported on the socket) are passing and skipped.
+func (r *batchReader) relay(handle func(n int)) {
 	s := &r.sys
-	if err := s.rc.Read(s.readFn); err != nil {
-		return 0, err
+	s.handle = handle
+	for {
+		if err := s.rc.Read(s.loopFn); err != nil {
+			return // closed
+		}
 	}
-	if s.errno != 0 {
-		return 0, s.errno
-	}
-	for i := range s.got {
-		sl := &r.slots[i]
-		sl.n = int(s.hdrs[i].Len)
-		sl.from = sockaddrAddrPort(&s.names[i])
-	}
-	return s.got, nil
 }
 
 // sockaddrAddrPort reads a sockaddr_in or sockaddr_in6, IPv4-mapped

@@ -3,6 +3,7 @@
 package socks5
 
 import (
+	"errors"
 	"net"
 	"net/netip"
 )
@@ -18,16 +19,23 @@ func newBatchReader(c *net.UDPConn, headroom int) (*batchReader, error) {
 	return &batchReader{conn: c, slots: newSlots(1, headroom), headroom: headroom}, nil
 }
 
-// read blocks until a datagram arrives and returns 1, or the read error
-// (net.ErrClosed once the socket is closed).
-func (r *batchReader) read() (int, error) {
+// relay reads datagrams until the socket is closed, calling handle with 1
+// for each (in r.slots[0], valid until handle returns). Read errors other
+// than the socket's closing (such as an ICMP error reported on the socket)
+// are passing and skipped.
+func (r *batchReader) relay(handle func(n int)) {
 	s := &r.slots[0]
-	n, from, err := r.conn.ReadFromUDPAddrPort(s.buf[r.headroom:])
-	if err != nil {
-		return 0, err
+	for {
+		n, from, err := r.conn.ReadFromUDPAddrPort(s.buf[r.headroom:])
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			continue
+		}
+		s.n, s.from = n, netip.AddrPortFrom(from.Addr().Unmap(), from.Port())
+		handle(1)
 	}
-	s.n, s.from = n, netip.AddrPortFrom(from.Addr().Unmap(), from.Port())
-	return 1, nil
 }
 
 func newBatchWriter(c *net.UDPConn) (*batchWriter, error) {

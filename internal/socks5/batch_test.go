@@ -3,6 +3,7 @@ package socks5
 import (
 	"bytes"
 	"fmt"
+	"net"
 	"net/netip"
 	"runtime"
 	"slices"
@@ -185,5 +186,119 @@ func TestRelayAllocs(t *testing.T) {
 	sim.SetDeadline(time.Now().Add(time.Minute))
 	if n := testing.AllocsPerRun(200, roundTrip); n > 0 {
 		t.Errorf("%.1f allocations per round trip, want none", n)
+	}
+}
+
+// pollGateHooks holds up the relay in its first batch of one direction
+// on a read of its own UDP socket, gate, so that the relay goroutine
+// resumes only when Go's poller reports the gate's datagram. The poller
+// reports readiness in the order it happened, so whatever the test sent
+// to the relay before opening the gate has been reported too by then.
+type pollGateHooks struct {
+	client  bool // the client's direction waits, else the remote's
+	entered chan struct{}
+	gate    *net.UDPConn
+	once    sync.Once
+}
+
+func (h *pollGateHooks) wait() {
+	h.once.Do(func() {
+		h.entered <- struct{}{}
+		buf := make([]byte, 16)
+		h.gate.ReadFromUDPAddrPort(buf)
+	})
+}
+
+func (h *pollGateHooks) ClientDatagrams(*Association, []Datagram) {
+	if h.client {
+		h.wait()
+	}
+}
+
+func (h *pollGateHooks) RemoteDatagrams(*Association, []Datagram) {
+	if !h.client {
+		h.wait()
+	}
+}
+
+func (h *pollGateHooks) AssociationClosed(*Association) {}
+
+// TestRelayWakesForDatagramDuringBatch: a datagram that arrives while the
+// relay is handling the batch before it, and whose arrival the poller has
+// already reported, is relayed at once, not when a later datagram wakes
+// the relay. The relay skips the read that would only hear EAGAIN after a
+// short batch, which is right only within one RawConn.Read: a new one
+// forgets the readiness reported meanwhile, so this one would wait until
+// ioDeadline (a lost wake-up; the datagram's latency is the gap to the
+// next datagram).
+func TestRelayWakesForDatagramDuringBatch(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		client bool
+	}{
+		{"client to remote", true},
+		{"remote to client", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hooks := &pollGateHooks{client: tc.client, entered: make(chan struct{}, 1), gate: udpPeer(t)}
+			srv := startServer(t, Config{Hooks: hooks})
+			sim := udpPeer(t)
+			simAddr := addrPortOf(sim.LocalAddr())
+			c := dialUDP(t, srv, nil)
+			buf := make([]byte, 64)
+
+			// The association learns the client's port; the sim learns the
+			// relay's.
+			c.WriteToUDPAddrPort([]byte("hello"), simAddr)
+			var relayFrom netip.AddrPort
+			if !tc.client {
+				var got []byte
+				if got, relayFrom = readOne(t, sim); string(got) != "hello" {
+					t.Fatalf("sim read %q, want hello", got)
+				}
+			}
+			send := func(p string) {
+				if tc.client {
+					c.WriteToUDPAddrPort([]byte(p), simAddr)
+				} else {
+					sim.WriteToUDPAddrPort([]byte(p), relayFrom)
+				}
+			}
+			entered := func() {
+				select {
+				case <-hooks.entered:
+				case <-time.After(ioDeadline): // a bound on failure, not a wait
+					t.Fatal("the relay never called the hook")
+				}
+			}
+			recv := func() string {
+				if tc.client {
+					got, _ := readOne(t, sim)
+					return string(got)
+				}
+				n, _, err := c.ReadFromUDPAddrPort(buf)
+				if err != nil {
+					t.Fatalf("client: %v", err)
+				}
+				return string(buf[:n])
+			}
+			if !tc.client {
+				send("first")
+			}
+			// The direction's first batch ("hello" or "first") waits at the
+			// gate.
+			entered()
+			send("second")
+			hooks.gate.WriteToUDPAddrPort([]byte("open"), addrPortOf(hooks.gate.LocalAddr()))
+			want := []string{"hello", "second"}
+			if !tc.client {
+				want = []string{"first", "second"}
+			}
+			for _, w := range want {
+				if got := recv(); got != w {
+					t.Fatalf("read %q, want %q", got, w)
+				}
+			}
+		})
 	}
 }
