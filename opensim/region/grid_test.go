@@ -62,3 +62,26 @@ func TestGridNear(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkGridNear: one movement's lookup at the density of the stress
+// goal (5,530 avatars, 8 neighbours per move within 32 m: a 1,477 m
+// square), clients allocated as the region does, several KB apart.
+func BenchmarkGridNear(b *testing.B) {
+	const n, view, world = 5530, 32, 1477
+	rng := rand.New(rand.NewPCG(1, 2))
+	g := newGrid(view)
+	clients := make([]*client, n)
+	for i := range clients {
+		clients[i] = &client{unacked: map[uint32]*outPacket{}}
+		g.move(clients[i], rng.Float32()*world, rng.Float32()*world)
+	}
+	found := 0
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		c := clients[rng.IntN(n)]
+		x, y := rng.Float32()*world, rng.Float32()*world
+		g.move(c, x, y)
+		g.near(x, y, view, func(*client) { found++ })
+	}
+	b.ReportMetric(float64(found)/float64(b.N), "avatars/op")
+}
