@@ -51,12 +51,33 @@
 // before the network does (bufferbloat is what the lab studies), and
 // Nagle's algorithm is off (gVisor's default, and what games set).
 //
+// # gVisor's Reno
+//
+// gVisor's Reno (at the pseudo-version go.mod pins, 20250205023644, and
+// still at 20260905035102) does not do RFC 5681's congestion avoidance.
+// reno.go's updateCongestionAvoidance adds the acknowledged segments to a
+// count and, once the count reaches the window, adds count/window to the
+// window and then keeps the count modulo the window it has just enlarged: a
+// count equal to the old window stays, one below the new one, and every
+// later ACK of one segment grows the window again. gVisor's receiver has no
+// delayed ACKs (RFC 5681 §4.2): it acknowledges each batch of segments it
+// processes, one segment unless it falls behind, and after its first
+// increase the window grows by a segment per ACK, doubling every round trip
+// as in slow start, until a loss: each cycle overshoots the queue by up to a
+// window, and the burst of losses that follows often ends in a
+// retransmission timeout (the retransmissions meet the same full queue, and
+// without RACK only the RTO finds a lost one). A Reno flow here is that, not
+// NewReno's sawtooth: pairs of them starve one flow now and then
+// (TestTwoFlowsShare says how often). CUBIC grows by its own formula
+// (cubic.go) and is unaffected. Taking the remainder modulo the window
+// before enlarging it would fix it upstream.
+//
 // # Time
 //
-// The stacks run on the real clock: gVisor's timers (RTO, delayed ACK,
-// TLP) are tcpip's standard clock, that is time.Now and time.AfterFunc,
-// and the bottleneck stamps arrivals with time.Now and delivers on timers,
-// so both sides read one clock. testing/synctest cannot stand in: gVisor
+// The stacks run on the real clock: gVisor's timers (RTO, keepalive)
+// are tcpip's standard clock, that is time.Now and time.AfterFunc, and
+// the bottleneck stamps arrivals with time.Now and delivers on timers, so
+// both sides read one clock. testing/synctest cannot stand in: gVisor
 // parks its packet processors in a way the bubble does not count as
 // durably blocked, so the bubble's clock never moves. The bottleneck's
 // decisions and statistics are exact for the arrival times it sees; what

@@ -20,7 +20,9 @@ import (
 type CongestionControl string
 
 const (
-	// Reno is NewReno with SACK-based recovery (RFC 5681, RFC 6675).
+	// Reno is NewReno with SACK-based recovery (RFC 5681, RFC 6675), as
+	// gVisor has it: its congestion avoidance grows the window as fast
+	// as slow start (see the package doc).
 	Reno CongestionControl = "reno"
 	// CUBIC is RFC 8312's, Linux's default.
 	CUBIC CongestionControl = "cubic"
@@ -138,8 +140,11 @@ type Flow struct {
 	// the sending end wrote and what the receiving end read.
 	written, read [2]atomic.Uint64
 
-	mu        sync.Mutex // guards the endpoints
+	mu        sync.Mutex // guards the endpoints and established
 	endpoints [2]tcpip.Endpoint
+	// established is closed once both ends are connected; made on first
+	// use, so that a Flow built by any of the net's constructors has one.
+	established chan struct{}
 }
 
 // AddFlow adds a connection to the net; Run opens it.
@@ -188,6 +193,24 @@ func (f *Flow) Read(dir link.Direction) uint64 { return f.read[dir].Load() }
 
 // Link is the bottleneck's label for the flow's packets going dir.
 func (f *Flow) Link(dir link.Direction) link.Flow { return f.links[dir] }
+
+// Established is closed once the connection is open at both ends, which
+// may be well after its Start when the handshake's packets meet a full
+// queue (a lost SYN is sent again after the initial RTO of 1 s, RFC 6298
+// §2.1, and after 2 s more if lost again, §5.5): a measurement of the
+// flow's steady state counts from here, not from Start.
+func (f *Flow) Established() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.establishedLocked()
+}
+
+func (f *Flow) establishedLocked() chan struct{} {
+	if f.established == nil {
+		f.established = make(chan struct{})
+	}
+	return f.established
+}
 
 // TCPInfo is a connection's congestion state as one end sees it.
 type TCPInfo struct {
@@ -287,6 +310,7 @@ func (n *Net) runFlow(ctx context.Context, f *Flow) error {
 	}
 	f.mu.Lock()
 	f.endpoints[link.Up], f.endpoints[link.Down] = cep, sep
+	close(f.establishedLocked())
 	f.mu.Unlock()
 
 	// Both ends close when ctx ends, which unblocks their reads and
