@@ -184,9 +184,11 @@ var clean = link.PipeConfig{Rate: 6_000_000 / 8, Delay: 20 * time.Millisecond, B
 // of a value well above the 20-packet bandwidth-delay product, so the
 // queue never drains; and the receiving application gets those bytes
 // less the 52 bytes of headers per 1,500-byte packet (IPv4, TCP and its
-// timestamps option, RFC 7323). Reno's slow start overshoots into the
-// buffer and spends seconds recovering in gVisor, which a run of seconds
-// would measure instead; TestRecoveryAtLoss runs Reno.
+// timestamps option, RFC 7323). Reno is left out: gVisor's grows its
+// window in congestion avoidance as fast as in slow start (see the package
+// doc), overshoots the buffer every cycle and spends seconds in timeouts,
+// which a run of seconds would measure instead; TestRecoveryAtLoss runs
+// Reno.
 func TestSingleFlowFillsBottleneck(t *testing.T) {
 	skipUnderRace(t)
 	for _, tc := range []struct {
@@ -228,53 +230,150 @@ func jain(rates ...float64) float64 {
 	return sum * sum / (float64(len(rates)) * sq)
 }
 
-// TestTwoFlowsShare: two CUBIC bulk downloads started together over one
-// bottleneck (4 Mbit/s, 20 ms each way, 30 packets), three such pairs side
-// by side, measured over 5 s after 2 s of slow start: neither flow of a
-// pair starves (Jain's index ≥ 0.6, the lesser flow above a fifth of the
-// pair's throughput), the pairs share on average (mean index ≥ 0.85), and
-// they keep their links ≥ 85 % busy.
+// shortPath is the link on which two flows' sharing is asserted: 30
+// Mbit/s, 2 ms each way, and a drop-tail buffer of 20 packets, twice the
+// bandwidth-delay product (10 packets of 1,500 bytes over the 4 ms round
+// trip), so that the queue rather than the host's scheduling delays of a
+// millisecond or two keeps the link busy after a flow backs off.
+// TestTwoFlowsShare says why it is a fair test.
+var shortPath = link.PipeConfig{Rate: 30_000_000 / 8, Delay: 2 * time.Millisecond, Buffer: 20}
+
+// pairRun is one pair of bulk downloads, "a" and "b", on a bottleneck of
+// its own.
+type pairRun struct {
+	r    *rig
+	a, b link.FlowReport // the data (down) direction, over the window
+}
+
+// measure waits for b to be established, then for warmUp, and measures
+// the pair over window.
+func (p *pairRun) measure(stagger, warmUp, window time.Duration) {
+	// A SYN lost to the full queue, and lost again, is sent anew at 1 s
+	// and 3 s (RFC 6298 §2.1, §5.5): a flow not open by then has a
+	// problem of its own.
+	const handshake = 5 * time.Second
+	select {
+	case <-p.r.flows[1].Established():
+	case <-time.After(stagger + handshake):
+		p.r.errorf("flow b not established %v after its start", handshake)
+		return
+	}
+	st, _ := p.r.measure(warmUp, window)
+	p.a, _ = st.Flow("a down")
+	p.b, _ = st.Flow("b down")
+}
+
+// TestTwoFlowsShare: two CUBIC bulk downloads through one drop-tail queue
+// share it, each pair within Jain's index ≥ 0.95 of equal throughputs, on
+// shortPath.
 //
-// Not ≥ 0.95 per pair: CUBIC converges over loss events, and here a flow
-// sees one every second or so (its epoch K = ∛(W_max·β/C) is about 2 s,
-// RFC 8312 §4.1). Measured: over 4–5 s, single pairs 0.71 to 1.00 (mean
-// 0.93 in 37 pairs, on this shared 2-core machine); over 20 s, 0.945,
-// 0.980 and 0.999. Jain ≥ 0.95 is a property of runs of a minute or more,
-// which the lab's scenarios are. Reno is not paired here: in gVisor its
-// recovery from slow start's overshoot into a drop-tail queue leaves one
-// flow in repeated timeouts for seconds (0.52 to 1.00 over 4 s).
+// Why shortPath is a fair test of sharing, not a flattering one. The second
+// flow starts 1 s after the first, which by then keeps the link and its
+// queue full: the newcomer has to take its share from an established flow
+// (and its SYN may be lost to that queue: the warm-up counts from when it is
+// established). Nothing but the queue limits either flow (bulk senders, 4
+// MiB windows), and each pair is checked for it: each flow loses ≥ 10
+// packets to the queue within the window, so congestion control set the
+// shares, and the link stays ≥ 80 % busy (a single flow keeps a link ≥ 90 %
+// busy, TestSingleFlowFillsBottleneck; a pair measured 0.91 to 1.00, and
+// 0.86 to 0.90 beside a busy loop taking a core). Both flows have the same
+// path, as Jain ≥ 0.95 presumes (loss-based TCP favours the shorter round
+// trip, a known property and not this one). Each pair counts on its own, not
+// an average. Why it converges in seconds: with windows near 15 segments and
+// round trips under 10 ms, CUBIC is in its TCP-friendly region (RFC 8312
+// §4.2; gVisor's cubic.go takes W_est whenever it exceeds the cubic curve),
+// which is AIMD with an increase of 0.53 segment per round trip and a
+// decrease to 0.7: a sawtooth of about 0.3·15/0.53 ≈ 9 round trips, so each
+// flow loses packets several times a second, while the cubic epoch K =
+// ∛(W_max·(1−β)/C) ≈ 2.2 s plays no part, and the newcomer has its share
+// within about a second. Over 1 s a pair's shares still swing by ±0.1 (fast
+// convergence cuts a flow whose window shrank twice in a row to 0.6 of it,
+// RFC 8312 §4.6), and a retransmission timeout idles a flow for 200 ms or
+// more (a retransmission lost to the full queue: without RACK only the RTO
+// finds it), which is why the window is 8 s.
+//
+// Reno is not paired: gVisor's congestion avoidance is not RFC 5681's (see
+// the package doc). On this link, of 40 Reno pairs measured over 6 and 10 s,
+// one gave 0.56 (one flow at 6 % of the link, 1,054 of its packets dropped
+// to the other's 201), one 0.94, one 0.97, the rest ≥ 0.978; at 4 Mbit/s and
+// 40 ms its windows reach twice the path (88 segments for 43) and one flow
+// sits in timeouts for seconds.
+//
+// At 4 Mbit/s, 20 ms each way and 30 packets, the lab's access-link regime,
+// CUBIC pairs started together are checked for no starvation only (Jain ≥
+// 0.6, the lesser flow above a fifth of the pair, the link ≥ 85 % busy): a
+// flow there loses a packet every second or two, and over 8 s single pairs
+// measured 0.85 to 1.00, median 0.99 (0.945 to 0.999 over 20 s).
+//
+// All pairs run side by side, each on its own bottleneck, about 11 s in all.
+// Measured over 8 s on this 2-core machine beside others' tests and
+// benchmarks (load 1.6 to 2.0), 40 CUBIC pairs on shortPath: Jain 0.976 to
+// 1.000, tenth percentile 0.989, median 0.999; beside a busy loop as well
+// (load 3.3), 6 pairs: 0.992 to 1.000.
 func TestTwoFlowsShare(t *testing.T) {
 	skipUnderRace(t)
-	link4 := link.PipeConfig{Rate: 4_000_000 / 8, Delay: 20 * time.Millisecond, Buffer: 30}
-	const pairs = 3
-	var rigs [pairs]*rig
-	for i := range rigs {
-		rigs[i] = newRig(t, link4, link4, FlowConfig{Name: "a", CC: CUBIC}, FlowConfig{Name: "b", CC: CUBIC})
-	}
-	var stats [pairs]link.BottleneckStats
-	var wg sync.WaitGroup
-	for i, r := range rigs {
-		wg.Go(func() { stats[i], _ = r.measure(2*time.Second, 5*time.Second) })
-	}
-	wg.Wait()
-	var sum float64
-	for i, r := range rigs {
-		r.stop(t)
-		a, _ := stats[i].Flow("a down")
-		b, _ := stats[i].Flow("b down")
-		j := jain(a.Throughput(), b.Throughput())
-		sum += j
-		util := (a.Throughput() + b.Throughput()) / float64(link4.Rate)
-		t.Logf("pair %d: a %.0f B/s, b %.0f B/s: Jain %.3f, utilisation %.3f, drops %d and %d", i, a.Throughput(), b.Throughput(), j, util, a.Dropped(), b.Dropped())
-		if j < 0.6 || util < 0.85 {
-			r.errorf("pair %d: Jain's index %.3f (want ≥ 0.6), utilisation %.3f (want ≥ 0.85)", i, j, util)
+	shares := func(t *testing.T, p pairRun) {
+		j := jain(p.a.Throughput(), p.b.Throughput())
+		util := (p.a.Throughput() + p.b.Throughput()) / float64(shortPath.Rate)
+		t.Logf("a %.0f B/s, b %.0f B/s: Jain %.4f, utilisation %.3f, dropped %d and %d", p.a.Throughput(), p.b.Throughput(), j, util, p.a.DroppedQueue, p.b.DroppedQueue)
+		if j < 0.95 {
+			p.r.errorf("Jain's index %.4f, want ≥ 0.95", j)
+		}
+		if util < 0.8 {
+			p.r.errorf("utilisation %.3f, want ≥ 0.8", util)
+		}
+		if min(p.a.DroppedQueue, p.b.DroppedQueue) < 10 {
+			p.r.errorf("%d and %d packets dropped by the queue, want ≥ 10 each: something but congestion control limited a flow", p.a.DroppedQueue, p.b.DroppedQueue)
 		}
 	}
-	if mean := sum / pairs; mean < 0.85 {
-		rigs[0].errorf("mean Jain's index %.3f, want ≥ 0.85", mean)
+	link4 := link.PipeConfig{Rate: 4_000_000 / 8, Delay: 20 * time.Millisecond, Buffer: 30}
+	cases := []struct {
+		name           string
+		cc             CongestionControl
+		pipe           link.PipeConfig
+		pairs          int
+		stagger        time.Duration // b's start after a's
+		warmUp, window time.Duration // from b's establishment
+		check          func(*testing.T, pairRun)
+		runs           []pairRun
+	}{
+		{name: "cubic 30 Mbit/s", cc: CUBIC, pipe: shortPath, pairs: 2, stagger: time.Second, warmUp: 2 * time.Second, window: 8 * time.Second, check: shares},
+		{name: "cubic 4 Mbit/s", cc: CUBIC, pipe: link4, pairs: 3, warmUp: 2 * time.Second, window: 8 * time.Second, check: func(t *testing.T, p pairRun) {
+			a, b := p.a.Throughput(), p.b.Throughput()
+			j := jain(a, b)
+			util := (a + b) / float64(link4.Rate)
+			t.Logf("a %.0f B/s, b %.0f B/s: Jain %.3f, utilisation %.3f, dropped %d and %d", a, b, j, util, p.a.DroppedQueue, p.b.DroppedQueue)
+			if j < 0.6 || min(a, b) < (a+b)/5 || util < 0.85 {
+				p.r.errorf("Jain's index %.3f (want ≥ 0.6), lesser share %.2f (want ≥ 0.2), utilisation %.3f (want ≥ 0.85)", j, min(a, b)/(a+b), util)
+			}
+		}},
 	}
-	for _, r := range rigs {
-		r.report(t)
+	for i := range cases {
+		c := &cases[i]
+		for range c.pairs {
+			c.runs = append(c.runs, pairRun{r: newRig(t, c.pipe, c.pipe, FlowConfig{Name: "a", CC: c.cc}, FlowConfig{Name: "b", CC: c.cc, Start: c.stagger})})
+		}
+	}
+	var wg sync.WaitGroup
+	for i := range cases {
+		c := &cases[i]
+		for j := range c.runs {
+			wg.Go(func() { c.runs[j].measure(c.stagger, c.warmUp, c.window) })
+		}
+	}
+	wg.Wait()
+	for _, c := range cases {
+		for _, p := range c.runs {
+			p.r.stop(t)
+		}
+	}
+	for _, c := range cases {
+		for i, p := range c.runs {
+			t.Run(fmt.Sprintf("%s pair %d", c.name, i), func(t *testing.T) {
+				c.check(t, p)
+				p.r.report(t)
+			})
+		}
 	}
 }
 
@@ -367,6 +466,33 @@ func TestApplicationLimited(t *testing.T) {
 		r.errorf("plain: %.1f packets a second down, want up to %.1f and 1.5 times the multiplexed flow's %.1f", pkts[0], float64(down)/40+acks, pkts[1])
 	}
 	r.report(t)
+}
+
+// TestEstablished: a flow's Established closes once its connection is
+// open, its ends' state readable from then on (what a measurement that
+// counts from it reads), and stays open for a flow whose Start the run
+// never reached.
+func TestEstablished(t *testing.T) {
+	r := newRig(t, clean, clean, FlowConfig{Name: "now"}, FlowConfig{Name: "never", Start: time.Hour})
+	select {
+	case <-r.flows[0].Established():
+	case <-time.After(5 * time.Second):
+		t.Fatal("a flow over an idle 20 ms link not established within 5 s")
+	}
+	for _, dir := range []link.Direction{link.Up, link.Down} {
+		if _, ok := r.flows[0].Info(dir); !ok {
+			t.Errorf("established, but no TCP state for %v", dir)
+		}
+	}
+	r.stop(t)
+	select {
+	case <-r.flows[1].Established():
+		t.Error("a flow that never started is established")
+	default:
+	}
+	if _, ok := r.flows[1].Info(link.Down); ok {
+		t.Error("a flow that never started has TCP state")
+	}
 }
 
 // TestFlowConfigErrors: a flow the net would have to reinterpret is
