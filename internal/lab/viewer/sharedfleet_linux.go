@@ -133,13 +133,13 @@ func (f *sharedFleet) sendFailures() (uint64, error) {
 	for _, s := range f.sockets {
 		s.mu.Lock()
 		n += s.failed
-		first = cmpErr(first, s.failedErr)
+		first = firstErr(first, s.failedErr)
 		s.mu.Unlock()
 	}
 	return n, first
 }
 
-func cmpErr(a, b error) error {
+func firstErr(a, b error) error {
 	if a != nil {
 		return a
 	}
@@ -151,7 +151,8 @@ type sharedSocket struct {
 	conn          *net.UDPConn
 	rc            syscall.RawConn
 	port          uint16
-	sim           unix.RawSockaddrInet4
+	simAddrPort   netip.AddrPort
+	sim           unix.RawSockaddrInet4 // the same, for sendmmsg and to compare sources with
 	shard, shards int
 	members       []*Viewer // member j is viewer j*shards+shard
 	deadline      time.Time // the read deadline last set
@@ -202,7 +203,7 @@ func openSharedSocket(sim netip.AddrPort, shard, shards int) (*sharedSocket, err
 		return nil, fmt.Errorf("shared fleet: IP_PKTINFO: %w", err)
 	}
 	s := &sharedSocket{conn: conn, rc: rc, port: uint16(conn.LocalAddr().(*net.UDPAddr).Port), shard: shard, shards: shards,
-		sim: sockaddr4(sim), rctl: make([]byte, sharedRecvBatch*pktinfoSpace), rbuf: make([]byte, sharedRecvBatch*maxUDPDatagram)}
+		simAddrPort: sim, sim: sockaddr4(sim), rctl: make([]byte, sharedRecvBatch*pktinfoSpace), rbuf: make([]byte, sharedRecvBatch*maxUDPDatagram)}
 	for i := range s.rmsgs {
 		s.riov[i].Base = &s.rbuf[i*maxUDPDatagram]
 		s.riov[i].SetLen(maxUDPDatagram)
@@ -445,7 +446,7 @@ func (s *sharedSocket) flushLocked() {
 		// as UDP may lose it.
 		s.failed++
 		if s.failedErr == nil {
-			s.failedErr = cmpErr(err, error(errno))
+			s.failedErr = firstErr(err, error(errno))
 		}
 		sent++
 	}
@@ -463,7 +464,7 @@ type fleetEndpoint struct {
 var errFleetRead = fmt.Errorf("a shared fleet's viewer is read by its event loop: %w", net.ErrClosed)
 
 func (e *fleetEndpoint) WriteToUDPAddrPort(b []byte, to netip.AddrPort) (int, error) {
-	if to.Addr().Unmap() != netip.AddrFrom4(e.sock.sim.Addr) || to.Port() != binary.BigEndian.Uint16((*[2]byte)(unsafe.Pointer(&e.sock.sim.Port))[:]) {
+	if to != e.sock.simAddrPort {
 		return 0, fmt.Errorf("shared fleet: a datagram to %v: its socket sends only to the region", to)
 	}
 	e.sock.queue(b, e.self.Addr().As4())
