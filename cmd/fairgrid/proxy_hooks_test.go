@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/fairgrid/fairgrid/capture"
@@ -268,6 +269,49 @@ func TestBatchSourceCloseWakesReader(t *testing.T) {
 	s.Close()
 	if err := <-done; !errors.Is(err, throttle.ErrSourceClosed) {
 		t.Errorf("got %v", err)
+	}
+}
+
+// TestBatchSourceHalfFullWakesReader: a reader letting datagrams gather
+// takes them as soon as half the buffer is queued, not batchEvery later,
+// so a relay at full rate does not overflow it; below half it waits the
+// whole batchEvery (virtual time).
+func TestBatchSourceHalfFullWakesReader(t *testing.T) {
+	const limit = 64
+	for _, tc := range []struct {
+		name   string
+		pushed int
+		want   time.Duration
+	}{
+		{"below half", limit/2 - 1, batchEvery},
+		{"half", limit / 2, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := newBatchSource(limit, proxyBufferBytes)
+				defer s.Close()
+				s.Push(capture.Datagram{Payload: []byte{0}})
+				if _, err := s.Next(); err != nil {
+					t.Fatal(err)
+				}
+				start := time.Now()
+				got := make(chan time.Duration)
+				go func() {
+					// The batch is read: Next lets the next one gather.
+					if _, err := s.Next(); err != nil {
+						t.Error(err)
+					}
+					got <- time.Since(start)
+				}()
+				synctest.Wait()
+				for i := range tc.pushed {
+					s.Push(capture.Datagram{Payload: []byte{byte(i)}})
+				}
+				if d := <-got; d != tc.want {
+					t.Errorf("Next returned after %v, want %v", d, tc.want)
+				}
+			})
+		})
 	}
 }
 
