@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -83,11 +84,20 @@ type benchChild struct {
 }
 
 func startBenchChild(b *testing.B, kind string, target netip.AddrPort) *benchChild {
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), benchRelayEnv+"="+kind, benchRelayEnv+"_TARGET="+target.String())
-	// The plain relay prints its address on stdout, the proxy in its log.
+	var cmd *exec.Cmd
+	if kind == "socat" {
+		// socat is the relay nobody here wrote, in C: one process, one
+		// poll loop, a read and a write per datagram, the same two sockets.
+		// Port 0 picks a free one, which it logs (-d -d).
+		cmd = exec.Command("socat", "-d", "-d", "-b", "65536", "UDP4-LISTEN:0,bind=127.0.0.1", "UDP4:"+target.String())
+	} else {
+		cmd = exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), benchRelayEnv+"="+kind, benchRelayEnv+"_TARGET="+target.String())
+	}
+	// The plain relay prints its address on stdout, the proxy and socat in
+	// their logs.
 	pipe, err := cmd.StdoutPipe()
-	if kind == "proxy" {
+	if kind != "plain" {
 		pipe, err = cmd.StderrPipe()
 	}
 	if err != nil {
@@ -105,8 +115,7 @@ func startBenchChild(b *testing.B, kind string, target netip.AddrPort) *benchChi
 	})
 	sc := bufio.NewScanner(pipe)
 	for sc.Scan() {
-		if _, after, ok := strings.Cut(sc.Text(), "listen="); ok {
-			addr, _, _ := strings.Cut(after, " ")
+		if addr, ok := relayAddrIn(kind, sc.Text()); ok {
 			go func() {
 				for sc.Scan() {
 				}
@@ -118,6 +127,19 @@ func startBenchChild(b *testing.B, kind string, target netip.AddrPort) *benchChi
 	cmd.Wait()
 	b.Fatalf("%s relay: no address", kind)
 	return nil
+}
+
+// relayAddrIn finds the address a relay listens on in a line it printed:
+// "listen=ADDR" (fairgrid's log, the plain relay) or socat's "listening on
+// UDP AF=2 ADDR".
+func relayAddrIn(kind, line string) (string, bool) {
+	if kind == "socat" {
+		_, after, ok := strings.Cut(line, "listening on UDP AF=2 ")
+		return strings.TrimSpace(after), ok
+	}
+	_, after, ok := strings.Cut(line, "listen=")
+	addr, _, _ := strings.Cut(after, " ")
+	return addr, ok
 }
 
 // peakRSS is the child's peak resident set (VmHWM): its own memory since
@@ -168,10 +190,14 @@ func (c *benchChild) cpu(b *testing.B) time.Duration {
 	return total
 }
 
-// stop ends the child.
+// stop ends the child. socat ends on SIGTERM with its status, 143.
 func (c *benchChild) stop(b *testing.B) {
 	c.cmd.Process.Signal(syscall.SIGTERM)
-	if err := c.cmd.Wait(); err != nil {
+	err := c.cmd.Wait()
+	if filepath.Base(c.cmd.Path) == "socat" && c.cmd.ProcessState.ExitCode() == 128+int(syscall.SIGTERM) {
+		err = nil
+	}
+	if err != nil {
 		b.Fatalf("relay: %v", err)
 	}
 }
@@ -240,7 +266,7 @@ type benchConn struct {
 }
 
 func dialBench(b *testing.B, kind string, child *benchChild, sim netip.AddrPort) benchConn {
-	if kind == "plain" {
+	if kind != "proxy" {
 		pc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 		if err != nil {
 			b.Fatal(err)
@@ -267,9 +293,11 @@ func dialBench(b *testing.B, kind string, child *benchChild, sim netip.AddrPort)
 
 // BenchmarkProxy measures `fairgrid proxy` relaying LLUDP on loopback,
 // both directions, with measurement and the AgentThrottle check, against
-// a plain UDP relay of the same shape in the same run. Each relay runs in a
-// child process, so relay-datagrams/cpu-s counts its own CPU time (the
-// per-core figure). Each op is two datagrams, one each way. window=8
+// a plain UDP relay of the same shape and socat in the same run. Each relay
+// runs in a child process, so relay-datagrams/cpu-s counts its own CPU
+// time (the per-core figure). The proxy runs as `fairgrid proxy` does, on
+// one processor unless the benchmark's environment sets GOMAXPROCS
+// (proxyProcs); the plain relay on the runtime's default. Each op is two datagrams, one each way. window=8
 // keeps eight in flight (throughput); window=1 is ping-pong and reports
 // the round trip's median and p99 (the relay's added latency is the
 // difference from the plain relay's). load=5Mbit paces 5 Mbit/s through
@@ -277,32 +305,44 @@ func dialBench(b *testing.B, kind string, child *benchChild, sim netip.AddrPort)
 // viewer's mostly large downstream ones, and in 1 KB ones) for 3 s and
 // reports the relay's CPU % of one core and peak RSS.
 //
-// Each mode measures both relays in the same run, the proxy first, then
-// the plain relay with as many datagrams, and reports each figure for
-// both (plain-…, proxy-…) and the proxy's against the plain relay's
-// (…-vs-plain): the machine's load moves both, the comparison less.
+// Each mode measures the relays in the same run, the proxy first, then
+// the plain relay with as many datagrams, then socat's UDP relay (a
+// relay in C, where socat is installed), and reports each figure for
+// each (proxy-…, plain-…, socat-…) and the proxy's against the plain
+// relay's (…-vs-plain): the machine's load moves them all, the
+// comparison less.
 func BenchmarkProxy(b *testing.B) {
+	_, err := exec.LookPath("socat")
+	withSocat := err == nil
+	if !withSocat {
+		b.Log("socat is not installed: no socat-… figures (make bench-proxy installs it)")
+	}
 	for _, mode := range []string{"window=8", "window=1", "load=5Mbit/120B", "load=5Mbit/1KB"} {
 		b.Run(mode, func(b *testing.B) {
-			var plain, proxy map[string]float64
+			var plain, proxy, socat map[string]float64
 			if size, ok := strings.CutPrefix(mode, "load=5Mbit/"); ok {
 				for b.Loop() {
 					// One pass whatever b.N: the figures are rates over it.
 					if proxy == nil {
 						proxy = benchProxyLoad(b, "proxy", size == "1KB")
 						plain = benchProxyLoad(b, "plain", size == "1KB")
+						if withSocat {
+							socat = benchProxyLoad(b, "socat", size == "1KB")
+						}
 					}
 				}
 			} else {
 				window := int(mode[len(mode)-1] - '0')
 				proxy = benchProxyWindow(b, "proxy", window, 0)
 				plain = benchProxyWindow(b, "plain", window, b.N)
+				if withSocat {
+					socat = benchProxyWindow(b, "socat", window, b.N)
+				}
 			}
-			for unit, v := range plain {
-				b.ReportMetric(v, "plain-"+unit)
-			}
-			for unit, v := range proxy {
-				b.ReportMetric(v, "proxy-"+unit)
+			for kind, m := range map[string]map[string]float64{"proxy": proxy, "plain": plain, "socat": socat} {
+				for unit, v := range m {
+					b.ReportMetric(v, kind+"-"+unit)
+				}
 			}
 			reportVsPlain(b, proxy, plain)
 		})
@@ -505,5 +545,61 @@ func benchProxyLoad(b *testing.B, kind string, large bool) map[string]float64 {
 		"peak-rss-MB": rss / (1 << 20),
 		"datagrams/s": float64(2*sent) / benchLoadFor.Seconds(),
 		"lost-%":      100 * float64(max(sent-got, 0)) / float64(sent),
+	}
+}
+
+// TestProxyProcs: `fairgrid proxy` runs on one processor unless
+// $GOMAXPROCS names a number, which it keeps (proxyProcs). The proxy runs
+// as BenchmarkProxy's child does, and its log names the count.
+func TestProxyProcs(t *testing.T) {
+	for _, tc := range []struct {
+		env  string
+		want string
+	}{
+		{"", "1"},
+		{"2", "2"},
+	} {
+		t.Run("GOMAXPROCS="+tc.env, func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			for _, kv := range os.Environ() {
+				if !strings.HasPrefix(kv, "GOMAXPROCS=") {
+					cmd.Env = append(cmd.Env, kv)
+				}
+			}
+			cmd.Env = append(cmd.Env, benchRelayEnv+"=proxy")
+			if tc.env != "" {
+				cmd.Env = append(cmd.Env, "GOMAXPROCS="+tc.env)
+			}
+			logs, err := cmd.StderrPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				cmd.Process.Signal(syscall.SIGTERM)
+				if err := cmd.Wait(); err != nil {
+					t.Errorf("proxy: %v", err)
+				}
+			}()
+			sc := bufio.NewScanner(logs)
+			for sc.Scan() {
+				if !strings.Contains(sc.Text(), "listen=") {
+					continue
+				}
+				_, after, ok := strings.Cut(sc.Text(), " procs=")
+				procs, _, _ := strings.Cut(after, " ")
+				if !ok || procs != tc.want {
+					t.Errorf("log %q: want procs=%s", sc.Text(), tc.want)
+				}
+				go func() {
+					for sc.Scan() {
+					}
+				}()
+				return
+			}
+			t.Fatal("the proxy logged no listen address")
+		})
 	}
 }

@@ -53,7 +53,11 @@
 // elsewhere one datagram per read. The clock is read once per batch, the
 // hooks are called once per batch, and the relay allocates nothing per
 // datagram (TestRelayAllocs). A simulator's burst of ImagePackets thus costs
-// one goroutine wake-up. Against a plain two-goroutine UDP relay in the same
+// one goroutine wake-up, and a wake-up two system calls: a batch shorter
+// than 16 means the kernel found the queue empty, so the relay goes back
+// to Go's poller without the read that would only hear EAGAIN
+// (TestRelayWakesForDatagramDuringBatch keeps that from losing a
+// wake-up). Against a plain two-goroutine UDP relay in the same
 // run (`make bench-proxy`), the proxy with fairgrid's measurement and
 // rewrite relays more datagrams per CPU-second; at a viewer's 5 Mbit/s both
 // spend most of their CPU in wake-ups and the kernel's loopback path.
