@@ -47,7 +47,7 @@
 //     costs one wake-up rather than one per viewer, and the loop reads 64
 //     datagrams per recvmmsg and sends all a turn wrote in one sendmmsg.
 //     At 5,530 viewers this cut the viewers' CPU by a quarter and the
-//     region's by a seventh (README, Stress mode): the region's sends
+//     region's by a sixth (README, Stress mode): the region's sends
 //     were each waking a viewer's socket. A probe datagram between two
 //     fleet addresses checks, before each step, that the kernel takes the
 //     source address and reports the destination.
