@@ -113,7 +113,12 @@ func gameFlow(branch, i int) tcpflow.FlowConfig {
 // multiplexed branch's are bundles), their mean size on the wire, the
 // share the full queue dropped, and their mean wait in it.
 type branchResult struct {
-	GoodputKbps      float64 `json:"goodput_kbps"`
+	GoodputKbps float64 `json:"goodput_kbps"`
+	// IPKbps is the branch's native IP packets (headers, resends and
+	// all) reaching the clients' side of the bottleneck: the multiplexed
+	// branch's as the far end rebuilt them, whose headers did not cross
+	// it in full.
+	IPKbps           float64 `json:"ip_kbps"`
 	PacketsPerSecond float64 `json:"packets_per_second"`
 	MeanPacketBytes  float64 `json:"mean_packet_bytes"`
 	DropRate         float64 `json:"drop_rate"`
@@ -145,6 +150,9 @@ func (r branchResult) withCompression(s compressionStats, seconds float64) branc
 // branchPackets sums a branch's flows on the shared link.
 type branchPackets struct {
 	arrived, dropped, bytes uint64
+	// delivered is the bytes of native IP packets that reached the far
+	// end.
+	delivered uint64
 	// waited is the queueing delay summed over the forwarded packets.
 	waited time.Duration
 }
@@ -153,6 +161,7 @@ func (c *branchPackets) add(r link.FlowReport) {
 	c.arrived += r.Arrived
 	c.dropped += r.Dropped()
 	c.bytes += r.ArrivedBytes
+	c.delivered += r.DeliveredBytes
 	c.waited += time.Duration(r.Arrived-r.Dropped()) * r.QueueDelay.Mean()
 }
 
@@ -161,6 +170,7 @@ func (c branchPackets) result(goodputKbps, seconds float64) branchResult {
 	if c.arrived == 0 || seconds <= 0 {
 		return r
 	}
+	r.IPKbps = float64(c.delivered) * 8 / 1000 / seconds
 	r.PacketsPerSecond = float64(c.arrived) / seconds
 	r.MeanPacketBytes = float64(c.bytes) / float64(c.arrived)
 	r.DropRate = float64(c.dropped) / float64(c.arrived)
@@ -279,13 +289,15 @@ func runMultiplexCase(ctx context.Context, r multiplexRun, tap func(link.Event),
 			m.TCP = append(m.TCP, TCPResult{Name: fc.Name, CC: string(fc.CC), GoodputBPS: bps, Data: flowResult(data)})
 		}
 	}
+	compression := compressionLast.since(compressionFirst)
 	if bundles, ok := d.Flow(muxFlowName + " down"); ok {
+		bundles.DeliveredBytes = compression.restoredBytes
 		packets[1].add(bundles)
 	}
 	for b := range branches {
 		branches[b] = packets[b].result(goodput[b], m.Seconds)
 	}
-	branches[1] = branches[1].withCompression(compressionLast.since(compressionFirst), m.Seconds)
+	branches[1] = branches[1].withCompression(compression, m.Seconds)
 	return m, branches, nil
 }
 
@@ -319,9 +331,10 @@ type multiplexer struct {
 	sub         []byte // the packet being bundled, compressed
 	sent        [2]compressionStats
 
-	rmu           sync.Mutex // guards decompressors and tossed
+	rmu           sync.Mutex // guards decompressors, tossed and restored
 	decompressors [2]headerDecompressor
 	tossed        [2]uint64
+	restored      [2]uint64 // bytes of the native packets rebuilt
 
 	malformed atomic.Uint64
 	reported  sync.Once
@@ -333,13 +346,15 @@ type compressionStats struct {
 	packets, compressed    uint64
 	nativeBytes, wireBytes uint64
 	// tossed counts the compressed packets the far end could not rebuild
-	// (their context's establishing packet lost) and threw away.
-	tossed uint64
+	// (their context's establishing packet lost) and threw away;
+	// restoredBytes the native packets' bytes it rebuilt.
+	tossed, restoredBytes uint64
 }
 
 func (s compressionStats) since(earlier compressionStats) compressionStats {
 	return compressionStats{packets: s.packets - earlier.packets, compressed: s.compressed - earlier.compressed,
-		nativeBytes: s.nativeBytes - earlier.nativeBytes, wireBytes: s.wireBytes - earlier.wireBytes, tossed: s.tossed - earlier.tossed}
+		nativeBytes: s.nativeBytes - earlier.nativeBytes, wireBytes: s.wireBytes - earlier.wireBytes, tossed: s.tossed - earlier.tossed,
+		restoredBytes: s.restoredBytes - earlier.restoredBytes}
 }
 
 // compression returns dir's counts so far.
@@ -348,7 +363,7 @@ func (m *multiplexer) compression(dir link.Direction) compressionStats {
 	s := m.sent[dir]
 	m.mu.Unlock()
 	m.rmu.Lock()
-	s.tossed = m.tossed[dir]
+	s.tossed, s.restoredBytes = m.tossed[dir], m.restored[dir]
 	m.rmu.Unlock()
 	return s
 }
@@ -463,6 +478,7 @@ func (m *multiplexer) unbundle(dir link.Direction, bundle []byte) {
 			m.malformed.Add(1)
 			m.reported.Do(func() { m.log.Error("multiplexer: a packet in a bundle did not decompress", "err", err) })
 		default:
+			m.restored[dir] += uint64(len(p))
 			packets = append(packets, p)
 		}
 	}
@@ -572,8 +588,9 @@ func multiplexResult(cases []multiplexCase, runs []RunResult, branches [][2]bran
 	res := Result{Scenario: "multiplexing", Runs: runs}
 	t := Table{Title: "multiplexing: aggregate throughput of each branch of application-limited game flows (Reno, 20 ms)",
 		Columns: []string{"bottleneck", "flows", "T ms", "plain kbit/s", "published", "multiplexed kbit/s", "published", "multiplexed/plain", "published",
-			"packets/s", "bytes/packet", "dropped", "queue ms", "compression saved"},
+			"IP kbit/s", "packets/s", "bytes/packet", "dropped", "queue ms", "compression saved"},
 		Notes: []string{"throughput: what the clients read (server→client goodput), summed over a branch.",
+			"IP: each branch's native packets (headers, resends and all) reaching the clients' side, plain / multiplexed (as rebuilt after the bottleneck).",
 			"packets/s, bytes/packet (on the wire) and dropped: each branch's downstream on the bottleneck, plain / multiplexed (its bundles); queue: the mean wait of the downstream packets.",
 			"compression saved: the multiplexed branch's downstream bytes its header compression saved, kbit/s and share of its native packets' bytes; tossed: compressed packets the far end could not rebuild (their context's establishing packet lost), per second.",
 			muxNote, multiplexNote, "published: " + multiplexSrc}}
@@ -583,7 +600,7 @@ func multiplexResult(cases []multiplexCase, runs []RunResult, branches [][2]bran
 		t.Rows = append(t.Rows, []string{fmt.Sprintf("%dk", c.rate/1000), fmt.Sprintf("%d+%d", c.flows, c.flows), fmt.Sprint(c.period.Milliseconds()),
 			fmt.Sprintf("%.0f", got[0]), fmt.Sprintf("%.0f", c.published[0]), fmt.Sprintf("%.0f", got[1]), fmt.Sprintf("%.0f", c.published[1]),
 			fmt.Sprintf("%.2f", got[1]/got[0]), fmt.Sprintf("%.2f", c.published[1]/c.published[0]),
-			fmt.Sprintf("%.0f / %.0f", b[0].PacketsPerSecond, b[1].PacketsPerSecond), fmt.Sprintf("%.0f / %.0f", b[0].MeanPacketBytes, b[1].MeanPacketBytes),
+			fmt.Sprintf("%.0f / %.0f", b[0].IPKbps, b[1].IPKbps), fmt.Sprintf("%.0f / %.0f", b[0].PacketsPerSecond, b[1].PacketsPerSecond), fmt.Sprintf("%.0f / %.0f", b[0].MeanPacketBytes, b[1].MeanPacketBytes),
 			fmt.Sprintf("%.1f / %.1f %%", 100*b[0].DropRate, 100*b[1].DropRate), fmt.Sprintf("%.0f", runs[i].Measurement.Down.QueueDelayMeanMs),
 			fmt.Sprintf("%.1f kbit/s (%.0f %%), tossed %.1f/s", b[1].SavedBytesPerSecond*8/1000, 100*b[1].SavedShare, b[1].TossedPerSecond)})
 		for k, name := range []string{"plain", "multiplexed"} {

@@ -282,7 +282,9 @@ func equalInts(a, b []int) bool {
 // arrived, queueing per packet forwarded.
 func TestBranchPackets(t *testing.T) {
 	report := func(arrived, dropped, bytes uint64, waits ...time.Duration) link.FlowReport {
-		r := link.FlowReport{FlowStats: link.FlowStats{Arrived: arrived, DroppedQueue: dropped, ArrivedBytes: bytes}}
+		// What was not dropped got through, in proportion.
+		r := link.FlowReport{FlowStats: link.FlowStats{Arrived: arrived, DroppedQueue: dropped, ArrivedBytes: bytes,
+			Delivered: arrived - dropped, DeliveredBytes: bytes * (arrived - dropped) / arrived}}
 		for _, w := range waits {
 			r.QueueDelay.Add(w)
 		}
@@ -296,9 +298,9 @@ func TestBranchPackets(t *testing.T) {
 	}{
 		{"nothing", nil, 10, branchResult{GoodputKbps: 5}},
 		{"one flow", []link.FlowReport{report(4, 1, 2000, 100*time.Millisecond, 200*time.Millisecond, 300*time.Millisecond)}, 2,
-			branchResult{GoodputKbps: 5, PacketsPerSecond: 2, MeanPacketBytes: 500, DropRate: 0.25, QueueDelayMeanMs: 200}},
-		{"two flows weighed by their packets", []link.FlowReport{report(1, 0, 100, 400*time.Millisecond), report(4, 1, 900, 0, 0, 0)}, 5,
-			branchResult{GoodputKbps: 5, PacketsPerSecond: 1, MeanPacketBytes: 200, DropRate: 0.2, QueueDelayMeanMs: 100}},
+			branchResult{GoodputKbps: 5, IPKbps: 6, PacketsPerSecond: 2, MeanPacketBytes: 500, DropRate: 0.25, QueueDelayMeanMs: 200}},
+		{"two flows weighed by their packets", []link.FlowReport{report(1, 0, 100, 400*time.Millisecond), report(4, 1, 700, 0, 0, 0)}, 5,
+			branchResult{GoodputKbps: 5, IPKbps: 1, PacketsPerSecond: 1, MeanPacketBytes: 160, DropRate: 0.2, QueueDelayMeanMs: 100}},
 		{"all dropped", []link.FlowReport{report(2, 2, 300)}, 1,
 			branchResult{GoodputKbps: 5, PacketsPerSecond: 2, MeanPacketBytes: 150, DropRate: 1}},
 	} {
