@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -46,6 +47,11 @@ func runBenchChild(kind, target string) error {
 	var wait func()
 	switch kind {
 	case "socks5":
+		// As fairgrid proxy runs it (cmd/fairgrid's proxyProcs): one
+		// processor, so no second thread spins at each wake-up.
+		if os.Getenv("GOMAXPROCS") == "" {
+			runtime.GOMAXPROCS(1)
+		}
 		srv, err := New(Config{Hooks: nopHooks{}}, slog.New(slog.DiscardHandler))
 		if err != nil {
 			return err
@@ -126,7 +132,9 @@ const benchWindow = 8
 // of the same run, through a plain UDP relay of the same shape (two
 // sockets, two goroutines, no header, no hooks). Each relay runs in a child
 // process so that relay-datagrams/cpu-s counts the relay's CPU time alone:
-// the per-core figure. Each op relays two datagrams (one each way).
+// the per-core figure; the SOCKS5 relay runs on one processor, as
+// fairgrid proxy does, the plain one on the runtime's default. Each op
+// relays two datagrams (one each way).
 // window=1 is ping-pong and reports the round trip's median and p99.
 func BenchmarkRelay(b *testing.B) {
 	for _, window := range []int{benchWindow, 1} {
