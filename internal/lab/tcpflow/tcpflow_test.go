@@ -264,33 +264,42 @@ func (p *pairRun) measure(stagger, warmUp, window time.Duration) {
 }
 
 // TestTwoFlowsShare: two CUBIC bulk downloads through one drop-tail queue
-// share it, each pair within Jain's index ≥ 0.95 of equal throughputs, on
-// shortPath.
+// share it within Jain's index ≥ 0.95 of equal throughputs, on shortPath,
+// asserted per pair.
 //
 // Why shortPath is a fair test of sharing, not a flattering one. The second
 // flow starts 1 s after the first, which by then keeps the link and its
 // queue full: the newcomer has to take its share from an established flow
 // (and its SYN may be lost to that queue: the warm-up counts from when it is
 // established). Nothing but the queue limits either flow (bulk senders, 4
-// MiB windows), and each pair is checked for it: each flow loses ≥ 10
-// packets to the queue within the window, so congestion control set the
-// shares, and the link stays ≥ 80 % busy (a single flow keeps a link ≥ 90 %
-// busy, TestSingleFlowFillsBottleneck; a pair measured 0.91 to 1.00, and
-// 0.86 to 0.90 beside a busy loop taking a core). Both flows have the same
-// path, as Jain ≥ 0.95 presumes (loss-based TCP favours the shorter round
-// trip, a known property and not this one). Each pair counts on its own, not
-// an average. Why it converges in seconds: with windows near 15 segments and
-// round trips under 10 ms, CUBIC is in its TCP-friendly region (RFC 8312
-// §4.2; gVisor's cubic.go takes W_est whenever it exceeds the cubic curve),
-// which is AIMD with an increase of 0.53 segment per round trip and a
-// decrease to 0.7: a sawtooth of about 0.3·15/0.53 ≈ 9 round trips, so each
-// flow loses packets several times a second, while the cubic epoch K =
-// ∛(W_max·(1−β)/C) ≈ 2.2 s plays no part, and the newcomer has its share
-// within about a second. Over 1 s a pair's shares still swing by ±0.1 (fast
+// MiB windows), and the pair is checked for it: each flow loses ≥ 10 packets
+// to the queue within the window, so congestion control set the shares, and
+// the link stays ≥ 80 % busy (a single flow keeps a link ≥ 90 % busy,
+// TestSingleFlowFillsBottleneck; a pair measured 0.88 to 1.00, and 0.86 to
+// 0.90 beside a busy loop taking a core). Both flows have the same path, as
+// Jain ≥ 0.95 presumes (loss-based TCP favours the shorter round trip, a
+// known property and not this one), and the drop-tail queue has no
+// randomness of its own to even out who loses. Why it converges in seconds:
+// with windows near 15 segments and round trips under 10 ms, CUBIC is in its
+// TCP-friendly region (RFC 8312 §4.2; gVisor's cubic.go takes W_est whenever
+// it exceeds the cubic curve), which is AIMD with an increase of 0.53
+// segment per round trip and a decrease to 0.7: a sawtooth of about
+// 0.3·15/0.53 ≈ 9 round trips, so each flow loses packets several times a
+// second, while the cubic epoch K = ∛(W_max·(1−β)/C) ≈ 2.2 s plays no part,
+// and the newcomer has its share within about a second.
+//
+// Why the window is 12 s. Over 1 s a pair's shares swing by ±0.1 (fast
 // convergence cuts a flow whose window shrank twice in a row to 0.6 of it,
 // RFC 8312 §4.6), and a retransmission timeout idles a flow for 200 ms or
-// more (a retransmission lost to the full queue: without RACK only the RTO
-// finds it), which is why the window is 8 s.
+// more, with back-off: the flows are in recovery most of the time, and a
+// retransmission lost to the full queue waits for the RTO (RACK, which would
+// find it, is off: see the package doc; on, it left one flow of 20 pairs at
+// 0 for the whole window). Over 8 s, 120 pairs measured 0.976 to 1.000 but
+// for two at 0.94 and 0.73, the flow behind losing two to three times as
+// many of the packets it sent as the other; over 12 s, 50 pairs (14 of
+// this test, 36 run three at a time) measured 0.981 to 1.000, tenth
+// percentile 0.993, median 0.999, on this 2-core machine beside others'
+// tests and benchmarks (load 1 to 2.6).
 //
 // Reno is not paired: gVisor's congestion avoidance is not RFC 5681's (see
 // the package doc). On this link, of 40 Reno pairs measured over 6 and 10 s,
@@ -302,14 +311,11 @@ func (p *pairRun) measure(stagger, warmUp, window time.Duration) {
 // At 4 Mbit/s, 20 ms each way and 30 packets, the lab's access-link regime,
 // CUBIC pairs started together are checked for no starvation only (Jain ≥
 // 0.6, the lesser flow above a fifth of the pair, the link ≥ 85 % busy): a
-// flow there loses a packet every second or two, and over 8 s single pairs
-// measured 0.85 to 1.00, median 0.99 (0.945 to 0.999 over 20 s).
+// flow there loses a packet every second or two, and single pairs measured
+// 0.78 to 1.00 over 8 s, median 0.99, and 0.94 to 1.00 over 12 s (0.945 to
+// 0.999 over 20 s).
 //
-// All pairs run side by side, each on its own bottleneck, about 11 s in all.
-// Measured over 8 s on this 2-core machine beside others' tests and
-// benchmarks (load 1.6 to 2.0), 40 CUBIC pairs on shortPath: Jain 0.976 to
-// 1.000, tenth percentile 0.989, median 0.999; beside a busy loop as well
-// (load 3.3), 6 pairs: 0.992 to 1.000.
+// All pairs run side by side, each on its own bottleneck: about 15 s in all.
 func TestTwoFlowsShare(t *testing.T) {
 	skipUnderRace(t)
 	shares := func(t *testing.T, p pairRun) {
@@ -337,8 +343,8 @@ func TestTwoFlowsShare(t *testing.T) {
 		check          func(*testing.T, pairRun)
 		runs           []pairRun
 	}{
-		{name: "cubic 30 Mbit/s", cc: CUBIC, pipe: shortPath, pairs: 2, stagger: time.Second, warmUp: 2 * time.Second, window: 8 * time.Second, check: shares},
-		{name: "cubic 4 Mbit/s", cc: CUBIC, pipe: link4, pairs: 3, warmUp: 2 * time.Second, window: 8 * time.Second, check: func(t *testing.T, p pairRun) {
+		{name: "cubic 30 Mbit/s", cc: CUBIC, pipe: shortPath, pairs: 1, stagger: time.Second, warmUp: 2 * time.Second, window: 12 * time.Second, check: shares},
+		{name: "cubic 4 Mbit/s", cc: CUBIC, pipe: link4, pairs: 3, warmUp: 2 * time.Second, window: 12 * time.Second, check: func(t *testing.T, p pairRun) {
 			a, b := p.a.Throughput(), p.b.Throughput()
 			j := jain(a, b)
 			util := (a + b) / float64(link4.Rate)
