@@ -74,7 +74,8 @@ FUZZ_TARGETS := lludp:FuzzDecode lludp:FuzzZeroCode lludp:FuzzReplaceThrottles l
 	opensim:FuzzScheduler opensim:FuzzSchedulerReference configs:FuzzParse \
 	ratecalc:FuzzParseBitRate ratecalc:FuzzParseLoss \
 	internal/socks5:FuzzHandshake internal/socks5:FuzzUDPHeader \
-	internal/audit:FuzzAudit internal/lab/tcpflow:FuzzClientPort internal/lab/kerneltcp:FuzzTCPPorts
+	internal/audit:FuzzAudit internal/lab/tcpflow:FuzzClientPort internal/lab/kerneltcp:FuzzTCPPorts \
+	internal/lab/viewer:FuzzPktinfoDst internal/lab/scenario:FuzzSplitBundle internal/lab/scenario:FuzzHeaderCompression
 fuzz-smoke:
 	@for pt in $(FUZZ_TARGETS); do \
 		p=$${pt%%:*}; t=$${pt#*:}; \
@@ -116,6 +117,9 @@ bench-capture: build
 # NEIGHBOURS: per-move neighbours the world is sized for (0: one 256 m region).
 SWEEP ?= 1000,2000,3000,4000,5530,7000
 NEIGHBOURS ?= 8 32
+# FLEET: auto (shared sockets on 127/8 where possible) or per-viewer, the
+# socket-per-viewer fleet, for before/after with one binary.
+FLEET ?= auto
 bench-sim: build
 	@ulimit -n 65536 2>/dev/null || true; \
 	bin/fairgrid sim --listen 127.0.0.1:9500 --metrics 127.0.0.1:9501 --activity idle --stress \
@@ -123,7 +127,7 @@ bench-sim: build
 	trap 'kill $$sim 2>/dev/null; wait $$sim 2>/dev/null' EXIT; \
 	for k in $(NEIGHBOURS); do echo "$$k neighbours per move:"; \
 		bin/fairgrid viewer --sim 127.0.0.1:9500 --sim-metrics http://127.0.0.1:9501/metrics \
-			--stress --sweep $(SWEEP) --neighbours $$k --duration 10s || exit 1; done
+			--stress --sweep $(SWEEP) --neighbours $$k --fleet $(FLEET) --duration 10s || exit 1; done
 
 # The audit on a large real-traffic capture (the 0.9.2.2 capture repeated
 # to 2 M datagrams) against tcpdump reading the same file, one core each;
