@@ -149,6 +149,12 @@ type Flow struct {
 
 // AddFlow adds a connection to the net; Run opens it.
 func (n *Net) AddFlow(cfg FlowConfig) (*Flow, error) {
+	return n.addFlow(cfg, [2]func([]byte){link.Up: n.server.inject, link.Down: n.client.inject})
+}
+
+// addFlow checks cfg and registers the flow on the bottleneck, whose
+// deliveries each way go to deliver[dir].
+func (n *Net) addFlow(cfg FlowConfig, deliver [2]func([]byte)) (*Flow, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("tcpflow: flow %q: %w", cfg.Name, err)
 	}
@@ -166,12 +172,11 @@ func (n *Net) AddFlow(cfg FlowConfig) (*Flow, error) {
 		return nil, fmt.Errorf("tcpflow: flow %q: already %d flows", cfg.Name, MaxFlows)
 	}
 	f := &Flow{cfg: cfg, index: len(n.flows)}
-	var err error
-	if f.links[link.Up], err = n.bottleneck.AddFlow(link.FlowConfig{Name: cfg.Name + " up", Dir: link.Up, Deliver: n.server.inject}); err != nil {
-		return nil, fmt.Errorf("tcpflow: %w", err)
-	}
-	if f.links[link.Down], err = n.bottleneck.AddFlow(link.FlowConfig{Name: cfg.Name + " down", Dir: link.Down, Deliver: n.client.inject}); err != nil {
-		return nil, fmt.Errorf("tcpflow: %w", err)
+	for _, dir := range []link.Direction{link.Up, link.Down} {
+		var err error
+		if f.links[dir], err = n.bottleneck.AddFlow(link.FlowConfig{Name: cfg.Name + " " + dir.String(), Dir: dir, Deliver: deliver[dir]}); err != nil {
+			return nil, fmt.Errorf("tcpflow: %w", err)
+		}
 	}
 	n.flows = append(n.flows, f)
 	return f, nil

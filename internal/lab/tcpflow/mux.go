@@ -18,32 +18,10 @@ func (n *Net) AddFlowVia(cfg FlowConfig, via func(dir link.Direction, packet []b
 	if via == nil {
 		return nil, fmt.Errorf("tcpflow: flow %q: %w", cfg.Name, errors.New("no via"))
 	}
-	if err := cfg.validate(); err != nil {
-		return nil, fmt.Errorf("tcpflow: flow %q: %w", cfg.Name, err)
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.running {
-		return nil, fmt.Errorf("tcpflow: flow %q: the net is running", cfg.Name)
-	}
-	for _, g := range n.flows {
-		if g.cfg.Name == cfg.Name {
-			return nil, fmt.Errorf("tcpflow: flow %q already exists", cfg.Name)
-		}
-	}
-	if len(n.flows) >= MaxFlows {
-		return nil, fmt.Errorf("tcpflow: flow %q: already %d flows", cfg.Name, MaxFlows)
-	}
-	f := &Flow{cfg: cfg, index: len(n.flows)}
-	var err error
-	for _, dir := range []link.Direction{link.Up, link.Down} {
-		deliver := func(packet []byte) { via(dir, packet) }
-		if f.links[dir], err = n.bottleneck.AddFlow(link.FlowConfig{Name: cfg.Name + " " + dir.String(), Dir: dir, Deliver: deliver}); err != nil {
-			return nil, fmt.Errorf("tcpflow: %w", err)
-		}
-	}
-	n.flows = append(n.flows, f)
-	return f, nil
+	return n.addFlow(cfg, [2]func([]byte){
+		link.Up:   func(packet []byte) { via(link.Up, packet) },
+		link.Down: func(packet []byte) { via(link.Down, packet) },
+	})
 }
 
 // Receive hands packet, a whole IPv4 packet that has crossed the link dir
