@@ -101,8 +101,11 @@ bench-js:
 	$(GO) test -run '^$$' -bench 'DecodeReal' -benchmem ./lludp
 
 # fairgrid proxy relaying LLUDP (measurement and AgentThrottle rewrite)
-# beside a plain UDP relay of the same shape, each in its own process.
+# beside a plain Go UDP relay of the same shape and socat's (Debian's
+# package, installed when missing), each in its own process, same run.
 bench-proxy:
+	@command -v socat >/dev/null 2>&1 || { command -v apt-get >/dev/null 2>&1 && \
+		(apt-get update -qq && apt-get install -y -qq socat >/dev/null) || echo "socat missing: no socat figures"; }
 	$(GO) test -run '^$$' -bench 'BenchmarkProxy' -benchtime 2s -count 3 ./cmd/fairgrid
 
 # Reading and measuring a large capture against tcpdump reading it; tcpdump
