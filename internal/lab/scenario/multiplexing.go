@@ -546,42 +546,19 @@ func runMultiplexing(ctx context.Context, o Options) (Result, error) {
 func runMultiplexRuns(ctx context.Context, o Options, runs []multiplexRun) ([]RunResult, [][2]branchResult, error) {
 	out := make([]RunResult, len(runs))
 	branches := make([][2]branchResult, len(runs))
-	errs := make([]error, len(runs))
-	sem := make(chan struct{}, o.Parallel)
-	var wg sync.WaitGroup
+	names := make([]string, len(runs))
 	for i, r := range runs {
-		wg.Go(func() {
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				errs[i] = ctx.Err()
-				return
-			}
-			defer func() { <-sem }()
-			var tap func(link.Event)
-			var capture *pcapFile
-			if o.OutDir != "" {
-				var err error
-				if capture, err = createPcap(o.OutDir, r.name); err != nil {
-					errs[i] = err
-					return
-				}
-				tap = capture.tap
-			}
-			m, b, err := runMultiplexCase(ctx, r, tap, o.Log)
-			if capture != nil {
-				err = errors.Join(err, capture.close())
-			}
-			if err != nil {
-				errs[i] = fmt.Errorf("run %s: %w", r.name, err)
-				return
-			}
-			o.Log.Info("run done", "run", r.name)
-			out[i], branches[i] = RunResult{Name: r.name, Measurement: m}, b
-		})
+		names[i] = r.name
 	}
-	wg.Wait()
-	return out, branches, errors.Join(errs...)
+	err := runEach(ctx, o, names, func(i int, tap func(link.Event)) error {
+		m, b, err := runMultiplexCase(ctx, runs[i], tap, o.Log)
+		if err != nil {
+			return err
+		}
+		out[i], branches[i] = RunResult{Name: runs[i].name, Measurement: m}, b
+		return nil
+	})
+	return out, branches, err
 }
 
 func multiplexResult(cases []multiplexCase, runs []RunResult, branches [][2]branchResult) Result {

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"text/tabwriter"
 	"time"
+
+	"github.com/fairgrid/fairgrid/internal/lab/link"
 )
 
 // Options are what every scenario takes.
@@ -200,13 +202,46 @@ type job struct {
 }
 
 // runAll runs jobs, o.Parallel at a time, and returns their measurements
-// in order. Each writes its capture into o.OutDir when set.
+// in order. Each writes its capture into o.OutDir when set, and the audit
+// of its viewer's circuit too.
 func runAll(ctx context.Context, o Options, jobs []job) ([]RunResult, error) {
 	out := make([]RunResult, len(jobs))
-	errs := make([]error, len(jobs))
+	names := make([]string, len(jobs))
+	for i, j := range jobs {
+		names[i] = j.name
+	}
+	err := runEach(ctx, o, names, func(i int, tap func(link.Event)) error {
+		j := jobs[i]
+		cfg := j.cfg
+		cfg.Tap = tap
+		var vlog *viewerLog
+		if o.OutDir != "" && cfg.Viewer != nil {
+			vlog = &viewerLog{}
+			cfg.ViewerTap = vlog.add
+		}
+		m, err := RunRig(ctx, cfg, o.Log)
+		if err != nil {
+			return err
+		}
+		if vlog != nil {
+			if err := vlog.writeAudit(o.OutDir, j.name); err != nil {
+				return err
+			}
+		}
+		out[i] = RunResult{Name: j.name, Measurement: m}
+		return nil
+	})
+	return out, err
+}
+
+// runEach calls run for each of the named runs, o.Parallel at a time, and
+// joins their errors; with o.OutDir set, tap writes the run's capture
+// there (else it is nil).
+func runEach(ctx context.Context, o Options, names []string, run func(i int, tap func(link.Event)) error) error {
+	errs := make([]error, len(names))
 	sem := make(chan struct{}, o.Parallel)
 	var wg sync.WaitGroup
-	for i, j := range jobs {
+	for i, name := range names {
 		wg.Go(func() {
 			select {
 			case sem <- struct{}{}:
@@ -215,36 +250,27 @@ func runAll(ctx context.Context, o Options, jobs []job) ([]RunResult, error) {
 				return
 			}
 			defer func() { <-sem }()
-			cfg := j.cfg
+			var tap func(link.Event)
 			var capture *pcapFile
 			if o.OutDir != "" {
 				var err error
-				if capture, err = createPcap(o.OutDir, j.name); err != nil {
+				if capture, err = createPcap(o.OutDir, name); err != nil {
 					errs[i] = err
 					return
 				}
-				cfg.Tap = capture.tap
+				tap = capture.tap
 			}
-			var vlog *viewerLog
-			if o.OutDir != "" && cfg.Viewer != nil {
-				vlog = &viewerLog{}
-				cfg.ViewerTap = vlog.add
-			}
-			m, err := RunRig(ctx, cfg, o.Log)
+			err := run(i, tap)
 			if capture != nil {
 				err = errors.Join(err, capture.close())
 			}
-			if vlog != nil && err == nil {
-				err = vlog.writeAudit(o.OutDir, j.name)
-			}
 			if err != nil {
-				errs[i] = fmt.Errorf("run %s: %w", j.name, err)
+				errs[i] = fmt.Errorf("run %s: %w", name, err)
 				return
 			}
-			o.Log.Info("run done", "run", j.name)
-			out[i] = RunResult{Name: j.name, Measurement: m}
+			o.Log.Info("run done", "run", name)
 		})
 	}
 	wg.Wait()
-	return out, errors.Join(errs...)
+	return errors.Join(errs...)
 }
