@@ -23,8 +23,8 @@
 //
 // Runs are real time, since the region and the viewer talk over UDP
 // sockets, which a testing/synctest bubble cannot wait on; they take
-// little CPU (a few thousand packets a second), so runAll runs several at
-// once. Given a seed, the links' losses and the stacks' random choices
+// little CPU (a few thousand packets a second), so runEach runs several
+// at once. Given a seed, the links' losses and the stacks' random choices
 // repeat; real TCP's timing still follows the goroutines' scheduling.
 //
 // # Segment size
@@ -37,6 +37,18 @@
 // the controllers' own setting (RigViewer.Segment, control.segment):
 // window tracking's rate cwnd·s/SRTT and the TFRC equation are both
 // proportional to s.
+//
+// # The multiplexer
+//
+// The multiplexing scenario (Saldana et al., IEEE CCNC 2014) runs its
+// own rig: two branches of application-limited game TCP flows, one of
+// them through a TCM-like multiplexer on the path (tcpflow.AddFlowVia):
+// the branch's packets, both ways, wait for the end of a round of T (the
+// sawtooth delay), their TCP/IP headers are compressed against a
+// per-flow context (RFC 1144's packet kinds), and a round's packets cross
+// the shared bottleneck in bundles of up to 1,500 bytes behind a tunnel
+// header; the far end rebuilds the native packets exactly and hands them
+// on (tcpflow.Net.Receive). The bottleneck carries the compressed bytes.
 //
 // # Published numbers
 //
