@@ -44,15 +44,7 @@ func TestViewerStressFlags(t *testing.T) {
 // prints the region's rates and CPU, not dashes, and 8 neighbours a move
 // or near it in the world sized for them.
 func TestViewerStressMeasures(t *testing.T) {
-	srv, err := region.New(region.Config{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Activity: region.Idle,
-		Stress: region.StressConfig{Enabled: true}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { srv.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
+	srv := startStressRegion(t)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(region.NewCollector(srv), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
@@ -96,15 +88,7 @@ func TestViewerStressMeasures(t *testing.T) {
 // TestViewerStressFleetFlag: --fleet per-viewer gives each viewer a
 // socket, and the step's row says so.
 func TestViewerStressFleetFlag(t *testing.T) {
-	srv, err := region.New(region.Config{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Activity: region.Idle,
-		Stress: region.StressConfig{Enabled: true}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { srv.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
+	srv := startStressRegion(t)
 	var out, errOut bytes.Buffer
 	code := run([]string{"viewer", "--stress", "--sim", srv.Addr().String(), "--clients", "20", "--duration", "4s",
 		"--fleet", "per-viewer"}, stdio{strings.NewReader(""), &out, &errOut})
@@ -113,4 +97,20 @@ func TestViewerStressFleetFlag(t *testing.T) {
 	if code != exitOK || len(lines) < 2 || !strings.HasSuffix(lines[0], "fleet") || !strings.HasSuffix(lines[1], " per-viewer") {
 		t.Errorf("exit %d; want a fleet column saying per-viewer", code)
 	}
+}
+
+// startStressRegion runs an idle region in stress mode on loopback until
+// the test ends.
+func startStressRegion(t *testing.T) *region.Server {
+	t.Helper()
+	srv, err := region.New(region.Config{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Activity: region.Idle,
+		Stress: region.StressConfig{Enabled: true}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { srv.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return srv
 }
