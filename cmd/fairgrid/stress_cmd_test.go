@@ -30,6 +30,12 @@ func TestViewerStressFlags(t *testing.T) {
 		{[]string{"--stress", "--sim", "127.0.0.1:9", "--neighbours", "8", "--clients", "1"}, "at least 2 viewers"},
 		{[]string{"--stress", "--sim", "127.0.0.1:9", "--neighbours", "8", "--clients", "100000", "--view-distance", "1000"}, "larger than"},
 		{[]string{"--stress", "--sim", "127.0.0.1:9", "--fleet", "both"}, "--fleet"},
+		// Stress flags without --stress are refused, not ignored.
+		{[]string{"--sim", "127.0.0.1:9", "--fleet", "shared"}, "--fleet applies only with --stress"},
+		{[]string{"--sim", "127.0.0.1:9", "--sweep", "10,20"}, "--sweep applies only with --stress"},
+		{[]string{"--sim", "127.0.0.1:9", "--neighbours", "8"}, "--neighbours applies only with --stress"},
+		{[]string{"--sim", "127.0.0.1:9", "--view-distance", "16"}, "--view-distance applies only with --stress"},
+		{[]string{"--sim", "127.0.0.1:9", "--sim-metrics", "http://127.0.0.1:1/metrics"}, "--sim-metrics applies only with --stress"},
 	}
 	for _, tt := range tests {
 		var out, errOut bytes.Buffer

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"math"
 	"net/netip"
@@ -78,6 +79,15 @@ func runViewer(args []string, s stdio) int {
 	auth, err := socksAuth(*proxy, *proxyUser, *proxyPass)
 	if err == nil && *stress && *proxy != "" {
 		err = errors.New("--socks5 does not apply to --stress")
+	}
+	if err == nil && !*stress {
+		// A stress flag without --stress would be ignored: a user who
+		// forgot --stress would get a plain run and think it measured.
+		fs.Visit(func(f *flag.Flag) {
+			if err == nil && stressOnlyFlags[f.Name] {
+				err = fmt.Errorf("--%s applies only with --stress", f.Name)
+			}
+		})
 	}
 	if err != nil {
 		fmt.Fprintf(s.err, "fairgrid viewer: %v\n", err)
@@ -166,6 +176,9 @@ func socksAuth(proxy, user, pass string) (*socks5.Auth, error) {
 	}
 	return &socks5.Auth{Username: user, Password: pass}, nil
 }
+
+// stressOnlyFlags are the flags a run without --stress refuses.
+var stressOnlyFlags = map[string]bool{"sweep": true, "neighbours": true, "view-distance": true, "sim-metrics": true, "fleet": true}
 
 // stressFlags are the flags of a stress run.
 type stressFlags struct {
