@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -116,13 +115,13 @@ type SidecarConfig struct {
 	// reported before the sidecar starts.
 	MetricsListener net.Listener
 	Metrics         http.Handler
-	// Reloads asks for a reload (the caller passes a signal.Notify channel
-	// for SIGHUP). Reload then returns the loop's new configuration, which
+	// Reloads asks for a reload (the command line turns each SIGHUP into
+	// a value; signals stay in cmd). Reload then returns the loop's new configuration, which
 	// the sidecar applies with Loop.Reconfigure, and commit, if not nil,
 	// which it calls after the loop took it, so that what the caller keeps
 	// beside the loop (log level, metrics limits) changes with it or not at
 	// all. A refused reload is logged and changes nothing.
-	Reloads <-chan os.Signal
+	Reloads <-chan struct{}
 	Reload  func() (next Config, commit func(), err error)
 	// AfterTick, if set, is called after each decision with what was sent.
 	AfterTick func(now time.Time, sent []Request)
@@ -216,12 +215,24 @@ func (s *Sidecar) Reopens() uint64 { return s.reopens.Load() }
 // them fails. It returns the first failure (nil when ctx ended or the
 // source ended), after every part has stopped, and closes the source.
 func (s *Sidecar) Run(ctx context.Context) error {
-	var g group
-	g.add(s.readSource, func() { s.current.Load().Close() })
-	g.add(func(ctx context.Context) error { return s.cfg.Loop.Run(ctx, s.cfg.Sender, s.cfg.AfterTick) }, nil)
+	var g Group
+	s.AddTo(&g)
+	err := g.Run(ctx)
+	s.current.Load().Close()
+	return err
+}
+
+// AddTo adds the sidecar's members (the source reader, the loop, the
+// metrics server and the reload handler) to the caller's group, so a
+// front-end that runs more than the sidecar (a proxy's SOCKS 5 server, a
+// lab rig) runs them all as one: the first to fail stops the rest. The
+// source is closed when the group stops.
+func (s *Sidecar) AddTo(g *Group) {
+	g.Add(s.readSource, func() { s.current.Load().Close() })
+	g.Add(func(ctx context.Context) error { return s.cfg.Loop.Run(ctx, s.cfg.Sender, s.cfg.AfterTick) }, nil)
 	if s.cfg.Metrics != nil {
 		hs := &http.Server{Handler: s.cfg.Metrics, ReadHeaderTimeout: 5 * time.Second}
-		g.add(func(context.Context) error {
+		g.Add(func(context.Context) error {
 			if err := hs.Serve(s.cfg.MetricsListener); !errors.Is(err, http.ErrServerClosed) {
 				return fmt.Errorf("metrics: %w", err)
 			}
@@ -234,11 +245,8 @@ func (s *Sidecar) Run(ctx context.Context) error {
 		})
 	}
 	if s.cfg.Reloads != nil {
-		g.add(s.reloads, nil)
+		g.Add(s.reloads, nil)
 	}
-	err := g.run(ctx)
-	s.current.Load().Close()
-	return err
 }
 
 // readSource feeds the loop until the source fails or ends; a failed one
@@ -341,47 +349,4 @@ func (s *Sidecar) reload() error {
 		commit()
 	}
 	return nil
-}
-
-// group runs functions together: the first to return stops the others
-// (its context is cancelled and each interrupt is called, for blocking
-// calls that ignore contexts), and run returns the first error once all
-// have returned. It is errgroup with oklog/run's interrupts, in the few
-// lines it takes.
-type group struct {
-	execute   []func(context.Context) error
-	interrupt []func()
-}
-
-func (g *group) add(execute func(context.Context) error, interrupt func()) {
-	g.execute = append(g.execute, execute)
-	g.interrupt = append(g.interrupt, interrupt)
-}
-
-func (g *group) run(ctx context.Context) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	errs := make(chan error, len(g.execute))
-	for _, execute := range g.execute {
-		go func() { errs <- execute(ctx) }()
-	}
-	var first error
-	received := 0
-	select {
-	case first = <-errs:
-		received++
-	case <-ctx.Done():
-	}
-	cancel()
-	for _, interrupt := range g.interrupt {
-		if interrupt != nil {
-			interrupt()
-		}
-	}
-	for ; received < len(g.execute); received++ {
-		if err := <-errs; first == nil {
-			first = err
-		}
-	}
-	return first
 }

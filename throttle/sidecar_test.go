@@ -9,10 +9,8 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"os"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -167,7 +165,7 @@ func TestSidecarLifecycle(t *testing.T) {
 func TestSidecarReload(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t)
-		hup := make(chan os.Signal, 1)
+		hup := make(chan struct{}, 1)
 		var next Config
 		var loadErr error
 		commits := 0
@@ -191,7 +189,7 @@ func TestSidecarReload(t *testing.T) {
 			{"refused by the loop", Config{Sims: base.Sims, Interval: time.Second, Min: ratecalc.RateFromBits(300_000), Max: ratecalc.RateFromBits(200_000)}, nil, 2_000_000, 1, "want 0 < min ≤ max", ReloadStats{Applied: 1, Rejected: 2}},
 		} {
 			next, loadErr = tc.next, tc.loadErr
-			hup <- syscall.SIGHUP
+			hup <- struct{}{}
 			synctest.Wait()
 			if got := r.loop.Config().Max.BitsPerSecond(); got != tc.wantMax || commits != tc.commits {
 				t.Errorf("%s: max %v bit/s, %d commits; want %v, %d", tc.name, got, commits, tc.wantMax, tc.commits)
@@ -372,7 +370,7 @@ func TestNewSidecarRefuses(t *testing.T) {
 	}{
 		{"empty", SidecarConfig{}, []string{"no loop", "no source", "no sender"}},
 		{"half metrics", SidecarConfig{Loop: &Loop{}, Source: NewChanSource(1), Sender: &recordingSender{}, Metrics: http.NotFoundHandler()}, []string{"metrics need both"}},
-		{"half reload", SidecarConfig{Loop: &Loop{}, Source: NewChanSource(1), Sender: &recordingSender{}, Reloads: make(chan os.Signal)}, []string{"reloads need both"}},
+		{"half reload", SidecarConfig{Loop: &Loop{}, Source: NewChanSource(1), Sender: &recordingSender{}, Reloads: make(chan struct{})}, []string{"reloads need both"}},
 		{"negative reopen", SidecarConfig{Loop: &Loop{}, Source: NewChanSource(1), Sender: &recordingSender{}, ReopenEvery: -time.Second}, []string{"reopen every -1s"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -8,11 +8,8 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
-	"os"
-	"os/signal"
 	"slices"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/fairgrid/fairgrid/capture"
@@ -249,9 +246,8 @@ func runDaemon(fs *flag.FlagSet, configPath string, check bool, s stdio) int {
 		}
 	}
 	// SIGHUP reloads what can change live.
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
+	hup, stopHUP := notifyReloads()
+	defer stopHUP()
 	cfg.Reloads, cfg.Reload = hup, d.sidecarReload(func() (*configs.File, error) { return loadDaemonConfig(fs, configPath) })
 	sc, err := throttle.NewSidecar(cfg)
 	if err != nil {

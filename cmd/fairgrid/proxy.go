@@ -9,12 +9,10 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"os/signal"
 	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/fairgrid/fairgrid/capture"
@@ -96,9 +94,8 @@ func runProxy(args []string, s stdio) int {
 	cfg := throttle.SidecarConfig{Log: log}
 	// SIGHUP reloads what can change live, as for fairgrid run, from the
 	// file with the proxy's flags over it.
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
+	hup, stopHUP := notifyReloads()
+	defer stopHUP()
 	p, d, err := buildProxy(f, auth, cfg, log, level)
 	if err != nil {
 		return fail(exitUsage, "%v", err)

@@ -1,0 +1,73 @@
+package throttle
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+func TestGroup(t *testing.T) {
+	failure := errors.New("member failed")
+	tests := []struct {
+		name    string
+		members []func(context.Context) error
+		cancel  bool // cancel the caller's context after a second
+		want    error
+	}{
+		{name: "empty", want: nil},
+		{name: "first error wins and stops the others", members: []func(context.Context) error{
+			func(context.Context) error { time.Sleep(time.Second); return failure },
+			func(ctx context.Context) error { <-ctx.Done(); return nil },
+			func(ctx context.Context) error { <-ctx.Done(); time.Sleep(time.Second); return errors.New("later") },
+		}, want: failure},
+		{name: "a member that ends stops the group", members: []func(context.Context) error{
+			func(context.Context) error { time.Sleep(time.Second); return nil },
+			func(ctx context.Context) error { <-ctx.Done(); return nil },
+		}, want: nil},
+		{name: "an error on the way out is not lost", members: []func(context.Context) error{
+			func(context.Context) error { time.Sleep(time.Second); return nil },
+			func(ctx context.Context) error { <-ctx.Done(); return failure },
+		}, want: failure},
+		{name: "caller cancels", cancel: true, members: []func(context.Context) error{
+			func(ctx context.Context) error { <-ctx.Done(); return nil },
+		}, want: nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx, cancel := context.WithCancel(t.Context())
+				defer cancel()
+				if tt.cancel {
+					time.AfterFunc(time.Second, cancel)
+				}
+				var g Group
+				for _, m := range tt.members {
+					g.Add(m, nil)
+				}
+				if err := g.Run(ctx); !errors.Is(err, tt.want) || (tt.want == nil && err != nil) {
+					t.Fatalf("Run = %v, want %v", err, tt.want)
+				}
+			})
+		})
+	}
+}
+
+// A member blocked in a call that ignores contexts is released by its
+// interrupt, and Run waits for it.
+func TestGroupInterrupt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		returned := false
+		var g Group
+		g.Add(func(context.Context) error { <-release; returned = true; return nil }, func() { close(release) })
+		g.Add(func(context.Context) error { time.Sleep(time.Second); return errors.New("stop") }, nil)
+		if err := g.Run(t.Context()); err == nil || err.Error() != "stop" {
+			t.Fatalf("Run = %v, want stop", err)
+		}
+		if !returned {
+			t.Fatal("Run returned before the interrupted member")
+		}
+	})
+}
