@@ -1,6 +1,13 @@
 package throttle
 
-import "context"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+)
 
 // Group runs functions together, as one front-end: the first to return
 // stops the others (its context is cancelled and each interrupt is called,
@@ -58,4 +65,23 @@ func (g *Group) Run(ctx context.Context) error {
 		}
 	}
 	return first
+}
+
+// AddHTTP adds an HTTP server (a front-end's metrics) serving handler on
+// ln until the group stops; a scrape in progress then gets a second to
+// finish. The caller opens ln, so an address in use is reported before
+// anything starts. A server that fails stops the group with its error,
+// named by what (for example "metrics").
+func (g *Group) AddHTTP(what string, ln net.Listener, handler http.Handler) {
+	hs := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second}
+	g.Add(func(context.Context) error {
+		if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		return nil
+	}, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		hs.Shutdown(ctx)
+	})
 }

@@ -3,6 +3,9 @@ package throttle
 import (
 	"context"
 	"errors"
+	"net"
+	"net/http"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -70,4 +73,28 @@ func TestGroupInterrupt(t *testing.T) {
 			t.Fatal("Run returned before the interrupted member")
 		}
 	})
+}
+
+// A metrics server that fails stops the front-end with its error, named;
+// one that is stopped with the group is no failure.
+func TestGroupAddHTTP(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var g Group
+		g.AddHTTP("metrics", &failingListener{err: errors.New("accept: broken"), closed: make(chan struct{})}, http.NotFoundHandler())
+		g.Add(func(ctx context.Context) error { <-ctx.Done(); return nil }, nil)
+		err := g.Run(t.Context())
+		if err == nil || !strings.Contains(err.Error(), "metrics: accept: broken") {
+			t.Fatalf("Run = %v, want the metrics server's failure", err)
+		}
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g Group
+	g.AddHTTP("metrics", ln, http.NotFoundHandler())
+	g.Add(func(context.Context) error { return nil }, nil) // ends at once: the group stops
+	if err := g.Run(t.Context()); err != nil {
+		t.Fatalf("Run = %v, want nil for a server stopped with its group", err)
+	}
 }

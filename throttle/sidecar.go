@@ -231,18 +231,7 @@ func (s *Sidecar) AddTo(g *Group) {
 	g.Add(s.readSource, func() { s.current.Load().Close() })
 	g.Add(func(ctx context.Context) error { return s.cfg.Loop.Run(ctx, s.cfg.Sender, s.cfg.AfterTick) }, nil)
 	if s.cfg.Metrics != nil {
-		hs := &http.Server{Handler: s.cfg.Metrics, ReadHeaderTimeout: 5 * time.Second}
-		g.Add(func(context.Context) error {
-			if err := hs.Serve(s.cfg.MetricsListener); !errors.Is(err, http.ErrServerClosed) {
-				return fmt.Errorf("metrics: %w", err)
-			}
-			return nil
-		}, func() {
-			// A scrape in progress gets a second to finish.
-			sctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			defer cancel()
-			hs.Shutdown(sctx)
-		})
+		g.AddHTTP("metrics", s.cfg.MetricsListener, s.cfg.Metrics)
 	}
 	if s.cfg.Reloads != nil {
 		g.Add(s.reloads, nil)

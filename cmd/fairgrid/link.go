@@ -13,6 +13,7 @@ import (
 
 	"github.com/fairgrid/fairgrid/internal/lab/link"
 	"github.com/fairgrid/fairgrid/ratecalc"
+	"github.com/fairgrid/fairgrid/throttle"
 )
 
 const linkSynopsis = `--listen ADDR --upstream ADDR [--rate R] [--delay D] [--loss P] [--buffer N] [--burst L] [--seed S] [--duration D] [--format text|json]
@@ -54,7 +55,12 @@ func runLink(args []string, s stdio) int {
 	ctx, stop := runContext(*duration)
 	defer stop()
 	fmt.Fprintf(s.err, "fairgrid link: relaying %v → %v\n  down (sim → viewer): %v\n  up (viewer → sim):   %v\n", r.Addr(), cfg.Upstream, cfg.Down, cfg.Up)
-	r.Run(ctx)
+	var g throttle.Group
+	g.Add(r.Run, nil)
+	if err := g.Run(ctx); err != nil {
+		fmt.Fprintf(s.err, "fairgrid link: %v\n", err)
+		return exitFail
+	}
 	down, up := r.Stats()
 	out := &resultWriter{w: s.out}
 	printLinkStats(out, *format, down, up)

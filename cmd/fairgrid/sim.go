@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"net"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -13,8 +14,10 @@ import (
 	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/opensim"
 	"github.com/fairgrid/fairgrid/opensim/region"
+	"github.com/fairgrid/fairgrid/throttle"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 const simSynopsis = `[--listen ADDR] [--activity A] [--allow CODE:AGENT:SESSION,...] [--client-max BPS] [--scene-max BPS] [--avatar-priority] [--stress] [--metrics ADDR] [--duration D] [--max-pending N] [--pending-timeout D] [--circuit-rate R] [--circuit-burst N] [--cpuprofile F] [--blockprofile F] [--mutexprofile F] [--trace F]
@@ -73,15 +76,17 @@ func runSim(args []string, s stdio) int {
 	}
 	ctx, stop := runContext(*duration)
 	defer stop()
+	var g throttle.Group
+	g.Add(srv.Run, nil)
 	if *metrics != "" {
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(region.NewCollector(srv), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-		shutdown, err := serveMetrics(*metrics, reg, log)
+		ln, err := net.Listen("tcp", *metrics)
 		if err != nil {
 			fmt.Fprintf(s.err, "fairgrid sim: metrics: %v\n", err)
 			return exitFail
 		}
-		defer shutdown()
+		g.AddHTTP("metrics", ln, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	}
 	stopProfiles, err := profiles.start()
 	if err != nil {
@@ -89,9 +94,13 @@ func runSim(args []string, s stdio) int {
 		return exitFail
 	}
 	log.Info("region listening", "addr", srv.Addr(), "activity", cfg.Activity)
-	srv.Run(ctx)
+	runErr := g.Run(ctx)
 	if err := stopProfiles(); err != nil {
 		fmt.Fprintf(s.err, "fairgrid sim: %v\n", err)
+	}
+	if runErr != nil {
+		fmt.Fprintf(s.err, "fairgrid sim: %v\n", runErr)
+		return exitFail
 	}
 	for _, c := range srv.Clients() {
 		var sent uint64

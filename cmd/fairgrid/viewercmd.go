@@ -9,12 +9,12 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/fairgrid/fairgrid/internal/lab/viewer"
 	"github.com/fairgrid/fairgrid/internal/socks5"
 	"github.com/fairgrid/fairgrid/ratecalc"
+	"github.com/fairgrid/fairgrid/throttle"
 )
 
 const viewerSynopsis = `--sim ADDR [--clients N] [--duration D] [--throttle R] [--viewer-rule] [--ack-delay D] [--socks5 ADDR [--socks5-user U --socks5-pass P]] [--format text|json]
@@ -110,9 +110,9 @@ func runViewer(args []string, s stdio) int {
 	if err != nil {
 		err = fmt.Errorf("--sim %q: want ip:port", *sim)
 	}
-	var throttle ratecalc.Rate
+	var asked ratecalc.Rate
 	if err == nil {
-		throttle, err = parsePositiveRate("--throttle", *throttleFlag)
+		asked, err = parsePositiveRate("--throttle", *throttleFlag)
 	}
 	if err == nil && (*clients < 1 || *clients > 100_000) {
 		err = fmt.Errorf("--clients %d: want 1 to 100000", *clients)
@@ -124,19 +124,21 @@ func runViewer(args []string, s stdio) int {
 	ctx, stop := runContext(*duration)
 	defer stop()
 	vs := make([]*viewer.Viewer, *clients)
-	var wg sync.WaitGroup
+	var g throttle.Group
 	for i := range vs {
-		v, err := viewer.New(viewer.Config{Sim: addr, CircuitCode: uint32(*code) + uint32(i), Throttle: throttle,
+		v, err := viewer.New(viewer.Config{Sim: addr, CircuitCode: uint32(*code) + uint32(i), Throttle: asked,
 			FollowViewerRule: *rule, AckDelay: *ackDelay, SOCKS5: *proxy, SOCKS5Auth: auth}, nil)
 		if err != nil {
 			fmt.Fprintf(s.err, "fairgrid viewer: %v\n", err)
 			return exitFail
 		}
 		vs[i] = v
-		wg.Add(1)
-		go func() { defer wg.Done(); v.Run(ctx) }()
+		g.Add(v.Run, nil)
 	}
-	wg.Wait()
+	if err := g.Run(ctx); err != nil {
+		fmt.Fprintf(s.err, "fairgrid viewer: %v\n", err)
+		return exitFail
+	}
 	out := &resultWriter{w: s.out}
 	enc := json.NewEncoder(out)
 	failed := 0
