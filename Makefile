@@ -4,6 +4,11 @@
 
 GO       ?= go
 PKGS     := ./...
+# Compiled packages do not depend on where the checkout is, so a fresh
+# clone (CI's) reuses the build cache of every earlier build of the same
+# sources instead of compiling the module again for each of race, fuzz
+# and cross builds. Nothing here reads a source path at run time.
+export GOFLAGS := $(strip $(GOFLAGS) -trimpath)
 # go test -race needs cgo and a C compiler: use it when one is present.
 RACE     := $(shell command -v cc >/dev/null 2>&1 && echo -race)
 # Fuzz smoke runs in `make test`; `make fuzz` runs longer. Each new
@@ -21,7 +26,7 @@ LEAVES   := lludp ratecalc
 # Packages that must never read the clock: every event carries its time.
 NOCLOCK  := lludp ratecalc opensim
 
-.PHONY: all build demo test cross dist interop-deps unit scale fuzz-smoke fuzz bench bench-js bench-capture bench-proxy bench-sim bench-daemon bench-audit bench-kernel lint check-deps generate cover clean
+.PHONY: all build demo test check cross dist interop-deps unit scale fuzz-smoke fuzz bench bench-js bench-capture bench-proxy bench-sim bench-daemon bench-audit bench-kernel lint check-deps generate cover clean
 
 all: build
 
@@ -51,22 +56,39 @@ interop-deps:
 	@/usr/bin/python3 -c 'import socks' 2>/dev/null || { command -v apt-get >/dev/null 2>&1 && \
 		(apt-get update -qq && apt-get install -y -qq python3-socks >/dev/null) || echo "python3-socks missing: its interop tests will skip"; }
 
-# One package at a time: the end-to-end tests run real time on loopback and
-# must not compete for this machine's two cores with each other. The lab's
-# scenarios and the demo (a viewer beside gVisor's TCP, timed against the
-# real clock) run in the scale step: under the race detector real TCP runs
-# slower than real time, starves the control loop beside it, and their
-# figures cannot be judged (a CI run saw a re-assertion held 4.7 s).
+# Packages whose tests run real time on loopback and judge what they
+# measure (end-to-end runs, the lab's rigs, the golden traces, live
+# capture): one package at a time, so that they do not compete for this
+# machine's two cores with each other. The rest compute and run two at a
+# time. The lab's scenarios and the demo (a viewer beside gVisor's TCP,
+# timed against the real clock) run in the scale step: under the race
+# detector real TCP runs slower than real time, starves the control loop
+# beside it, and their figures cannot be judged (a CI run saw a
+# re-assertion held 4.7 s).
 REALTIME_LAB := ./internal/lab/scenario ./internal/lab/demo
+REALTIME := ./cmd/fairgrid ./internal/audit ./internal/socks5 ./internal/benchrelay ./internal/lab/kerneltcp \
+	./internal/lab/link ./internal/lab/tcpflow ./internal/lab/viewer ./opensim/region ./throttle ./capture
+# Run without the race detector (scale), which would measure itself.
+SCALE_ONLY := TestDecodeFloodCapture
 unit:
-	$(GO) test $(RACE) -count=1 -p 1 $$($(GO) list $(PKGS) | grep -v -e '/internal/lab/scenario$$' -e '/internal/lab/demo$$')
+	$(GO) test $(RACE) -count=1 -p 2 $$($(GO) list $(PKGS) | grep -v $(foreach p,$(REALTIME) $(REALTIME_LAB),-e '$(patsubst ./%,/%,$(p))$$'))
+	$(GO) test $(RACE) -count=1 -p 1 -skip '^($(SCALE_ONLY))$$' $(REALTIME)
 
 # Scale tests run without the race detector, which would measure itself.
 scale:
 	$(GO) test -count=1 -run 'TestThousandViewers|TestStress' ./internal/lab/viewer
-	$(GO) test -count=1 -run 'TestSimFlood$$' ./cmd/fairgrid
+	$(GO) test -count=1 -run 'TestSimFlood$$|$(SCALE_ONLY)' ./cmd/fairgrid
 	$(GO) test -count=1 -run 'TestSingleFlowFillsBottleneck|TestTwoFlowsShare|TestViewerBesideTCP' ./internal/lab/tcpflow
 	$(GO) test -count=1 -p 1 $(REALTIME_LAB)
+
+# The quick loop while working: format, vet, and the unit tests with
+# -short (no browser, no built binaries, no long end-to-end runs), without
+# the race detector and the lab's real-time scenarios.
+check:
+	@out=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go')); \
+		if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+	$(GO) test -short -count=1 $$($(GO) list $(PKGS) | grep -v $(foreach p,$(REALTIME_LAB),-e '$(patsubst ./%,/%,$(p))$$'))
 
 # Each fuzz target briefly, seeded from the real datagrams: package:target.
 FUZZ_TARGETS := lludp:FuzzDecode lludp:FuzzZeroCode lludp:FuzzReplaceThrottles lludp:FuzzPeekZeroCoded lludp:FuzzParseTemplate \

@@ -280,6 +280,9 @@ func TestAuditHTML(t *testing.T) {
 // TestAuditLive: --live captures on loopback for --duration while a
 // viewer talks to a region there, and audits what it saw.
 func TestAuditLive(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped with -short: a long end-to-end run in real time")
+	}
 	if runtime.GOOS != "linux" {
 		t.Skip("live capture is Linux only (AF_PACKET)")
 	}

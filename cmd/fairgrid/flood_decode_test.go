@@ -31,6 +31,9 @@ const floodDecodeMaxRSS = 64 << 20
 // many endpoints were folded, and the real circuits are reported exactly as
 // from the real capture alone.
 func TestDecodeFloodCapture(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped with -short: a long end-to-end run in real time")
+	}
 	if runtime.GOOS != "linux" {
 		t.Skip("peak RSS is read from Linux's rusage")
 	}

@@ -50,6 +50,9 @@ func TestViewerStressFlags(t *testing.T) {
 // prints the region's rates and CPU, not dashes, and 8 neighbours a move
 // or near it in the world sized for them.
 func TestViewerStressMeasures(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped with -short: a long end-to-end run in real time")
+	}
 	srv := startStressRegion(t)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(region.NewCollector(srv), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -94,6 +97,9 @@ func TestViewerStressMeasures(t *testing.T) {
 // TestViewerStressFleetFlag: --fleet per-viewer gives each viewer a
 // socket, and the step's row says so.
 func TestViewerStressFleetFlag(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped with -short: a long end-to-end run in real time")
+	}
 	srv := startStressRegion(t)
 	var out, errOut bytes.Buffer
 	code := run([]string{"viewer", "--stress", "--sim", srv.Addr().String(), "--clients", "20", "--duration", "4s",

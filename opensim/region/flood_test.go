@@ -65,6 +65,9 @@ func (r *recorder) WithGroup(string) slog.Handler      { return r }
 // circuits only, every datagram is either admitted or counted, the viewer
 // keeps its throttle, and the refusals are logged as one summary line.
 func TestFloodBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped with -short: a long end-to-end run in real time")
+	}
 	const flood = 3000
 	tests := []struct {
 		name        string

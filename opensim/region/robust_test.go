@@ -46,6 +46,9 @@ func (c *rawClient) send(flags lludp.Flags, m lludp.Typed) {
 // client that never acks are ignored and counted, while a valid viewer
 // keeps being served at its throttle.
 func TestHostileInput(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped with -short: a long end-to-end run in real time")
+	}
 	good := viewer.Config{CircuitCode: 100}
 	b := region.Login{Code: 200, AgentID: lludp.UUID{0xB}, SessionID: lludp.UUID{0xB, 1}}
 	deaf := region.Login{Code: 300, AgentID: lludp.UUID{0xC}, SessionID: lludp.UUID{0xC, 1}}

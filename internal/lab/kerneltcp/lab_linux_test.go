@@ -173,6 +173,9 @@ func TestFlowFillsBottleneck(t *testing.T) {
 // bottleneck as one flow does; with a 100-packet buffer over a 40 ms path
 // both are in their Reno-like regime, so neither starves the other.
 func TestTwoFlowsShare(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped with -short: a long end-to-end run in real time")
+	}
 	skipUnlessSupported(t)
 	r := startLab(t, reference)
 	configs := []FlowConfig{

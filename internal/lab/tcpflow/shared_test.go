@@ -44,6 +44,9 @@ func udpEcho(t *testing.T) netip.AddrPort {
 // takes longer than this test to fill 100 packets, and the scenarios
 // measure that.
 func TestViewerBesideTCP(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped with -short: a long end-to-end run in real time")
+	}
 	skipUnderRace(t)
 	down := link.PipeConfig{Rate: 2_000_000 / 8, Delay: 20 * time.Millisecond, Buffer: 100}
 	up := link.PipeConfig{Rate: 512_000 / 8, Delay: 20 * time.Millisecond, Buffer: 100}

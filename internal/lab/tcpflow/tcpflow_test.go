@@ -317,6 +317,9 @@ func (p *pairRun) measure(stagger, warmUp, window time.Duration) {
 //
 // All pairs run side by side, each on its own bottleneck: about 15 s in all.
 func TestTwoFlowsShare(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped with -short: a long end-to-end run in real time")
+	}
 	skipUnderRace(t)
 	shares := func(t *testing.T, p pairRun) {
 		j := jain(p.a.Throughput(), p.b.Throughput())
@@ -395,6 +398,9 @@ func TestTwoFlowsShare(t *testing.T) {
 // event), so the floor is a fifth of it: recovery, not the equation, is
 // what is tested here.
 func TestRecoveryAtLoss(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped with -short: a long end-to-end run in real time")
+	}
 	lossy := clean
 	lossy.Loss = 0.03
 	r := newRig(t, clean, lossy, FlowConfig{Name: "reno", CC: Reno}, FlowConfig{Name: "cubic", CC: CUBIC})
@@ -432,6 +438,9 @@ func TestRecoveryAtLoss(t *testing.T) {
 // when gVisor sends several queued writes in one segment: in any case
 // well over the multiplexed flow's.
 func TestApplicationLimited(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped with -short: a long end-to-end run in real time")
+	}
 	const up, down = 1470 / 8, 18130 / 8 // bytes/s
 	cases := []struct {
 		name   string

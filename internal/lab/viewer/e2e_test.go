@@ -47,6 +47,9 @@ func runViewer(t *testing.T, cfg Config, d time.Duration) (*Viewer, Report) {
 // TestLoginAndThrottle: a viewer logs in, asks for 400 kbit/s of a region
 // offering far more, and receives close to what it asked for.
 func TestLoginAndThrottle(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped with -short: a long end-to-end run in real time")
+	}
 	sim := startRegion(t, region.Config{Activity: region.Flying})
 	want := ratecalc.RateFromBits(400_000)
 	_, rep := runViewer(t, Config{Sim: sim.Addr(), Throttle: want, CircuitCode: 7}, 4*time.Second)
@@ -67,6 +70,9 @@ func TestLoginAndThrottle(t *testing.T) {
 // measures is exactly the simulator datagrams whose original transmission
 // the emulator dropped (a dropped resend is no new loss).
 func TestLossyLink(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped with -short: a long end-to-end run in real time")
+	}
 	sim := startRegion(t, region.Config{Activity: region.Walking})
 	var mu sync.Mutex
 	droppedOriginals := map[uint32]bool{}
@@ -243,6 +249,9 @@ wait:
 // TestStress: in stress mode every viewer's movements come back as echoes
 // from the region, timed.
 func TestStress(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped with -short: a long end-to-end run in real time")
+	}
 	sim := startRegion(t, region.Config{Activity: region.Idle, Stress: region.StressConfig{Enabled: true}})
 	res, err := Stress(context.Background(), sim.Addr(), 50, 6*time.Second, 5000)
 	if err != nil {

@@ -232,6 +232,9 @@ func TestSharedFleetEndpoints(t *testing.T) {
 // region logs every viewer in and out, times echoes, and the region sees
 // one endpoint per viewer, each at the viewer's own fleet address.
 func TestSharedFleetRegion(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped with -short: a long end-to-end run in real time")
+	}
 	var mu sync.Mutex
 	endpoints := map[netip.AddrPort]bool{}
 	sim := startRegion(t, region.Config{Activity: region.Idle, Stress: region.StressConfig{Enabled: true},

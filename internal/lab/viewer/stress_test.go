@@ -66,6 +66,9 @@ func TestWorldForNeighbours(t *testing.T) {
 // with what the viewers did: every viewer moves once a second, and each
 // move goes out once to the mover and once to each neighbour.
 func TestStressMeasured(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped with -short: a long end-to-end run in real time")
+	}
 	sim := startRegion(t, region.Config{Activity: region.Idle, Stress: region.StressConfig{Enabled: true}})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(region.NewCollector(sim), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -108,6 +111,9 @@ func TestStressMeasured(t *testing.T) {
 // TestIPv6 serves a viewer over IPv6 loopback: the region's batched reads
 // key a client by the address ReadFromUDPAddrPort would give.
 func TestIPv6(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped with -short: a long end-to-end run in real time")
+	}
 	probe, err := net.ListenUDP("udp6", &net.UDPAddr{IP: net.IPv6loopback})
 	if err != nil {
 		t.Skipf("no IPv6 loopback here: %v", err)
