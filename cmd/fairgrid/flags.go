@@ -5,6 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/fairgrid/fairgrid/configs"
 	"github.com/fairgrid/fairgrid/ratecalc"
@@ -51,8 +54,14 @@ func parseFlagsArgs(fs *flag.FlagSet, synopsis string, args []string, s stdio) (
 			return exitOK, false
 		}
 	}
+	// The flag package would print its error and then every option; one
+	// line saying what is wrong and what to try reads better.
+	out := fs.Output()
+	fs.SetOutput(io.Discard)
 	positional, err := parseInterleaved(fs, args)
+	fs.SetOutput(out)
 	if err != nil {
+		fmt.Fprintf(s.err, "fairgrid %s: %s; see fairgrid %s --help\n", fs.Name(), explainFlagError(fs, err), fs.Name())
 		return exitUsage, false
 	}
 	// Parsing "--" and the positionals alone sets no flag and leaves them in
@@ -158,4 +167,79 @@ func (r *resultWriter) finish(s stdio, name string, code int) int {
 	}
 	fmt.Fprintf(s.err, "fairgrid %s: %v\n", name, r.err)
 	return exitFail
+}
+
+// explainFlagError rewords the flag package's error for a person: an
+// unknown flag with the nearest known one, a duration without its unit
+// with the unit to add, flags written with two dashes as they are typed.
+func explainFlagError(fs *flag.FlagSet, err error) string {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		var names []string
+		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+		if near := nearest(name, names); near != "" {
+			return fmt.Sprintf("unknown flag --%s (did you mean --%s?)", name, near)
+		}
+		return fmt.Sprintf("unknown flag --%s", name)
+	}
+	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
+		return fmt.Sprintf("--%s needs a value", name)
+	}
+	// "invalid value "100" for flag -rtt: parse error"
+	var value, name string
+	if n, _ := fmt.Sscanf(msg, "invalid value %q for flag -%s", &value, &name); n == 2 {
+		name = strings.TrimSuffix(name, ":")
+		reason := msg[strings.Index(msg, name+":")+len(name)+1:]
+		reason = strings.TrimSpace(reason)
+		if f := fs.Lookup(name); f != nil {
+			if _, derr := time.ParseDuration(f.DefValue); derr == nil {
+				if _, nerr := strconv.ParseFloat(value, 64); nerr == nil {
+					return fmt.Sprintf("--%s %s: a duration needs a unit, such as %sms or %ss", name, value, value, value)
+				}
+				return fmt.Sprintf("--%s %q: want a duration such as 100ms, 5s or 1m", name, value)
+			}
+		}
+		return fmt.Sprintf("--%s %q: %s", name, value, reason)
+	}
+	return msg
+}
+
+// nearest returns the candidate closest to word by edit distance, if it is
+// close enough to be what was meant (at most a third of its letters, and
+// at least one, differ), else "".
+func nearest(word string, candidates []string) string {
+	best, bestDist := "", max(1, len(word)/3)+1
+	for _, c := range candidates {
+		if d := editDistance(word, c); d < bestDist {
+			best, bestDist = c, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Damerau–Levenshtein distance (optimal string
+// alignment): insertions, deletions, substitutions and transpositions of
+// neighbours ("clinets" is one from "clients").
+func editDistance(a, b string) int {
+	prev2 := make([]int, len(b)+1)
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[len(b)]
 }

@@ -68,8 +68,7 @@ func run(args []string, s stdio) int {
 		}
 		c := findCommand(args[1])
 		if c == nil {
-			fmt.Fprintf(s.err, "fairgrid help: unknown command %q\n\n", args[1])
-			usage(s.err)
+			fmt.Fprintf(s.err, "fairgrid help: unknown command %q%s; see fairgrid --help\n", args[1], suggestCommand(args[1]))
 			return exitUsage
 		}
 		return c.run([]string{"--help"}, s)
@@ -77,9 +76,26 @@ func run(args []string, s stdio) int {
 	if c := findCommand(args[0]); c != nil {
 		return c.run(args[1:], s)
 	}
-	fmt.Fprintf(s.err, "fairgrid: unknown command %q\n\n", args[0])
-	usage(s.err)
+	fmt.Fprintf(s.err, "fairgrid: unknown command %q%s; see fairgrid --help\n", args[0], suggestCommand(args[0]))
 	return exitUsage
+}
+
+// aliases are commands people type for another: what they meant.
+var aliases = map[string]string{"demo": "run --demo", "daemon": "run", "socks": "proxy", "socks5": "proxy", "simulator": "sim", "region": "sim"}
+
+// suggestCommand names the command probably meant, or "".
+func suggestCommand(name string) string {
+	if meant, ok := aliases[name]; ok {
+		return fmt.Sprintf(" (did you mean fairgrid %s?)", meant)
+	}
+	var names []string
+	for _, c := range commands() {
+		names = append(names, c.name)
+	}
+	if near := nearest(name, names); near != "" {
+		return fmt.Sprintf(" (did you mean fairgrid %s?)", near)
+	}
+	return ""
 }
 
 func findCommand(name string) *command {

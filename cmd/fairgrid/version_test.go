@@ -63,7 +63,7 @@ func TestVersionCommand(t *testing.T) {
 		{[]string{"--version"}, exitOK, want, ""},
 		{[]string{"-version"}, exitOK, want, ""},
 		{[]string{"version", "extra"}, exitUsage, "", `unexpected argument "extra"`},
-		{[]string{"--version", "--bogus"}, exitUsage, "", "flag provided but not defined: -bogus"},
+		{[]string{"--version", "--bogus"}, exitUsage, "", "unknown flag --bogus"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			code, stdout, stderr := runCmd(t, "", tc.args...)

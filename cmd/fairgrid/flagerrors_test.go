@@ -1,0 +1,60 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestFlagErrorsOneLine: a mistake on the command line gets one line on
+// stderr that says what is wrong and what was probably meant, exit 2, and
+// not the whole option list.
+func TestFlagErrorsOneLine(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"viewer", "--clinets", "3"}, "fairgrid viewer: unknown flag --clinets (did you mean --clients?); see fairgrid viewer --help"},
+		{[]string{"run", "--controler", "tfrc"}, "unknown flag --controler (did you mean --controller?)"},
+		{[]string{"lab", "--zzzz"}, "fairgrid lab: unknown flag --zzzz; see fairgrid lab --help"},
+		{[]string{"rate", "--rtt", "100", "--loss", "1%"}, "--rtt 100: a duration needs a unit, such as 100ms or 100s"},
+		{[]string{"rate", "--rtt", "soon", "--loss", "1%"}, `--rtt "soon": want a duration such as 100ms, 5s or 1m`},
+		{[]string{"sim", "--listen"}, "fairgrid sim: --listen needs a value"},
+		{[]string{"demo"}, `fairgrid: unknown command "demo" (did you mean fairgrid run --demo?); see fairgrid --help`},
+		{[]string{"dcode", "x.pcap"}, `unknown command "dcode" (did you mean fairgrid decode?)`},
+		{[]string{"help", "raet"}, `fairgrid help: unknown command "raet" (did you mean fairgrid rate?)`},
+		{[]string{"frobnicate"}, `fairgrid: unknown command "frobnicate"; see fairgrid --help`},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			code, out, errOut := runCmd(t, "", tc.args...)
+			if code != exitUsage {
+				t.Errorf("exit %d, want %d", code, exitUsage)
+			}
+			if !strings.Contains(errOut, tc.want) {
+				t.Errorf("stderr %q, want it to contain %q", errOut, tc.want)
+			}
+			if lines := strings.Count(strings.TrimRight(errOut, "\n"), "\n") + 1; lines != 1 {
+				t.Errorf("stderr has %d lines, want one:\n%s", lines, errOut)
+			}
+			if out != "" {
+				t.Errorf("stdout %q, want nothing", out)
+			}
+		})
+	}
+}
+
+func TestEditDistance(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want int
+	}{
+		{"", "", 0}, {"abc", "", 3}, {"", "ab", 2}, {"clinets", "clients", 1}, {"controler", "controller", 1},
+		{"kitten", "sitting", 3}, {"rate", "rate", 0}, {"ab", "ba", 1},
+	} {
+		if got := editDistance(tc.a, tc.b); got != tc.want {
+			t.Errorf("editDistance(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.want)
+		}
+	}
+	if got := nearest("zzzz", []string{"sim", "rate"}); got != "" {
+		t.Errorf("nearest of an unrelated word = %q, want none", got)
+	}
+}
