@@ -320,8 +320,11 @@ func (l *Loop) Tick(now time.Time) []Request {
 		st.requests++
 		l.stats.Requests++
 		s := c.Controller.Stats()
-		l.log.Info("throttle decision", "circuit", c.Key, "rate_bps", target.BitsPerSecond(), "reason", reason,
-			"loss_event_rate", s.LossEventRate, "rtt_ms", float64(s.SRTT)/1e6, "receive_bps", s.ReceiveRate.BitsPerSecond())
+		// Rates read "235.0 kbit/s" for people, with whole bits/s beside
+		// them for machines; no figure carries more digits than it means.
+		l.log.Info("throttle decision", "circuit", c.Key, "rate", target, "rate_bps", math.Round(target.BitsPerSecond()), "reason", reason,
+			"loss_event_rate", roundSignificant(s.LossEventRate, 3), "rtt_ms", math.Round(float64(s.SRTT)/1e5)/10,
+			"received", s.ReceiveRate, "receive_bps", math.Round(s.ReceiveRate.BitsPerSecond()))
 		out = append(out, r)
 	}
 	l.summarize(len(out))
@@ -560,4 +563,13 @@ func (l *Loop) forget(before time.Time) int {
 	n := l.tracker.Forget(before)
 	l.stats.Forgotten += uint64(n)
 	return n
+}
+
+// roundSignificant rounds x to n significant digits, for logs.
+func roundSignificant(x float64, n int) float64 {
+	if x == 0 || math.IsNaN(x) || math.IsInf(x, 0) {
+		return x
+	}
+	scale := math.Pow(10, float64(n)-math.Ceil(math.Log10(math.Abs(x))))
+	return math.Round(x*scale) / scale
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/fairgrid/fairgrid/opensim/region"
 )
 
 // TestFlagErrorsOneLine: a mistake on the command line gets one line on
@@ -56,5 +58,19 @@ func TestEditDistance(t *testing.T) {
 	}
 	if got := nearest("zzzz", []string{"sim", "rate"}); got != "" {
 		t.Errorf("nearest of an unrelated word = %q, want none", got)
+	}
+}
+
+func TestDescribeRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		k    region.Counters
+		want string
+	}{
+		{region.Counters{}, "nothing refused or dropped; circuits ended: 0 logged out, 0 timed out"},
+		{region.Counters{Malformed: 3, RateLimited: 2, LoggedOut: 1}, "refused or dropped: 3 not LLUDP, 2 logins refused (source over its rate); circuits ended: 1 logged out, 0 timed out"},
+	} {
+		if got := describeRefusals(tc.k); got != tc.want {
+			t.Errorf("describeRefusals(%+v) = %q, want %q", tc.k, got, tc.want)
+		}
 	}
 }

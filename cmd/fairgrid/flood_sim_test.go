@@ -276,16 +276,27 @@ func simInProcess(t *testing.T, args ...string) (sim netip.AddrPort, wait func()
 	}
 }
 
-// counter reads one of the counters `fairgrid sim` prints when it stops.
+// counter reads one of the counters `fairgrid sim` prints in words when
+// it stops (describeRefusals): 0 when the line does not name it.
 func counter(t *testing.T, stdout, name string) int {
 	t.Helper()
-	m := regexp.MustCompile(`\b` + name + `:(\d+)`).FindStringSubmatch(stdout)
-	if m == nil {
-		t.Fatalf("no counter %s in %q", name, stdout)
+	if !strings.Contains(stdout, "circuits ended:") {
+		t.Fatalf("no closing summary in %q", stdout)
 	}
-	n := 0
-	fmt.Sscan(m[1], &n)
-	return n
+	for _, r := range refusals {
+		if r.field != name {
+			continue
+		}
+		m := regexp.MustCompile(`(\d+) ` + regexp.QuoteMeta(r.what)).FindStringSubmatch(stdout)
+		if m == nil {
+			return 0
+		}
+		n := 0
+		fmt.Sscan(m[1], &n)
+		return n
+	}
+	t.Fatalf("no counter named %s", name)
+	return 0
 }
 
 // TestSimAdmissionFlags: each admission flag changes what the sim admits:

@@ -109,7 +109,7 @@ func runSim(args []string, s stdio) int {
 		}
 		fmt.Fprintf(s.out, "%v agent %v: throttle %.0f kbit/s, sent %d bytes, %d resends\n", c.Addr, c.AgentID, float64(c.Total)*8/1000, sent, c.Resends)
 	}
-	fmt.Fprintf(s.out, "ignored: %+v\n", srv.Counters())
+	fmt.Fprintln(s.out, describeRefusals(srv.Counters()))
 	return exitOK
 }
 
@@ -168,4 +168,38 @@ func admissionConfig(maxPending int, pendingTimeout time.Duration, circuitRate f
 	}
 	return region.AdmissionConfig{MaxPending: maxPending, PendingTimeout: pendingTimeout,
 		CircuitRate: circuitRate, CircuitBurst: circuitBurst}, errors.Join(errs...)
+}
+
+// refusals names, in words, each counter of what the region refused or
+// dropped; the field name is for tests that read the words back.
+var refusals = []struct {
+	field, what string
+	count       func(region.Counters) uint64
+}{
+	{"Malformed", "not LLUDP", func(k region.Counters) uint64 { return k.Malformed }},
+	{"Orphans", "from endpoints with no circuit", func(k region.Counters) uint64 { return k.Orphans }},
+	{"BadCircuitCodes", "logins with a circuit code not accepted", func(k region.Counters) uint64 { return k.BadCircuitCodes }},
+	{"BadIDs", "with the wrong AgentID or SessionID", func(k region.Counters) uint64 { return k.BadIDs }},
+	{"Duplicates", "reliable duplicates", func(k region.Counters) uint64 { return k.Duplicates }},
+	{"PendingFull", "logins refused (too many pending)", func(k region.Counters) uint64 { return k.PendingFull }},
+	{"RateLimited", "logins refused (source over its rate)", func(k region.Counters) uint64 { return k.RateLimited }},
+	{"HandshakeTimeouts", "handshakes timed out", func(k region.Counters) uint64 { return k.HandshakeTimeouts }},
+	{"LimiterEvictions", "source prefixes evicted from the rate limiter", func(k region.Counters) uint64 { return k.LimiterEvictions }},
+	{"Overflow", "dropped on arrival (inbound queue full)", func(k region.Counters) uint64 { return k.Overflow }},
+}
+
+// describeRefusals says in words what the region refused or dropped,
+// naming only what happened, and how its circuits ended.
+func describeRefusals(k region.Counters) string {
+	var parts []string
+	for _, r := range refusals {
+		if n := r.count(k); n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, r.what))
+		}
+	}
+	refused := "nothing refused or dropped"
+	if len(parts) > 0 {
+		refused = "refused or dropped: " + strings.Join(parts, ", ")
+	}
+	return fmt.Sprintf("%s; circuits ended: %d logged out, %d timed out", refused, k.LoggedOut, k.TimedOut)
 }
