@@ -44,7 +44,7 @@ const (
 func OpenLive(iface string, ports Ports) (*Reader, error) {
 	ifi, err := net.InterfaceByName(iface)
 	if err != nil {
-		return nil, fmt.Errorf("capture on %s: %w", iface, err)
+		return nil, explainOpenError(iface, err)
 	}
 	tp, err := afpacket.NewTPacket(
 		afpacket.OptInterface(iface),
@@ -55,7 +55,7 @@ func OpenLive(iface string, ports Ports) (*Reader, error) {
 		afpacket.OptPollTimeout(ringPollTimeout),
 	)
 	if err != nil {
-		return nil, fmt.Errorf("capture on %s (needs CAP_NET_RAW): %w", iface, err)
+		return nil, explainOpenError(iface, err)
 	}
 	filter, err := udpFilter(ports, ifi.Flags&net.FlagLoopback != 0)
 	var prog []bpf.RawInstruction

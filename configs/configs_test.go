@@ -17,7 +17,7 @@ func TestExampleLoads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Control.Controller != "window" || f.Control.Interval.Seconds() != 5 || f.Capture.Interface != "lo" || f.Metrics.Address != "127.0.0.1:9101" {
+	if f.Control.Controller != "window" || f.Control.Interval.Seconds() != 5 || f.Capture.Interface != "auto" || f.Metrics.Address != "127.0.0.1:9101" {
 		t.Errorf("%+v", f)
 	}
 	if tc := f.Throttle(); tc.Controller != "window" || tc.Segment != f.Control.Segment || tc.Min.BitsPerSecond() != 64000 {

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -223,10 +224,11 @@ func runDaemon(fs *flag.FlagSet, configPath string, check bool, s stdio) int {
 	// The interface is reopened when it fails, so the daemon survives it
 	// going down and up.
 	ports, _ := f.Ports()
+	iface, ifaceWhy := capture.ResolveInterface(f.Capture.Interface)
 	cfg.Reopen = func() (throttle.Source, error) {
-		r, err := capture.OpenLive(f.Capture.Interface, ports)
+		r, err := capture.OpenLive(iface, ports)
 		if err != nil {
-			return nil, fmt.Errorf("capture on %s: %w", f.Capture.Interface, err)
+			return nil, err // OpenLive's errors name the interface and what to do
 		}
 		return r, nil
 	}
@@ -258,8 +260,14 @@ func runDaemon(fs *flag.FlagSet, configPath string, check bool, s stdio) int {
 	d.metrics.Reloads = sc.ReloadStats
 	ctx, stop := runContext(0)
 	defer stop()
-	log.Info("fairgrid running", "interface", f.Capture.Interface, "controller", f.Control.Controller, "dry_run", f.Send.DryRun)
-	if err := sc.Run(ctx); err != nil {
+	log.Info("fairgrid running", "interface", iface, "chosen", ifaceWhy, "controller", f.Control.Controller, "dry_run", f.Send.DryRun)
+	var g throttle.Group
+	sc.AddTo(&g)
+	portList := strings.Join(f.Capture.Ports, ",")
+	g.Add(func(ctx context.Context) error {
+		return warnIfSilent(ctx, silenceWarning, func() uint64 { return sc.CaptureStats().Datagrams }, iface, portList, log)
+	}, nil)
+	if err := g.Run(ctx); err != nil {
 		log.Error("fairgrid stopped", "err", err)
 		return exitFail
 	}

@@ -828,8 +828,9 @@ func liveInterface(t *testing.T) {
 		t.Skip("opening an interface needs root (CI runs as root)")
 	}
 	code, _, errOut := runCmd(t, "", "run", "--interface", "nosuch0", "--dry-run", "--metrics", "")
-	if code != exitFail || !strings.Contains(errOut, "nosuch0") {
-		t.Errorf("--interface nosuch0: exit %d, %q; want exit 1 naming it", code, errOut)
+	if code != exitFail || !strings.Contains(errOut, `no interface "nosuch0" here (interfaces: `) || !strings.Contains(errOut, "lo") ||
+		strings.Count(errOut, "nosuch0") != 1 {
+		t.Errorf("--interface nosuch0: exit %d, %q; want exit 1 naming it once and listing the interfaces there are", code, errOut)
 	}
 }
 

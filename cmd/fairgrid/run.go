@@ -63,7 +63,7 @@ func runRun(args []string, s stdio) int {
 	format := formatFlag(fs, "output format: `text` or json (one object per interval, then a summary)")
 	configPath := fs.String("config", "", "configuration file (default: the built-in defaults, as in configs/fairgrid.toml)")
 	check := fs.Bool("check-config", false, "validate the configuration and exit")
-	fs.String("interface", "lo", "interface to capture on")
+	fs.String("interface", "auto", "interface to capture on (auto: the default route's)")
 	fs.Bool("dry-run", false, "measure, decide, log and export; send nothing")
 	fs.String("metrics", "127.0.0.1:9101", "Prometheus metrics address (empty: none)")
 	fs.String("log-level", "info", "debug, info, warn or error")

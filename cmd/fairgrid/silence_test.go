@@ -1,0 +1,47 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// TestWarnIfSilent: a daemon that has captured nothing after half a minute
+// says so once, naming the interface, the ports and the interfaces that
+// are up; one that has traffic, or stops earlier, says nothing.
+func TestWarnIfSilent(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		datagrams uint64
+		stopAfter time.Duration
+		warned    bool
+	}{
+		{"silent", 0, time.Minute, true},
+		{"traffic", 12, time.Minute, false},
+		{"stopped before the warning", 0, 10 * time.Second, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var buf bytes.Buffer
+				log := slog.New(slog.NewTextHandler(&buf, nil))
+				ctx, cancel := context.WithTimeout(t.Context(), tc.stopAfter)
+				defer cancel()
+				err := warnIfSilent(ctx, silenceWarning, func() uint64 { return tc.datagrams }, "wlan0", "9000-13100", log)
+				if err != nil {
+					t.Fatalf("warnIfSilent = %v, want nil", err)
+				}
+				got := buf.String()
+				if tc.warned != strings.Contains(got, "no simulator traffic seen on wlan0 after 30s") {
+					t.Fatalf("warned=%v, log:\n%s", tc.warned, got)
+				}
+				if tc.warned && (!strings.Contains(got, "ports=9000-13100") || !strings.Contains(got, "interfaces_up=") || strings.Count(got, "\n") != 1) {
+					t.Errorf("the warning lacks the ports or the interfaces, or came more than once:\n%s", got)
+				}
+			})
+		})
+	}
+}
