@@ -271,11 +271,17 @@ func isCapture(br *bufio.Reader) bool {
 }
 
 // hexLines decodes one hex datagram per line; blank lines and text after
-// '#' are ignored, and spaces inside a datagram are allowed.
+// '#' are ignored, and spaces inside a datagram are allowed. A named file
+// whose first two datagram lines are both not hex is no hex file (a
+// README, a log): one error says so, instead of one per line. Standard
+// input reports each line at once, for a person typing.
 func (d *decoder) hexLines(name string, r io.Reader) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 1<<20)
 	before := d.count
+	judgeFile := name != "stdin"
+	var held []struct{ where, err string } // failures before the first datagram, in a named file
+	decoded := 0
 	for line := 1; sc.Scan() && d.sink.err == nil; line++ {
 		text, _, _ := strings.Cut(sc.Text(), "#")
 		if strings.TrimSpace(text) == "" {
@@ -284,11 +290,29 @@ func (d *decoder) hexLines(name string, r io.Reader) {
 		where := fmt.Sprintf("%s:%d", name, line)
 		raw, err := parseHex(text)
 		if err != nil {
+			if judgeFile && decoded == 0 {
+				held = append(held, struct{ where, err string }{where, err.Error()})
+				if len(held) == 2 {
+					d.inputError("%s: neither a capture nor hex datagrams (%s and the next line are not hex)", name, held[0].where)
+					return
+				}
+				continue
+			}
 			d.count++
 			d.fail(where, err.Error(), 0, "")
 			continue
 		}
+		for _, h := range held { // a bad first line in a hex file is still reported
+			d.count++
+			d.fail(h.where, h.err, 0, "")
+		}
+		held = nil
+		decoded++
 		d.datagram(where, raw, "")
+	}
+	for _, h := range held {
+		d.count++
+		d.fail(h.where, h.err, 0, "")
 	}
 	if err := sc.Err(); err != nil {
 		d.inputError("read %s: %v", name, err)

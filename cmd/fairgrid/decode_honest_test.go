@@ -48,6 +48,10 @@ func TestDecodeNoSilentSuccess(t *testing.T) {
 	os.WriteFile(hexFile, []byte("000000000100010304000000\n"), 0o644)
 	empty := filepath.Join(dir, "empty.pcap")
 	os.WriteFile(empty, nil, 0o644)
+	prose := filepath.Join(dir, "README.md")
+	os.WriteFile(prose, []byte("# fairgrid\n\nTCP-fair congestion control.\nSecond Life and OpenSim stream the world.\n"), 0o644)
+	badFirst := filepath.Join(dir, "bad-first.txt")
+	os.WriteFile(badFirst, []byte("zz\n000000000100010304000000\n"), 0o644)
 	comments := filepath.Join(dir, "comments.txt")
 	os.WriteFile(comments, []byte("# nothing here\n\n"), 0o644)
 	const hex = "000000000100010304000000\n"
@@ -78,8 +82,15 @@ func TestDecodeNoSilentSuccess(t *testing.T) {
 		{"hex on stdin as -", hex, []string{"-", "--format", "json"}, exitOK, `"message":"StartPingCheck"`, ""},
 		{"empty stdin", "", nil, exitFail, "", "stdin: no datagrams"},
 		{"only comments", "", []string{comments}, exitFail, "", "comments.txt: no datagrams"},
+		{"prose is one error, not one per line", "", []string{prose}, exitFail, "", "README.md: neither a capture nor hex datagrams (" + prose + ":3 and the next line are not hex)"},
 		{"stdin twice", hex, []string{"-", "-"}, exitFail, "StartPingCheck", "stdin: read already"},
 		{"summary empty stdin", "", []string{"--summary"}, exitFail, "", "stdin: not a capture"},
+	}
+	// A hex file whose first line is bad is still a hex file: that line is
+	// reported and the rest decoded.
+	if code, out, errOut := runCmd(t, "", "decode", badFirst); code != exitFail || !strings.Contains(out, "bad-first.txt:1: error: not a hex datagram") ||
+		!strings.Contains(out, "StartPingCheck") || !strings.Contains(errOut, "1 of 2 datagrams failed") {
+		t.Errorf("bad first line: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
