@@ -26,7 +26,7 @@
 // source, the loop's ticks, the metrics server and reloads as a group:
 // the first to fail stops the rest, and Run returns once all have
 // stopped. A front-end that relays the traffic itself pushes what it
-// relays into a ChanSource, and asks Request for the request in force to
+// relays into a PushSource, and asks Request for the request in force to
 // rewrite the viewer's own AgentThrottle in flight. The daemon reopens a
 // failed capture every DefaultReopenEvery; a SIGHUP arrives as a value on
 // SidecarConfig.Reloads, and the sidecar applies the configuration it

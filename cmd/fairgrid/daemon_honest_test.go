@@ -241,7 +241,9 @@ func TestReloadEveryKey(t *testing.T) {
 			if tc.live != nil && tc.live(d) {
 				t.Fatal("the running daemon already shows the change")
 			}
-			applied, restart, err := d.reload(&nf)
+			// The sidecar's reload path, reading this file.
+			d.setLoad(func() (*configs.File, error) { return &nf, nil })
+			applied, restart, err := d.running.Reload()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -259,7 +261,7 @@ func TestReloadEveryKey(t *testing.T) {
 			}
 			// Applied means in force: a second identical reload finds
 			// nothing to do.
-			if applied, restart, _ := d.reload(&nf); len(applied)+len(restart) != 0 {
+			if applied, restart, _ := d.running.Reload(); len(applied)+len(restart) != 0 {
 				t.Errorf("the same file again: applied %v, need restart %v", applied, restart)
 			}
 		})

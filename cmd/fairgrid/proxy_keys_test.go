@@ -14,9 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,9 +24,9 @@ import (
 )
 
 // proxyFromFile runs the proxy a configuration file with toml describes,
-// built as the command builds it (loadProxyConfig, proxyCredentials,
-// buildProxy), with envPass standing for $FAIRGRID_PROXY_PASSWORD. It
-// returns the address the proxy listens on.
+// built as the command builds it (loadProxyConfig, proxyConfig,
+// newDaemon, newProxy, one group), with envPass standing for
+// $FAIRGRID_PROXY_PASSWORD. It returns the address the proxy listens on.
 func proxyFromFile(t *testing.T, toml, envPass string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "fairgrid.toml")
@@ -39,27 +37,34 @@ func proxyFromFile(t *testing.T, toml, envPass string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	auth, err := proxyCredentials(f, envPass)
+	pc, listen, err := proxyConfig(f, envPass)
 	if err != nil {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.DiscardHandler)
-	p, _, err := buildProxy(f, auth, throttle.SidecarConfig{Log: log}, log, new(slog.LevelVar))
+	d, err := newDaemon(f, log, new(slog.LevelVar))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", f.Proxy.Listen)
+	p, _, err := newProxy(d, pc, throttle.SidecarConfig{Log: log}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g throttle.Group
+	p.AddTo(&g, ln)
 	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		if err := p.run(ctx, ln); err != nil {
+	done := make(chan error, 1)
+	go func() { done <- g.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
 			t.Errorf("proxy: %v", err)
 		}
 	})
-	t.Cleanup(func() { cancel(); wg.Wait() })
 	return ln.Addr().String()
 }
 
@@ -83,7 +88,7 @@ func webServer(t *testing.T) (string, uint16) {
 	t.Cleanup(srv.Close)
 	ap := netip.MustParseAddrPort(srv.Listener.Addr().String())
 	for _, r := range socks5.DefaultAllowedPorts {
-		if ap.Port() >= r.Low && ap.Port() <= r.High {
+		if ap.Port() >= r.Lo && ap.Port() <= r.Hi {
 			t.Skipf("the test server's port %d is one CONNECT allows by default, so the defaults would not refuse it", ap.Port())
 		}
 	}
@@ -311,7 +316,7 @@ func TestProxyFlagsOverrideFile(t *testing.T) {
 				t.Errorf("the file alone gives %v too: the case shows nothing", tc.want)
 			}
 			// Only the flag's key differs from the file's.
-			if changed := configs.Changed(fromFile, f); len(changed) != 1 || !slices.Contains(proxyKeys, changed[0]) {
+			if changed := configs.Changed(fromFile, f); len(changed) != 1 || !strings.HasPrefix(changed[0], "proxy.") {
 				t.Errorf("--%s changed %v", tc.flag, changed)
 			}
 		})

@@ -3,6 +3,7 @@ package socks5
 import (
 	"bytes"
 	"context"
+	"github.com/fairgrid/fairgrid/lludp"
 	"log/slog"
 	"net"
 	"net/http"
@@ -80,7 +81,7 @@ func TestIPv6(t *testing.T) {
 	defer web.Close()
 	port := addrPortOf(httpLn.Addr()).Port()
 
-	srv, err := New(Config{AllowedPorts: []PortRange{{port, port}}}, slog.New(slog.DiscardHandler))
+	srv, err := New(Config{AllowedPorts: lludp.Ports{{Lo: port, Hi: port}}}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -33,17 +34,14 @@ func (a *Auth) validate() error {
 	return nil
 }
 
-// PortRange is an inclusive range of TCP ports.
-type PortRange struct{ Low, High uint16 }
-
 // DefaultAllowedPorts are the CONNECT ports a viewer needs for a grid; see
 // doc.go for what each serves.
-var DefaultAllowedPorts = []PortRange{
-	{80, 80}, {443, 443}, // HTTP(S): Second Life login, capabilities, web profiles
-	{8002, 8002},   // OpenSim grid (ROBUST) login service
-	{9000, 13100},  // OpenSim region HTTP servers: capabilities, event queue
-	{12043, 12043}, // Second Life simulator capabilities (HTTPS)
-	{12046, 12046}, // Second Life simulator capabilities and event queue
+var DefaultAllowedPorts = lludp.Ports{
+	{Lo: 80, Hi: 80}, {Lo: 443, Hi: 443}, // HTTP(S): Second Life login, capabilities, web profiles
+	{Lo: 8002, Hi: 8002},   // OpenSim grid (ROBUST) login service
+	{Lo: 9000, Hi: 13100},  // OpenSim region HTTP servers: capabilities, event queue
+	{Lo: 12043, Hi: 12043}, // Second Life simulator capabilities (HTTPS)
+	{Lo: 12046, Hi: 12046}, // Second Life simulator capabilities and event queue
 }
 
 // Defaults for the zero values of Config.
@@ -94,7 +92,7 @@ type Config struct {
 	// Auth, if set, requires RFC 1929 username/password from every client.
 	Auth *Auth
 	// AllowedPorts limits CONNECT destinations; nil means DefaultAllowedPorts.
-	AllowedPorts []PortRange
+	AllowedPorts lludp.Ports
 	// MaxAssociationsPerClient and MaxConnectsPerClient limit the sessions
 	// open at once from one client IP address; 0 means the default.
 	MaxAssociationsPerClient int
@@ -114,28 +112,65 @@ type Config struct {
 	Now func() time.Time
 }
 
-// CheckListen refuses to serve a non-loopback address without credentials:
-// an open SOCKS5 proxy is a relay for anyone who finds it. The command calls
-// it before listening.
-func CheckListen(listen string, auth *Auth) error {
-	host, _, err := net.SplitHostPort(listen)
+// CheckListen resolves a listen address ("host:port"; a host name is
+// looked up, as net.Listen would) and refuses to serve an address beyond
+// loopback without credentials: an open SOCKS5 proxy is a relay for anyone
+// who finds it. It returns the address to listen on, an IP literal (empty
+// host: every address), so that what is checked is what is bound: a name
+// such as "localhost" is trusted only for the address it resolves to.
+func CheckListen(listen string, auth *Auth) (string, error) {
+	host, port, err := net.SplitHostPort(listen)
 	if err != nil {
-		return fmt.Errorf("socks5: listen address %q: %w", listen, err)
+		return "", fmt.Errorf("socks5: listen address %q: %w", listen, err)
 	}
 	if err := auth.validate(); err != nil {
-		return err
+		return "", err
 	}
-	if host == "localhost" {
-		return nil
+	ip, err := resolveListenHost(host)
+	if err != nil && auth == nil {
+		return "", fmt.Errorf("socks5: listen address %q is not known to be loopback (%w): a username and password are required", listen, err)
 	}
-	ip, err := netip.ParseAddr(host)
-	if err == nil && ip.IsLoopback() {
-		return nil
+	if err != nil {
+		return "", fmt.Errorf("socks5: listen address %q: %w", listen, err)
 	}
-	if auth == nil {
-		return fmt.Errorf("socks5: listen address %q is not loopback: a username and password are required", listen)
+	resolved := net.JoinHostPort(ip.String(), port)
+	if !ip.IsValid() {
+		resolved = net.JoinHostPort("", port)
 	}
-	return nil
+	if auth == nil && !ip.IsLoopback() {
+		if host != ip.String() {
+			return "", fmt.Errorf("socks5: listen address %q resolves to %s, not loopback: a username and password are required", listen, resolved)
+		}
+		return "", fmt.Errorf("socks5: listen address %q is not loopback: a username and password are required", listen)
+	}
+	return resolved, nil
+}
+
+// resolveListenHost is the address net.Listen("tcp", host+":port") would
+// bind: the literal, none (every address) for an empty host, or a name's
+// first IPv4 address, else its first.
+func resolveListenHost(host string) (netip.Addr, error) {
+	if host == "" {
+		return netip.Addr{}, nil
+	}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		return ip.Unmap(), nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), resolveTimeout)
+	defer cancel()
+	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	if len(ips) == 0 {
+		return netip.Addr{}, fmt.Errorf("%q has no address", host)
+	}
+	for _, ip := range ips {
+		if ip.Unmap().Is4() {
+			return ip.Unmap(), nil
+		}
+	}
+	return ips[0], nil
 }
 
 // Server is a SOCKS5 server with CONNECT and UDP ASSOCIATE.
@@ -156,8 +191,8 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 		return nil, err
 	}
 	for _, r := range cfg.AllowedPorts {
-		if r.Low > r.High {
-			return nil, fmt.Errorf("socks5: port range %d-%d is empty", r.Low, r.High)
+		if r.Lo > r.Hi {
+			return nil, fmt.Errorf("socks5: port range %d-%d is empty", r.Lo, r.Hi)
 		}
 	}
 	if cfg.AllowedPorts == nil {
@@ -385,11 +420,4 @@ func (s *Server) release(m map[netip.Addr]int, ip netip.Addr) {
 	}
 }
 
-func (s *Server) portAllowed(p uint16) bool {
-	for _, r := range s.cfg.AllowedPorts {
-		if p >= r.Low && p <= r.High {
-			return true
-		}
-	}
-	return false
-}
+func (s *Server) portAllowed(p uint16) bool { return s.cfg.AllowedPorts.Contains(p) }

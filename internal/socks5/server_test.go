@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/fairgrid/fairgrid/lludp"
 	"io"
 	"log/slog"
 	"net"
@@ -109,7 +110,7 @@ func TestBadInput(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := startServer(t, Config{
 				Auth:             tc.auth,
-				AllowedPorts:     append([]PortRange{{dead, dead}}, DefaultAllowedPorts...),
+				AllowedPorts:     append(lludp.Ports{{Lo: dead, Hi: dead}}, DefaultAllowedPorts...),
 				HandshakeTimeout: tc.timeout,
 			})
 			conn, err := net.Dial("tcp", srv.addr)
@@ -448,7 +449,7 @@ func TestLimits(t *testing.T) {
 	port := addrPortOf(holder.Addr()).Port()
 	srv := startServer(t, Config{
 		MaxAssociationsPerClient: 1, MaxConnectsPerClient: 1, Hooks: rec,
-		AllowedPorts: []PortRange{{port, port}},
+		AllowedPorts: lludp.Ports{{Lo: port, Hi: port}},
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), ioDeadline)
 	defer cancel()
@@ -551,7 +552,10 @@ func TestCheckListen(t *testing.T) {
 		{"127.0.0.1", nil, false},
 	}
 	for _, tc := range cases {
-		err := CheckListen(tc.listen, tc.auth)
+		resolved, err := CheckListen(tc.listen, tc.auth)
+		if err == nil && tc.listen == "localhost:1080" && resolved != "127.0.0.1:1080" && resolved != "[::1]:1080" {
+			t.Errorf("CheckListen(%q) resolved to %q, want a loopback literal", tc.listen, resolved)
+		}
 		if (err == nil) != tc.ok {
 			t.Errorf("CheckListen(%q, %v) = %v, want ok=%v", tc.listen, tc.auth, err, tc.ok)
 		}
@@ -562,7 +566,7 @@ func TestNewRejects(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	for _, cfg := range []Config{
 		{Auth: &Auth{Username: strings.Repeat("u", 256), Password: "p"}},
-		{AllowedPorts: []PortRange{{100, 99}}},
+		{AllowedPorts: lludp.Ports{{Lo: 100, Hi: 99}}},
 		{MaxConnectsPerClient: -1},
 		{HandshakeTimeout: -time.Second},
 	} {
