@@ -24,6 +24,11 @@ type testServer struct {
 
 func startServer(t testing.TB, cfg Config) *testServer {
 	t.Helper()
+	if cfg.UDPPorts == nil {
+		// The tests' peers listen on ephemeral ports; TestUDPPorts tests
+		// the default, the simulator ports.
+		cfg.UDPPorts = everyPort
+	}
 	srv, err := New(cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
@@ -43,6 +48,9 @@ func startServer(t testing.TB, cfg Config) *testServer {
 	})
 	return &testServer{srv, ln.Addr().String()}
 }
+
+// everyPort lets the UDP relay send to any port.
+var everyPort = lludp.Ports{{Lo: 1, Hi: 65535}}
 
 // ioDeadline bounds every wait of these tests; reaching it is a failure.
 const ioDeadline = 5 * time.Second
