@@ -72,6 +72,9 @@ type File struct {
 		AllowPorts      []string `toml:"allow_ports"`
 		MaxAssociations int      `toml:"max_associations"`
 		MaxConnects     int      `toml:"max_connects"`
+		MaxSessions     int      `toml:"max_sessions"`
+		IdleTimeout     Duration `toml:"idle_timeout"`
+		HalfClose       Duration `toml:"half_close_timeout"`
 		Username        string   `toml:"username"`
 		PasswordFile    string   `toml:"password_file"`
 	} `toml:"proxy"`
@@ -235,6 +238,15 @@ func (f *File) Validate() error {
 	if err := CheckSessionLimit(px.MaxConnects); err != nil {
 		bad("proxy.max_connects", "%v", err)
 	}
+	if err := CheckSessionLimit(px.MaxSessions); err != nil {
+		bad("proxy.max_sessions", "%v", err)
+	}
+	if d := px.IdleTimeout.Duration; d < 100*time.Millisecond || d > 24*time.Hour {
+		bad("proxy.idle_timeout", "%v outside [100ms, 24h]", d)
+	}
+	if d := px.HalfClose.Duration; d < 100*time.Millisecond || d > time.Hour {
+		bad("proxy.half_close_timeout", "%v outside [100ms, 1h]", d)
+	}
 	if err := proxy.CheckUsername(px.Username, px.PasswordFile); err != nil {
 		errs = append(errs, err)
 	}
@@ -285,16 +297,30 @@ func CheckSessionLimit(n int) error {
 	return nil
 }
 
-// ProxyConfig returns the proxy's configuration but its credentials,
-// which proxy.Credentials reads (proxy.password_file, or the
-// environment). f must be valid.
+// ProxyConfig returns the proxy's configuration but its password, which
+// proxy.Credentials reads (proxy.password_file, or the environment). Its
+// UDP goes to capture.ports, the simulator ports. f must be valid.
 func (f *File) ProxyConfig() proxy.Config {
 	ports, err := ParseAllowPorts(f.Proxy.AllowPorts)
 	if err != nil {
 		panic("configs BUG: ProxyConfig of an invalid file: " + err.Error())
 	}
-	return proxy.Config{Username: f.Proxy.Username, AllowPorts: ports, MaxAssociations: f.Proxy.MaxAssociations,
-		MaxConnects: f.Proxy.MaxConnects, DryRun: f.Send.DryRun}
+	simPorts, err := f.Ports()
+	if err != nil {
+		panic("configs BUG: ProxyConfig of an invalid file: " + err.Error())
+	}
+	c := proxy.Config{Username: f.Proxy.Username, AllowPorts: ports, UDPPorts: simPorts, MaxAssociations: f.Proxy.MaxAssociations,
+		MaxConnects: f.Proxy.MaxConnects, MaxSessions: f.Proxy.MaxSessions, IdleTimeout: f.Proxy.IdleTimeout.Duration,
+		HalfCloseTimeout: f.Proxy.HalfClose.Duration, DryRun: f.Send.DryRun}
+	if a := f.Metrics.Address; a != "" {
+		if port, ok := strings.CutPrefix(a, ":"); ok {
+			a = "0.0.0.0:" + port
+		}
+		if ap, err := netip.ParseAddrPort(a); err == nil {
+			c.OwnAddrs = append(c.OwnAddrs, ap)
+		}
+	}
+	return c
 }
 
 // restartKeys are the keys a running daemon cannot change: they decide

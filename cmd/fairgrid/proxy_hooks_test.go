@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/fairgrid/fairgrid/configs"
+	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/opensim/region"
 	"github.com/fairgrid/fairgrid/throttle"
 	"github.com/fairgrid/fairgrid/throttle/proxy"
@@ -24,6 +25,9 @@ func runTestProxy(t *testing.T, d *daemon, pc proxy.Config, sc throttle.SidecarC
 	log := slog.New(slog.DiscardHandler)
 	if sc.Log == nil {
 		sc.Log = log
+	}
+	if pc.UDPPorts == nil {
+		pc.UDPPorts = testSimPorts
 	}
 	p, reg, err := newProxy(d, pc, sc, log)
 	if err != nil {
@@ -46,6 +50,10 @@ func runTestProxy(t *testing.T, d *daemon, pc proxy.Config, sc throttle.SidecarC
 	})
 	return p, reg, ln.Addr().String()
 }
+
+// testSimPorts let the relay send to the tests' regions, which listen on
+// ephemeral ports rather than the simulator ports.
+var testSimPorts = lludp.Ports{{Lo: 1, Hi: 65535}}
 
 // TestProxyMetrics: one registry holds the loop's, the server's and the
 // rewrite's metrics.

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -178,6 +179,118 @@ func proxyKeyMaxConnects(t *testing.T) {
 		if refused := errors.Is(err, socks5.ErrRefused); refused != tc.refused {
 			t.Errorf("%q: second CONNECT %v; want refused %v", tc.toml, err, tc.refused)
 		}
+	}
+}
+
+// proxyKeyMaxSessions: with max_sessions = 1 a second session (here an
+// association beside a CONNECT, from any address) is refused while the
+// first is in use; with the default it is made.
+func proxyKeyMaxSessions(t *testing.T) {
+	target, port := webServer(t)
+	allow := fmt.Sprintf("allow_ports = [\"%d\"]\n", port)
+	for _, tc := range []struct {
+		toml    string
+		refused bool
+	}{{onLoopback + allow, false}, {onLoopback + allow + "max_sessions = 1\n", true}} {
+		addr := proxyFromFile(t, tc.toml, "")
+		first, err := connect(addr, target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = associate(addr, nil)
+		first.Close()
+		if refused := errors.Is(err, socks5.ErrRefused); refused != tc.refused {
+			t.Errorf("%q: an association beside a CONNECT: %v; want refused %v", tc.toml, err, tc.refused)
+		}
+	}
+}
+
+// stillOpen reports whether the proxy has not closed c: a read that
+// would block (its deadline passed at once), not an end.
+func stillOpen(c net.Conn) bool {
+	c.SetReadDeadline(time.Now())
+	_, err := c.Read(make([]byte, 1))
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// awaitClosed waits until the proxy closes c (at most 5 s).
+func awaitClosed(t *testing.T, c net.Conn, what string) {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.Copy(io.Discard, c); err != nil {
+		t.Fatalf("%s: %v, want the proxy to close it", what, err)
+	}
+}
+
+// proxyKeyIdleTimeout: a CONNECT that relays nothing is ended after
+// idle_timeout; one through a proxy with the default (5 minutes) is still
+// open then.
+func proxyKeyIdleTimeout(t *testing.T) {
+	target, port := webServer(t)
+	allow := fmt.Sprintf("allow_ports = [\"%d\"]\n", port)
+	deflt, err := connect(proxyFromFile(t, onLoopback+allow, ""), target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer deflt.Close()
+	short, err := connect(proxyFromFile(t, onLoopback+allow+"idle_timeout = \"200ms\"\n", ""), target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer short.Close()
+	awaitClosed(t, short, "idle_timeout = 200ms, an idle CONNECT")
+	if !stillOpen(deflt) {
+		t.Error("with the default idle timeout the idle CONNECT was closed too")
+	}
+}
+
+// proxyKeyHalfCloseTimeout: once the client has finished sending, a
+// silent remote keeps the CONNECT for half_close_timeout; with the
+// default (30 s) it is still open then.
+func proxyKeyHalfCloseTimeout(t *testing.T) {
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	var held []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+		}
+	}()
+	defer func() {
+		mu.Lock()
+		for _, c := range held {
+			c.Close()
+		}
+		mu.Unlock()
+	}()
+	target := silent.Addr().String()
+	allow := fmt.Sprintf("allow_ports = [\"%d\"]\n", netip.MustParseAddrPort(target).Port())
+	open := func(toml string) net.Conn {
+		c, err := connect(proxyFromFile(t, onLoopback+allow+toml, ""), target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.(interface{ CloseWrite() error }).CloseWrite()
+		return c
+	}
+	deflt := open("")
+	defer deflt.Close()
+	short := open("half_close_timeout = \"200ms\"\n")
+	defer short.Close()
+	awaitClosed(t, short, "half_close_timeout = 200ms, a half-closed CONNECT to a silent remote")
+	if !stillOpen(deflt) {
+		t.Error("with the default half-close timeout the CONNECT was closed too")
 	}
 }
 

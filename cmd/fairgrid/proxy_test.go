@@ -79,7 +79,7 @@ func TestProxyEndToEnd(t *testing.T) {
 		rate, fair float64
 	}
 	var ticks []tick
-	p, _, err := newProxy(d, proxy.Config{}, throttle.SidecarConfig{Log: log, AfterTick: func(now time.Time, sent []throttle.Request) {
+	p, _, err := newProxy(d, proxy.Config{UDPPorts: testSimPorts}, throttle.SidecarConfig{Log: log, AfterTick: func(now time.Time, sent []throttle.Request) {
 		tk := tick{at: now}
 		for _, r := range sent {
 			tk.sent = append(tk.sent, r.Total.BitsPerSecond())

@@ -291,9 +291,10 @@ func TestAuthBackoff(t *testing.T) {
 	}
 	elapsed := time.Since(start)
 	checked := srv.Refused(RefusedAuthFailed)
-	// Back-off starts at 100 ms and doubles: in elapsed, at most about
-	// log2(elapsed/100ms)+1 checks, whatever the attempts.
-	bound := uint64(2)
+	// Back-off starts at 100 ms after the free failures and doubles: in
+	// elapsed, at most about log2(elapsed/100ms)+1 checks more, whatever
+	// the attempts.
+	bound := uint64(authFreeFailures + 2)
 	for d := authBackoffFirst; d < elapsed; d *= 2 {
 		bound++
 	}

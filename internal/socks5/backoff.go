@@ -7,14 +7,16 @@ import (
 	"time"
 )
 
-// Authentication back-off: each failed login from an address doubles the
-// time during which that address's next logins are answered with failure
-// unchecked, so guessing is slowed to a few attempts a minute whatever the
+// Authentication back-off: past authFreeFailures failed logins in a row
+// (a typo, a viewer's saved old password), each failure from an address
+// doubles the time during which that address's next logins are answered
+// with failure unchecked, so guessing is slowed to a few attempts a minute whatever the
 // attacker's rate; a success clears it. Failures are logged per address,
 // at most once per authLogEvery (with the count since the last line), and
 // at most authLogBurst lines per authLogEvery in all, so a guesser from
 // many addresses cannot flood the log either.
 const (
+	authFreeFailures = 2
 	authBackoffFirst = 100 * time.Millisecond
 	authBackoffMax   = time.Minute
 	authLogEvery     = time.Minute
@@ -66,8 +68,9 @@ func (t *backoffTable) fail(log *slog.Logger, addr netip.Addr, client string, re
 	}
 	if !refusedUnchecked {
 		e.failures++
-		delay := min(authBackoffFirst<<min(e.failures-1, 20), authBackoffMax)
-		e.until = now.Add(delay)
+		if n := e.failures - authFreeFailures; n > 0 {
+			e.until = now.Add(min(authBackoffFirst<<min(n-1, 20), authBackoffMax))
+		}
 	}
 	e.last = now
 	e.unlogged++

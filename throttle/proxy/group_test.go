@@ -33,7 +33,9 @@ func (l *failingListener) Close() error {
 	}
 	return nil
 }
-func (l *failingListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1080} }
+func (l *failingListener) Addr() net.Addr {
+	return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1080}
+}
 
 // blockingListener accepts nothing until it is closed.
 type blockingListener struct{ failingListener }

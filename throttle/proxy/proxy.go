@@ -31,9 +31,20 @@ type Config struct {
 	// DefaultAllowPorts.
 	AllowPorts lludp.Ports
 	// MaxAssociations and MaxConnects bound the UDP associations and
-	// CONNECT sessions open at once per client address; 0 means the
-	// default (DefaultMaxAssociations, DefaultMaxConnects).
-	MaxAssociations, MaxConnects int
+	// CONNECT sessions open at once per client address, MaxSessions both
+	// in all; 0 means the default (DefaultMaxAssociations,
+	// DefaultMaxConnects, DefaultMaxSessions).
+	MaxAssociations, MaxConnects, MaxSessions int
+	// UDPPorts are the ports the UDP relay sends to (the simulators');
+	// empty means lludp.SimPorts.
+	UDPPorts lludp.Ports
+	// IdleTimeout ends a session that relays nothing for so long,
+	// HalfCloseTimeout a CONNECT whose client finished sending and whose
+	// remote stays silent for so long; 0 means the defaults.
+	IdleTimeout, HalfCloseTimeout time.Duration
+	// OwnAddrs are the process's own services (its metrics), which
+	// CONNECT never reaches, nor the proxy's listener.
+	OwnAddrs []netip.AddrPort
 	// DryRun relays unchanged and sends nothing of fairgrid's own; the
 	// sidecar measures, decides and logs what it would send.
 	DryRun bool
@@ -43,8 +54,11 @@ type Config struct {
 var DefaultAllowPorts = socks5.DefaultAllowedPorts
 
 const (
-	DefaultMaxAssociations = socks5.DefaultMaxAssociationsPerClient
-	DefaultMaxConnects     = socks5.DefaultMaxConnectsPerClient
+	DefaultMaxAssociations  = socks5.DefaultMaxAssociationsPerClient
+	DefaultMaxConnects      = socks5.DefaultMaxConnectsPerClient
+	DefaultMaxSessions      = socks5.DefaultMaxSessions
+	DefaultIdleTimeout      = socks5.DefaultIdleTimeout
+	DefaultHalfCloseTimeout = socks5.DefaultHalfCloseTimeout
 )
 
 // maxCredential is RFC 1929's bound on a username and a password (one
@@ -198,7 +212,8 @@ func New(cfg Config, sc throttle.SidecarConfig, log *slog.Logger) (*Proxy, error
 // socks5 is the server's configuration, with p's hooks.
 func (c Config) socks5(hooks socks5.Hooks) socks5.Config {
 	return socks5.Config{Auth: c.auth(), AllowedPorts: c.AllowPorts, MaxAssociationsPerClient: c.MaxAssociations,
-		MaxConnectsPerClient: c.MaxConnects, Hooks: hooks}
+		MaxConnectsPerClient: c.MaxConnects, MaxSessions: c.MaxSessions, UDPPorts: c.UDPPorts, IdleTimeout: c.IdleTimeout,
+		HalfCloseTimeout: c.HalfCloseTimeout, OwnAddrs: c.OwnAddrs, Hooks: hooks}
 }
 
 // Sidecar is the proxy's sidecar (its reload counters, its loop).

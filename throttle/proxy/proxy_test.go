@@ -63,7 +63,9 @@ func newProxyRig(t *testing.T, interval time.Duration) *proxyRig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, ln := startProxy(t, Config{}, throttle.SidecarConfig{Loop: loop})
+	// The simulator listens on an ephemeral port, beyond the simulator
+	// ports the relay sends to by default.
+	p, ln := startProxy(t, Config{UDPPorts: lludp.Ports{{Lo: 1, Hi: 65535}}}, throttle.SidecarConfig{Loop: loop})
 	sim, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		t.Fatal(err)
