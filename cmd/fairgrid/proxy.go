@@ -42,13 +42,17 @@ and a reload names those that changed as needing a restart. The
 configuration, the credentials included, and exits. --dry-run measures,
 decides, logs and exports, and changes nothing in the viewer's traffic.
 
-Security: --listen is loopback by default. Any other address needs a
-username (--user) and a password, read from --password-file or from the
-environment variable FAIRGRID_PROXY_PASSWORD, never from the command line
-or the configuration file. UDP is accepted only from the client that made
-the association; CONNECT only to the allowed ports (default 80, 443,
-8002, 9000-13100, 12043, 12046); associations and CONNECTs are limited
-per client address.`
+Security: --listen is loopback by default. Any other address (a name is
+resolved first) needs a username (--user) and a password, read from
+--password-file or from the environment variable FAIRGRID_PROXY_PASSWORD,
+never from the command line or the configuration file. UDP is accepted
+only from the client that made the association and goes only to the
+simulator ports (capture.ports); CONNECT only to the allowed ports
+(default 80, 443, 8002, 9000-13100, 12043, 12046) and, beyond loopback,
+never to the host's loopback, link-local addresses or the proxy's own.
+Sessions are capped per client address and in all (proxy.max_sessions),
+idle ones end (proxy.idle_timeout, proxy.half_close_timeout), and failed
+logins back off per address: docs/proxy.md.`
 
 // proxyPasswordEnv holds the proxy's password when no file names it: a
 // command line is visible to every user of the host.

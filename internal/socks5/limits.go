@@ -76,9 +76,10 @@ const (
 )
 
 // admit adds a session of kind for addr, at now, making room if a cap is
-// full: a handshake evicts the oldest handshake (of addr when addr's cap
-// is full, else of the address holding the most), since a handshake takes
-// a viewer milliseconds and one that lingers is the one to lose; a CONNECT
+// full: a handshake evicts the oldest handshake that has not sent its
+// greeting, else the oldest (of addr when addr's cap is full, else of the
+// address holding the most), since a viewer greets at once and completes
+// its handshake in a round trip, and one that lingers is the one to lose; a CONNECT
 // or an association evicts the session idle longest (of addr, else of the
 // address holding the most sessions) if it has been idle at least
 // evictIdle, and is refused otherwise. The evicted session is stopped
@@ -173,7 +174,9 @@ func (t *sessionTable) victimLocked(as *addrSessions, kind sessionKind, now time
 			continue
 		}
 		if kind == kindHandshake {
-			if s.kind == kindHandshake && (v == nil || s.start < v.start) {
+			// Those that have sent nothing go first (a viewer sends its
+			// greeting at once), the oldest first.
+			if s.kind == kindHandshake && (v == nil || handshakeBefore(s, v)) {
 				v = s
 			}
 			continue
@@ -189,6 +192,15 @@ func (t *sessionTable) victimLocked(as *addrSessions, kind sessionKind, now time
 		return nil
 	}
 	return v
+}
+
+// handshakeBefore orders handshakes for eviction: one that has sent
+// nothing before one that has, then the older.
+func handshakeBefore(a, b *session) bool {
+	if pa, pb := a.last.Load() != 0, b.last.Load() != 0; pa != pb {
+		return !pa
+	}
+	return a.start < b.start
 }
 
 // release removes a session that ended (or was evicted: then it is gone

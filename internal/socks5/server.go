@@ -385,7 +385,7 @@ func (s *Server) serveConn(ctx context.Context, conn net.Conn) {
 	// reading through: a client that sends data before the reply (optimistic
 	// data) loses none of it.
 	br := bufio.NewReaderSize(conn, 512)
-	req, err := s.handshake(conn, br, client.Addr().Unmap())
+	req, err := s.handshake(conn, br, client.Addr().Unmap(), hs)
 	if hs.evicted.Load() {
 		s.stats.refuse(s.log, RefusedHandshakeEvicted, clientStr, err)
 		return
@@ -415,11 +415,13 @@ var (
 	errNoMethod    = errors.New("socks5: no acceptable authentication method")
 )
 
-func (s *Server) handshake(conn net.Conn, br *bufio.Reader, clientIP netip.Addr) (request, error) {
+func (s *Server) handshake(conn net.Conn, br *bufio.Reader, clientIP netip.Addr, hs *session) (request, error) {
 	methods, err := readGreeting(br)
 	if err != nil {
 		return request{}, err
 	}
+	hs.touch(time.Now()) // greeted: evicted after those that have not
+
 	want := byte(methodNoAuth)
 	if s.cfg.Auth != nil {
 		want = methodUserPass
