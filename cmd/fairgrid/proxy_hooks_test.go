@@ -22,18 +22,24 @@ import (
 // error fails the test.
 func runTestProxy(t *testing.T, d *daemon, pc proxy.Config, sc throttle.SidecarConfig) (*proxy.Proxy, *prometheus.Registry, string) {
 	t.Helper()
+	if pc.UDPPorts == nil {
+		pc.UDPPorts = testSimPorts
+	}
+	return runTestProxyOn(t, "127.0.0.1:0", d, pc, sc)
+}
+
+// runTestProxyOn is runTestProxy listening on listen.
+func runTestProxyOn(t *testing.T, listen string, d *daemon, pc proxy.Config, sc throttle.SidecarConfig) (*proxy.Proxy, *prometheus.Registry, string) {
+	t.Helper()
 	log := slog.New(slog.DiscardHandler)
 	if sc.Log == nil {
 		sc.Log = log
-	}
-	if pc.UDPPorts == nil {
-		pc.UDPPorts = testSimPorts
 	}
 	p, reg, err := newProxy(d, pc, sc, log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,31 +42,12 @@ func proxyFromFile(t *testing.T, toml, envPass string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := slog.New(slog.DiscardHandler)
-	d, err := newDaemon(f, log, new(slog.LevelVar))
+	d, err := newDaemon(f, slog.New(slog.DiscardHandler), new(slog.LevelVar))
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, _, err := newProxy(d, pc, throttle.SidecarConfig{Log: log}, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", listen)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var g throttle.Group
-	p.AddTo(&g, ln)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- g.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("proxy: %v", err)
-		}
-	})
-	return ln.Addr().String()
+	_, _, addr := runTestProxyOn(t, listen, d, pc, throttle.SidecarConfig{})
+	return addr
 }
 
 // onLoopback is the [proxy] table of a proxy on a free loopback port.

@@ -192,20 +192,10 @@ func TestConnectDestinations(t *testing.T) {
 				t.Skip("no non-loopback IPv4 address on this host")
 			}
 			log := &lines{}
-			srv, err := New(Config{Auth: auth, AllowedPorts: lludp.Ports{{Lo: 1, Hi: 65535}}, OwnAddrs: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:9101")}}, slog.New(slog.NewTextHandler(log, nil)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			ln, err := net.Listen("tcp", tc.listen)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() { done <- srv.Serve(ctx, ln) }()
-			defer func() { cancel(); <-done }()
-			proxyAt := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), addrPortOf(ln.Addr()).Port())
-			dctx, dcancel := context.WithTimeout(ctx, ioDeadline)
+			srv := startServerOn(t, Config{Auth: auth, AllowedPorts: everyPort, OwnAddrs: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:9101")}},
+				tc.listen, slog.New(slog.NewTextHandler(log, nil)))
+			proxyAt := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), netip.MustParseAddrPort(srv.addr).Port())
+			dctx, dcancel := context.WithTimeout(context.Background(), ioDeadline)
 			defer dcancel()
 			d := Dialer{ProxyAddr: proxyAt.String(), Auth: auth}
 			c, err := d.DialContext(dctx, "tcp", tc.target(proxyAt))
@@ -258,23 +248,13 @@ func (l *lines) String() string {
 // guess was checked (2,000 in 0.43 s) and only the first failure logged.
 func TestAuthBackoff(t *testing.T) {
 	log := &lines{}
-	srv, err := New(Config{Auth: &Auth{Username: "viewer", Password: "secret"}}, slog.New(slog.NewTextHandler(log, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
-	defer func() { cancel(); <-done }()
+	srv := startServerOn(t, Config{Auth: &Auth{Username: "viewer", Password: "secret"}}, "127.0.0.1:0", slog.New(slog.NewTextHandler(log, nil)))
+	ctx := context.Background()
 
 	guess := func(from netip.Addr, pass string) error {
 		dctx, dcancel := context.WithTimeout(ctx, ioDeadline)
 		defer dcancel()
-		d := Dialer{ProxyAddr: ln.Addr().String(), Auth: &Auth{Username: "viewer", Password: pass}, Local: from}
+		d := Dialer{ProxyAddr: srv.addr, Auth: &Auth{Username: "viewer", Password: pass}, Local: from}
 		c, err := d.DialContext(dctx, "tcp", "127.0.0.1:80")
 		if c != nil {
 			c.Close()

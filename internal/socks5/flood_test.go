@@ -214,63 +214,41 @@ func viewerConnect(ctx context.Context, d Dialer, target string) error {
 // can sort out (docs/proxy.md, "Caps").
 const pace = time.Second
 
-func dialFrom(ctx context.Context, proxy string, from netip.Addr) (net.Conn, error) {
-	d := net.Dialer{LocalAddr: net.TCPAddrFromAddrPort(netip.AddrPortFrom(from, 0))}
-	return d.DialContext(ctx, "tcp", proxy)
-}
-
-// holdIdle keeps a connection that never starts the handshake open,
-// re-opening it when the proxy closes it, until ctx ends.
-func holdIdle(ctx context.Context, proxy string, from netip.Addr, attempts *atomic.Uint64) {
+// hold keeps what open returns open until the proxy closes it, then
+// opens another a pace later, until ctx ends.
+func hold(ctx context.Context, attempts *atomic.Uint64, open func() (net.Conn, error)) {
 	for ctx.Err() == nil {
 		attempts.Add(1)
-		c, err := dialFrom(ctx, proxy, from)
-		if err != nil {
-			sleepCtx(ctx, pace)
-			continue
+		if c, err := open(); err == nil {
+			stop := context.AfterFunc(ctx, func() { c.Close() })
+			io.Copy(io.Discard, c)
+			stop()
+			c.Close()
 		}
-		stop := context.AfterFunc(ctx, func() { c.Close() })
-		io.Copy(io.Discard, c)
-		stop()
-		c.Close()
 		sleepCtx(ctx, pace)
 	}
 }
 
-// holdConnect keeps a CONNECT to the silent remote open, sending nothing.
+// holdIdle holds connections that never start the handshake.
+func holdIdle(ctx context.Context, proxy string, from netip.Addr, attempts *atomic.Uint64) {
+	d := net.Dialer{LocalAddr: net.TCPAddrFromAddrPort(netip.AddrPortFrom(from, 0))}
+	hold(ctx, attempts, func() (net.Conn, error) { return d.DialContext(ctx, "tcp", proxy) })
+}
+
+// holdConnect holds CONNECTs to the silent remote, sending nothing.
 func holdConnect(ctx context.Context, proxy string, from netip.Addr, remote netip.AddrPort, attempts *atomic.Uint64) {
 	d := Dialer{ProxyAddr: proxy, Local: from}
-	for ctx.Err() == nil {
-		attempts.Add(1)
-		c, err := d.DialContext(ctx, "tcp", remote.String())
-		if err != nil {
-			sleepCtx(ctx, pace)
-			continue
-		}
-		stop := context.AfterFunc(ctx, func() { c.Close() })
-		io.Copy(io.Discard, c)
-		stop()
-		c.Close()
-		sleepCtx(ctx, pace)
-	}
+	hold(ctx, attempts, func() (net.Conn, error) { return d.DialContext(ctx, "tcp", remote.String()) })
 }
 
-// holdAssociation keeps an association that relays nothing open.
+// holdAssociation holds associations that relay nothing (their control
+// connections).
 func holdAssociation(ctx context.Context, proxy string, from netip.Addr, attempts *atomic.Uint64) {
 	d := Dialer{ProxyAddr: proxy, Local: from}
-	for ctx.Err() == nil {
-		attempts.Add(1)
+	hold(ctx, attempts, func() (net.Conn, error) {
 		ctrl, _, err := d.request(ctx, cmdUDPAssociate, Addr{IP: netip.IPv4Unspecified()})
-		if err != nil {
-			sleepCtx(ctx, pace)
-			continue
-		}
-		stop := context.AfterFunc(ctx, func() { ctrl.Close() })
-		io.Copy(io.Discard, ctrl)
-		stop()
-		ctrl.Close()
-		sleepCtx(ctx, pace)
-	}
+		return ctrl, err
+	})
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) {

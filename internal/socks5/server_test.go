@@ -24,16 +24,22 @@ type testServer struct {
 
 func startServer(t testing.TB, cfg Config) *testServer {
 	t.Helper()
+	return startServerOn(t, cfg, "127.0.0.1:0", slog.New(slog.DiscardHandler))
+}
+
+// startServerOn is startServer listening on listen, logging to log.
+func startServerOn(t testing.TB, cfg Config, listen string, log *slog.Logger) *testServer {
+	t.Helper()
 	if cfg.UDPPorts == nil {
 		// The tests' peers listen on ephemeral ports; TestUDPPorts tests
 		// the default, the simulator ports.
 		cfg.UDPPorts = everyPort
 	}
-	srv, err := New(cfg, slog.New(slog.DiscardHandler))
+	srv, err := New(cfg, log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		t.Fatal(err)
 	}
