@@ -22,9 +22,10 @@ import (
 
 	"github.com/BurntSushi/toml"
 	"github.com/fairgrid/fairgrid/capture"
-	"github.com/fairgrid/fairgrid/internal/socks5"
+	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/ratecalc"
 	"github.com/fairgrid/fairgrid/throttle"
+	"github.com/fairgrid/fairgrid/throttle/proxy"
 )
 
 // Example is the shipped, documented configuration: every key at its default.
@@ -71,6 +72,9 @@ type File struct {
 		AllowPorts      []string `toml:"allow_ports"`
 		MaxAssociations int      `toml:"max_associations"`
 		MaxConnects     int      `toml:"max_connects"`
+		MaxSessions     int      `toml:"max_sessions"`
+		IdleTimeout     Duration `toml:"idle_timeout"`
+		HalfClose       Duration `toml:"half_close_timeout"`
 		Username        string   `toml:"username"`
 		PasswordFile    string   `toml:"password_file"`
 	} `toml:"proxy"`
@@ -234,11 +238,17 @@ func (f *File) Validate() error {
 	if err := CheckSessionLimit(px.MaxConnects); err != nil {
 		bad("proxy.max_connects", "%v", err)
 	}
-	if len(px.Username) > 255 {
-		bad("proxy.username", "%d bytes: at most 255 bytes (RFC 1929)", len(px.Username))
+	if err := CheckSessionLimit(px.MaxSessions); err != nil {
+		bad("proxy.max_sessions", "%v", err)
 	}
-	if px.PasswordFile != "" && px.Username == "" {
-		bad("proxy.password_file", "needs proxy.username")
+	if d := px.IdleTimeout.Duration; d < 100*time.Millisecond || d > 24*time.Hour {
+		bad("proxy.idle_timeout", "%v outside [100ms, 24h]", d)
+	}
+	if d := px.HalfClose.Duration; d < 100*time.Millisecond || d > time.Hour {
+		bad("proxy.half_close_timeout", "%v outside [100ms, 1h]", d)
+	}
+	if err := proxy.CheckUsername(px.Username, px.PasswordFile); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
@@ -246,7 +256,7 @@ func (f *File) Validate() error {
 // CheckProxyListen checks proxy.listen (and --listen): host:port, the
 // host an IP address, a name or empty (every address), the port a number.
 // Whether an address beyond loopback has credentials is the proxy's check
-// at start (socks5.CheckListen), where the password is known.
+// at start (proxy.Config.CheckListen), where the password is known.
 func CheckProxyListen(listen string) error {
 	_, port, err := net.SplitHostPort(listen)
 	if err == nil {
@@ -260,17 +270,17 @@ func CheckProxyListen(listen string) error {
 
 // ParseAllowPorts reads proxy.allow_ports (and --allow-ports, split at
 // its commas): ports and "lo-hi" ranges, as capture.ports has them.
-func ParseAllowPorts(list []string) ([]socks5.PortRange, error) {
+func ParseAllowPorts(list []string) (lludp.Ports, error) {
 	if len(list) == 0 {
 		return nil, errors.New("empty: CONNECT would reach nothing (want ports such as 80, 443, 9000-13100)")
 	}
-	out := make([]socks5.PortRange, 0, len(list))
+	out := make(lludp.Ports, 0, len(list))
 	for _, p := range list {
 		r, err := capture.ParsePortRange(p)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, socks5.PortRange{Low: r.Lo, High: r.Hi})
+		out = append(out, r)
 	}
 	return out, nil
 }
@@ -287,11 +297,66 @@ func CheckSessionLimit(n int) error {
 	return nil
 }
 
-// SOCKS5 returns the proxy server's configuration but its credentials,
-// which the command reads (proxy.password_file, or the environment).
-func (f *File) SOCKS5() socks5.Config {
-	ports, _ := ParseAllowPorts(f.Proxy.AllowPorts)
-	return socks5.Config{AllowedPorts: ports, MaxAssociationsPerClient: f.Proxy.MaxAssociations, MaxConnectsPerClient: f.Proxy.MaxConnects}
+// ProxyConfig returns the proxy's configuration but its password, which
+// proxy.Credentials reads (proxy.password_file, or the environment). Its
+// UDP goes to capture.ports, the simulator ports. f must be valid.
+func (f *File) ProxyConfig() proxy.Config {
+	ports, err := ParseAllowPorts(f.Proxy.AllowPorts)
+	if err != nil {
+		panic("configs BUG: ProxyConfig of an invalid file: " + err.Error())
+	}
+	simPorts, err := f.Ports()
+	if err != nil {
+		panic("configs BUG: ProxyConfig of an invalid file: " + err.Error())
+	}
+	c := proxy.Config{Username: f.Proxy.Username, AllowPorts: ports, UDPPorts: simPorts, MaxAssociations: f.Proxy.MaxAssociations,
+		MaxConnects: f.Proxy.MaxConnects, MaxSessions: f.Proxy.MaxSessions, IdleTimeout: f.Proxy.IdleTimeout.Duration,
+		HalfCloseTimeout: f.Proxy.HalfClose.Duration, DryRun: f.Send.DryRun}
+	if a := f.Metrics.Address; a != "" {
+		if port, ok := strings.CutPrefix(a, ":"); ok {
+			a = "0.0.0.0:" + port
+		}
+		if ap, err := netip.ParseAddrPort(a); err == nil {
+			c.OwnAddrs = append(c.OwnAddrs, ap)
+		}
+	}
+	return c
+}
+
+// restartKeys are the keys a running daemon cannot change: they decide
+// what it captures (interface, ports, sims), what state it keeps per
+// circuit (max_circuits, controller), its clock (interval), its sockets
+// (dry_run opens or closes the raw ones) and its listener; and every
+// [proxy] key, which the proxy reads once, at start. A reload names each
+// that differs; every other key is applied at once.
+var restartKeys = []string{
+	"capture.interface", "capture.ports", "capture.sims", "capture.max_circuits",
+	"control.controller", "control.interval", "send.dry_run", "metrics.address",
+}
+
+// NeedsRestart reports whether a running front-end keeps key's value until
+// it restarts.
+func NeedsRestart(key string) bool {
+	return slices.Contains(restartKeys, key) || strings.HasPrefix(key, "proxy.")
+}
+
+// Merge returns f, the configuration in force, with what of next a reload
+// can change live (throttle.Settings): the keys that differ are applied,
+// or named as needing a restart and kept. next must be valid.
+func (f *File) Merge(next *File) (merged *File, applied, needRestart []string, err error) {
+	if _, err := next.LogLevel(); err != nil {
+		return nil, nil, nil, fmt.Errorf("log.level: %w", err)
+	}
+	m := *f
+	for _, key := range Changed(f, next) {
+		if NeedsRestart(key) {
+			needRestart = append(needRestart, key)
+			continue
+		}
+		m.Field(key).Set(next.Field(key))
+		applied = append(applied, key)
+	}
+	return &m, applied, needRestart, nil
 }
 
 // Keys lists every key of the schema as "table.key", in its order. They

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fairgrid/fairgrid/internal/socks5"
 	"github.com/fairgrid/fairgrid/throttle"
+	"github.com/fairgrid/fairgrid/throttle/proxy"
 )
 
 // TestExampleLoads: the shipped configuration loads and holds the defaults.
@@ -50,8 +50,8 @@ func TestInvalid(t *testing.T) {
 		{"proxy no ports", "[proxy]\nallow_ports = []\n", "proxy.allow_ports: empty: CONNECT would reach nothing"},
 		{"proxy associations", "[proxy]\nmax_associations = 0\n", "proxy.max_associations: 0: want at least 1 and at most 100000"},
 		{"proxy connects", "[proxy]\nmax_connects = 100001\n", "proxy.max_connects: 100001: want at least 1 and at most 100000"},
-		{"proxy username", "[proxy]\nusername = \"" + strings.Repeat("u", 256) + "\"\n", "proxy.username: 256 bytes: at most 255 bytes (RFC 1929)"},
-		{"proxy password file alone", "[proxy]\npassword_file = \"/etc/fairgrid/pass\"\n", "proxy.password_file: needs proxy.username"},
+		{"proxy username", "[proxy]\nusername = \"" + strings.Repeat("u", 256) + "\"\n", "proxy.username (--user): 256 bytes: at most 255 bytes (RFC 1929)"},
+		{"proxy password file alone", "[proxy]\npassword_file = \"/etc/fairgrid/pass\"\n", "proxy.password_file (--password-file) needs proxy.username (--user)"},
 		{"proxy password in the file", "[proxy]\npassword = \"secret\"\n", "unknown key proxy.password"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -70,15 +70,15 @@ func TestInvalid(t *testing.T) {
 // behave alike.
 func TestProxyDefaults(t *testing.T) {
 	f := Default()
-	c := f.SOCKS5()
-	if !slices.Equal(c.AllowedPorts, socks5.DefaultAllowedPorts) {
-		t.Errorf("allow_ports %v, the server's default %v", c.AllowedPorts, socks5.DefaultAllowedPorts)
+	c := f.ProxyConfig()
+	if !slices.Equal(c.AllowPorts, proxy.DefaultAllowPorts) {
+		t.Errorf("allow_ports %v, the server's default %v", c.AllowPorts, proxy.DefaultAllowPorts)
 	}
-	if c.MaxAssociationsPerClient != socks5.DefaultMaxAssociationsPerClient || c.MaxConnectsPerClient != socks5.DefaultMaxConnectsPerClient {
-		t.Errorf("limits %d and %d, the server's defaults %d and %d", c.MaxAssociationsPerClient, c.MaxConnectsPerClient,
-			socks5.DefaultMaxAssociationsPerClient, socks5.DefaultMaxConnectsPerClient)
+	if c.MaxAssociations != proxy.DefaultMaxAssociations || c.MaxConnects != proxy.DefaultMaxConnects {
+		t.Errorf("limits %d and %d, the server's defaults %d and %d", c.MaxAssociations, c.MaxConnects,
+			proxy.DefaultMaxAssociations, proxy.DefaultMaxConnects)
 	}
-	if err := socks5.CheckListen(f.Proxy.Listen, nil); err != nil || f.Proxy.Username != "" || f.Proxy.PasswordFile != "" {
+	if _, err := c.CheckListen(f.Proxy.Listen); err != nil || f.Proxy.Username != "" || f.Proxy.PasswordFile != "" {
 		t.Errorf("listen %q without credentials: %v", f.Proxy.Listen, err)
 	}
 }

@@ -29,7 +29,7 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("valid file, bad sims: %v", err)
 		}
 		c.Throttle()
-		if s := c.SOCKS5(); len(s.AllowedPorts) == 0 || s.MaxAssociationsPerClient < 1 || s.MaxConnectsPerClient < 1 {
+		if s := c.ProxyConfig(); len(s.AllowPorts) == 0 || s.MaxAssociations < 1 || s.MaxConnects < 1 {
 			t.Fatalf("valid file, proxy settings %+v", s)
 		}
 	})

@@ -14,8 +14,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fairgrid/fairgrid/internal/socks5"
+	"github.com/fairgrid/fairgrid/configs"
 	"github.com/fairgrid/fairgrid/throttle"
+	"github.com/fairgrid/fairgrid/throttle/proxy"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
@@ -68,18 +69,26 @@ func loadDashboard(t *testing.T) dashboard {
 // registeredNames are the metric names the daemon's and the proxy's
 // exporters describe: throttle's collector and the standard Go, process and
 // build-info collectors that `fairgrid run` registers beside it, the
-// SOCKS5 server's collector, and the metrics cmd/fairgrid defines itself.
+// proxy's collectors (its SOCKS5 server's and its own), and the metrics
+// cmd/fairgrid defines itself.
 func registeredNames(t *testing.T) map[string]bool {
 	t.Helper()
 	fqName := regexp.MustCompile(`fqName: "([^"]+)"`)
 	names := map[string]bool{}
-	for _, c := range []prometheus.Collector{
+	loop, err := throttle.New(configs.Default().Throttle(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	px, err := proxy.New(proxy.Config{}, throttle.SidecarConfig{Loop: loop}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range append([]prometheus.Collector{
 		&throttle.Collector{},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		collectors.NewBuildInfoCollector(),
-		(&socks5.Server{}).Collector(),
-	} {
+	}, px.Collectors()...) {
 		ch := make(chan *prometheus.Desc, 256)
 		go func() { c.Describe(ch); close(ch) }()
 		for d := range ch {

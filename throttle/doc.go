@@ -26,11 +26,14 @@
 // source, the loop's ticks, the metrics server and reloads as a group:
 // the first to fail stops the rest, and Run returns once all have
 // stopped. A front-end that relays the traffic itself pushes what it
-// relays into a ChanSource, and asks Request for the request in force to
+// relays into a PushSource, and asks Request for the request in force to
 // rewrite the viewer's own AgentThrottle in flight. The daemon reopens a
 // failed capture every DefaultReopenEvery; a SIGHUP arrives as a value on
-// SidecarConfig.Reloads, and the sidecar applies the configuration it
-// yields with Loop.Reconfigure.
+// SidecarConfig.Reloads, and the sidecar runs the Reloader, a Running: the
+// reload state machine beside Loop.Reconfigure, which reads the settings
+// anew, keeps what needs a restart, hands the loop its part and only then
+// puts in force what lives beside the loop, all or nothing. The proxy
+// front-end is package throttle/proxy.
 //
 // # Floods
 //

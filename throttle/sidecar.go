@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -18,7 +17,7 @@ import (
 
 // Source yields the datagrams a sidecar measures, each stamped with the
 // time it was seen: a live capture (*capture.Reader), the link emulator's
-// tap or a proxy's relay (both through a ChanSource).
+// tap or a proxy's relay (both through a PushSource).
 type Source interface {
 	// Next blocks until the next datagram. Its Payload need only stay
 	// valid until the following call. An error means the source failed or
@@ -26,71 +25,6 @@ type Source interface {
 	Next() (capture.Datagram, error)
 	Close() error
 }
-
-// ErrSourceClosed is what a closed ChanSource's Next returns.
-var ErrSourceClosed = errors.New("source closed")
-
-// ChanSource is a Source fed by pushing: a proxy's relay goroutines or
-// the link emulator's tap hand it the datagrams they forward, and the
-// sidecar reads them. Push never blocks the relay: when the buffer is
-// full the datagram is dropped and counted, since a relay that waited for
-// measurement would delay the traffic it measures.
-type ChanSource struct {
-	c       chan capture.Datagram
-	done    chan struct{}
-	once    sync.Once
-	dropped atomic.Uint64
-}
-
-// NewChanSource returns a source that holds up to buffer datagrams not
-// yet read (at least 1).
-func NewChanSource(buffer int) *ChanSource {
-	return &ChanSource{c: make(chan capture.Datagram, max(buffer, 1)), done: make(chan struct{})}
-}
-
-// Push queues d and reports whether it was queued: false when the buffer
-// is full (counted in Dropped) or the source is closed. The source keeps
-// d.Payload, so the caller must not reuse it; d.At is the time the
-// datagram was relayed, Src and Dst its endpoints as the simulator and
-// the viewer know them. A relay that rewrites a datagram pushes it as
-// forwarded: the loop recognises its own request in a rewritten
-// AgentThrottle and does not re-assert over it. It is safe for concurrent
-// use.
-func (s *ChanSource) Push(d capture.Datagram) bool {
-	select {
-	case <-s.done:
-		return false
-	default:
-	}
-	select {
-	case s.c <- d:
-		return true
-	default:
-		s.dropped.Add(1)
-		return false
-	}
-}
-
-// Next returns the next pushed datagram, or ErrSourceClosed once the
-// source is closed.
-func (s *ChanSource) Next() (capture.Datagram, error) {
-	select {
-	case d := <-s.c:
-		return d, nil
-	case <-s.done:
-		return capture.Datagram{}, ErrSourceClosed
-	}
-}
-
-// Close ends the source: Next returns ErrSourceClosed and Push false.
-// Closing twice is harmless.
-func (s *ChanSource) Close() error {
-	s.once.Do(func() { close(s.done) })
-	return nil
-}
-
-// Dropped counts datagrams Push dropped because the buffer was full.
-func (s *ChanSource) Dropped() uint64 { return s.dropped.Load() }
 
 // DefaultReopenEvery is how often a failed source is reopened: an
 // interface that went down comes back within seconds, and a second
@@ -116,13 +50,12 @@ type SidecarConfig struct {
 	MetricsListener net.Listener
 	Metrics         http.Handler
 	// Reloads asks for a reload (the command line turns each SIGHUP into
-	// a value; signals stay in cmd). Reload then returns the loop's new configuration, which
-	// the sidecar applies with Loop.Reconfigure, and commit, if not nil,
-	// which it calls after the loop took it, so that what the caller keeps
-	// beside the loop (log level, metrics limits) changes with it or not at
-	// all. A refused reload is logged and changes nothing.
-	Reloads <-chan struct{}
-	Reload  func() (next Config, commit func(), err error)
+	// a value; signals stay in cmd), which Reloader applies (a Running:
+	// the loop's part with Loop.Reconfigure, then what the caller keeps
+	// beside the loop, or nothing at all). A refused reload is logged and
+	// changes nothing.
+	Reloads  <-chan struct{}
+	Reloader Reloader
 	// AfterTick, if set, is called after each decision with what was sent.
 	AfterTick func(now time.Time, sent []Request)
 	Log       *slog.Logger
@@ -163,8 +96,8 @@ func NewSidecar(cfg SidecarConfig) (*Sidecar, error) {
 	if (cfg.MetricsListener == nil) != (cfg.Metrics == nil) {
 		errs = append(errs, errors.New("metrics need both a listener and a handler"))
 	}
-	if (cfg.Reloads == nil) != (cfg.Reload == nil) {
-		errs = append(errs, errors.New("reloads need both a channel and a Reload function"))
+	if (cfg.Reloads == nil) != (cfg.Reloader == nil) {
+		errs = append(errs, errors.New("reloads need both a channel and a Reloader"))
 	}
 	if cfg.ReopenEvery < 0 {
 		errs = append(errs, fmt.Errorf("reopen every %v: want positive", cfg.ReopenEvery))
@@ -323,19 +256,6 @@ func (s *Sidecar) reloads(ctx context.Context) error {
 }
 
 func (s *Sidecar) reload() error {
-	next, commit, err := s.cfg.Reload()
-	if err != nil {
-		return err
-	}
-	restart, err := s.cfg.Loop.Reconfigure(next)
-	if err != nil {
-		return err
-	}
-	if len(restart) > 0 {
-		s.log.Warn("reload: these settings need a restart", "loop", restart)
-	}
-	if commit != nil {
-		commit()
-	}
-	return nil
+	_, _, err := s.cfg.Reloader.Reload()
+	return err
 }

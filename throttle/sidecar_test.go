@@ -92,7 +92,7 @@ func (s *syncBuffer) String() string {
 // rig is a sidecar on an in-memory source with a 1 s interval.
 type rig struct {
 	loop   *Loop
-	src    *ChanSource
+	src    *PushSource
 	sender *recordingSender
 	log    *syncBuffer
 	cfg    SidecarConfig
@@ -158,8 +158,17 @@ func TestSidecarLifecycle(t *testing.T) {
 	})
 }
 
+// testSettings are a front-end's settings that are all the loop's, all
+// applied live.
+type testSettings struct{ cfg Config }
+
+func (s testSettings) Throttle() Config { return s.cfg }
+func (s testSettings) Merge(next testSettings) (testSettings, []string, []string, error) {
+	return next, []string{"loop"}, nil, nil
+}
+
 // TestSidecarReload: each SIGHUP on Reloads applies the configuration
-// Reload returns, then commits; a refused reload — by Reload or by the
+// the Reloader (a Running) reads, then commits; a refused reload — by Reload or by the
 // loop — changes nothing, commits nothing and is logged; ReloadStats
 // counts each outcome.
 func TestSidecarReload(t *testing.T) {
@@ -170,7 +179,8 @@ func TestSidecarReload(t *testing.T) {
 		var loadErr error
 		commits := 0
 		r.cfg.Reloads = hup
-		r.cfg.Reload = func() (Config, func(), error) { return next, func() { commits++ }, loadErr }
+		load := func() (testSettings, error) { return testSettings{next}, loadErr }
+		r.cfg.Reloader = NewRunning(r.loop, testSettings{r.loop.Config()}, load, func(testSettings) { commits++ }, r.cfg.Log)
 		ctx, cancel := context.WithCancel(context.Background())
 		sc, done := r.start(t, ctx)
 		base := r.loop.Config()
@@ -370,7 +380,7 @@ func TestNewSidecarRefuses(t *testing.T) {
 	}{
 		{"empty", SidecarConfig{}, []string{"no loop", "no source", "no sender"}},
 		{"half metrics", SidecarConfig{Loop: &Loop{}, Source: NewChanSource(1), Sender: &recordingSender{}, Metrics: http.NotFoundHandler()}, []string{"metrics need both"}},
-		{"half reload", SidecarConfig{Loop: &Loop{}, Source: NewChanSource(1), Sender: &recordingSender{}, Reloads: make(chan struct{})}, []string{"reloads need both"}},
+		{"half reload", SidecarConfig{Loop: &Loop{}, Source: NewChanSource(1), Sender: &recordingSender{}, Reloads: make(chan struct{})}, []string{"reloads need both a channel and a Reloader"}},
 		{"negative reopen", SidecarConfig{Loop: &Loop{}, Source: NewChanSource(1), Sender: &recordingSender{}, ReopenEvery: -time.Second}, []string{"reopen every -1s"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -382,33 +392,4 @@ func TestNewSidecarRefuses(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestChanSource: Push never blocks — a full buffer drops and counts —
-// and a closed source refuses pushes and ends Next.
-func TestChanSource(t *testing.T) {
-	s := NewChanSource(2)
-	for i, want := range []bool{true, true, false, false} {
-		if got := s.Push(capture.Datagram{Payload: []byte{byte(i)}}); got != want {
-			t.Errorf("push %d: %v, want %v", i, got, want)
-		}
-	}
-	if s.Dropped() != 2 {
-		t.Errorf("dropped %d, want 2", s.Dropped())
-	}
-	if d, err := s.Next(); err != nil || d.Payload[0] != 0 {
-		t.Errorf("Next = %v, %v; want the first pushed", d, err)
-	}
-	s.Close()
-	s.Close()
-	if s.Push(capture.Datagram{}) {
-		t.Error("push after close")
-	}
-	// What was queued before Close may still be read; then Next ends.
-	for range 2 {
-		if _, err := s.Next(); errors.Is(err, ErrSourceClosed) {
-			return
-		}
-	}
-	t.Error("Next never reported the source closed")
 }

@@ -8,9 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
-	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/fairgrid/fairgrid/capture"
@@ -71,25 +69,21 @@ func (d dryRunSender) Send(_ context.Context, r throttle.Request) error {
 	return nil
 }
 
-// restartKeys are the keys a running daemon cannot change: they decide
-// what it captures (interface, ports, sims), what state it keeps per
-// circuit (max_circuits, controller), its clock (interval), its sockets
-// (dry_run opens or closes the raw ones) and its listener, and the proxy's
-// keys. A reload names each that differs; every other key is applied at once.
-var restartKeys = slices.Concat([]string{
-	"capture.interface", "capture.ports", "capture.sims", "capture.max_circuits",
-	"control.controller", "control.interval", "send.dry_run", "metrics.address",
-}, proxyKeys)
-
-// daemon is the state a reload changes.
+// daemon is the loop with what lives beside it (the log level, the
+// collector) and the configuration in force, which a reload changes.
 type daemon struct {
-	mu      sync.Mutex
-	running *configs.File // the values in force
 	loop    *throttle.Loop
 	log     *slog.Logger
 	level   *slog.LevelVar
 	metrics *throttle.Collector
+	// running reloads the configuration: the sidecar's Reloader. Its load
+	// is the command's reading of the file and flags (setLoad).
+	running *throttle.Running[*configs.File]
 }
+
+// errNoReload: a daemon whose command has not said how to read its
+// configuration anew.
+var errNoReload = errors.New("no configuration to reload from")
 
 // newDaemon builds the loop, the log level and the collector for f.
 func newDaemon(f *configs.File, log *slog.Logger, level *slog.LevelVar) (*daemon, error) {
@@ -103,79 +97,25 @@ func newDaemon(f *configs.File, log *slog.Logger, level *slog.LevelVar) (*daemon
 		return nil, err
 	}
 	v := currentVersion()
-	d := &daemon{running: f, loop: loop, log: log, level: level, metrics: &throttle.Collector{Loop: loop, Version: v.Version, Commit: v.Commit}}
+	d := &daemon{loop: loop, log: log, level: level, metrics: &throttle.Collector{Loop: loop, Version: v.Version, Commit: v.Commit}}
 	d.metrics.MaxCircuits.Store(int64(f.Metrics.MaxCircuits))
+	d.running = throttle.NewRunning(loop, f, func() (*configs.File, error) { return nil, errNoReload }, d.commit, log)
 	return d, nil
 }
 
-// pendingReload is a reload decided but not yet in force.
-type pendingReload struct {
-	next                 configs.File
-	level                slog.Level
-	applied, needRestart []string
-}
+// setLoad says how a reload reads the configuration: the file again, with
+// the flags over it, as at start (run's or the proxy's reading of both).
+func (d *daemon) setLoad(load func() (*configs.File, error)) { d.running.SetLoad(load) }
 
-// prepare decides what of nf a reload applies: what differs and can
-// change live; the rest keeps the running values and is named.
-func (d *daemon) prepare(nf *configs.File) (*pendingReload, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	level, err := nf.LogLevel()
-	if err != nil {
-		return nil, err
+// commit puts in force what lives beside the loop, once the loop has taken
+// f's part.
+func (d *daemon) commit(f *configs.File) {
+	if l, err := f.LogLevel(); err != nil {
+		d.log.Error("BUG: a merged configuration's log level did not parse", "err", err)
+	} else {
+		d.level.Set(l)
 	}
-	p := &pendingReload{next: *d.running, level: level}
-	for _, key := range configs.Changed(d.running, nf) {
-		if slices.Contains(restartKeys, key) {
-			p.needRestart = append(p.needRestart, key)
-			continue
-		}
-		p.next.Field(key).Set(nf.Field(key))
-		p.applied = append(p.applied, key)
-	}
-	return p, nil
-}
-
-// commit puts in force what lives beside the loop, once the loop has
-// taken p.
-func (d *daemon) commit(p *pendingReload) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.level.Set(p.level)
-	d.metrics.MaxCircuits.Store(int64(p.next.Metrics.MaxCircuits))
-	d.running = &p.next
-	d.log.Info("configuration reloaded", "applied", p.applied, "need_restart", p.needRestart)
-}
-
-// sidecarReload is the sidecar's Reload: the file again, with the flags
-// over it, as at start; load is run's or the proxy's reading of both.
-func (d *daemon) sidecarReload(load func() (*configs.File, error)) func() (throttle.Config, func(), error) {
-	return func() (throttle.Config, func(), error) {
-		nf, err := load()
-		if err != nil {
-			return throttle.Config{}, nil, err
-		}
-		p, err := d.prepare(nf)
-		if err != nil {
-			return throttle.Config{}, nil, err
-		}
-		return p.next.Throttle(), func() { d.commit(p) }, nil
-	}
-}
-
-// reload applies what differs in nf and can change live, and names the
-// rest. Nothing is applied if nf is refused. The running sidecar does the
-// same in its steps (sidecarReload).
-func (d *daemon) reload(nf *configs.File) (applied, needRestart []string, err error) {
-	p, err := d.prepare(nf)
-	if err != nil {
-		return nil, nil, err
-	}
-	if _, err := d.loop.Reconfigure(p.next.Throttle()); err != nil {
-		return nil, nil, err
-	}
-	d.commit(p)
-	return p.applied, p.needRestart, nil
+	d.metrics.MaxCircuits.Store(int64(f.Metrics.MaxCircuits))
 }
 
 // registry is the daemon's metrics: its own, and its process's CPU,
@@ -250,7 +190,8 @@ func runDaemon(fs *flag.FlagSet, configPath string, check bool, s stdio) int {
 	// SIGHUP reloads what can change live.
 	hup, stopHUP := notifyReloads()
 	defer stopHUP()
-	cfg.Reloads, cfg.Reload = hup, d.sidecarReload(func() (*configs.File, error) { return loadDaemonConfig(fs, configPath) })
+	d.setLoad(func() (*configs.File, error) { return loadDaemonConfig(fs, configPath) })
+	cfg.Reloads, cfg.Reloader = hup, d.running
 	sc, err := throttle.NewSidecar(cfg)
 	if err != nil {
 		fmt.Fprintf(s.err, "fairgrid run: %v\n", err)

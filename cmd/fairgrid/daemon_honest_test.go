@@ -207,12 +207,15 @@ var reloadCases = map[string]reloadCase{
 	"log.level": {change: "debug",
 		live: func(d *daemon) bool { return d.level.Level() == slog.LevelDebug }},
 	// The proxy reads its keys at start only.
-	"proxy.listen":           {change: "127.0.0.1:1081"},
-	"proxy.allow_ports":      {change: []string{"443"}},
-	"proxy.max_associations": {change: 2},
-	"proxy.max_connects":     {change: 3},
-	"proxy.username":         {change: "viewer"},
-	"proxy.password_file":    {base: func(f *configs.File) { f.Proxy.Username = "viewer" }, change: "/etc/fairgrid/proxy.pass"},
+	"proxy.listen":             {change: "127.0.0.1:1081"},
+	"proxy.allow_ports":        {change: []string{"443"}},
+	"proxy.max_associations":   {change: 2},
+	"proxy.max_connects":       {change: 3},
+	"proxy.max_sessions":       {change: 4},
+	"proxy.idle_timeout":       {change: configs.Duration{Duration: time.Minute}},
+	"proxy.half_close_timeout": {change: configs.Duration{Duration: time.Second}},
+	"proxy.username":           {change: "viewer"},
+	"proxy.password_file":      {base: func(f *configs.File) { f.Proxy.Username = "viewer" }, change: "/etc/fairgrid/proxy.pass"},
 }
 
 // TestReloadEveryKey (issue 11, item 7): whichever key differs after a
@@ -241,7 +244,9 @@ func TestReloadEveryKey(t *testing.T) {
 			if tc.live != nil && tc.live(d) {
 				t.Fatal("the running daemon already shows the change")
 			}
-			applied, restart, err := d.reload(&nf)
+			// The sidecar's reload path, reading this file.
+			d.setLoad(func() (*configs.File, error) { return &nf, nil })
+			applied, restart, err := d.running.Reload()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -259,7 +264,7 @@ func TestReloadEveryKey(t *testing.T) {
 			}
 			// Applied means in force: a second identical reload finds
 			// nothing to do.
-			if applied, restart, _ := d.reload(&nf); len(applied)+len(restart) != 0 {
+			if applied, restart, _ := d.running.Reload(); len(applied)+len(restart) != 0 {
 				t.Errorf("the same file again: applied %v, need restart %v", applied, restart)
 			}
 		})
@@ -795,12 +800,15 @@ var behaviourCases = map[string]behaviourCase{
 	"metrics.address":   {"", func(t *testing.T, _, _ scenario) { liveMetrics(t) }},
 	// The proxy's keys act on the proxy, shown on one running from the
 	// file (proxy_keys_test.go).
-	"proxy.listen":           {"", func(t *testing.T, _, _ scenario) { proxyKeyListen(t) }},
-	"proxy.allow_ports":      {"", func(t *testing.T, _, _ scenario) { proxyKeyAllowPorts(t) }},
-	"proxy.max_associations": {"", func(t *testing.T, _, _ scenario) { proxyKeyMaxAssociations(t) }},
-	"proxy.max_connects":     {"", func(t *testing.T, _, _ scenario) { proxyKeyMaxConnects(t) }},
-	"proxy.username":         {"", func(t *testing.T, _, _ scenario) { proxyKeyUsername(t) }},
-	"proxy.password_file":    {"", func(t *testing.T, _, _ scenario) { proxyKeyPasswordFile(t) }},
+	"proxy.listen":             {"", func(t *testing.T, _, _ scenario) { proxyKeyListen(t) }},
+	"proxy.allow_ports":        {"", func(t *testing.T, _, _ scenario) { proxyKeyAllowPorts(t) }},
+	"proxy.max_associations":   {"", func(t *testing.T, _, _ scenario) { proxyKeyMaxAssociations(t) }},
+	"proxy.max_connects":       {"", func(t *testing.T, _, _ scenario) { proxyKeyMaxConnects(t) }},
+	"proxy.max_sessions":       {"", func(t *testing.T, _, _ scenario) { proxyKeyMaxSessions(t) }},
+	"proxy.idle_timeout":       {"", func(t *testing.T, _, _ scenario) { proxyKeyIdleTimeout(t) }},
+	"proxy.half_close_timeout": {"", func(t *testing.T, _, _ scenario) { proxyKeyHalfCloseTimeout(t) }},
+	"proxy.username":           {"", func(t *testing.T, _, _ scenario) { proxyKeyUsername(t) }},
+	"proxy.password_file":      {"", func(t *testing.T, _, _ scenario) { proxyKeyPasswordFile(t) }},
 }
 
 // TestEveryKeyChangesBehaviour (issue 11, item 8): each key of the

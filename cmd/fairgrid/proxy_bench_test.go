@@ -48,8 +48,19 @@ func init() {
 			pprof.StartCPUProfile(f)
 		}
 		// A second's interval: the benchmark waits for the first decision,
-		// after which every AgentThrottle is rewritten.
-		code := run([]string{"proxy", "--listen", "127.0.0.1:0", "--metrics", "", "--interval", "1s"}, stdio{os.Stdin, os.Stdout, os.Stderr})
+		// after which every AgentThrottle is rewritten. The echo simulator
+		// listens on an ephemeral port: the relay may send to any port.
+		conf, err := os.CreateTemp("", "fairgrid-bench-*.toml")
+		if err == nil {
+			_, err = conf.WriteString("[capture]\nports = [\"1-65535\"]\n")
+			conf.Close()
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		code := run([]string{"proxy", "--config", conf.Name(), "--listen", "127.0.0.1:0", "--metrics", "", "--interval", "1s"}, stdio{os.Stdin, os.Stdout, os.Stderr})
+		os.Remove(conf.Name())
 		pprof.StopCPUProfile()
 		os.Exit(code)
 	case "plain":

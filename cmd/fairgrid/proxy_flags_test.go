@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/fairgrid/fairgrid/configs"
-	"github.com/fairgrid/fairgrid/internal/socks5"
+	"github.com/fairgrid/fairgrid/lludp"
 )
 
 // TestProxyFlagsRefused: every bad command line of proxy and viewer
@@ -35,7 +35,7 @@ func TestProxyFlagsRefused(t *testing.T) {
 		{"IPv6 any without auth", []string{"proxy", "--listen", "[::]:1080"}, "a username and password are required"},
 		{"host name without auth", []string{"proxy", "--listen", "example.org:1080"}, "a username and password are required"},
 		{"user without password", []string{"proxy", "--user", "viewer"}, "needs a password"},
-		{"password file without user", []string{"proxy", "--password-file", pass}, "--password-file needs --user"},
+		{"password file without user", []string{"proxy", "--password-file", pass}, "proxy.password_file (--password-file) needs proxy.username (--user)"},
 		{"missing password file", []string{"proxy", "--user", "viewer", "--password-file", filepath.Join(dir, "none")}, "--password-file"},
 		{"long user", []string{"proxy", "--user", strings.Repeat("u", 256), "--password-file", pass}, "at most 255 bytes"},
 		{"port not a number", []string{"proxy", "--allow-ports", "80,http"}, `"http"`},
@@ -103,11 +103,11 @@ func TestProxyHelp(t *testing.T) {
 // TestParsePortRanges reads what --allow-ports takes, as loadProxyConfig
 // does: split at its commas, through proxy.allow_ports' parser.
 func TestParsePortRanges(t *testing.T) {
-	parsePortRanges := func(list string) ([]socks5.PortRange, error) {
+	parsePortRanges := func(list string) (lludp.Ports, error) {
 		return configs.ParseAllowPorts(strings.Split(list, ","))
 	}
 	got, err := parsePortRanges("80, 443,9000-13100")
-	want := []socks5.PortRange{{Low: 80, High: 80}, {Low: 443, High: 443}, {Low: 9000, High: 13100}}
+	want := lludp.Ports{{Lo: 80, Hi: 80}, {Lo: 443, Hi: 443}, {Lo: 9000, Hi: 13100}}
 	if err != nil || len(got) != len(want) {
 		t.Fatalf("got %v, %v", got, err)
 	}

@@ -14,7 +14,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -26,9 +25,9 @@ import (
 )
 
 // proxyFromFile runs the proxy a configuration file with toml describes,
-// built as the command builds it (loadProxyConfig, proxyCredentials,
-// buildProxy), with envPass standing for $FAIRGRID_PROXY_PASSWORD. It
-// returns the address the proxy listens on.
+// built as the command builds it (loadProxyConfig, proxyConfig,
+// newDaemon, newProxy, one group), with envPass standing for
+// $FAIRGRID_PROXY_PASSWORD. It returns the address the proxy listens on.
 func proxyFromFile(t *testing.T, toml, envPass string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "fairgrid.toml")
@@ -39,28 +38,16 @@ func proxyFromFile(t *testing.T, toml, envPass string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	auth, err := proxyCredentials(f, envPass)
+	pc, listen, err := proxyConfig(f, envPass)
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := slog.New(slog.DiscardHandler)
-	p, _, err := buildProxy(f, auth, throttle.SidecarConfig{Log: log}, log, new(slog.LevelVar))
+	d, err := newDaemon(f, slog.New(slog.DiscardHandler), new(slog.LevelVar))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", f.Proxy.Listen)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		if err := p.run(ctx, ln); err != nil {
-			t.Errorf("proxy: %v", err)
-		}
-	})
-	t.Cleanup(func() { cancel(); wg.Wait() })
-	return ln.Addr().String()
+	_, _, addr := runTestProxyOn(t, listen, d, pc, throttle.SidecarConfig{})
+	return addr
 }
 
 // onLoopback is the [proxy] table of a proxy on a free loopback port.
@@ -83,7 +70,7 @@ func webServer(t *testing.T) (string, uint16) {
 	t.Cleanup(srv.Close)
 	ap := netip.MustParseAddrPort(srv.Listener.Addr().String())
 	for _, r := range socks5.DefaultAllowedPorts {
-		if ap.Port() >= r.Low && ap.Port() <= r.High {
+		if ap.Port() >= r.Lo && ap.Port() <= r.Hi {
 			t.Skipf("the test server's port %d is one CONNECT allows by default, so the defaults would not refuse it", ap.Port())
 		}
 	}
@@ -173,6 +160,118 @@ func proxyKeyMaxConnects(t *testing.T) {
 		if refused := errors.Is(err, socks5.ErrRefused); refused != tc.refused {
 			t.Errorf("%q: second CONNECT %v; want refused %v", tc.toml, err, tc.refused)
 		}
+	}
+}
+
+// proxyKeyMaxSessions: with max_sessions = 1 a second session (here an
+// association beside a CONNECT, from any address) is refused while the
+// first is in use; with the default it is made.
+func proxyKeyMaxSessions(t *testing.T) {
+	target, port := webServer(t)
+	allow := fmt.Sprintf("allow_ports = [\"%d\"]\n", port)
+	for _, tc := range []struct {
+		toml    string
+		refused bool
+	}{{onLoopback + allow, false}, {onLoopback + allow + "max_sessions = 1\n", true}} {
+		addr := proxyFromFile(t, tc.toml, "")
+		first, err := connect(addr, target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = associate(addr, nil)
+		first.Close()
+		if refused := errors.Is(err, socks5.ErrRefused); refused != tc.refused {
+			t.Errorf("%q: an association beside a CONNECT: %v; want refused %v", tc.toml, err, tc.refused)
+		}
+	}
+}
+
+// stillOpen reports whether the proxy has not closed c: a read that
+// would block (its deadline passed at once), not an end.
+func stillOpen(c net.Conn) bool {
+	c.SetReadDeadline(time.Now())
+	_, err := c.Read(make([]byte, 1))
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// awaitClosed waits until the proxy closes c (at most 5 s).
+func awaitClosed(t *testing.T, c net.Conn, what string) {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.Copy(io.Discard, c); err != nil {
+		t.Fatalf("%s: %v, want the proxy to close it", what, err)
+	}
+}
+
+// proxyKeyIdleTimeout: a CONNECT that relays nothing is ended after
+// idle_timeout; one through a proxy with the default (5 minutes) is still
+// open then.
+func proxyKeyIdleTimeout(t *testing.T) {
+	target, port := webServer(t)
+	allow := fmt.Sprintf("allow_ports = [\"%d\"]\n", port)
+	deflt, err := connect(proxyFromFile(t, onLoopback+allow, ""), target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer deflt.Close()
+	short, err := connect(proxyFromFile(t, onLoopback+allow+"idle_timeout = \"200ms\"\n", ""), target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer short.Close()
+	awaitClosed(t, short, "idle_timeout = 200ms, an idle CONNECT")
+	if !stillOpen(deflt) {
+		t.Error("with the default idle timeout the idle CONNECT was closed too")
+	}
+}
+
+// proxyKeyHalfCloseTimeout: once the client has finished sending, a
+// silent remote keeps the CONNECT for half_close_timeout; with the
+// default (30 s) it is still open then.
+func proxyKeyHalfCloseTimeout(t *testing.T) {
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	var held []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+		}
+	}()
+	defer func() {
+		mu.Lock()
+		for _, c := range held {
+			c.Close()
+		}
+		mu.Unlock()
+	}()
+	target := silent.Addr().String()
+	allow := fmt.Sprintf("allow_ports = [\"%d\"]\n", netip.MustParseAddrPort(target).Port())
+	open := func(toml string) net.Conn {
+		c, err := connect(proxyFromFile(t, onLoopback+allow+toml, ""), target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.(interface{ CloseWrite() error }).CloseWrite()
+		return c
+	}
+	deflt := open("")
+	defer deflt.Close()
+	short := open("half_close_timeout = \"200ms\"\n")
+	defer short.Close()
+	awaitClosed(t, short, "half_close_timeout = 200ms, a half-closed CONNECT to a silent remote")
+	if !stillOpen(deflt) {
+		t.Error("with the default half-close timeout the CONNECT was closed too")
 	}
 }
 
@@ -311,7 +410,7 @@ func TestProxyFlagsOverrideFile(t *testing.T) {
 				t.Errorf("the file alone gives %v too: the case shows nothing", tc.want)
 			}
 			// Only the flag's key differs from the file's.
-			if changed := configs.Changed(fromFile, f); len(changed) != 1 || !slices.Contains(proxyKeys, changed[0]) {
+			if changed := configs.Changed(fromFile, f); len(changed) != 1 || !strings.HasPrefix(changed[0], "proxy.") {
 				t.Errorf("--%s changed %v", tc.flag, changed)
 			}
 		})

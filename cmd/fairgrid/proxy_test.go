@@ -12,10 +12,10 @@ import (
 	"github.com/fairgrid/fairgrid/configs"
 	"github.com/fairgrid/fairgrid/internal/lab/link"
 	"github.com/fairgrid/fairgrid/internal/lab/viewer"
-	"github.com/fairgrid/fairgrid/internal/socks5"
 	"github.com/fairgrid/fairgrid/opensim/region"
 	"github.com/fairgrid/fairgrid/ratecalc"
 	"github.com/fairgrid/fairgrid/throttle"
+	"github.com/fairgrid/fairgrid/throttle/proxy"
 )
 
 // e2eInterval is shorter than the daemon's 5 s so the test stays short:
@@ -79,7 +79,7 @@ func TestProxyEndToEnd(t *testing.T) {
 		rate, fair float64
 	}
 	var ticks []tick
-	p, err := newProxy(d.loop, socks5.Config{}, throttle.SidecarConfig{Log: log, AfterTick: func(now time.Time, sent []throttle.Request) {
+	p, _, err := newProxy(d, proxy.Config{UDPPorts: testSimPorts}, throttle.SidecarConfig{Log: log, AfterTick: func(now time.Time, sent []throttle.Request) {
 		tk := tick{at: now}
 		for _, r := range sent {
 			tk.sent = append(tk.sent, r.Total.BitsPerSecond())
@@ -95,7 +95,7 @@ func TestProxyEndToEnd(t *testing.T) {
 		mu.Lock()
 		ticks = append(ticks, tk)
 		mu.Unlock()
-	}}, false, log)
+	}}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,9 @@ func TestProxyEndToEnd(t *testing.T) {
 	proxyErr := make(chan error, 1)
 	wg.Go(func() { sim.Run(ctx) })
 	wg.Go(func() { relay.Run(ctx) })
-	wg.Go(func() { proxyErr <- p.run(ctx, ln) })
+	var g throttle.Group
+	p.AddTo(&g, ln)
+	wg.Go(func() { proxyErr <- g.Run(ctx) })
 	v, err := viewer.New(viewer.Config{Sim: relay.Addr(), SOCKS5: ln.Addr().String(), FollowViewerRule: true, CircuitCode: 4242}, log)
 	if err != nil {
 		cancel()
@@ -188,14 +190,15 @@ func TestProxyEndToEnd(t *testing.T) {
 	if len(endpoints) != 1 {
 		t.Errorf("the region applied throttles from %v, want one endpoint (the association's relay socket)", endpoints)
 	}
-	passed, rewritten := p.beforeDecision.Load(), p.rewritten.Load()
+	counts := p.Counts()
+	passed, rewritten := counts.BeforeDecision, counts.Rewritten
 	if rewritten == 0 {
 		t.Errorf("no AgentThrottle of the viewer's crossed the proxy after fairgrid's first decision (%d before): nothing was tested", passed)
 	}
 	if uint64(viewerValues) > passed {
 		t.Errorf("the region applied %d of the viewer's own values; only the %d relayed before fairgrid's first decision may pass (%d rewritten)", viewerValues, passed, rewritten)
 	}
-	if n := p.malformed.Load(); n > 0 {
+	if n := counts.Malformed; n > 0 {
 		t.Errorf("%d AgentThrottles did not decode", n)
 	}
 

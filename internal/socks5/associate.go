@@ -23,9 +23,15 @@ type Association struct {
 	clientIP   netip.Addr
 	clientPort atomic.Uint32 // 0 until declared or learned from the first datagram
 	clientSide *net.UDPConn
-	relay      *net.UDPConn
-	relayAddr  netip.AddrPort
-	done       chan struct{}
+	// relay is opened at the client's first datagram, bound to the local
+	// address the host routes its destination from (or Config.RelayAddr).
+	relay atomic.Pointer[relaySocket]
+	sess  *session
+	done  chan struct{}
+
+	// relayMu orders opening the relay socket against closing it.
+	relayMu     sync.Mutex
+	relayClosed bool
 
 	// resolved caches domain destinations; only the client loop uses it.
 	resolved map[string]netip.Addr
@@ -40,18 +46,39 @@ func (a *Association) ClientAddr() netip.AddrPort {
 	return netip.AddrPortFrom(a.clientIP, uint16(a.clientPort.Load()))
 }
 
+// relaySocket is an association's remote-facing socket and its address.
+type relaySocket struct {
+	conn *net.UDPConn
+	addr netip.AddrPort
+}
+
 // RelayAddr is the local address of the relay socket: the endpoint remote
-// hosts see. With Config.RelayAddr unset its address is unspecified.
-func (a *Association) RelayAddr() netip.AddrPort { return a.relayAddr }
+// hosts see. The socket is opened at the client's first datagram, bound to
+// the address the host sends that datagram's destination from (or
+// Config.RelayAddr); before, RelayAddr is the zero AddrPort.
+func (a *Association) RelayAddr() netip.AddrPort {
+	if r := a.relay.Load(); r != nil {
+		return r.addr
+	}
+	return netip.AddrPort{}
+}
+
+// errNoRelay: the proxy's own datagram before the client's first.
+var errNoRelay = errors.New("no relay socket yet: the client has sent nothing")
 
 // WriteTo sends a datagram of the proxy's own to remote from the relay
 // socket, as if the client had sent it. It is safe to call concurrently with
-// the relay, and fails once the association has ended.
+// the relay, and fails before the client's first datagram and once the
+// association has ended.
 func (a *Association) WriteTo(payload []byte, remote netip.AddrPort) error {
+	r := a.relay.Load()
+	if r == nil {
+		return fmt.Errorf("socks5: association %d: %w", a.id, errNoRelay)
+	}
 	st := &a.srv.stats
 	st.datagrams[dirInjected].Add(1)
 	st.datagramBytes[dirInjected].Add(uint64(len(payload)))
-	if _, err := a.relay.WriteToUDPAddrPort(payload, remote); err != nil {
+	if _, err := r.conn.WriteToUDPAddrPort(payload, remote); err != nil {
 		st.datagrams[dirInjected].Add(^uint64(0))
 		st.datagramBytes[dirInjected].Add(^uint64(len(payload) - 1))
 		return fmt.Errorf("socks5: association %d: %w", a.id, err)
@@ -70,25 +97,32 @@ const resolveTimeout = 2 * time.Second
 const maxResolved = 64
 
 // associate serves a UDP ASSOCIATE request. The association lasts as long
-// as the TCP control connection (RFC 1928 §7).
+// as the TCP control connection (RFC 1928 §7), or until it has relayed
+// nothing for IdleTimeout.
 func (s *Server) associate(ctx context.Context, conn net.Conn, br *bufio.Reader, client netip.AddrPort, declared Addr) {
 	clientStr := client.String()
 	clientIP := client.Addr().Unmap()
-	if !s.acquire(s.perClientUDP, clientIP, s.cfg.MaxAssociationsPerClient) {
-		s.stats.refuse(s.log, RefusedAssociationLimit, clientStr, fmt.Errorf("%d associations open", s.cfg.MaxAssociationsPerClient))
+	sess, ok := s.sessions.admit(kindAssociation, clientIP, time.Now(), s.limits, func() { conn.Close() })
+	if ok != admitted {
+		cause, err := RefusedAssociationLimit, fmt.Errorf("%d associations open, none idle %v", s.cfg.MaxAssociationsPerClient, s.cfg.EvictIdle)
+		if ok == refusedGlobal {
+			cause, err = RefusedSessionLimit, fmt.Errorf("%d sessions open in all, none idle %v", s.cfg.MaxSessions, s.cfg.EvictIdle)
+		}
+		s.stats.refuse(s.log, cause, clientStr, err)
 		conn.Write(appendReply(nil, repNotAllowed, Addr{}))
 		return
 	}
-	defer s.release(s.perClientUDP, clientIP)
+	defer s.endSession(sess)
 
-	a, err := s.newAssociation(conn, clientIP)
-	var fromClient, fromRemote *batchReader
-	var toClient, toRemote *batchWriter
+	a, err := s.newAssociation(conn, clientIP, sess)
+	var fromClient *batchReader
+	var toClient *batchWriter
 	if err == nil {
-		fromClient, toClient, fromRemote, toRemote, err = a.batches()
+		if fromClient, err = newBatchReader(a.clientSide, 0); err == nil {
+			toClient, err = newBatchWriter(a.clientSide)
+		}
 		if err != nil {
 			a.clientSide.Close()
-			a.relay.Close()
 		}
 	}
 	if err != nil {
@@ -109,45 +143,60 @@ func (s *Server) associate(ctx context.Context, conn net.Conn, br *bufio.Reader,
 	if _, err := conn.Write(appendReply(nil, repSucceeded, Addr{IP: bnd.Addr().Unmap(), Port: bnd.Port()})); err != nil {
 		s.stats.associations.Add(-1)
 		a.clientSide.Close()
-		a.relay.Close()
 		return
 	}
 	conn.SetDeadline(time.Time{})
 
+	sess.touch(time.Now())
+	var idle atomic.Bool
+	wd := newWatchdog(sess, s.cfg.IdleTimeout, s.cfg.IdleTimeout, func(bool) { idle.Store(true); conn.Close() })
 	var wg sync.WaitGroup
-	wg.Go(func() { a.relayFromClient(fromClient, toRemote) })
-	wg.Go(func() { a.relayFromRemote(fromRemote, toClient) })
+	// The remote direction starts with the relay socket, at the client's
+	// first datagram.
+	wg.Go(func() { a.relayFromClient(fromClient, toClient, &wg) })
 	// Nothing is expected on the control connection; it is read only to
-	// learn when it ends (EOF, reset, or serveConn closing it at shutdown).
+	// learn when it ends (EOF, reset, serveConn closing it at shutdown, or
+	// the watchdog or an eviction closing it).
 	io.Copy(io.Discard, br)
+	wd.end()
 	// Both at once: closing a socket waits for its reader to leave the
 	// read, and a reader may be waiting to write into the other socket.
-	wg.Go(func() { a.clientSide.Close() })
-	a.relay.Close()
+	// The client socket's reader opens the relay socket: once it has
+	// returned, a.relay is final.
+	a.clientSide.Close()
+	a.closeRelay()
 	wg.Wait()
 	s.stats.associations.Add(-1)
+	switch {
+	case sess.evicted.Load():
+		s.stats.ended[EndedEvicted].Add(1)
+	case idle.Load():
+		s.stats.ended[EndedIdle].Add(1)
+	}
 	close(a.done)
 	if s.cfg.Hooks != nil {
 		s.cfg.Hooks.AssociationClosed(a)
 	}
 }
 
-func (s *Server) newAssociation(conn net.Conn, clientIP netip.Addr) (*Association, error) {
+// closeRelay closes the relay socket if it was opened, and marks it so
+// that none is opened after.
+func (a *Association) closeRelay() {
+	a.relayMu.Lock()
+	defer a.relayMu.Unlock()
+	a.relayClosed = true
+	if r := a.relay.Load(); r != nil {
+		r.conn.Close()
+	}
+}
+
+func (s *Server) newAssociation(conn net.Conn, clientIP netip.Addr, sess *session) (*Association, error) {
 	// The client-facing socket listens on the address the client reached
 	// the proxy at, so a loopback proxy never opens a port elsewhere.
 	local := addrPortOf(conn.LocalAddr()).Addr().Unmap()
 	clientSide, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(local, 0)))
 	if err != nil {
 		return nil, fmt.Errorf("opening client socket: %w", err)
-	}
-	var relayBind *net.UDPAddr
-	if s.cfg.RelayAddr.IsValid() {
-		relayBind = net.UDPAddrFromAddrPort(netip.AddrPortFrom(s.cfg.RelayAddr, 0))
-	}
-	relay, err := net.ListenUDP("udp", relayBind)
-	if err != nil {
-		clientSide.Close()
-		return nil, fmt.Errorf("opening relay socket: %w", err)
 	}
 	s.mu.Lock()
 	s.nextID++
@@ -158,40 +207,65 @@ func (s *Server) newAssociation(conn net.Conn, clientIP netip.Addr) (*Associatio
 		srv:        s,
 		clientIP:   clientIP,
 		clientSide: clientSide,
-		relay:      relay,
-		relayAddr:  addrPortOf(relay.LocalAddr()),
+		sess:       sess,
 		done:       make(chan struct{}),
 		resolved:   make(map[string]netip.Addr),
 	}, nil
+}
+
+// openRelay opens the relay socket, bound to Config.RelayAddr or else to
+// the local address the host sends to first from (the kernel's choice of
+// source address, asked by connecting a UDP socket, which sends nothing),
+// so that the socket is reachable only where the simulators are, and
+// starts the remote direction in wg. It returns the writer towards the
+// remotes, or nil if the association is ending.
+func (a *Association) openRelay(first netip.AddrPort, toClient *batchWriter, wg *sync.WaitGroup) (*batchWriter, error) {
+	bind := a.srv.cfg.RelayAddr
+	if !bind.IsValid() {
+		probe, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(first))
+		if err != nil {
+			return nil, fmt.Errorf("no route to %v: %w", first, err)
+		}
+		bind = probe.LocalAddr().(*net.UDPAddr).AddrPort().Addr().Unmap()
+		probe.Close()
+	}
+	conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(bind, 0)))
+	if err != nil {
+		return nil, fmt.Errorf("opening relay socket: %w", err)
+	}
+	// The remote direction reads each payload behind room for the longest
+	// SOCKS header, so wrapping it needs no copy.
+	fromRemote, err := newBatchReader(conn, udpHeaderIPv6)
+	var toRemote *batchWriter
+	if err == nil {
+		toRemote, err = newBatchWriter(conn)
+	}
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	a.relayMu.Lock()
+	defer a.relayMu.Unlock()
+	if a.relayClosed {
+		conn.Close()
+		return nil, nil
+	}
+	a.relay.Store(&relaySocket{conn: conn, addr: addrPortOf(conn.LocalAddr())})
+	wg.Go(func() { a.relayFromRemote(fromRemote, toClient) })
+	return toRemote, nil
 }
 
 // maxDatagram is the largest UDP payload IPv4 or IPv6 (without jumbograms)
 // can carry.
 const maxDatagram = 65535
 
-// batches makes the batch readers and writers of the association's two
-// sockets: one goroutine reads each socket and writes the other.
-func (a *Association) batches() (fromClient *batchReader, toClient *batchWriter, fromRemote *batchReader, toRemote *batchWriter, err error) {
-	if fromClient, err = newBatchReader(a.clientSide, 0); err != nil {
-		return
-	}
-	if toClient, err = newBatchWriter(a.clientSide); err != nil {
-		return
-	}
-	// The remote direction reads each payload behind room for the longest
-	// SOCKS header, so wrapping it needs no copy.
-	if fromRemote, err = newBatchReader(a.relay, udpHeaderIPv6); err != nil {
-		return
-	}
-	toRemote, err = newBatchWriter(a.relay)
-	return
-}
-
 // relayFromClient unwraps the client's datagrams and sends them on from the
-// relay socket, a batch at a time. It ends when the client socket is
-// closed.
-func (a *Association) relayFromClient(in *batchReader, out *batchWriter) {
+// relay socket, a batch at a time, to the ports Config.UDPPorts allows; it
+// opens the relay socket at the first, and starts the remote direction in
+// wg. It ends when the client socket is closed.
+func (a *Association) relayFromClient(in *batchReader, toClient *batchWriter, wg *sync.WaitGroup) {
 	s := a.srv
+	var out *batchWriter
 	batch := make([]Datagram, 0, len(in.slots))
 	send := make([]outgoing, 0, len(in.slots))
 	in.relay(func(n int) {
@@ -218,10 +292,27 @@ func (a *Association) relayFromClient(in *batchReader, out *batchWriter) {
 				s.stats.drop(s.log, DroppedUnresolved, from)
 				continue
 			}
+			if !s.cfg.UDPPorts.Contains(remote.Port()) {
+				s.stats.drop(s.log, DroppedPortNotAllowed, remote)
+				continue
+			}
 			batch = append(batch, Datagram{Remote: remote, Payload: wrapped[off:], At: at})
 		}
 		if len(batch) == 0 {
 			return
+		}
+		a.sess.touch(at)
+		if out == nil {
+			var err error
+			if out, err = a.openRelay(batch[0].Remote, toClient, wg); out == nil {
+				for _, d := range batch {
+					s.stats.drop(s.log, DroppedSendFailed, d.Remote)
+				}
+				if err != nil {
+					s.log.Warn("socks5 association: no relay socket", "association", a.id, "err", err)
+				}
+				return
+			}
 		}
 		if s.cfg.Hooks != nil {
 			s.cfg.Hooks.ClientDatagrams(a, batch)
@@ -320,6 +411,7 @@ func (a *Association) relayFromRemote(in *batchReader, out *batchWriter) {
 			}
 			return
 		}
+		a.sess.touch(at)
 		batch = batch[:0]
 		for _, sl := range in.slots[:n] {
 			// Capped: the hook may read the payload, not grow it into the

@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/fairgrid/fairgrid/lludp"
 	"io"
 	"log/slog"
 	"net"
@@ -52,7 +53,7 @@ func runBenchChild(kind, target string) error {
 		if os.Getenv("GOMAXPROCS") == "" {
 			runtime.GOMAXPROCS(1)
 		}
-		srv, err := New(Config{Hooks: nopHooks{}}, slog.New(slog.DiscardHandler))
+		srv, err := New(Config{Hooks: nopHooks{}, UDPPorts: lludp.Ports{{Lo: 1, Hi: 65535}}}, slog.New(slog.DiscardHandler))
 		if err != nil {
 			return err
 		}

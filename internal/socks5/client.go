@@ -19,6 +19,18 @@ type Dialer struct {
 	ProxyAddr string
 	// Auth, if set, is offered as RFC 1929 username/password.
 	Auth *Auth
+	// Local, if set, is the address the connections to the proxy are made
+	// from (a host with several).
+	Local netip.Addr
+}
+
+// netDialer dials the proxy from d.Local, if set.
+func (d *Dialer) netDialer() *net.Dialer {
+	nd := &net.Dialer{}
+	if d.Local.IsValid() {
+		nd.LocalAddr = net.TCPAddrFromAddrPort(netip.AddrPortFrom(d.Local, 0))
+	}
+	return nd
 }
 
 // clientHandshakeTimeout bounds a handshake when ctx has no deadline, so a
@@ -55,8 +67,7 @@ func DialUDP(ctx context.Context, proxyAddr string, auth *Auth) (*UDPConn, error
 // DialUDP makes a UDP association through the proxy. The association lasts
 // until the returned connection is closed.
 func (d *Dialer) DialUDP(ctx context.Context) (*UDPConn, error) {
-	var nd net.Dialer
-	probe, err := nd.DialContext(ctx, "tcp", d.ProxyAddr)
+	probe, err := d.netDialer().DialContext(ctx, "tcp", d.ProxyAddr)
 	if err != nil {
 		return nil, fmt.Errorf("socks5: dialing proxy: %w", err)
 	}
@@ -106,8 +117,7 @@ func parseHostPort(addr string) (Addr, error) {
 }
 
 func (d *Dialer) request(ctx context.Context, cmd byte, dst Addr) (net.Conn, Addr, error) {
-	var nd net.Dialer
-	conn, err := nd.DialContext(ctx, "tcp", d.ProxyAddr)
+	conn, err := d.netDialer().DialContext(ctx, "tcp", d.ProxyAddr)
 	if err != nil {
 		return nil, Addr{}, fmt.Errorf("socks5: dialing proxy: %w", err)
 	}

@@ -3,6 +3,7 @@ package socks5
 import (
 	"bytes"
 	"context"
+	"github.com/fairgrid/fairgrid/lludp"
 	"log/slog"
 	"net"
 	"net/http"
@@ -80,7 +81,7 @@ func TestIPv6(t *testing.T) {
 	defer web.Close()
 	port := addrPortOf(httpLn.Addr()).Port()
 
-	srv, err := New(Config{AllowedPorts: []PortRange{{port, port}}}, slog.New(slog.DiscardHandler))
+	srv, err := New(Config{AllowedPorts: lludp.Ports{{Lo: port, Hi: port}}, UDPPorts: everyPort}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +153,7 @@ func (h *countingHandler) WithGroup(string) slog.Handler      { return h }
 // expects one log line per cause and every occurrence counted.
 func TestLogOncePerCause(t *testing.T) {
 	h := &countingHandler{causes: map[string]int{}}
-	srv, err := New(Config{}, slog.New(h))
+	srv, err := New(Config{UDPPorts: everyPort}, slog.New(h))
 	if err != nil {
 		t.Fatal(err)
 	}

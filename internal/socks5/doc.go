@@ -75,7 +75,25 @@
 //   - Fragmented datagrams (FRAG != 0) are dropped: §7 makes reassembly
 //     optional, and no viewer fragments.
 //   - Associations and CONNECT sessions open at once are limited per client
-//     IP address (Config.MaxAssociationsPerClient, MaxConnectsPerClient).
+//     IP address (Config.MaxAssociationsPerClient, MaxConnectsPerClient)
+//     and in all (MaxSessions), and so are connections still in the
+//     handshake (MaxHandshakesPerClient, MaxHandshakes). Past a cap a new
+//     session takes the place of the oldest silent handshake or of the
+//     session idle longest (at least EvictIdle), taken from the address
+//     holding the most when a global cap is full (limits.go); otherwise it
+//     is refused.
+//   - A session that relays nothing for IdleTimeout ends; so does a
+//     CONNECT whose client half-closed and whose remote stays silent for
+//     HalfCloseTimeout.
+//   - CONNECT never reaches the proxy's own listener or Config.OwnAddrs
+//     and, when the proxy listens beyond loopback, nothing loopback,
+//     unspecified or link-local, checked on the address dialed (dest.go).
+//   - UDP goes only to Config.UDPPorts (the simulator ports), from a relay
+//     socket bound at the client's first datagram to the source address
+//     the host routes that destination from.
+//   - Past two failed logins in a row, an address's logins are refused
+//     unchecked for a time that doubles at each failure; failures are
+//     logged per address at a bounded rate (backoff.go).
 //   - CONNECT reaches only the ports in Config.AllowedPorts, by default
 //     DefaultAllowedPorts:
 //     80 and 443: HTTP and HTTPS (Second Life's login at
@@ -87,7 +105,10 @@
 //     12043 and 12046: Second Life simulators' capabilities (HTTPS, 12043)
 //     and capabilities/event queue (12046).
 //   - Every handshake has a deadline (Config.HandshakeTimeout), so a client
-//     that stops mid-handshake holds no goroutine.
+//     that stops mid-handshake holds no goroutine; a CONNECT's dial gives
+//     up before it (DialTimeout), so the client gets the RFC's reply.
+//
+// docs/proxy.md states each defence, its reason, its limit and its test.
 //
 // Everything refused or dropped is counted by cause (RefusalCause,
 // DropCause) and logged once per cause, never per packet. Server.Collector

@@ -31,7 +31,8 @@ func (rewriter) AssociationClosed(a *socks5.Association)                        
 // its metrics, serve until the context ends.
 func ExampleServer() {
 	listen, auth := "127.0.0.1:1080", (*socks5.Auth)(nil)
-	if err := socks5.CheckListen(listen, auth); err != nil {
+	listen, err := socks5.CheckListen(listen, auth)
+	if err != nil {
 		panic(err)
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))

@@ -3,6 +3,7 @@ package socks5
 import (
 	"context"
 	"fmt"
+	"github.com/fairgrid/fairgrid/lludp"
 	"io"
 	"net"
 	"net/http"
@@ -52,7 +53,7 @@ func TestCurlConnect(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := startServer(t, Config{Auth: tc.auth, AllowedPorts: []PortRange{{port, port}}})
+			srv := startServer(t, Config{Auth: tc.auth, AllowedPorts: lludp.Ports{{Lo: port, Hi: port}}})
 			url := "http://" + net.JoinHostPort(tc.host, strconv.Itoa(int(port))) + "/grid"
 			args := []string{"-sS", "--max-time", "5", tc.proxyFlag, srv.addr}
 			if tc.user != "" {
@@ -158,7 +159,7 @@ func mustResolve(t *testing.T, addr string) net.Addr {
 func TestDialerHTTP(t *testing.T) {
 	_, port := httpTarget(t)
 	creds := &Auth{Username: "viewer", Password: "s3cret"}
-	srv := startServer(t, Config{Auth: creds, AllowedPorts: []PortRange{{port, port}}})
+	srv := startServer(t, Config{Auth: creds, AllowedPorts: lludp.Ports{{Lo: port, Hi: port}}})
 	d := &Dialer{ProxyAddr: srv.addr, Auth: creds}
 	client := &http.Client{Transport: &http.Transport{DialContext: d.DialContext}, Timeout: ioDeadline}
 	defer client.CloseIdleConnections()

@@ -26,6 +26,10 @@ const (
 	RefusedDialFailed                           // CONNECT target unreachable or refused
 	RefusedUDPSetup                             // relay sockets could not be opened
 	RefusedAcceptFailed                         // accept failed (e.g. out of file descriptors); retried
+	RefusedAuthBackoff                          // login refused unchecked: the address is in back-off after failures
+	RefusedHandshakeEvicted                     // a handshake closed to make room past a handshake cap (the oldest goes)
+	RefusedSessionLimit                         // MaxSessions reached and no session idle enough to make room
+	RefusedDestination                          // CONNECT to loopback, link-local or the proxy's own address
 	numRefusalCauses
 )
 
@@ -33,6 +37,7 @@ var refusalNames = [numRefusalCauses]string{
 	"bad_version", "malformed", "no_acceptable_method", "auth_failed", "unsupported_command",
 	"unsupported_address_type", "port_not_allowed", "association_limit", "connect_limit",
 	"handshake_timeout", "dial_failed", "udp_setup_failed", "accept_failed",
+	"auth_backoff", "handshake_evicted", "session_limit", "destination_not_allowed",
 }
 
 func (c RefusalCause) String() string { return refusalNames[c] }
@@ -42,20 +47,21 @@ func (c RefusalCause) String() string { return refusalNames[c] }
 type DropCause int
 
 const (
-	DroppedForeignSource DropCause = iota // not from the client that made the association (RFC 1928 §7)
-	DroppedFragment                       // FRAG != 0: reassembly is optional (RFC 1928 §7) and not done
-	DroppedShortHeader                    // too short for the SOCKS UDP header
-	DroppedAddressType                    // unknown ATYP or invalid domain in the UDP header
-	DroppedUnresolved                     // domain destination that did not resolve
-	DroppedClientUnknown                  // remote datagram before the client's port was known
-	DroppedSendFailed                     // the kernel refused to send it
-	DroppedByHook                         // Hooks.ClientDatagram returned nil
+	DroppedForeignSource  DropCause = iota // not from the client that made the association (RFC 1928 §7)
+	DroppedFragment                        // FRAG != 0: reassembly is optional (RFC 1928 §7) and not done
+	DroppedShortHeader                     // too short for the SOCKS UDP header
+	DroppedAddressType                     // unknown ATYP or invalid domain in the UDP header
+	DroppedUnresolved                      // domain destination that did not resolve
+	DroppedClientUnknown                   // remote datagram before the client's port was known
+	DroppedSendFailed                      // the kernel refused to send it
+	DroppedByHook                          // Hooks.ClientDatagram returned nil
+	DroppedPortNotAllowed                  // destination port not in Config.UDPPorts
 	numDropCauses
 )
 
 var dropNames = [numDropCauses]string{
 	"foreign_source", "fragmented", "short_header", "unknown_address_type", "unresolved_name",
-	"client_port_unknown", "send_failed", "hook",
+	"client_port_unknown", "send_failed", "hook", "port_not_allowed",
 }
 
 func (c DropCause) String() string { return dropNames[c] }
@@ -69,6 +75,22 @@ const (
 
 var dirNames = [numDirections]string{"client_to_remote", "remote_to_client", "injected"}
 
+// EndCause names why an open session (CONNECT or association) was ended by
+// the proxy rather than by either side; it is the cause label of
+// fairgrid_proxy_sessions_ended_total.
+type EndCause int
+
+const (
+	EndedIdle      EndCause = iota // relayed nothing for Config.IdleTimeout
+	EndedHalfClose                 // the client finished sending and the remote stayed silent for Config.HalfCloseTimeout
+	EndedEvicted                   // made room for a new session past a cap, having been idle at least Config.EvictIdle
+	numEndCauses
+)
+
+var endNames = [numEndCauses]string{"idle", "half_close_timeout", "evicted"}
+
+func (c EndCause) String() string { return endNames[c] }
+
 // stats are the server's counters; every field is updated atomically so the
 // relay goroutines never take a lock for them.
 type stats struct {
@@ -81,6 +103,7 @@ type stats struct {
 	associationsAll atomic.Uint64
 	connects        atomic.Int64
 	connectsAll     atomic.Uint64
+	ended           [numEndCauses]atomic.Uint64
 
 	refusedLogged [numRefusalCauses]atomic.Bool
 	droppedLogged [numDropCauses]atomic.Bool
@@ -114,13 +137,14 @@ var (
 	mAssocsAll    = prometheus.NewDesc("fairgrid_proxy_associations_total", "UDP associations opened.", nil, nil)
 	mConnects     = prometheus.NewDesc("fairgrid_proxy_connects", "CONNECT sessions open.", nil, nil)
 	mConnectsAll  = prometheus.NewDesc("fairgrid_proxy_connects_total", "CONNECT sessions opened.", nil, nil)
+	mEnded        = prometheus.NewDesc("fairgrid_proxy_sessions_ended_total", "CONNECT sessions and associations the proxy ended, by cause.", []string{"cause"}, nil)
 )
 
 // collector exports a server's counters; it reads them at scrape time.
 type collector struct{ s *stats }
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{mRefused, mDropped, mDatagrams, mDgramBytes, mConnectBytes, mAssocs, mAssocsAll, mConnects, mConnectsAll} {
+	for _, d := range []*prometheus.Desc{mRefused, mDropped, mDatagrams, mDgramBytes, mConnectBytes, mAssocs, mAssocsAll, mConnects, mConnectsAll, mEnded} {
 		ch <- d
 	}
 }
@@ -146,4 +170,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	counter(mAssocsAll, c.s.associationsAll.Load())
 	ch <- prometheus.MustNewConstMetric(mConnects, prometheus.GaugeValue, float64(c.s.connects.Load()))
 	counter(mConnectsAll, c.s.connectsAll.Load())
+	for i := range c.s.ended {
+		counter(mEnded, c.s.ended[i].Load(), EndCause(i).String())
+	}
 }

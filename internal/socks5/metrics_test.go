@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/fairgrid/fairgrid/lludp"
 	"io"
 	"net"
 	"net/http"
@@ -89,7 +90,7 @@ fairgrid_proxy_connects_total 0
 // proxy must pass the early bytes on.
 func TestConnectOptimisticData(t *testing.T) {
 	_, port := httpTarget(t)
-	srv := startServer(t, Config{AllowedPorts: []PortRange{{port, port}}})
+	srv := startServer(t, Config{AllowedPorts: lludp.Ports{{Lo: port, Hi: port}}})
 	conn, err := net.Dial("tcp", srv.addr)
 	if err != nil {
 		t.Fatal(err)

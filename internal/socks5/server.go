@@ -11,9 +11,11 @@ import (
 	"net/netip"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -33,26 +35,43 @@ func (a *Auth) validate() error {
 	return nil
 }
 
-// PortRange is an inclusive range of TCP ports.
-type PortRange struct{ Low, High uint16 }
-
 // DefaultAllowedPorts are the CONNECT ports a viewer needs for a grid; see
 // doc.go for what each serves.
-var DefaultAllowedPorts = []PortRange{
-	{80, 80}, {443, 443}, // HTTP(S): Second Life login, capabilities, web profiles
-	{8002, 8002},   // OpenSim grid (ROBUST) login service
-	{9000, 13100},  // OpenSim region HTTP servers: capabilities, event queue
-	{12043, 12043}, // Second Life simulator capabilities (HTTPS)
-	{12046, 12046}, // Second Life simulator capabilities and event queue
+var DefaultAllowedPorts = lludp.Ports{
+	{Lo: 80, Hi: 80}, {Lo: 443, Hi: 443}, // HTTP(S): Second Life login, capabilities, web profiles
+	{Lo: 8002, Hi: 8002},   // OpenSim grid (ROBUST) login service
+	{Lo: 9000, Hi: 13100},  // OpenSim region HTTP servers: capabilities, event queue
+	{Lo: 12043, Hi: 12043}, // Second Life simulator capabilities (HTTPS)
+	{Lo: 12046, Hi: 12046}, // Second Life simulator capabilities and event queue
 }
 
-// Defaults for the zero values of Config.
+// Defaults for the zero values of Config; docs/proxy.md gives the reasons.
 const (
 	DefaultMaxAssociationsPerClient = 16  // a viewer holds one circuit per region in view, rarely more than 9
 	DefaultMaxConnectsPerClient     = 128 // viewers fetch textures and meshes over many parallel HTTP connections
+	DefaultMaxHandshakesPerClient   = 64  // a viewer opens its CONNECTs a few at a time; each handshake takes a round trip
+	DefaultMaxHandshakes            = 512
+	DefaultMaxSessions              = 2048 // CONNECTs and associations in all: 16 viewers at their per-address caps
 	DefaultHandshakeTimeout         = 10 * time.Second
-	DefaultDialTimeout              = 15 * time.Second
+	// DefaultDialTimeout leaves the handshake time to answer a dial that
+	// failed with its RFC 1928 reply before the handshake's deadline.
+	DefaultDialTimeout = 7 * time.Second
+	// DefaultIdleTimeout ends a session that relayed nothing either way
+	// for so long: a viewer's event queue polls every 30 s or less, and
+	// its UDP circuits carry AgentUpdates and pings every few seconds.
+	DefaultIdleTimeout = 5 * time.Minute
+	// DefaultHalfCloseTimeout is the silence a CONNECT's remote is allowed
+	// once the client has finished sending: time for an answer to start,
+	// not forever.
+	DefaultHalfCloseTimeout = 30 * time.Second
+	// DefaultEvictIdle is how long a session must have relayed nothing
+	// before a new one from a full cap may take its place.
+	DefaultEvictIdle = time.Second
 )
+
+// DefaultUDPPorts are the UDP destination ports the relay sends to: the
+// simulator ports (lludp.SimPorts, as the daemon's capture.ports).
+var DefaultUDPPorts = lludp.SimPorts
 
 // Datagram is one relayed datagram as the hooks see it.
 type Datagram struct {
@@ -94,16 +113,42 @@ type Config struct {
 	// Auth, if set, requires RFC 1929 username/password from every client.
 	Auth *Auth
 	// AllowedPorts limits CONNECT destinations; nil means DefaultAllowedPorts.
-	AllowedPorts []PortRange
+	AllowedPorts lludp.Ports
 	// MaxAssociationsPerClient and MaxConnectsPerClient limit the sessions
 	// open at once from one client IP address; 0 means the default.
 	MaxAssociationsPerClient int
 	MaxConnectsPerClient     int
+	// MaxHandshakesPerClient and MaxHandshakes bound the connections not
+	// yet through the handshake, per client IP address and in all; a new
+	// one past a cap takes the place of the oldest. MaxSessions bounds
+	// CONNECTs and associations in all. 0 means the default.
+	MaxHandshakesPerClient int
+	MaxHandshakes          int
+	MaxSessions            int
+	// EvictIdle is how long a CONNECT or association must have relayed
+	// nothing before a new session past a cap may take its place; 0 means
+	// DefaultEvictIdle.
+	EvictIdle time.Duration
 	// HandshakeTimeout bounds everything from accept to the reply; 0 means
 	// DefaultHandshakeTimeout.
 	HandshakeTimeout time.Duration
-	// DialTimeout bounds a CONNECT's dial; 0 means DefaultDialTimeout.
+	// DialTimeout bounds a CONNECT's dial, and must be shorter than
+	// HandshakeTimeout, so that a failed dial is answered; 0 means
+	// DefaultDialTimeout, or 7/10 of a shorter HandshakeTimeout.
 	DialTimeout time.Duration
+	// IdleTimeout ends a CONNECT or association that relayed nothing
+	// either way for so long; HalfCloseTimeout, a CONNECT whose client has
+	// finished sending and whose remote has been silent for so long. 0
+	// means the defaults.
+	IdleTimeout      time.Duration
+	HalfCloseTimeout time.Duration
+	// UDPPorts are the destination ports the UDP relay sends to; nil means
+	// DefaultUDPPorts. Datagrams to others are dropped and counted.
+	UDPPorts lludp.Ports
+	// OwnAddrs are addresses of the process's own services (its metrics):
+	// CONNECT never reaches them, nor the listener Serve serves (an
+	// unspecified address stands for every local address, at its port).
+	OwnAddrs []netip.AddrPort
 	// RelayAddr is the address the remote-facing UDP socket of each
 	// association binds to; the zero value means all addresses.
 	RelayAddr netip.Addr
@@ -114,28 +159,65 @@ type Config struct {
 	Now func() time.Time
 }
 
-// CheckListen refuses to serve a non-loopback address without credentials:
-// an open SOCKS5 proxy is a relay for anyone who finds it. The command calls
-// it before listening.
-func CheckListen(listen string, auth *Auth) error {
-	host, _, err := net.SplitHostPort(listen)
+// CheckListen resolves a listen address ("host:port"; a host name is
+// looked up, as net.Listen would) and refuses to serve an address beyond
+// loopback without credentials: an open SOCKS5 proxy is a relay for anyone
+// who finds it. It returns the address to listen on, an IP literal (empty
+// host: every address), so that what is checked is what is bound: a name
+// such as "localhost" is trusted only for the address it resolves to.
+func CheckListen(listen string, auth *Auth) (string, error) {
+	host, port, err := net.SplitHostPort(listen)
 	if err != nil {
-		return fmt.Errorf("socks5: listen address %q: %w", listen, err)
+		return "", fmt.Errorf("socks5: listen address %q: %w", listen, err)
 	}
 	if err := auth.validate(); err != nil {
-		return err
+		return "", err
 	}
-	if host == "localhost" {
-		return nil
+	ip, err := resolveListenHost(host)
+	if err != nil && auth == nil {
+		return "", fmt.Errorf("socks5: listen address %q is not known to be loopback (%w): a username and password are required", listen, err)
 	}
-	ip, err := netip.ParseAddr(host)
-	if err == nil && ip.IsLoopback() {
-		return nil
+	if err != nil {
+		return "", fmt.Errorf("socks5: listen address %q: %w", listen, err)
 	}
-	if auth == nil {
-		return fmt.Errorf("socks5: listen address %q is not loopback: a username and password are required", listen)
+	resolved := net.JoinHostPort(ip.String(), port)
+	if !ip.IsValid() {
+		resolved = net.JoinHostPort("", port)
 	}
-	return nil
+	if auth == nil && !ip.IsLoopback() {
+		if host != ip.String() {
+			return "", fmt.Errorf("socks5: listen address %q resolves to %s, not loopback: a username and password are required", listen, resolved)
+		}
+		return "", fmt.Errorf("socks5: listen address %q is not loopback: a username and password are required", listen)
+	}
+	return resolved, nil
+}
+
+// resolveListenHost is the address net.Listen("tcp", host+":port") would
+// bind: the literal, none (every address) for an empty host, or a name's
+// first IPv4 address, else its first.
+func resolveListenHost(host string) (netip.Addr, error) {
+	if host == "" {
+		return netip.Addr{}, nil
+	}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		return ip.Unmap(), nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), resolveTimeout)
+	defer cancel()
+	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	if len(ips) == 0 {
+		return netip.Addr{}, fmt.Errorf("%q has no address", host)
+	}
+	for _, ip := range ips {
+		if ip.Unmap().Is4() {
+			return ip.Unmap(), nil
+		}
+	}
+	return ips[0], nil
 }
 
 // Server is a SOCKS5 server with CONNECT and UDP ASSOCIATE.
@@ -144,10 +226,16 @@ type Server struct {
 	log   *slog.Logger
 	stats stats
 
-	mu           sync.Mutex
-	perClientUDP map[netip.Addr]int
-	perClientTCP map[netip.Addr]int
-	nextID       uint64
+	sessions     sessionTable
+	limits       limits
+	authFailures backoffTable
+	dest         atomic.Pointer[destinations] // what CONNECT may reach; set by Serve
+	// sessionEnded, if set, is called when a CONNECT or an association has
+	// ended and released its slot (tests wait on it).
+	sessionEnded atomic.Pointer[func()]
+
+	mu     sync.Mutex
+	nextID uint64
 }
 
 // New validates cfg and returns a server; it starts nothing.
@@ -156,16 +244,41 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 		return nil, err
 	}
 	for _, r := range cfg.AllowedPorts {
-		if r.Low > r.High {
-			return nil, fmt.Errorf("socks5: port range %d-%d is empty", r.Low, r.High)
+		if r.Lo > r.Hi {
+			return nil, fmt.Errorf("socks5: port range %d-%d is empty", r.Lo, r.Hi)
 		}
 	}
 	if cfg.AllowedPorts == nil {
 		cfg.AllowedPorts = DefaultAllowedPorts
 	}
-	if cfg.MaxAssociationsPerClient < 0 || cfg.MaxConnectsPerClient < 0 || cfg.HandshakeTimeout < 0 || cfg.DialTimeout < 0 {
+	if cfg.MaxAssociationsPerClient < 0 || cfg.MaxConnectsPerClient < 0 || cfg.MaxHandshakesPerClient < 0 || cfg.MaxHandshakes < 0 || cfg.MaxSessions < 0 ||
+		cfg.HandshakeTimeout < 0 || cfg.DialTimeout < 0 || cfg.IdleTimeout < 0 || cfg.HalfCloseTimeout < 0 || cfg.EvictIdle < 0 {
 		return nil, errors.New("socks5: limits and timeouts must not be negative")
 	}
+	for _, r := range cfg.UDPPorts {
+		if r.Lo > r.Hi {
+			return nil, fmt.Errorf("socks5: UDP port range %d-%d is empty", r.Lo, r.Hi)
+		}
+	}
+	if cfg.UDPPorts == nil {
+		cfg.UDPPorts = DefaultUDPPorts
+	}
+	setDefault := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	setDefault(&cfg.MaxHandshakesPerClient, DefaultMaxHandshakesPerClient)
+	setDefault(&cfg.MaxHandshakes, DefaultMaxHandshakes)
+	setDefault(&cfg.MaxSessions, DefaultMaxSessions)
+	setDuration := func(v *time.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	setDuration(&cfg.EvictIdle, DefaultEvictIdle)
+	setDuration(&cfg.IdleTimeout, DefaultIdleTimeout)
+	setDuration(&cfg.HalfCloseTimeout, DefaultHalfCloseTimeout)
 	if cfg.MaxAssociationsPerClient == 0 {
 		cfg.MaxAssociationsPerClient = DefaultMaxAssociationsPerClient
 	}
@@ -176,7 +289,10 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 		cfg.HandshakeTimeout = DefaultHandshakeTimeout
 	}
 	if cfg.DialTimeout == 0 {
-		cfg.DialTimeout = DefaultDialTimeout
+		cfg.DialTimeout = min(DefaultDialTimeout, cfg.HandshakeTimeout*7/10)
+	}
+	if cfg.DialTimeout >= cfg.HandshakeTimeout {
+		return nil, fmt.Errorf("socks5: dial timeout %v must be shorter than the handshake timeout %v, so that a failed dial is answered", cfg.DialTimeout, cfg.HandshakeTimeout)
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -184,12 +300,13 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 	if logger == nil {
 		return nil, errors.New("socks5: nil logger")
 	}
-	return &Server{
-		cfg:          cfg,
-		log:          logger,
-		perClientUDP: make(map[netip.Addr]int),
-		perClientTCP: make(map[netip.Addr]int),
-	}, nil
+	s := &Server{cfg: cfg, log: logger}
+	s.limits = limits{handshakes: cfg.MaxHandshakes, sessions: cfg.MaxSessions, evictIdle: cfg.EvictIdle}
+	s.limits.perClient[kindHandshake] = cfg.MaxHandshakesPerClient
+	s.limits.perClient[kindConnect] = cfg.MaxConnectsPerClient
+	s.limits.perClient[kindAssociation] = cfg.MaxAssociationsPerClient
+	s.authFailures.init()
+	return s, nil
 }
 
 // Collector exports the server's counters; register it on the command's own
@@ -199,6 +316,9 @@ func (s *Server) Collector() prometheus.Collector { return collector{&s.stats} }
 // Refused is the number of sessions refused for cause c.
 func (s *Server) Refused(c RefusalCause) uint64 { return s.stats.refused[c].Load() }
 
+// Ended is the number of sessions the proxy ended for cause c.
+func (s *Server) Ended(c EndCause) uint64 { return s.stats.ended[c].Load() }
+
 // Dropped is the number of datagrams dropped for cause c.
 func (s *Server) Dropped(c DropCause) uint64 { return s.stats.dropped[c].Load() }
 
@@ -206,6 +326,7 @@ func (s *Server) Dropped(c DropCause) uint64 { return s.stats.dropped[c].Load() 
 // ln and every session it started, waits for all their goroutines, and
 // returns nil if ctx ended, the accept error otherwise.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	s.dest.Store(newDestinations(addrPortOf(ln.Addr()), s.cfg.OwnAddrs))
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -251,12 +372,25 @@ func (s *Server) serveConn(ctx context.Context, conn net.Conn) {
 	defer stop()
 	client := addrPortOf(conn.RemoteAddr())
 	clientStr := client.String()
-	conn.SetDeadline(time.Now().Add(s.cfg.HandshakeTimeout))
+	now := time.Now()
+	// Connections that have not finished the handshake are capped too: a
+	// new one past a cap takes the place of the oldest (limits.go).
+	hs, ok := s.sessions.admit(kindHandshake, client.Addr().Unmap(), now, s.limits, func() { conn.Close() })
+	if ok != admitted {
+		s.stats.refuse(s.log, RefusedHandshakeEvicted, clientStr, errors.New("handshake caps full"))
+		return
+	}
+	conn.SetDeadline(now.Add(s.cfg.HandshakeTimeout))
 	// The handshake is read through a small buffer, which the session keeps
 	// reading through: a client that sends data before the reply (optimistic
 	// data) loses none of it.
 	br := bufio.NewReaderSize(conn, 512)
-	req, err := s.handshake(conn, br)
+	req, err := s.handshake(conn, br, client.Addr().Unmap(), hs)
+	if hs.evicted.Load() {
+		s.stats.refuse(s.log, RefusedHandshakeEvicted, clientStr, err)
+		return
+	}
+	s.sessions.release(hs)
 	if err != nil {
 		s.refuseHandshake(conn, clientStr, err)
 		return
@@ -273,17 +407,21 @@ func (s *Server) serveConn(ctx context.Context, conn net.Conn) {
 	}
 }
 
-// errAuthFailed and errNoMethod are handshake outcomes already answered.
+// errAuthFailed, errAuthBackoff and errNoMethod are handshake outcomes
+// already answered.
 var (
-	errAuthFailed = errors.New("socks5: authentication failed")
-	errNoMethod   = errors.New("socks5: no acceptable authentication method")
+	errAuthFailed  = errors.New("socks5: authentication failed")
+	errAuthBackoff = errors.New("socks5: authentication refused unchecked: the address failed to log in just before (back-off)")
+	errNoMethod    = errors.New("socks5: no acceptable authentication method")
 )
 
-func (s *Server) handshake(conn net.Conn, br *bufio.Reader) (request, error) {
+func (s *Server) handshake(conn net.Conn, br *bufio.Reader, clientIP netip.Addr, hs *session) (request, error) {
 	methods, err := readGreeting(br)
 	if err != nil {
 		return request{}, err
 	}
+	hs.touch(time.Now()) // greeted: evicted after those that have not
+
 	want := byte(methodNoAuth)
 	if s.cfg.Auth != nil {
 		want = methodUserPass
@@ -303,12 +441,20 @@ func (s *Server) handshake(conn net.Conn, br *bufio.Reader) (request, error) {
 		if err != nil {
 			return request{}, err
 		}
+		now := time.Now()
+		client := addrPortOf(conn.RemoteAddr()).String()
+		if s.authFailures.blocked(clientIP, now) {
+			s.authFailures.fail(s.log, clientIP, client, true, now)
+			return request{}, errAuthBackoff
+		}
 		// Both comparisons always run so the time taken tells nothing.
 		okUser := subtle.ConstantTimeCompare([]byte(user), []byte(s.cfg.Auth.Username))
 		okPass := subtle.ConstantTimeCompare([]byte(pass), []byte(s.cfg.Auth.Password))
 		if okUser&okPass != 1 {
+			s.authFailures.fail(s.log, clientIP, client, false, now)
 			return request{}, errAuthFailed
 		}
+		s.authFailures.succeed(clientIP)
 		if _, err := conn.Write([]byte{userPassVersion, userPassSuccess}); err != nil {
 			return request{}, fmt.Errorf("writing auth status: %w", err)
 		}
@@ -329,9 +475,14 @@ func (s *Server) refuseHandshake(conn net.Conn, client string, err error) {
 		// §3: X'FF', then the client closes.
 		s.stats.refuse(s.log, RefusedNoMethod, client, err)
 		conn.Write([]byte{version5, methodNoAcceptable})
-	case errors.Is(err, errAuthFailed):
-		// RFC 1929 §2: a failure status, then the server closes.
-		s.stats.refuse(s.log, RefusedAuthFailed, client, err)
+	case errors.Is(err, errAuthFailed), errors.Is(err, errAuthBackoff):
+		// RFC 1929 §2: a failure status, then the server closes. Logged
+		// per address, at a bounded rate, by the back-off table.
+		cause := RefusedAuthFailed
+		if errors.Is(err, errAuthBackoff) {
+			cause = RefusedAuthBackoff
+		}
+		s.stats.refused[cause].Add(1)
 		conn.Write([]byte{userPassVersion, userPassFailure})
 	case errors.Is(err, errAuthVersion) || errors.Is(err, errEmptyField):
 		s.stats.refuse(s.log, RefusedMalformed, client, err)
@@ -366,30 +517,12 @@ func addrPortOf(a net.Addr) netip.AddrPort {
 	return ap
 }
 
-// acquire reserves one session of a kind for a client IP within limit.
-func (s *Server) acquire(m map[netip.Addr]int, ip netip.Addr, limit int) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if m[ip] >= limit {
-		return false
-	}
-	m[ip]++
-	return true
-}
-
-func (s *Server) release(m map[netip.Addr]int, ip netip.Addr) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if m[ip]--; m[ip] <= 0 {
-		delete(m, ip)
+// ended releases a CONNECT's or an association's slot.
+func (s *Server) endSession(sess *session) {
+	s.sessions.release(sess)
+	if f := s.sessionEnded.Load(); f != nil {
+		(*f)()
 	}
 }
 
-func (s *Server) portAllowed(p uint16) bool {
-	for _, r := range s.cfg.AllowedPorts {
-		if p >= r.Low && p <= r.High {
-			return true
-		}
-	}
-	return false
-}
+func (s *Server) portAllowed(p uint16) bool { return s.cfg.AllowedPorts.Contains(p) }

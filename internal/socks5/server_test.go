@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/fairgrid/fairgrid/lludp"
 	"io"
 	"log/slog"
 	"net"
@@ -23,11 +24,22 @@ type testServer struct {
 
 func startServer(t testing.TB, cfg Config) *testServer {
 	t.Helper()
-	srv, err := New(cfg, slog.New(slog.DiscardHandler))
+	return startServerOn(t, cfg, "127.0.0.1:0", slog.New(slog.DiscardHandler))
+}
+
+// startServerOn is startServer listening on listen, logging to log.
+func startServerOn(t testing.TB, cfg Config, listen string, log *slog.Logger) *testServer {
+	t.Helper()
+	if cfg.UDPPorts == nil {
+		// The tests' peers listen on ephemeral ports; TestUDPPorts tests
+		// the default, the simulator ports.
+		cfg.UDPPorts = everyPort
+	}
+	srv, err := New(cfg, log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,6 +54,9 @@ func startServer(t testing.TB, cfg Config) *testServer {
 	})
 	return &testServer{srv, ln.Addr().String()}
 }
+
+// everyPort lets the UDP relay send to any port.
+var everyPort = lludp.Ports{{Lo: 1, Hi: 65535}}
 
 // ioDeadline bounds every wait of these tests; reaching it is a failure.
 const ioDeadline = 5 * time.Second
@@ -109,7 +124,7 @@ func TestBadInput(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := startServer(t, Config{
 				Auth:             tc.auth,
-				AllowedPorts:     append([]PortRange{{dead, dead}}, DefaultAllowedPorts...),
+				AllowedPorts:     append(lludp.Ports{{Lo: dead, Hi: dead}}, DefaultAllowedPorts...),
 				HandshakeTimeout: tc.timeout,
 			})
 			conn, err := net.Dial("tcp", srv.addr)
@@ -448,7 +463,7 @@ func TestLimits(t *testing.T) {
 	port := addrPortOf(holder.Addr()).Port()
 	srv := startServer(t, Config{
 		MaxAssociationsPerClient: 1, MaxConnectsPerClient: 1, Hooks: rec,
-		AllowedPorts: []PortRange{{port, port}},
+		AllowedPorts: lludp.Ports{{Lo: port, Hi: port}},
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), ioDeadline)
 	defer cancel()
@@ -551,7 +566,10 @@ func TestCheckListen(t *testing.T) {
 		{"127.0.0.1", nil, false},
 	}
 	for _, tc := range cases {
-		err := CheckListen(tc.listen, tc.auth)
+		resolved, err := CheckListen(tc.listen, tc.auth)
+		if err == nil && tc.listen == "localhost:1080" && resolved != "127.0.0.1:1080" && resolved != "[::1]:1080" {
+			t.Errorf("CheckListen(%q) resolved to %q, want a loopback literal", tc.listen, resolved)
+		}
 		if (err == nil) != tc.ok {
 			t.Errorf("CheckListen(%q, %v) = %v, want ok=%v", tc.listen, tc.auth, err, tc.ok)
 		}
@@ -562,7 +580,7 @@ func TestNewRejects(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	for _, cfg := range []Config{
 		{Auth: &Auth{Username: strings.Repeat("u", 256), Password: "p"}},
-		{AllowedPorts: []PortRange{{100, 99}}},
+		{AllowedPorts: lludp.Ports{{Lo: 100, Hi: 99}}},
 		{MaxConnectsPerClient: -1},
 		{HandshakeTimeout: -time.Second},
 	} {

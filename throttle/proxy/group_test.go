@@ -1,0 +1,91 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/fairgrid/fairgrid/lludp"
+	"github.com/fairgrid/fairgrid/throttle"
+)
+
+// failingListener accepts nothing: its first Accept fails for good.
+type failingListener struct {
+	err    error
+	closed chan struct{}
+}
+
+func newFailingListener(err error) *failingListener {
+	return &failingListener{err: err, closed: make(chan struct{})}
+}
+
+func (l *failingListener) Accept() (net.Conn, error) { return nil, l.err }
+func (l *failingListener) Close() error {
+	select {
+	case <-l.closed:
+	default:
+		close(l.closed)
+	}
+	return nil
+}
+func (l *failingListener) Addr() net.Addr {
+	return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1080}
+}
+
+// blockingListener accepts nothing until it is closed.
+type blockingListener struct{ failingListener }
+
+func (l *blockingListener) Accept() (net.Conn, error) {
+	<-l.closed
+	return nil, net.ErrClosed
+}
+
+// TestMemberFailureReachesCaller: the proxy is one group with the
+// sidecar; whichever member fails — the SOCKS 5 server or the sidecar's
+// metrics server — the group stops every other member and the caller
+// gets the failure (virtual time: nothing waits on the clock).
+func TestMemberFailureReachesCaller(t *testing.T) {
+	broken := errors.New("listener broken")
+	for _, tc := range []struct {
+		name    string
+		socks   func() net.Listener
+		metrics func() net.Listener
+		want    string
+	}{
+		{"socks5 server", func() net.Listener { return newFailingListener(broken) }, nil, "socks5: socks5: accept: listener broken"},
+		{"sidecar's metrics", func() net.Listener { return &blockingListener{*newFailingListener(nil)} },
+			func() net.Listener { return newFailingListener(broken) }, "metrics: listener broken"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				loop, err := throttle.New(throttle.Config{Interval: time.Second, SimPorts: lludp.SimPorts}, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sc := throttle.SidecarConfig{Loop: loop}
+				if tc.metrics != nil {
+					sc.MetricsListener, sc.Metrics = tc.metrics(), http.NotFoundHandler()
+				}
+				p, err := New(Config{}, sc, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var g throttle.Group
+				p.AddTo(&g, tc.socks())
+				start := time.Now()
+				err = g.Run(context.Background())
+				if err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, broken) {
+					t.Errorf("Run = %v, want %q", err, tc.want)
+				}
+				if d := time.Since(start); d != 0 {
+					t.Errorf("the failure took %v of virtual time to reach the caller", d)
+				}
+			})
+		})
+	}
+}
