@@ -67,7 +67,7 @@ interop-deps:
 # re-assertion held 4.7 s).
 REALTIME_LAB := ./internal/lab/scenario ./internal/lab/demo
 REALTIME := ./cmd/fairgrid ./internal/audit ./internal/socks5 ./internal/benchrelay ./internal/lab/kerneltcp \
-	./internal/lab/link ./internal/lab/tcpflow ./internal/lab/viewer ./opensim/region ./throttle ./capture
+	./internal/lab/link ./internal/lab/tcpflow ./internal/lab/viewer ./opensim/region ./throttle ./throttle/proxy ./capture
 # Run without the race detector (scale), which would measure itself.
 SCALE_ONLY := TestDecodeFloodCapture
 unit:
