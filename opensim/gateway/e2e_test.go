@@ -1,0 +1,150 @@
+package gateway_test
+
+import (
+	"context"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fairgrid/fairgrid/internal/lab/viewer"
+	"github.com/fairgrid/fairgrid/opensim/gateway"
+	"github.com/fairgrid/fairgrid/opensim/region"
+	"github.com/fairgrid/fairgrid/ratecalc"
+)
+
+var loopback = netip.MustParseAddrPort("127.0.0.1:0")
+
+// startRegion runs a test region (fairgrid sim) on loopback until the
+// test ends or stop is called.
+func startRegion(t *testing.T, cfg region.Config) (*region.Server, func()) {
+	t.Helper()
+	if !cfg.Listen.IsValid() {
+		cfg.Listen = loopback
+	}
+	s, err := region.New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { s.Run(ctx); close(done) }()
+	var once sync.Once
+	stop := func() { once.Do(func() { cancel(); <-done }) }
+	t.Cleanup(stop)
+	return s, stop
+}
+
+// startGateway runs a gateway in front of the regions until the test ends.
+func startGateway(t *testing.T, cfg gateway.Config) *gateway.Gateway {
+	t.Helper()
+	g, err := gateway.New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- g.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("gateway run: %v", err)
+		}
+	})
+	return g
+}
+
+func route(region netip.AddrPort) []gateway.Route {
+	return []gateway.Route{{Listen: loopback, Region: region}}
+}
+
+// fleet is viewers running until their context ends.
+type fleet struct {
+	vs   []*viewer.Viewer
+	reps []viewer.Report
+	wg   sync.WaitGroup
+}
+
+// startViewers runs a viewer per throttle at addr for d.
+func startViewers(t *testing.T, addr netip.AddrPort, throttles []ratecalc.Rate, firstCode uint32, d time.Duration) *fleet {
+	t.Helper()
+	f := &fleet{reps: make([]viewer.Report, len(throttles))}
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	for i, thr := range throttles {
+		v, err := viewer.New(viewer.Config{Sim: addr, Throttle: thr, CircuitCode: firstCode + uint32(i)}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.vs = append(f.vs, v)
+		f.wg.Add(1)
+		go func() {
+			defer f.wg.Done()
+			v.Run(ctx)
+			f.reps[i] = v.Report()
+		}()
+	}
+	go func() { f.wg.Wait(); cancel() }()
+	return f
+}
+
+// served waits until every viewer has received data after its login.
+func (f *fleet) served(t *testing.T) {
+	t.Helper()
+	for i, v := range f.vs {
+		select {
+		case <-v.Served():
+		case <-time.After(10 * time.Second):
+			t.Fatalf("viewer %d never served", i)
+		}
+	}
+}
+
+func (f *fleet) wait() []viewer.Report { f.wg.Wait(); return f.reps }
+
+// TestCircuitsThrough: viewers log in through the gateway, the region
+// sees each at an endpoint of the gateway's, one circuit per viewer, and
+// each receives about what it asked for; after logout the circuits close.
+func TestCircuitsThrough(t *testing.T) {
+	sim, _ := startRegion(t, region.Config{Activity: region.Flying})
+	gw := startGateway(t, gateway.Config{Routes: route(sim.Addr()), Linger: 200 * time.Millisecond})
+	want := []ratecalc.Rate{ratecalc.RateFromBits(300_000), ratecalc.RateFromBits(600_000), ratecalc.RateFromBits(300_000)}
+	f := startViewers(t, gw.Addr(0), want, 100, 4*time.Second)
+	f.served(t)
+	circuits, regionSaw := gw.Circuits(), sim.Clients()
+	if len(circuits) != len(want) || len(regionSaw) != len(want) {
+		t.Fatalf("%d viewers: the gateway carries %d circuits, the region sees %d", len(want), len(circuits), len(regionSaw))
+	}
+	seen := map[netip.AddrPort]bool{}
+	for _, c := range regionSaw {
+		seen[c.Addr] = true
+	}
+	viewers := map[netip.AddrPort]bool{}
+	for _, v := range f.vs {
+		viewers[v.Addr()] = true
+	}
+	for _, c := range circuits {
+		if !viewers[c.Viewer] || !seen[c.Local] || viewers[c.Local] {
+			t.Errorf("circuit of viewer %v at %v: the region sees %v", c.Viewer, c.Local, regionSaw)
+		}
+	}
+	reps := f.wait()
+	for i, r := range reps {
+		t.Logf("viewer %d: logged in %v, %.0f bit/s for %.0f, lost %d, RTT %v", i, r.LoggedIn, r.RateBPS, want[i].BitsPerSecond(), r.Lost, r.RTTms)
+		if !r.LoggedIn || r.ReliableReceived == 0 {
+			t.Fatalf("viewer %d: no login or no traffic through the gateway: %+v", i, r)
+		}
+		if q := r.RateBPS / want[i].BitsPerSecond(); q < 0.7 || q > 1.15 {
+			t.Errorf("viewer %d received %.0f bit/s for %.0f asked (%.2f×)", i, r.RateBPS, want[i].BitsPerSecond(), q)
+		}
+	}
+	for _, c := range gw.Circuits() {
+		if !c.Closing {
+			t.Errorf("circuit of %v still open after its viewer logged out", c.Viewer)
+		}
+	}
+	k := gw.Counters()
+	t.Logf("counters %+v", k)
+	if k.Drops[gateway.Passed] == 0 || k.Scheduler.SentBytes == 0 {
+		t.Errorf("nothing passed or scheduled: %+v", k)
+	}
+}

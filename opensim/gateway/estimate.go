@@ -1,0 +1,231 @@
+package gateway
+
+import (
+	"time"
+
+	"github.com/fairgrid/fairgrid/ratecalc"
+)
+
+// The estimator's bounds. sentRing holds the reliable datagrams whose fate
+// is not yet known, in departure order: 4096 of them is more than four
+// seconds of a 5 Mbit/s circuit of 600-byte datagrams, longer than any
+// viewer takes to ack. pingSlots holds the region's recent pings.
+const (
+	sentRing  = 4096
+	pingSlots = 8
+	// ndupack: a reliable datagram is lost once three datagrams the
+	// gateway sent after it have been acked and it has not (RFC 5681's
+	// duplicate-ack threshold, as protocol.md §12 applies NDUPACK = 3 to
+	// sequence gaps).
+	ndupack = 3
+)
+
+// sentRecord is one reliable datagram sent to the viewer.
+type sentRecord struct {
+	seq       uint32
+	at        int64 // departure, unix ns
+	size      int32
+	acked     bool
+	uncertain bool // an ack datagram of the viewer's was lost meanwhile
+}
+
+type pingRecord struct {
+	at    int64
+	id    uint8
+	valid bool
+}
+
+// estimator measures one circuit at the server side, from what passes the
+// gateway both ways; doc.go says what each estimate sees and misses. It
+// never reads the clock: every event carries its time. Not safe for
+// concurrent use.
+type estimator struct {
+	ctl ratecalc.Controller
+
+	ring       [sentRing]sentRecord
+	head, tail uint64 // ordinals: the oldest unresolved record, the next one
+	// ackedAhead counts acked records in [head, tail): with the head
+	// unacked, those acked after it.
+	ackedAhead int
+	// bySeq maps a sequence number (mod sentRing) to its record's ordinal
+	// plus one; zero is empty.
+	bySeq [sentRing]uint64
+
+	pings [pingSlots]pingRecord
+
+	// The viewer's own sequence numbers: a gap is a datagram of the
+	// viewer's lost on the way up, and with it any acks it carried.
+	upNext  uint32
+	upKnown bool
+
+	rtt    ratecalc.RTTStats // ping pairs
+	ackRTT ratecalc.RTTStats // reliable datagram to its ack: plus the viewer's ack delay
+
+	stats EstimatorStats
+}
+
+// EstimatorStats counts what the estimator saw.
+type EstimatorStats struct {
+	ReliableSent   uint64 // reliable originals sent to the viewer
+	Acked          uint64 // of those, acked
+	Lost           uint64 // declared lost: ndupack later ones acked, not this
+	Unknown        uint64 // fate unknown: an ack datagram was lost, or the record was overrun
+	Resends        uint64 // the region's resends passed on
+	UnreliableSent uint64
+	UpGaps         uint64 // viewer datagrams missing on the way up
+	StaleAcks      uint64 // acks for nothing outstanding (duplicates, resends' acks)
+}
+
+func newEstimator(ctl ratecalc.Controller) *estimator { return &estimator{ctl: ctl} }
+
+// reset forgets the circuit's sequence state: a new UseCircuitCode from the
+// same endpoint starts a new circuit, whose numbers start again.
+func (e *estimator) reset() {
+	e.ring = [sentRing]sentRecord{}
+	e.bySeq = [sentRing]uint64{}
+	e.head, e.tail, e.ackedAhead = 0, 0, 0
+	e.upKnown = false
+}
+
+// sent records a datagram of size bytes leaving for the viewer at at.
+func (e *estimator) sent(seq uint32, size int, reliable, resent bool, at time.Time) {
+	ns := at.UnixNano()
+	switch {
+	case resent:
+		// A resend is not a packet of the loss history; its bytes are
+		// what the region spent its rate on.
+		e.stats.Resends++
+		e.ctl.OnPacket(ratecalc.Packet{At: at, Size: size, Repeat: true})
+		return
+	case !reliable:
+		// Never acked, so never known lost: its bytes count towards the
+		// receive rate as sent (doc.go: the bias).
+		e.stats.UnreliableSent++
+		e.ctl.OnPacket(ratecalc.Packet{At: at, Size: size, Repeat: true})
+		return
+	}
+	e.stats.ReliableSent++
+	if e.tail-e.head == sentRing {
+		e.overrun(at)
+	}
+	o := e.tail
+	e.tail++
+	e.ring[o%sentRing] = sentRecord{seq: seq, at: ns, size: int32(size)}
+	e.bySeq[seq%sentRing] = o + 1
+}
+
+// overrun gives up on the oldest record to make room.
+func (e *estimator) overrun(at time.Time) {
+	r := &e.ring[e.head%sentRing]
+	if r.acked {
+		e.received(r, at)
+		e.ackedAhead--
+	} else {
+		e.stats.Unknown++
+	}
+	e.forget(r)
+	e.head++
+	e.advance(at)
+}
+
+func (e *estimator) forget(r *sentRecord) {
+	if i := r.seq % sentRing; e.bySeq[i] == e.head+1 {
+		e.bySeq[i] = 0
+	}
+}
+
+// acked records the viewer's ack of seq arriving at at.
+func (e *estimator) acked(seq uint32, at time.Time) {
+	o := e.bySeq[seq%sentRing]
+	if o == 0 || o-1 < e.head || o-1 >= e.tail {
+		e.stats.StaleAcks++
+		return
+	}
+	r := &e.ring[(o-1)%sentRing]
+	if r.seq != seq || r.acked {
+		e.stats.StaleAcks++
+		return
+	}
+	r.acked = true
+	e.ackedAhead++
+	e.stats.Acked++
+	if d := at.UnixNano() - r.at; d > 0 {
+		e.ackRTT.Add(time.Duration(d))
+	}
+	e.advance(at)
+}
+
+// advance resolves records from the oldest: acked ones were received; an
+// unacked one with ndupack acked after it was lost.
+func (e *estimator) advance(at time.Time) {
+	for e.head < e.tail {
+		r := &e.ring[e.head%sentRing]
+		switch {
+		case r.acked:
+			e.received(r, at)
+			e.ackedAhead--
+		case e.ackedAhead >= ndupack:
+			if r.uncertain {
+				e.stats.Unknown++
+			} else {
+				e.stats.Lost++
+				e.ctl.OnPacket(ratecalc.Packet{At: time.Unix(0, r.at), Lost: true})
+			}
+		default:
+			return
+		}
+		e.forget(r)
+		e.head++
+	}
+}
+
+// received hands the controller a delivered datagram, timed by its ack.
+func (e *estimator) received(r *sentRecord, at time.Time) {
+	e.ctl.OnPacket(ratecalc.Packet{At: at, Size: int(r.size)})
+}
+
+// upDatagram records a datagram from the viewer with sequence number seq;
+// a gap means one of the viewer's datagrams was lost, and any acks it
+// carried with it, so every record still waiting for its ack is marked
+// uncertain: if it is declared lost, its fate is counted as unknown.
+func (e *estimator) upDatagram(seq uint32, resent bool, at time.Time) {
+	if resent || seq == 0 {
+		return
+	}
+	if e.upKnown {
+		d := int32(seq - e.upNext)
+		switch {
+		case d < 0:
+			return // late or reordered: not a new number
+		case d > 0 && d < 512:
+			e.stats.UpGaps += uint64(d)
+			for o := e.head; o < e.tail; o++ {
+				if r := &e.ring[o%sentRing]; !r.acked {
+					r.uncertain = true
+				}
+			}
+		}
+	}
+	e.upNext, e.upKnown = seq+1, true
+}
+
+// regionPing records the region's StartPingCheck leaving for the viewer.
+func (e *estimator) regionPing(id uint8, at time.Time) {
+	e.pings[id%pingSlots] = pingRecord{at: at.UnixNano(), id: id, valid: true}
+}
+
+// viewerPong records the viewer's CompletePingCheck: one network round
+// trip from the gateway, plus the viewer's time to answer.
+func (e *estimator) viewerPong(id uint8, at time.Time) {
+	p := &e.pings[id%pingSlots]
+	if !p.valid || p.id != id {
+		return
+	}
+	p.valid = false
+	d := time.Duration(at.UnixNano() - p.at)
+	if d <= 0 {
+		return
+	}
+	e.rtt.Add(d)
+	e.ctl.OnRTT(d, at)
+}
