@@ -18,6 +18,13 @@ const (
 	// duplicate-ack threshold, as protocol.md §12 applies NDUPACK = 3 to
 	// sequence gaps).
 	ndupack = 3
+	// ackAllowance is how long a viewer may hold an ack before sending
+	// it: the Second Life viewer batches them for AckCollectTime, 100 ms
+	// (protocol.md §8.7), and this leaves as much again. (The ack round
+	// trip's excess over the ping's does not measure it: the acks of a
+	// batch arrive together, newest last, so its smoothed value is near
+	// the batch's shortest wait.)
+	ackAllowance = 200 * time.Millisecond
 )
 
 // sentRecord is one reliable datagram sent to the viewer.
@@ -57,6 +64,7 @@ type estimator struct {
 	// viewer's lost on the way up, and with it any acks it carried.
 	upNext  uint32
 	upKnown bool
+	upLast  int64 // the viewer's latest datagram, unix ns
 
 	rtt    ratecalc.RTTStats // ping pairs
 	ackRTT ratecalc.RTTStats // reliable datagram to its ack: plus the viewer's ack delay
@@ -84,7 +92,7 @@ func (e *estimator) reset() {
 	e.ring = [sentRing]sentRecord{}
 	e.bySeq = [sentRing]uint64{}
 	e.head, e.tail, e.ackedAhead = 0, 0, 0
-	e.upKnown = false
+	e.upKnown, e.upLast = false, 0
 }
 
 // sent records a datagram of size bytes leaving for the viewer at at.
@@ -162,7 +170,13 @@ func (e *estimator) advance(at time.Time) {
 		r := &e.ring[e.head%sentRing]
 		switch {
 		case r.acked:
-			e.received(r, at)
+			if r.uncertain {
+				// Not a packet of the loss history: its fate was judged
+				// apart from the others of its window (upDatagram).
+				e.ctl.OnPacket(ratecalc.Packet{At: at, Size: int(r.size), Repeat: true})
+			} else {
+				e.received(r, at)
+			}
 			e.ackedAhead--
 		case e.ackedAhead >= ndupack:
 			if r.uncertain {
@@ -184,14 +198,20 @@ func (e *estimator) received(r *sentRecord, at time.Time) {
 	e.ctl.OnPacket(ratecalc.Packet{At: at, Size: int(r.size)})
 }
 
-// upDatagram records a datagram from the viewer with sequence number seq;
-// a gap means one of the viewer's datagrams was lost, and any acks it
-// carried with it, so every record still waiting for its ack is marked
-// uncertain: if it is declared lost, its fate is counted as unknown.
+// upDatagram records a datagram from the viewer with sequence number seq.
+// A gap means a datagram of the viewer's was lost, and any acks it
+// carried. Those acked what the viewer received in the batch before it was
+// sent, datagrams the gateway sent from one round trip and ackAllowance
+// before the viewer's previous datagram up to now; every record of that
+// window is uncertain, and leaves the loss history whatever its fate
+// (acked later or declared lost), so that what remains is a sample chosen
+// by time, not by fate. Older unacked records stay: they were due in
+// earlier datagrams, which arrived.
 func (e *estimator) upDatagram(seq uint32, resent bool, at time.Time) {
 	if resent || seq == 0 {
 		return
 	}
+	ns := at.UnixNano()
 	if e.upKnown {
 		d := int32(seq - e.upNext)
 		switch {
@@ -199,14 +219,44 @@ func (e *estimator) upDatagram(seq uint32, resent bool, at time.Time) {
 			return // late or reordered: not a new number
 		case d > 0 && d < 512:
 			e.stats.UpGaps += uint64(d)
-			for o := e.head; o < e.tail; o++ {
-				if r := &e.ring[o%sentRing]; !r.acked {
+			// The lost datagram left the viewer between its neighbours,
+			// a one-way delay before each arrived, and acked what had
+			// reached the viewer up to ackAllowance before it left.
+			from, to := e.upLast-int64(e.srtt()+ackAllowance), ns-int64(e.minRTT())
+			for o := e.tail; o > e.head; o-- {
+				r := &e.ring[(o-1)%sentRing]
+				if r.at < from {
+					break
+				}
+				if r.at <= to {
 					r.uncertain = true
 				}
 			}
 		}
 	}
-	e.upNext, e.upKnown = seq+1, true
+	e.upNext, e.upKnown, e.upLast = seq+1, true, ns
+}
+
+// minRTT is the shortest round trip any sample has shown (ack samples
+// are never shorter than the network's), or 0 before any.
+func (e *estimator) minRTT() time.Duration {
+	switch {
+	case e.rtt.Samples() > 0 && e.ackRTT.Samples() > 0:
+		return min(e.rtt.Min(), e.ackRTT.Min())
+	case e.rtt.Samples() > 0:
+		return e.rtt.Min()
+	case e.ackRTT.Samples() > 0:
+		return e.ackRTT.Min()
+	}
+	return 0
+}
+
+// srtt is the ping estimate, or 100 ms before one (ratecalc's initial RTT).
+func (e *estimator) srtt() time.Duration {
+	if e.rtt.Samples() > 0 {
+		return e.rtt.SRTT()
+	}
+	return 100 * time.Millisecond
 }
 
 // regionPing records the region's StartPingCheck leaving for the viewer.
