@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"math"
 	"time"
 
 	"github.com/fairgrid/fairgrid/ratecalc"
@@ -69,6 +70,10 @@ type estimator struct {
 	rtt    ratecalc.RTTStats // ping pairs
 	ackRTT ratecalc.RTTStats // reliable datagram to its ack: plus the viewer's ack delay
 
+	// Originals sent, all and reliable: the segment size the fair rate
+	// stands on is the mean datagram of all, as the viewer receives them.
+	allBytes, allPkts, relBytes, relPkts float64
+
 	stats EstimatorStats
 }
 
@@ -109,10 +114,16 @@ func (e *estimator) sent(seq uint32, size int, reliable, resent bool, at time.Ti
 		// Never acked, so never known lost: its bytes count towards the
 		// receive rate as sent (doc.go: the bias).
 		e.stats.UnreliableSent++
+		e.allBytes += float64(size)
+		e.allPkts++
 		e.ctl.OnPacket(ratecalc.Packet{At: at, Size: size, Repeat: true})
 		return
 	}
 	e.stats.ReliableSent++
+	e.allBytes += float64(size)
+	e.allPkts++
+	e.relBytes += float64(size)
+	e.relPkts++
 	if e.tail-e.head == sentRing {
 		e.overrun(at)
 	}
@@ -194,8 +205,22 @@ func (e *estimator) advance(at time.Time) {
 }
 
 // received hands the controller a delivered datagram, timed by its ack.
+// Only reliable datagrams are packets of the loss history, but the
+// segment size s is the mean of every datagram the viewer receives (as the
+// sidecar and the audit measure it at the viewer), and the unreliable ones
+// are the small ones: the size is scaled by the ratio of the means, and
+// what that takes off goes to the receive rate as a repeat, so the bytes
+// add up.
 func (e *estimator) received(r *sentRecord, at time.Time) {
-	e.ctl.OnPacket(ratecalc.Packet{At: at, Size: int(r.size)})
+	size := float64(r.size)
+	scaledSize := size
+	if e.relPkts > 0 && e.allPkts > 0 && e.relBytes > 0 {
+		scaledSize = size * (e.allBytes / e.allPkts) / (e.relBytes / e.relPkts)
+	}
+	e.ctl.OnPacket(ratecalc.Packet{At: at, Size: int(math.Round(scaledSize))})
+	if rest := int(math.Round(size - scaledSize)); rest > 0 {
+		e.ctl.OnPacket(ratecalc.Packet{At: at, Size: rest, Repeat: true})
+	}
 }
 
 // upDatagram records a datagram from the viewer with sequence number seq.

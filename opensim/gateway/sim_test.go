@@ -45,6 +45,17 @@ var simMix = []simKind{
 	{lludp.ImprovedTerseObjectUpdateID, 120, false},
 }
 
+// simWindow counts after the warm-up: bytes delivered, reliable
+// originals sent and dropped.
+type simWindow struct {
+	bytes            uint64
+	originals        uint64
+	dropped          []time.Time
+	from             time.Time
+	deliveredOrigins uint64
+	payload          float64
+}
+
 type simDatagram struct {
 	at time.Time
 	b  []byte
@@ -78,6 +89,7 @@ type simViewer struct {
 	delivered      uint64 // bytes delivered to the viewer
 	deliveredPkts  uint64
 	deliveredBytes float64 // payload bytes, for the mean s
+	after          simWindow
 	// The viewer's side.
 	upSeq   uint32
 	acks    []uint32
@@ -93,6 +105,7 @@ type simConfig struct {
 	scene   int64         // bytes/s; 0: the scheduler's default
 	hold    ratecalc.Rate // if set, the controller's Min and Max: the rate held there
 	run     time.Duration
+	warmup  time.Duration // what the viewers receive before this is not counted in After
 	seed    uint64
 }
 
@@ -117,7 +130,7 @@ func runSim(t *testing.T, sc simConfig) simResult {
 			t.Fatal(err1, err2)
 		}
 		vs = append(vs, &simViewer{addr: netip.AddrPortFrom(netip.AddrFrom4([4]byte{192, 0, 2, byte(i + 1)}), 5000), ask: ask,
-			code: uint32(100 + i), regionRate: 30_000, unacked: map[uint32]simUnacked{}, down: down, up: up})
+			code: uint32(100 + i), regionRate: 30_000, after: simWindow{from: simT0.Add(sc.warmup)}, unacked: map[uint32]simUnacked{}, down: down, up: up})
 	}
 	agent := func(v *simViewer) lludp.AgentData {
 		return lludp.AgentData{AgentID: lludp.UUID{1, byte(v.code)}, SessionID: lludp.UUID{2, byte(v.code)}}
@@ -164,13 +177,20 @@ func runSim(t *testing.T, sc simConfig) simResult {
 	departs := func(v *simViewer, b []byte, now time.Time) {
 		h, _, _, _ := lludp.ParseHeader(b)
 		at, cause := v.down.Offer(len(b)+28, now)
+		counting := !now.Before(v.after.from)
 		if cause == link.Forwarded {
 			v.toViewer = append(v.toViewer, simDatagram{at, b})
 		} else if h.Flags.Reliable() && !h.Flags.Resent() {
 			v.droppedAt = append(v.droppedAt, now)
+			if counting {
+				v.after.dropped = append(v.after.dropped, now)
+			}
 		}
 		if h.Flags.Reliable() && !h.Flags.Resent() {
 			v.originalsSent++
+			if counting {
+				v.after.originals++
+			}
 		}
 	}
 	regionSend := func(v *simViewer, b []byte, now time.Time) {
@@ -276,6 +296,13 @@ func runSim(t *testing.T, sc simConfig) simResult {
 				v.toViewer = v.toViewer[1:]
 				h, _, _, _ := lludp.ParseHeader(b)
 				v.delivered += uint64(len(b))
+				if !now.Before(v.after.from) {
+					v.after.bytes += uint64(len(b))
+					if !h.Flags.Resent() {
+						v.after.deliveredOrigins++
+						v.after.payload += float64(len(b))
+					}
+				}
 				if h.Flags.Reliable() {
 					v.acks = append(v.acks, h.Sequence)
 				}
