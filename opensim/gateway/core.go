@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
+	"reflect"
+	"slices"
 	"time"
 
 	"github.com/fairgrid/fairgrid/lludp"
@@ -534,3 +536,39 @@ func (g *Core) assert(v *Viewer) (Assert, bool) {
 
 // Viewers returns the number of circuits, and of those pending.
 func (g *Core) Viewers() (all, pendingCircuits int) { return len(g.viewers), g.pendingQ.Len() }
+
+// Reconfigure applies what can change live — the fair rate's controller,
+// segment, clamps, interval and hysteresis, the caps and the timeouts —
+// and returns the settings that differ but need a restart (routes, bind
+// address, scheduler). A new controller or segment starts each circuit's
+// measurement afresh. Nothing changes if cfg is invalid.
+func (g *Core) Reconfigure(cfg Config, now time.Time) (restart []string, err error) {
+	c, err := cfg.WithDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Equal(c.Routes, g.cfg.Routes) {
+		restart = append(restart, "routes")
+	}
+	if c.Bind != g.cfg.Bind {
+		restart = append(restart, "bind")
+	}
+	if !reflect.DeepEqual(c.Scheduler, g.cfg.Scheduler) {
+		restart = append(restart, "scheduler")
+	}
+	rebuild := c.Control.Controller != g.cfg.Control.Controller || c.Control.Segment != g.cfg.Control.Segment ||
+		c.Control.Min != g.cfg.Control.Min || c.Control.Max != g.cfg.Control.Max
+	c.Routes, c.Bind, c.Scheduler = g.cfg.Routes, g.cfg.Bind, g.cfg.Scheduler
+	g.cfg = c
+	if rebuild {
+		for _, v := range g.viewers {
+			if ctl, err := c.Control.NewController(c.Control.Controller); err == nil {
+				v.est.ctl = ctl
+			}
+		}
+	}
+	for _, v := range g.viewers {
+		v.nextDecide = now.Add(c.Control.Interval)
+	}
+	return restart, nil
+}

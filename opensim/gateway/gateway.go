@@ -283,3 +283,11 @@ func (g *Gateway) Counters() Counters {
 	k.InboundDropped, k.SendErrors = g.dropped.Load(), g.errs
 	return k
 }
+
+// Reconfigure applies what can change live (Core.Reconfigure) and returns
+// what needs a restart.
+func (g *Gateway) Reconfigure(cfg Config) (restart []string, err error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.core.Reconfigure(cfg, time.Now())
+}
