@@ -7,12 +7,15 @@ import (
 	"github.com/fairgrid/fairgrid/ratecalc"
 )
 
-// The estimator's bounds. sentRing holds the reliable datagrams whose fate
-// is not yet known, in departure order: 4096 of them is more than four
-// seconds of a 5 Mbit/s circuit of 600-byte datagrams, longer than any
-// viewer takes to ack. pingSlots holds the region's recent pings.
+// The estimator's bounds. The ring holds the reliable datagrams whose fate
+// is not yet known, in departure order; it starts at minRing and doubles
+// as needed up to maxRing: 4096 is more than four seconds of a 5 Mbit/s
+// circuit of 600-byte datagrams, longer than any viewer takes to ack, and
+// a circuit that trickles keeps 2 KB. pingSlots holds the region's recent
+// pings.
 const (
-	sentRing  = 4096
+	minRing   = 64
+	maxRing   = 4096
 	pingSlots = 8
 	// ndupack: a reliable datagram is lost once three datagrams the
 	// gateway sent after it have been acked and it has not (RFC 5681's
@@ -50,14 +53,17 @@ type pingRecord struct {
 type estimator struct {
 	ctl ratecalc.Controller
 
-	ring       [sentRing]sentRecord
+	ring       []sentRecord // a power of two long, ordinal o at o&mask
+	mask       uint64
 	head, tail uint64 // ordinals: the oldest unresolved record, the next one
 	// ackedAhead counts acked records in [head, tail): with the head
 	// unacked, those acked after it.
 	ackedAhead int
-	// bySeq maps a sequence number (mod sentRing) to its record's ordinal
-	// plus one; zero is empty.
-	bySeq [sentRing]uint64
+	// bySeq maps the sequence number of each record in the ring to its
+	// ordinal. (An array indexed by the number modulo the ring's length
+	// collides: unreliable datagrams and resends between the reliable ones
+	// spread the numbers wider than the ring.)
+	bySeq map[uint32]uint64
 
 	pings [pingSlots]pingRecord
 
@@ -89,13 +95,15 @@ type EstimatorStats struct {
 	StaleAcks      uint64 // acks for nothing outstanding (duplicates, resends' acks)
 }
 
-func newEstimator(ctl ratecalc.Controller) *estimator { return &estimator{ctl: ctl} }
+func newEstimator(ctl ratecalc.Controller) *estimator {
+	return &estimator{ctl: ctl, ring: make([]sentRecord, minRing), bySeq: map[uint32]uint64{}, mask: minRing - 1}
+}
 
 // reset forgets the circuit's sequence state: a new UseCircuitCode from the
 // same endpoint starts a new circuit, whose numbers start again.
 func (e *estimator) reset() {
-	e.ring = [sentRing]sentRecord{}
-	e.bySeq = [sentRing]uint64{}
+	clear(e.ring)
+	clear(e.bySeq)
 	e.head, e.tail, e.ackedAhead = 0, 0, 0
 	e.upKnown, e.upLast = false, 0
 }
@@ -124,18 +132,32 @@ func (e *estimator) sent(seq uint32, size int, reliable, resent bool, at time.Ti
 	e.allPkts++
 	e.relBytes += float64(size)
 	e.relPkts++
-	if e.tail-e.head == sentRing {
-		e.overrun(at)
+	if e.tail-e.head == uint64(len(e.ring)) {
+		if len(e.ring) < maxRing {
+			e.grow()
+		} else {
+			e.overrun(at)
+		}
 	}
 	o := e.tail
 	e.tail++
-	e.ring[o%sentRing] = sentRecord{seq: seq, at: ns, size: int32(size)}
-	e.bySeq[seq%sentRing] = o + 1
+	e.ring[o&e.mask] = sentRecord{seq: seq, at: ns, size: int32(size)}
+	e.bySeq[seq] = o
+}
+
+// grow doubles the ring and re-indexes what it holds.
+func (e *estimator) grow() {
+	n := 2 * len(e.ring)
+	ring, mask := make([]sentRecord, n), uint64(n-1)
+	for o := e.head; o < e.tail; o++ {
+		ring[o&mask] = e.ring[o&e.mask]
+	}
+	e.ring, e.mask = ring, mask
 }
 
 // overrun gives up on the oldest record to make room.
 func (e *estimator) overrun(at time.Time) {
-	r := &e.ring[e.head%sentRing]
+	r := &e.ring[e.head&e.mask]
 	if r.acked {
 		e.received(r, at)
 		e.ackedAhead--
@@ -148,19 +170,19 @@ func (e *estimator) overrun(at time.Time) {
 }
 
 func (e *estimator) forget(r *sentRecord) {
-	if i := r.seq % sentRing; e.bySeq[i] == e.head+1 {
-		e.bySeq[i] = 0
+	if o, ok := e.bySeq[r.seq]; ok && o == e.head {
+		delete(e.bySeq, r.seq)
 	}
 }
 
 // acked records the viewer's ack of seq arriving at at.
 func (e *estimator) acked(seq uint32, at time.Time) {
-	o := e.bySeq[seq%sentRing]
-	if o == 0 || o-1 < e.head || o-1 >= e.tail {
+	o, ok := e.bySeq[seq]
+	if !ok || o < e.head || o >= e.tail {
 		e.stats.StaleAcks++
 		return
 	}
-	r := &e.ring[(o-1)%sentRing]
+	r := &e.ring[o&e.mask]
 	if r.seq != seq || r.acked {
 		e.stats.StaleAcks++
 		return
@@ -178,7 +200,7 @@ func (e *estimator) acked(seq uint32, at time.Time) {
 // unacked one with ndupack acked after it was lost.
 func (e *estimator) advance(at time.Time) {
 	for e.head < e.tail {
-		r := &e.ring[e.head%sentRing]
+		r := &e.ring[e.head&e.mask]
 		switch {
 		case r.acked:
 			if r.uncertain {
@@ -249,7 +271,7 @@ func (e *estimator) upDatagram(seq uint32, resent bool, at time.Time) {
 			// reached the viewer up to ackAllowance before it left.
 			from, to := e.upLast-int64(e.srtt()+ackAllowance), ns-int64(e.minRTT())
 			for o := e.tail; o > e.head; o-- {
-				r := &e.ring[(o-1)%sentRing]
+				r := &e.ring[(o-1)&e.mask]
 				if r.at < from {
 					break
 				}
