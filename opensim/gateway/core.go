@@ -137,6 +137,7 @@ type Core struct {
 	items    [64]opensim.Item[queued]
 	rewrite  []byte
 	now      time.Time // the latest time given: readers' times interleave
+	gone     []*Viewer // removed since the shell last asked (Gone)
 
 	counts   [numDrops]uint64
 	evicted  uint64 // pending circuits evicted to make room
@@ -331,6 +332,7 @@ func (g *Core) remove(v *Viewer, now time.Time) {
 	}
 	delete(g.viewers, k)
 	delete(g.byClient, v.sched)
+	g.gone = append(g.gone, v)
 	g.sched.RemoveClient(v.sched, now)
 	if g.prefixes[v.prefix]--; g.prefixes[v.prefix] <= 0 {
 		delete(g.prefixes, v.prefix)
@@ -481,8 +483,8 @@ func (g *Core) Next(out []Out, now time.Time) (n int, wait time.Duration) {
 
 // Tick decides each circuit's rate when its interval is due, and closes
 // circuits whose time is up. It appends to asserts the AgentThrottles to
-// send to the region and to closed the circuits it removed, whose sockets
-// the shell closes.
+// send to the region and to closed every circuit removed since the last
+// Tick or Gone, whose sockets the shell closes.
 func (g *Core) Tick(now time.Time, asserts []Assert, closed []*Viewer) ([]Assert, []*Viewer) {
 	now = g.clock(now)
 	for _, v := range g.viewers {
@@ -492,7 +494,6 @@ func (g *Core) Tick(now time.Time, asserts []Assert, closed []*Viewer) ([]Assert
 			v.state == closing && now.After(v.closeAt):
 			g.expired++
 			g.remove(v, now)
-			closed = append(closed, v)
 			continue
 		}
 		if v.state != active || now.Before(v.nextDecide) {
@@ -505,7 +506,17 @@ func (g *Core) Tick(now time.Time, asserts []Assert, closed []*Viewer) ([]Assert
 			asserts = append(asserts, a)
 		}
 	}
-	return asserts, closed
+	return asserts, g.Gone(closed)
+}
+
+// Gone appends to closed every circuit removed since the last call — by a
+// timeout, to make room, or by Remove — and returns it: the shell closes
+// their sockets.
+func (g *Core) Gone(closed []*Viewer) []*Viewer {
+	closed = append(closed, g.gone...)
+	clear(g.gone)
+	g.gone = g.gone[:0]
+	return closed
 }
 
 // assert builds the AgentThrottle that keeps the region's throttle at the

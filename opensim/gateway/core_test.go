@@ -95,6 +95,9 @@ func TestAdmission(t *testing.T) {
 	if k.Evicted != 98 {
 		t.Errorf("evicted %d pending circuits, want 98", k.Evicted)
 	}
+	if gone := c.Gone(nil); len(gone) != 98 {
+		t.Errorf("Gone reports %d evicted circuits, want 98: their sockets must close", len(gone))
+	}
 	// Per prefix: the fourth circuit from one /24 is refused.
 	c2 := newTestCore(t, Config{MaxPerPrefix: 3})
 	for i := range 4 {
@@ -137,6 +140,9 @@ func TestTimeouts(t *testing.T) {
 	}
 	if all, _ := c.Viewers(); all != 0 {
 		t.Errorf("%d circuits left", all)
+	}
+	if gone := c.Gone(nil); len(gone) != 0 {
+		t.Errorf("Tick reported the closed circuits, yet Gone has %d more", len(gone))
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fairgrid/fairgrid/internal/lab/viewer"
+	"github.com/fairgrid/fairgrid/opensim"
 	"github.com/fairgrid/fairgrid/opensim/gateway"
 	"github.com/fairgrid/fairgrid/opensim/region"
 	"github.com/fairgrid/fairgrid/ratecalc"
@@ -146,5 +147,93 @@ func TestCircuitsThrough(t *testing.T) {
 	t.Logf("counters %+v", k)
 	if k.Drops[gateway.Passed] == 0 || k.Scheduler.SentBytes == 0 {
 		t.Errorf("nothing passed or scheduled: %+v", k)
+	}
+}
+
+// jain is Jain's fairness index of xs: 1 when all are equal.
+func jain(xs []float64) float64 {
+	var sum, sq float64
+	for _, x := range xs {
+		sum += x
+		sq += x * x
+	}
+	return sum * sum / (float64(len(xs)) * sq)
+}
+
+// TestSceneShares: three viewers asking 300, 600 and 900 kbit/s behind a
+// 480 kbit/s uplink (the scheduler's scene rate) share it in proportion
+// to their rates, as the region offers each more than it can take: Jain's
+// index of received/allocated at least 0.95.
+func TestSceneShares(t *testing.T) {
+	sim, _ := startRegion(t, region.Config{Activity: region.Flying})
+	scene := ratecalc.RateFromBits(480_000)
+	gw := startGateway(t, gateway.Config{Routes: route(sim.Addr()), Scheduler: opensim.Config{SceneMax: int64(scene)}})
+	asks := []ratecalc.Rate{ratecalc.RateFromBits(300_000), ratecalc.RateFromBits(600_000), ratecalc.RateFromBits(900_000)}
+	reps := startViewers(t, gw.Addr(0), asks, 200, 3*time.Second).wait()
+	var sum ratecalc.Rate
+	for _, a := range asks {
+		sum += a
+	}
+	var ratios []float64
+	var total float64
+	for i, r := range reps {
+		alloc := scene.BitsPerSecond() * float64(asks[i]/sum)
+		ratios = append(ratios, r.RateBPS/alloc)
+		total += r.RateBPS
+		t.Logf("viewer %d asked %.0f: received %.0f bit/s, allocated %.0f (%.2f)", i, asks[i].BitsPerSecond(), r.RateBPS, alloc, r.RateBPS/alloc)
+	}
+	if j := jain(ratios); j < 0.95 {
+		t.Errorf("Jain's index %.3f, want at least 0.95", j)
+	}
+	// Each viewer's mean counts its login second, so the sum is a little
+	// under the uplink; it must never be above it.
+	if total > 1.05*scene.BitsPerSecond() || total < 0.7*scene.BitsPerSecond() {
+		t.Errorf("viewers received %.0f bit/s in all through a %.0f bit/s uplink", total, scene.BitsPerSecond())
+	}
+}
+
+// TestManyViewers: forty viewers log in through one gateway at once and
+// each is served.
+func TestManyViewers(t *testing.T) {
+	sim, _ := startRegion(t, region.Config{Activity: region.Walking})
+	gw := startGateway(t, gateway.Config{Routes: route(sim.Addr())})
+	asks := make([]ratecalc.Rate, 40)
+	for i := range asks {
+		asks[i] = ratecalc.RateFromBits(100_000)
+	}
+	f := startViewers(t, gw.Addr(0), asks, 1000, 3*time.Second)
+	f.served(t)
+	if n := len(sim.Clients()); n != len(asks) {
+		t.Errorf("the region sees %d circuits for %d viewers", n, len(asks))
+	}
+	for i, r := range f.wait() {
+		if !r.LoggedIn || r.RateBPS < 0.5*asks[i].BitsPerSecond() {
+			t.Errorf("viewer %d: %+v", i, r)
+		}
+	}
+}
+
+// TestRegionRestart: the region goes away and comes back at the same
+// address; the gateway keeps running, and a viewer that logs in afterwards
+// is served.
+func TestRegionRestart(t *testing.T) {
+	sim, stop := startRegion(t, region.Config{Activity: region.Walking})
+	addr := sim.Addr()
+	gw := startGateway(t, gateway.Config{Routes: route(addr)})
+	before := startViewers(t, gw.Addr(0), []ratecalc.Rate{ratecalc.RateFromBits(200_000)}, 1, 1500*time.Millisecond)
+	before.served(t)
+	stop() // the region is down: the gateway's sockets get ICMP errors
+	reps := before.wait()
+	if !reps[0].LoggedIn {
+		t.Fatalf("first viewer: %+v", reps[0])
+	}
+	startRegion(t, region.Config{Listen: addr, Activity: region.Walking})
+	after := startViewers(t, gw.Addr(0), []ratecalc.Rate{ratecalc.RateFromBits(200_000)}, 2, 2*time.Second)
+	after.served(t)
+	if r := after.wait()[0]; !r.LoggedIn || r.ReliableReceived == 0 {
+		t.Errorf("after the restart: %+v", r)
+	}
+	if k := gw.Counters(); k.SendErrors == 0 {
+		t.Logf("no send errors while the region was down (the viewer had logged out): %+v", k)
 	}
 }

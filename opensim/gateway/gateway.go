@@ -20,6 +20,18 @@ const tick = 100 * time.Millisecond
 // maxDatagram bounds what is read: LLUDP's receive buffer (MaxPacketSize).
 const maxDatagram = 8192
 
+// maxBatch is how many datagrams of known circuits, and maxFresh how many
+// from unknown endpoints, the loop handles before it lets the scheduler
+// send.
+const (
+	maxBatch = 64
+	maxFresh = 8
+)
+
+// freshCap bounds the datagrams from unknown endpoints waiting: beyond it
+// they are dropped at the reader (counted), as a full socket buffer would.
+const freshCap = 1024
+
 // inboundCap bounds the datagrams read but not yet handled, so a loop
 // that falls behind a flood drops at the readers, as a full socket buffer
 // would, instead of growing.
@@ -40,11 +52,16 @@ type event struct {
 type Gateway struct {
 	log    *slog.Logger
 	public []*net.UDPConn
-	in     chan event
+	in     chan event // the regions' datagrams and those of known circuits
+	fresh  chan event // datagrams from endpoints with no circuit
+	// known holds the circuitKey of every circuit the core carries, for
+	// the readers to tell the two apart without the loop's lock.
+	known sync.Map
 
 	mu   sync.Mutex // guards core; the loop holds it while it works
 	core *Core
 
+	gone    []*Viewer      // scratch for Core.Gone (under mu)
 	readers sync.WaitGroup // every reader, so Run returns after them
 	dropped atomic.Uint64  // datagrams dropped at a full inbound channel
 	errs    uint64         // send errors (under mu)
@@ -59,7 +76,7 @@ func New(cfg Config, log *slog.Logger) (*Gateway, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	g := &Gateway{log: log, core: core, in: make(chan event, inboundCap)}
+	g := &Gateway{log: log, core: core, in: make(chan event, inboundCap), fresh: make(chan event, freshCap)}
 	for _, r := range core.cfg.Routes {
 		c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(r.Listen))
 		if err != nil {
@@ -95,9 +112,10 @@ func (g *Gateway) Run(ctx context.Context) error {
 		g.closePublic()
 		g.mu.Lock()
 		for _, v := range g.core.viewers {
-			if c, ok := v.Conn.(*net.UDPConn); ok {
-				c.Close()
-			}
+			g.closeConn(v)
+		}
+		for _, v := range g.core.Gone(nil) {
+			g.closeConn(v)
 		}
 		g.mu.Unlock()
 		g.readers.Wait()
@@ -116,15 +134,12 @@ func (g *Gateway) Run(ctx context.Context) error {
 		case e := <-g.in:
 			g.mu.Lock()
 			g.handle(e)
-			// What else has arrived is handled before the scheduler runs.
-			for more := true; more; {
-				select {
-				case e := <-g.in:
-					g.handle(e)
-				default:
-					more = false
-				}
-			}
+			g.handleBatch()
+			g.mu.Unlock()
+		case e := <-g.fresh:
+			g.mu.Lock()
+			g.handle(e)
+			g.handleBatch()
 			g.mu.Unlock()
 		case now := <-ticker.C:
 			g.mu.Lock()
@@ -133,9 +148,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 				g.toRegion(a.V, a.B)
 			}
 			for _, v := range closed {
-				if c, ok := v.Conn.(*net.UDPConn); ok {
-					c.Close()
-				}
+				g.closeConn(v)
 			}
 			clear(closed)
 			g.mu.Unlock()
@@ -146,6 +159,31 @@ func (g *Gateway) Run(ctx context.Context) error {
 		g.mu.Unlock()
 		if wait >= 0 {
 			timer.Reset(max(wait, 50*time.Microsecond))
+		}
+	}
+}
+
+// handleBatch handles what else has arrived before the scheduler runs:
+// the known circuits' and the regions' datagrams first, up to maxBatch,
+// then up to maxFresh from endpoints with no circuit. Opening a circuit
+// costs a socket, so a flood of UseCircuitCode from fresh addresses is
+// served only at that pace, and never ahead of the viewers already
+// carried nor the scheduler's sending.
+func (g *Gateway) handleBatch() {
+	for more := maxBatch; more > 0; more-- {
+		select {
+		case e := <-g.in:
+			g.handle(e)
+		default:
+			more = 0
+		}
+	}
+	for more := maxFresh; more > 0; more-- {
+		select {
+		case e := <-g.fresh:
+			g.handle(e)
+		default:
+			more = 0
 		}
 	}
 }
@@ -174,6 +212,12 @@ func (g *Gateway) handle(e event) {
 		return
 	}
 	v, out, drop := g.core.FromViewer(e.route, e.from, e.b, e.at)
+	// A new circuit may have evicted a pending one: close its socket.
+	g.gone = g.core.Gone(g.gone[:0])
+	for _, old := range g.gone {
+		g.closeConn(old)
+	}
+	clear(g.gone)
 	if drop != Passed {
 		return
 	}
@@ -181,8 +225,10 @@ func (g *Gateway) handle(e event) {
 		if err := g.dial(v); err != nil {
 			g.errs++
 			g.core.Remove(v, e.at)
+			g.core.Gone(nil)
 			return
 		}
+		g.known.Store(circuitKey{v.Route, v.Addr}, v)
 	}
 	g.toRegion(v, out)
 }
@@ -205,6 +251,16 @@ func (g *Gateway) dial(v *Viewer) error {
 	g.readers.Add(1)
 	go g.readRegion(v, c)
 	return nil
+}
+
+// closeConn closes circuit v's socket, which ends its reader, and
+// forgets it as known (unless a new circuit of the same endpoint has
+// taken its place).
+func (g *Gateway) closeConn(v *Viewer) {
+	if c, ok := v.Conn.(*net.UDPConn); ok {
+		c.Close()
+	}
+	g.known.CompareAndDelete(circuitKey{v.Route, v.Addr}, v)
 }
 
 func (g *Gateway) toRegion(v *Viewer, b []byte) {
@@ -233,7 +289,12 @@ func (g *Gateway) readPublic(route int, c *net.UDPConn) {
 			}
 			continue
 		}
-		g.push(event{route: route, from: from, b: append([]byte(nil), buf[:n]...), at: time.Now()})
+		e := event{route: route, from: from, b: append([]byte(nil), buf[:n]...), at: time.Now()}
+		if _, ok := g.known.Load(circuitKey{route, from}); ok {
+			g.push(g.in, e)
+		} else {
+			g.push(g.fresh, e)
+		}
 	}
 }
 
@@ -249,13 +310,13 @@ func (g *Gateway) readRegion(v *Viewer, c *net.UDPConn) {
 			}
 			continue // ICMP port unreachable while the region restarts
 		}
-		g.push(event{route: -1, v: v, b: append([]byte(nil), buf[:n]...), at: time.Now()})
+		g.push(g.in, event{route: -1, v: v, b: append([]byte(nil), buf[:n]...), at: time.Now()})
 	}
 }
 
-func (g *Gateway) push(e event) {
+func (g *Gateway) push(to chan event, e event) {
 	select {
-	case g.in <- e:
+	case to <- e:
 	default:
 		g.dropped.Add(1)
 	}
