@@ -21,7 +21,7 @@ LEAVES   := lludp ratecalc
 # Packages that must never read the clock: every event carries its time.
 NOCLOCK  := lludp ratecalc opensim
 
-.PHONY: all build demo test cross dist interop-deps unit scale fuzz-smoke fuzz bench bench-js bench-capture bench-proxy bench-sim bench-daemon bench-audit bench-kernel lint check-deps generate cover clean
+.PHONY: all build demo test cross dist interop-deps unit scale fuzz-smoke fuzz bench bench-js bench-capture bench-proxy bench-sim bench-daemon bench-audit bench-kernel bench-gateway lint check-deps generate cover clean
 
 all: build
 
@@ -65,6 +65,7 @@ unit:
 scale:
 	$(GO) test -count=1 -run 'TestThousandViewers|TestStress' ./internal/lab/viewer
 	$(GO) test -count=1 -run 'TestSimFlood$$' ./cmd/fairgrid
+	$(GO) test -count=1 -run 'TestBadInput$$' ./opensim/gateway
 	$(GO) test -count=1 -run 'TestSingleFlowFillsBottleneck|TestTwoFlowsShare|TestViewerBesideTCP' ./internal/lab/tcpflow
 	$(GO) test -count=1 -p 1 $(REALTIME_LAB)
 
@@ -75,7 +76,8 @@ FUZZ_TARGETS := lludp:FuzzDecode lludp:FuzzZeroCode lludp:FuzzReplaceThrottles l
 	ratecalc:FuzzParseBitRate ratecalc:FuzzParseLoss \
 	internal/socks5:FuzzHandshake internal/socks5:FuzzUDPHeader \
 	internal/audit:FuzzAudit internal/lab/tcpflow:FuzzClientPort internal/lab/kerneltcp:FuzzTCPPorts \
-	internal/lab/viewer:FuzzPktinfoDst internal/lab/scenario:FuzzSplitBundle internal/lab/scenario:FuzzHeaderCompression
+	internal/lab/viewer:FuzzPktinfoDst internal/lab/scenario:FuzzSplitBundle internal/lab/scenario:FuzzHeaderCompression \
+	opensim/gateway:FuzzCore
 fuzz-smoke:
 	@for pt in $(FUZZ_TARGETS); do \
 		p=$${pt%%:*}; t=$${pt#*:}; \
@@ -148,6 +150,13 @@ bench-kernel:
 # root or CAP_NET_RAW: it captures lo).
 bench-daemon: build
 	internal/lab/demo/bench-daemon.sh bin/fairgrid 30
+
+# fairgrid gateway with 1,000 viewers, the scheduler and the estimators on
+# every datagram, beside a plain Go UDP relay of the same shape, each in a
+# child process, same run: datagrams per CPU-second, the added median
+# round trip, memory per viewer (docs/gateway.md).
+bench-gateway:
+	$(GO) test -run '^$$' -bench 'BenchmarkGateway' -benchtime 1x -count 3 ./opensim/gateway
 
 # Unused code, simplifications and bugs vet does not look for; a tool run
 # from the module proxy, not a dependency of the module.

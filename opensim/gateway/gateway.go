@@ -54,6 +54,7 @@ type Gateway struct {
 	public []*net.UDPConn
 	in     chan event // the regions' datagrams and those of known circuits
 	fresh  chan event // datagrams from endpoints with no circuit
+	wake   chan struct{} // a region reader queued what must wait: drain and set the timer
 	// known holds the circuitKey of every circuit the core carries, for
 	// the readers to tell the two apart without the loop's lock.
 	known sync.Map
@@ -76,7 +77,7 @@ func New(cfg Config, log *slog.Logger) (*Gateway, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	g := &Gateway{log: log, core: core, in: make(chan event, inboundCap), fresh: make(chan event, freshCap)}
+	g := &Gateway{log: log, core: core, in: make(chan event, inboundCap), fresh: make(chan event, freshCap), wake: make(chan struct{}, 1)}
 	for _, r := range core.cfg.Routes {
 		c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(r.Listen))
 		if err != nil {
@@ -153,6 +154,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 			clear(closed)
 			g.mu.Unlock()
 		case <-timer.C:
+		case <-g.wake:
 		}
 		g.mu.Lock()
 		wait := g.drain(out[:], time.Now())
@@ -189,7 +191,7 @@ func (g *Gateway) handleBatch() {
 }
 
 // drain sends what the scheduler lets leave now and returns how long until
-// more may (negative: nothing queued).
+// more may (negative: nothing queued). g.mu is held.
 func (g *Gateway) drain(out []Out, now time.Time) time.Duration {
 	for {
 		n, wait := g.core.Next(out, now)
@@ -302,6 +304,7 @@ func (g *Gateway) readPublic(route int, c *net.UDPConn) {
 func (g *Gateway) readRegion(v *Viewer, c *net.UDPConn) {
 	defer g.readers.Done()
 	buf := make([]byte, maxDatagram)
+	var out [8]Out
 	for {
 		n, err := c.Read(buf)
 		if err != nil {
@@ -310,7 +313,20 @@ func (g *Gateway) readRegion(v *Viewer, c *net.UDPConn) {
 			}
 			continue // ICMP port unreachable while the region restarts
 		}
-		g.push(g.in, event{route: -1, v: v, b: append([]byte(nil), buf[:n]...), at: time.Now()})
+		// The region's datagrams are handled here, under the lock, and
+		// what may leave at once leaves: a hand-off to the loop per
+		// datagram cost a fifth of the gateway's datagrams per CPU-second
+		// (make bench-gateway). The loop is woken for what must wait.
+		g.mu.Lock()
+		g.handle(event{route: -1, v: v, b: append([]byte(nil), buf[:n]...), at: time.Now()})
+		wait := g.drain(out[:], time.Now())
+		g.mu.Unlock()
+		if wait > 0 {
+			select {
+			case g.wake <- struct{}{}:
+			default: // the loop has a wake-up pending, and will look again
+			}
+		}
 	}
 }
 
