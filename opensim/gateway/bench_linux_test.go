@@ -53,7 +53,7 @@ func init() {
 			rates[ch] = 1 << 20
 		}
 		g, err := gateway.New(gateway.Config{Routes: []gateway.Route{{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Region: target}},
-			Scheduler: opensim.Config{SceneMax: 1 << 33, ClientMax: 1 << 30, DefaultRates: rates, ChannelMax: [opensim.NumChannels]int64{1 << 30, 1 << 30, 1 << 30, 1 << 30, 1 << 30}},
+			Scheduler:  opensim.Config{SceneMax: 1 << 33, ClientMax: 1 << 30, DefaultRates: rates, ChannelMax: [opensim.NumChannels]int64{1 << 30, 1 << 30, 1 << 30, 1 << 30, 1 << 30}},
 			MaxPending: 4096, MaxPerPrefix: 4096}, nil)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)

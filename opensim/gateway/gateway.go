@@ -52,8 +52,8 @@ type event struct {
 type Gateway struct {
 	log    *slog.Logger
 	public []*net.UDPConn
-	in     chan event // the regions' datagrams and those of known circuits
-	fresh  chan event // datagrams from endpoints with no circuit
+	in     chan event    // the regions' datagrams and those of known circuits
+	fresh  chan event    // datagrams from endpoints with no circuit
 	wake   chan struct{} // a region reader queued what must wait: drain and set the timer
 	// known holds the circuitKey of every circuit the core carries, for
 	// the readers to tell the two apart without the loop's lock.
