@@ -12,6 +12,7 @@ import (
 	"github.com/fairgrid/fairgrid/opensim/gateway"
 	"github.com/fairgrid/fairgrid/opensim/region"
 	"github.com/fairgrid/fairgrid/ratecalc"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 var loopback = netip.MustParseAddrPort("127.0.0.1:0")
@@ -236,4 +237,38 @@ func TestRegionRestart(t *testing.T) {
 	if k := gw.Counters(); k.SendErrors == 0 {
 		t.Logf("no send errors while the region was down (the viewer had logged out): %+v", k)
 	}
+}
+
+// TestMetrics: the collector exports each circuit, with the endpoint the
+// region sees for it, and the gateway's totals.
+func TestMetrics(t *testing.T) {
+	sim, _ := startRegion(t, region.Config{Activity: region.Walking})
+	gw := startGateway(t, gateway.Config{Routes: route(sim.Addr())})
+	f := startViewers(t, gw.Addr(0), []ratecalc.Rate{ratecalc.RateFromBits(200_000)}, 1, 1500*time.Millisecond)
+	f.served(t)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(gateway.NewCollector(gw, 0))
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	for _, mf := range mfs {
+		got[mf.GetName()] = len(mf.GetMetric())
+	}
+	c := gw.Circuits()[0]
+	for name, n := range map[string]int{
+		"fairgrid_gateway_circuits": 2, "fairgrid_gateway_datagrams_total": 5, "fairgrid_gateway_circuit_info": 1,
+		"fairgrid_gateway_circuit_rate_bytes_per_second": 1, "fairgrid_gateway_circuit_fair_rate_bytes_per_second": 1,
+		"fairgrid_gateway_circuit_received_rate_bytes_per_second": 1, "fairgrid_gateway_circuit_loss_event_rate": 1,
+		"fairgrid_gateway_circuit_queue_delay_seconds": 5, "fairgrid_gateway_circuit_queue_dropped_total": 5,
+	} {
+		if got[name] != n {
+			t.Errorf("%s: %d series, want %d", name, got[name], n)
+		}
+	}
+	if !c.Local.IsValid() || c.AgentID == "" {
+		t.Errorf("circuit %+v: no local endpoint or agent", c)
+	}
+	f.wait()
 }

@@ -43,6 +43,7 @@ var (
 	descSendErrs = prometheus.NewDesc("fairgrid_gateway_send_errors_total", "Datagrams the kernel refused to send.", nil, nil)
 	descSent     = prometheus.NewDesc("fairgrid_gateway_scheduled_bytes_total", "Bytes the scheduler let leave for viewers.", nil, nil)
 
+	descInfo     = prometheus.NewDesc("fairgrid_gateway_circuit_info", "A viewer circuit: the endpoint the region sees for the viewer (local) and its agent, for matching OpenSim's logs to viewers.", []string{"route", "viewer", "local", "agent"}, nil)
 	descAsked    = prometheus.NewDesc("fairgrid_gateway_circuit_asked_rate_bytes_per_second", "The viewer's own AgentThrottle total (0: none seen).", circuitLabels, nil)
 	descFair     = prometheus.NewDesc("fairgrid_gateway_circuit_fair_rate_bytes_per_second", "The controller's TCP-fair rate (0: not decided yet).", circuitLabels, nil)
 	descRate     = prometheus.NewDesc("fairgrid_gateway_circuit_rate_bytes_per_second", "The rate in force: the lesser of asked and fair.", circuitLabels, nil)
@@ -58,7 +59,7 @@ var (
 
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descViewers, descDrops, descEvicted, descExpired, descAsserts, descRewrites, descInbound, descSendErrs, descSent,
-		descAsked, descFair, descRate, descReceived, descLoss, descRTT, descDelay, descQueueMax, descQueued, descChDrops, descChSent} {
+		descInfo, descAsked, descFair, descRate, descReceived, descLoss, descRTT, descDelay, descQueueMax, descQueued, descChDrops, descChSent} {
 		ch <- d
 	}
 }
@@ -95,6 +96,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			break
 		}
 		l := []string{strconv.Itoa(s.Route), s.Viewer.String()}
+		gauge(descInfo, 1, l[0], l[1], s.Local.String(), s.AgentID)
 		gauge(descAsked, float64(s.Asked), l...)
 		gauge(descFair, float64(s.Fair), l...)
 		gauge(descRate, float64(s.Rate), l...)
