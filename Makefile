@@ -26,7 +26,7 @@ LEAVES   := lludp ratecalc
 # Packages that must never read the clock: every event carries its time.
 NOCLOCK  := lludp ratecalc opensim
 
-.PHONY: all build demo test check cross dist interop-deps unit scale fuzz-smoke fuzz bench bench-js bench-capture bench-proxy bench-sim bench-daemon bench-audit bench-kernel lint check-deps generate cover clean
+.PHONY: all build demo test check cross dist interop-deps unit scale fuzz-smoke fuzz bench bench-js bench-capture bench-proxy bench-sim bench-daemon bench-audit bench-kernel bench-gateway lint check-deps generate cover clean
 
 all: build
 
@@ -67,7 +67,7 @@ interop-deps:
 # re-assertion held 4.7 s).
 REALTIME_LAB := ./internal/lab/scenario ./internal/lab/demo
 REALTIME := ./cmd/fairgrid ./internal/audit ./internal/socks5 ./internal/benchrelay ./internal/lab/kerneltcp \
-	./internal/lab/link ./internal/lab/tcpflow ./internal/lab/viewer ./opensim/region ./throttle ./throttle/proxy ./capture
+	./internal/lab/link ./internal/lab/tcpflow ./internal/lab/viewer ./opensim/region ./opensim/gateway ./throttle ./throttle/proxy ./capture
 # Run without the race detector (scale), which would measure itself.
 SCALE_ONLY := TestDecodeFloodCapture
 unit:
@@ -78,6 +78,7 @@ unit:
 scale:
 	$(GO) test -count=1 -run 'TestThousandViewers|TestStress' ./internal/lab/viewer
 	$(GO) test -count=1 -run 'TestSimFlood$$|$(SCALE_ONLY)' ./cmd/fairgrid
+	$(GO) test -count=1 -run 'TestBadInput$$' ./opensim/gateway
 	$(GO) test -count=1 -run 'TestSingleFlowFillsBottleneck|TestTwoFlowsShare|TestViewerBesideTCP' ./internal/lab/tcpflow
 	$(GO) test -count=1 -p 1 $(REALTIME_LAB)
 
@@ -97,7 +98,8 @@ FUZZ_TARGETS := lludp:FuzzDecode lludp:FuzzZeroCode lludp:FuzzReplaceThrottles l
 	ratecalc:FuzzParseBitRate ratecalc:FuzzParseLoss \
 	internal/socks5:FuzzHandshake internal/socks5:FuzzUDPHeader \
 	internal/audit:FuzzAudit internal/lab/tcpflow:FuzzClientPort internal/lab/kerneltcp:FuzzTCPPorts \
-	internal/lab/viewer:FuzzPktinfoDst internal/lab/scenario:FuzzSplitBundle internal/lab/scenario:FuzzHeaderCompression
+	internal/lab/viewer:FuzzPktinfoDst internal/lab/scenario:FuzzSplitBundle internal/lab/scenario:FuzzHeaderCompression \
+	opensim/gateway:FuzzCore
 fuzz-smoke:
 	@for pt in $(FUZZ_TARGETS); do \
 		p=$${pt%%:*}; t=$${pt#*:}; \
@@ -170,6 +172,13 @@ bench-kernel:
 # root or CAP_NET_RAW: it captures lo).
 bench-daemon: build
 	internal/lab/demo/bench-daemon.sh bin/fairgrid 30
+
+# fairgrid gateway with 1,000 viewers, the scheduler and the estimators on
+# every datagram, beside a plain Go UDP relay of the same shape, each in a
+# child process, same run: datagrams per CPU-second, the added median
+# round trip, memory per viewer (docs/gateway.md).
+bench-gateway:
+	$(GO) test -run '^$$' -bench 'BenchmarkGateway' -benchtime 1x -count 3 ./opensim/gateway
 
 # Unused code, simplifications and bugs vet does not look for; a tool run
 # from the module proxy, not a dependency of the module.

@@ -23,6 +23,8 @@ import (
 	"github.com/BurntSushi/toml"
 	"github.com/fairgrid/fairgrid/capture"
 	"github.com/fairgrid/fairgrid/lludp"
+	"github.com/fairgrid/fairgrid/opensim"
+	"github.com/fairgrid/fairgrid/opensim/gateway"
 	"github.com/fairgrid/fairgrid/ratecalc"
 	"github.com/fairgrid/fairgrid/throttle"
 	"github.com/fairgrid/fairgrid/throttle/proxy"
@@ -78,6 +80,23 @@ type File struct {
 		Username        string   `toml:"username"`
 		PasswordFile    string   `toml:"password_file"`
 	} `toml:"proxy"`
+	// Gateway is fairgrid gateway's own (GatewayRoutes, Gateway); its
+	// fair rate takes [control]'s controller, segment and clamps.
+	Gateway struct {
+		Routes         []string `toml:"routes"`
+		Bind           string   `toml:"bind"`
+		SceneBPS       float64  `toml:"scene_bps"`
+		ClientMaxBPS   float64  `toml:"client_max_bps"`
+		QueueBytes     int      `toml:"queue_bytes"`
+		QueuePackets   int      `toml:"queue_packets"`
+		AvatarPriority bool     `toml:"avatar_priority"`
+		MaxViewers     int      `toml:"max_viewers"`
+		MaxPending     int      `toml:"max_pending"`
+		MaxPerPrefix   int      `toml:"max_per_prefix"`
+		PendingTimeout Duration `toml:"pending_timeout"`
+		IdleTimeout    Duration `toml:"idle_timeout"`
+		Linger         Duration `toml:"linger"`
+	} `toml:"gateway"`
 }
 
 // Duration is a TOML string such as "5s". An integer would mean
@@ -250,7 +269,78 @@ func (f *File) Validate() error {
 	if err := proxy.CheckUsername(px.Username, px.PasswordFile); err != nil {
 		errs = append(errs, err)
 	}
+	f.validateGateway(bad)
 	return errors.Join(errs...)
+}
+
+// validateGateway checks the [gateway] table.
+func (f *File) validateGateway(bad func(key, format string, a ...any)) {
+	gw := f.Gateway
+	if _, err := ParseRoutes(gw.Routes); err != nil {
+		bad("gateway.routes", "%v", err)
+	}
+	if gw.Bind != "" {
+		if _, err := netip.ParseAddr(gw.Bind); err != nil {
+			bad("gateway.bind", "%q: want an IP address, or empty", gw.Bind)
+		}
+	}
+	if err := ratecalc.CheckBits(gw.SceneBPS); err != nil {
+		bad("gateway.scene_bps", "%v", err)
+	} else if gw.SceneBPS < 8 {
+		bad("gateway.scene_bps", "%v: want at least 8 bit/s", gw.SceneBPS)
+	}
+	if err := ratecalc.CheckBits(gw.ClientMaxBPS); err != nil {
+		bad("gateway.client_max_bps", "%v", err)
+	} else if gw.ClientMaxBPS < 8 {
+		bad("gateway.client_max_bps", "%v: want at least 8 bit/s", gw.ClientMaxBPS)
+	}
+	if gw.QueueBytes < 8192 || gw.QueueBytes > 1<<30 {
+		bad("gateway.queue_bytes", "%d outside [8192, 1073741824]: a queue holds at least one largest datagram", gw.QueueBytes)
+	}
+	if gw.QueuePackets < 1 || gw.QueuePackets > 1<<20 {
+		bad("gateway.queue_packets", "%d outside [1, 1048576]", gw.QueuePackets)
+	}
+	for _, k := range []struct {
+		key string
+		n   int
+	}{{"gateway.max_viewers", gw.MaxViewers}, {"gateway.max_pending", gw.MaxPending}, {"gateway.max_per_prefix", gw.MaxPerPrefix}} {
+		if k.n < 1 || k.n > 1_000_000 {
+			bad(k.key, "%d outside [1, 1000000]", k.n)
+		}
+	}
+	for _, k := range []struct {
+		key string
+		d   time.Duration
+	}{{"gateway.pending_timeout", gw.PendingTimeout.Duration}, {"gateway.idle_timeout", gw.IdleTimeout.Duration}, {"gateway.linger", gw.Linger.Duration}} {
+		if k.d < 100*time.Millisecond || k.d > 24*time.Hour {
+			bad(k.key, "%v outside [100ms, 24h]", k.d)
+		}
+	}
+}
+
+// Route is one gateway.routes entry: the public address viewers reach and
+// the region's internal address.
+type Route struct{ Listen, Region netip.AddrPort }
+
+// ParseRoutes reads gateway.routes (and --route): "PUBLIC:PORT=INTERNAL:PORT",
+// each public address once; the region's address must be a specific one.
+func ParseRoutes(list []string) ([]Route, error) {
+	var out []Route
+	seen := map[netip.AddrPort]bool{}
+	for _, s := range list {
+		l, r, ok := strings.Cut(s, "=")
+		listen, err1 := netip.ParseAddrPort(strings.TrimSpace(l))
+		region, err2 := netip.ParseAddrPort(strings.TrimSpace(r))
+		if !ok || err1 != nil || err2 != nil || region.Addr().IsUnspecified() || region.Port() == 0 {
+			return nil, fmt.Errorf("%q: want PUBLIC:PORT=INTERNAL:PORT, the region's address a specific one", s)
+		}
+		if seen[listen] {
+			return nil, fmt.Errorf("%q: public address %v given twice", s, listen)
+		}
+		seen[listen] = true
+		out = append(out, Route{listen, region})
+	}
+	return out, nil
 }
 
 // CheckProxyListen checks proxy.listen (and --listen): host:port, the
@@ -455,4 +545,26 @@ func (f *File) Throttle() throttle.Config {
 		Min: ratecalc.RateFromBits(c.MinBPS), Max: ratecalc.RateFromBits(c.MaxBPS), Floor: ratecalc.RateFromBits(c.FloorBPS),
 		MinChange: c.MinChange, ResendEvery: c.ResendEvery, Weights: weights, Sims: sims, SimPorts: ports, RootOnly: f.Send.Regions == "root",
 		MaxCircuits: f.Capture.MaxCircuits, IdleTimeout: f.Capture.IdleTimeout.Duration}
+}
+
+// GatewayConfig returns fairgrid gateway's configuration: the [gateway]
+// table, with [control]'s controller, segment, interval, clamps and
+// hysteresis for the fair rate.
+func (f *File) GatewayConfig() gateway.Config {
+	gw := f.Gateway
+	routes, _ := ParseRoutes(gw.Routes)
+	var bind netip.Addr
+	if gw.Bind != "" {
+		bind, _ = netip.ParseAddr(gw.Bind)
+	}
+	cfg := gateway.Config{Bind: bind,
+		Scheduler: opensim.Config{SceneMax: int64(gw.SceneBPS / 8), ClientMax: int64(gw.ClientMaxBPS / 8),
+			QueueBytes: int64(gw.QueueBytes), QueuePackets: gw.QueuePackets, AvatarPriority: gw.AvatarPriority},
+		Control:    f.Throttle(),
+		MaxViewers: gw.MaxViewers, MaxPending: gw.MaxPending, MaxPerPrefix: gw.MaxPerPrefix,
+		PendingTimeout: gw.PendingTimeout.Duration, IdleTimeout: gw.IdleTimeout.Duration, Linger: gw.Linger.Duration}
+	for _, r := range routes {
+		cfg.Routes = append(cfg.Routes, gateway.Route{Listen: r.Listen, Region: r.Region})
+	}
+	return cfg
 }

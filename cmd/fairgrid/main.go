@@ -40,6 +40,7 @@ func commands() []command {
 		{"viewer", "run synthetic viewers against a simulator", runViewer},
 		{"lab", "run the lab's scenarios: a viewer beside real TCP on a shared bottleneck, beside the published numbers", runLab},
 		{"link", "relay UDP between viewers and a simulator through an emulated link", runLink},
+		{"gateway", "a UDP gateway at OpenSim regions' public addresses: scheduled, TCP-fair rates for every viewer", runGateway},
 		{"proxy", "a SOCKS5 proxy for viewers that measures and sets their throttles (any OS, no root)", runProxy},
 		{"version", "print the version and the commit it was built from", runVersion},
 	}

@@ -1,0 +1,239 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/fairgrid/fairgrid/configs"
+	"github.com/fairgrid/fairgrid/opensim/gateway"
+	"github.com/fairgrid/fairgrid/throttle"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+const gatewaySynopsis = `[--listen PUBLIC:PORT --region INTERNAL:PORT] [--config FILE] [--check-config [FILE]] [--controller C] [--segment S] [--interval D] [--scene-max BPS] [--bind ADDR] [--metrics ADDR] [--log-level L] [--duration D]
+
+A UDP gateway at an OpenSim region's public address: every viewer
+circuit of the region passes through it, nothing is installed on the
+viewer and nothing changed in OpenSim (docs/gateway.md). Set the region's
+InternalAddress (Regions.ini) to a private address and ExternalHostName to
+the gateway's, and run
+
+    fairgrid gateway --listen PUBLIC:PORT --region INTERNAL:PORT
+
+or list several regions as gateway.routes in the configuration file
+(configs/fairgrid.toml, [gateway]). What the region sends each viewer is
+scheduled by package opensim (two-level token buckets, proportional fair
+queuing over Avatar, Task, Texture, Layer and Asset) at that viewer's
+rate, the viewers sharing gateway.scene_bps; each viewer's rate is the
+lesser of its own AgentThrottle and a TCP-fair rate the gateway measures
+from the viewer's acks and pings ([control]: controller, segment,
+interval, clamps), and the region's own throttle is kept there by
+rewriting the viewer's AgentThrottle in flight and re-asserting it.
+
+Only the configured regions are ever reached. New circuits are capped
+(gateway.max_viewers, max_pending, max_per_prefix) and time out
+(pending_timeout, idle_timeout). Flags override the file; SIGHUP reloads
+the file (the controller, clamps, caps and timeouts change live; a
+changed route, bind address or scheduler setting needs a restart, and the
+log says so). --check-config validates and exits.`
+
+func runGateway(args []string, s stdio) int {
+	fs := newFlagSet("gateway", gatewaySynopsis, s)
+	configPath := fs.String("config", "", "configuration file (default: the built-in defaults, as in configs/fairgrid.toml)")
+	check := fs.Bool("check-config", false, "validate the configuration and exit")
+	fs.String("listen", "", "public UDP address viewers reach (the region's ExternalHostName and port); with --region, one more route")
+	fs.String("region", "", "the region's internal UDP address (InternalAddress:InternalPort); with --listen")
+	fs.String("controller", "window", "the fair rate's controller by name: window, tfrc, or viewer; control.controller")
+	segmentFlag(fs)
+	fs.Duration("interval", 5*time.Second, "decision interval; control.interval")
+	fs.String("scene-max", "50M", "the gateway's uplink, bits/s, shared by every viewer; gateway.scene_bps")
+	fs.String("bind", "", "local address of the sockets towards the regions; gateway.bind")
+	fs.String("metrics", "127.0.0.1:9101", "Prometheus metrics address (empty: none); metrics.address")
+	fs.String("log-level", "info", "debug, info, warn or error; log.level")
+	duration := fs.Duration("duration", 0, "stop after this long (0: until interrupted)")
+	if c, ok := parseFlagsArgs(fs, gatewaySynopsis, args, s); !ok {
+		return c
+	}
+	fail := func(code int, format string, a ...any) int {
+		fmt.Fprintf(s.err, "fairgrid gateway: "+format+"\n", a...)
+		return code
+	}
+	if fs.NArg() > 0 {
+		if !*check || fs.NArg() > 1 || *configPath != "" {
+			return fail(exitUsage, "unexpected argument %q (a configuration file is given with --config FILE, or as the one argument of --check-config)", fs.Arg(fs.NArg()-1))
+		}
+		*configPath = fs.Arg(0)
+	}
+	load := func() (*configs.File, gateway.Config, error) { return loadGatewayConfig(fs, *configPath) }
+	f, cfg, err := load()
+	if err != nil {
+		return fail(exitUsage, "configuration: %v", err)
+	}
+	if *check {
+		fmt.Fprintln(s.out, "configuration ok")
+		return exitOK
+	}
+	level := new(slog.LevelVar)
+	lv, _ := f.LogLevel()
+	level.Set(lv)
+	log := slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: level}))
+	gw, err := gateway.New(cfg, log.With("component", "gateway"))
+	if err != nil {
+		return fail(exitFail, "%v", err)
+	}
+	var g throttle.Group
+	g.Add(gw.Run, nil)
+	reloads := newReloadGauges()
+	if f.Metrics.Address != "" {
+		ln, err := net.Listen("tcp", f.Metrics.Address)
+		if err != nil {
+			return fail(exitFail, "metrics: %v", err)
+		}
+		if beyondLoopback(f.Metrics.Address) {
+			log.Warn("metrics are served beyond loopback: viewers' addresses become visible to the network", "address", f.Metrics.Address)
+		}
+		reg := registry(gateway.NewCollector(gw, f.Metrics.MaxCircuits))
+		reg.MustRegister(reloads.ok, reloads.at)
+		hs := &http.Server{Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 5 * time.Second}
+		g.Add(func(context.Context) error {
+			if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+				return fmt.Errorf("metrics: %w", err)
+			}
+			return nil
+		}, func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			hs.Shutdown(ctx)
+		})
+	}
+	hup, stopHUP := notifyReloads()
+	defer stopHUP()
+	g.Add(func(ctx context.Context) error {
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-hup:
+				reloadGateway(gw, load, level, reloads, log)
+			}
+		}
+	}, nil)
+	ctx, stop := runContext(*duration)
+	defer stop()
+	for i, r := range cfg.Routes {
+		log.Info("fairgrid gateway listening", "listen", gw.Addr(i), "region", r.Region, "controller", cfg.Control.Controller)
+	}
+	if err := g.Run(ctx); err != nil {
+		log.Error("fairgrid gateway stopped", "err", err)
+		return exitFail
+	}
+	k := gw.Counters()
+	log.Info("fairgrid gateway stopped", "circuits", k.Viewers, "passed", k.Drops[gateway.Passed], "asserts", k.Asserts, "rewrites", k.Rewrites)
+	return exitOK
+}
+
+// reloadGauges are fairgrid_config_last_reload_successful and its
+// timestamp, as the sidecar exports them.
+type reloadGauges struct{ ok, at prometheus.Gauge }
+
+func newReloadGauges() reloadGauges {
+	r := reloadGauges{
+		ok: prometheus.NewGauge(prometheus.GaugeOpts{Name: "fairgrid_config_last_reload_successful", Help: "Whether the last configuration reload succeeded."}),
+		at: prometheus.NewGauge(prometheus.GaugeOpts{Name: "fairgrid_config_last_reload_success_timestamp_seconds", Help: "When the configuration was last loaded successfully."}),
+	}
+	r.ok.Set(1)
+	r.at.SetToCurrentTime()
+	return r
+}
+
+// reloadGateway applies the file anew (SIGHUP): what can change live
+// does, and the log names what needs a restart.
+func reloadGateway(gw *gateway.Gateway, load func() (*configs.File, gateway.Config, error), level *slog.LevelVar, r reloadGauges, log *slog.Logger) {
+	f, cfg, err := load()
+	if err == nil {
+		var restart []string
+		if restart, err = gw.Reconfigure(cfg); err == nil {
+			lv, _ := f.LogLevel()
+			level.Set(lv)
+			r.ok.Set(1)
+			r.at.SetToCurrentTime()
+			log.Info("configuration reloaded", "controller", cfg.Control.Controller, "needs_restart", strings.Join(restart, ","))
+			return
+		}
+	}
+	r.ok.Set(0)
+	log.Error("configuration reload failed; the previous one stays", "err", err)
+}
+
+// loadGatewayConfig reads --config (or the defaults), applies the flags
+// the user set over it, and checks that a route is configured.
+func loadGatewayConfig(fs *flag.FlagSet, path string) (*configs.File, gateway.Config, error) {
+	f := configs.Default()
+	if path != "" {
+		var err error
+		if f, err = configs.Load(path); err != nil {
+			return nil, gateway.Config{}, err
+		}
+	}
+	var errs []error
+	var listen, region string
+	fs.Visit(func(fl *flag.Flag) {
+		v := fl.Value.String()
+		switch fl.Name {
+		case "listen":
+			listen = v
+		case "region":
+			region = v
+		case "controller":
+			if err := f.Control.Controller.UnmarshalText([]byte(v)); err != nil {
+				errs = append(errs, fmt.Errorf("--controller (control.controller): %w", err))
+			}
+		case "segment":
+			if err := f.Control.Segment.UnmarshalText([]byte(v)); err != nil {
+				errs = append(errs, fmt.Errorf("--segment (control.segment): %w", err))
+			}
+		case "interval":
+			f.Control.Interval.Duration = fl.Value.(flag.Getter).Get().(time.Duration)
+		case "scene-max":
+			r, err := parsePositiveRate("--scene-max", v)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			f.Gateway.SceneBPS = r.BitsPerSecond()
+		case "bind":
+			f.Gateway.Bind = v
+		case "metrics":
+			f.Metrics.Address = v
+		case "log-level":
+			f.Log.Level = v
+		}
+	})
+	switch {
+	case listen != "" && region != "":
+		f.Gateway.Routes = append(f.Gateway.Routes, listen+"="+region)
+	case listen != "" || region != "":
+		errs = append(errs, errors.New("--listen and --region go together"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, gateway.Config{}, err
+	}
+	if err := f.Validate(); err != nil {
+		return nil, gateway.Config{}, err
+	}
+	if len(f.Gateway.Routes) == 0 {
+		return nil, gateway.Config{}, errors.New("no region: give --listen PUBLIC:PORT --region INTERNAL:PORT, or gateway.routes")
+	}
+	cfg := f.GatewayConfig()
+	if _, err := cfg.WithDefaults(); err != nil {
+		return nil, gateway.Config{}, err
+	}
+	return f, cfg, nil
+}

@@ -1,0 +1,243 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fairgrid/fairgrid/configs"
+	"github.com/fairgrid/fairgrid/internal/lab/viewer"
+	"github.com/fairgrid/fairgrid/opensim/gateway"
+	"github.com/fairgrid/fairgrid/opensim/region"
+	"github.com/fairgrid/fairgrid/ratecalc"
+	"github.com/fairgrid/fairgrid/throttle"
+)
+
+// TestGatewayRefused: bad command lines and configurations are refused
+// with exit 2 and a message naming the flag or key, before anything binds.
+func TestGatewayRefused(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.toml")
+	if err := os.WriteFile(bad, []byte("[gateway]\nmax_viewers = 0\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	route := []string{"--listen", "127.0.0.1:9300", "--region", "127.0.0.1:9000"}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no region", nil, "no region"},
+		{"listen alone", []string{"--listen", "127.0.0.1:9300"}, "--listen and --region go together"},
+		{"region alone", []string{"--region", "127.0.0.1:9000"}, "--listen and --region go together"},
+		{"region unspecified", []string{"--listen", "127.0.0.1:9300", "--region", "0.0.0.0:9000"}, "gateway.routes"},
+		{"listen not an address", []string{"--listen", "gateway", "--region", "127.0.0.1:9000"}, "gateway.routes"},
+		{"controller", append([]string{"--controller", "bbr"}, route...), "control.controller"},
+		{"segment", append([]string{"--segment", "jumbo"}, route...), "control.segment"},
+		{"interval", append([]string{"--interval", "1ms"}, route...), "control.interval"},
+		{"scene max", append([]string{"--scene-max", "0"}, route...), "--scene-max"},
+		{"bind", append([]string{"--bind", "here"}, route...), "gateway.bind"},
+		{"metrics", append([]string{"--metrics", "nowhere"}, route...), "metrics.address"},
+		{"log level", append([]string{"--log-level", "loud"}, route...), "log.level"},
+		{"config", append([]string{"--config", bad}, route...), "gateway.max_viewers"},
+		{"argument is the file to check", append([]string{"extra"}, route...), `open extra`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := runCmd(t, "", append([]string{"gateway", "--check-config"}, tc.args...)...)
+			if code != exitUsage || !strings.Contains(errOut, tc.want) || out != "" {
+				t.Errorf("exit %d, stdout %q, stderr %q; want exit 2 and %q", code, out, errOut, tc.want)
+			}
+		})
+	}
+	if code, _, errOut := runCmd(t, "", append([]string{"gateway", "extra"}, route...)...); code != exitUsage || !strings.Contains(errOut, `unexpected argument "extra"`) {
+		t.Errorf("an argument: exit %d, %q", code, errOut)
+	}
+	if code, out, errOut := runCmd(t, "", append([]string{"gateway", "--check-config"}, route...)...); code != exitOK || out != "configuration ok\n" {
+		t.Errorf("a good command line: exit %d, %q %q", code, out, errOut)
+	}
+	good := filepath.Join(dir, "good.toml")
+	if err := os.WriteFile(good, []byte("[gateway]\nroutes = [\"127.0.0.1:9300=127.0.0.1:9000\"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := runCmd(t, "", "gateway", "--check-config", good); code != exitOK || out != "configuration ok\n" {
+		t.Errorf("--check-config FILE: exit %d, %q %q", code, out, errOut)
+	}
+}
+
+// TestGatewayFlags: each flag changes the gateway's configuration.
+func TestGatewayFlags(t *testing.T) {
+	route := []string{"--listen", "127.0.0.1:9300", "--region", "127.0.0.1:9000"}
+	parse := func(args ...string) (*configs.File, gateway.Config) {
+		t.Helper()
+		fs := newFlagSet("gateway", "", stdio{nil, io.Discard, io.Discard})
+		fs.String("config", "", "")
+		fs.Bool("check-config", false, "")
+		fs.String("listen", "", "")
+		fs.String("region", "", "")
+		fs.String("controller", "window", "")
+		segmentFlag(fs)
+		fs.Duration("interval", 5*time.Second, "")
+		fs.String("scene-max", "50M", "")
+		fs.String("bind", "", "")
+		fs.String("metrics", "", "")
+		fs.String("log-level", "info", "")
+		if err := fs.Parse(append(route, args...)); err != nil {
+			t.Fatal(err)
+		}
+		f, cfg, err := loadGatewayConfig(fs, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f, cfg
+	}
+	f0, base := parse()
+	if len(base.Routes) != 1 || base.Routes[0] != (gateway.Route{Listen: netip.MustParseAddrPort("127.0.0.1:9300"), Region: netip.MustParseAddrPort("127.0.0.1:9000")}) {
+		t.Errorf("--listen/--region: routes %v", base.Routes)
+	}
+	for _, tc := range []struct {
+		args  []string
+		check func(*configs.File, gateway.Config) bool
+	}{
+		{[]string{"--controller", "tfrc"}, func(_ *configs.File, c gateway.Config) bool { return c.Control.Controller == throttle.TFRC }},
+		{[]string{"--segment", "nominal"}, func(_ *configs.File, c gateway.Config) bool { return c.Control.Segment == throttle.SegmentNominal }},
+		{[]string{"--interval", "2s"}, func(_ *configs.File, c gateway.Config) bool { return c.Control.Interval == 2*time.Second }},
+		{[]string{"--scene-max", "10M"}, func(_ *configs.File, c gateway.Config) bool { return c.Scheduler.SceneMax == 1_250_000 }},
+		{[]string{"--bind", "127.0.0.2"}, func(_ *configs.File, c gateway.Config) bool { return c.Bind == netip.MustParseAddr("127.0.0.2") }},
+		{[]string{"--metrics", "127.0.0.1:9999"}, func(f *configs.File, _ gateway.Config) bool { return f.Metrics.Address == "127.0.0.1:9999" }},
+		{[]string{"--log-level", "debug"}, func(f *configs.File, _ gateway.Config) bool { return f.Log.Level == "debug" }},
+	} {
+		f, c := parse(tc.args...)
+		if !tc.check(f, c) {
+			t.Errorf("%v changed nothing", tc.args)
+		}
+	}
+	_ = f0
+}
+
+// freeUDP returns a loopback UDP port free a moment ago.
+func freeUDP(t *testing.T) netip.AddrPort {
+	t.Helper()
+	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).AddrPort()
+}
+
+// TestGatewayCommand: `fairgrid gateway` in front of a test region carries
+// a viewer's circuit, then stops at --duration with exit 0.
+func TestGatewayCommand(t *testing.T) {
+	sim, err := region.New(region.Config{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Activity: region.Walking}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	simDone := make(chan struct{})
+	go func() { sim.Run(ctx); close(simDone) }()
+	defer func() { cancel(); <-simDone }()
+	listen := freeUDP(t)
+	done := make(chan int, 1)
+	var errOut string
+	go func() {
+		code, _, e := runCmd(t, "", "gateway", "--listen", listen.String(), "--region", sim.Addr().String(), "--metrics", "", "--duration", "3s")
+		errOut = e
+		done <- code
+	}()
+	v, err := viewer.New(viewer.Config{Sim: listen, Throttle: ratecalc.RateFromBits(300_000), CircuitCode: 9}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	vctx, vcancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer vcancel()
+	v.Run(vctx)
+	rep := v.Report()
+	if code := <-done; code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !rep.LoggedIn || rep.ReliableReceived == 0 {
+		t.Errorf("the viewer got nothing through fairgrid gateway: %+v\n%s", rep, errOut)
+	}
+	if !strings.Contains(errOut, "fairgrid gateway listening") || !strings.Contains(errOut, "fairgrid gateway stopped") {
+		t.Errorf("log: %s", errOut)
+	}
+}
+
+// TestGatewayReload: a reload applies the new controller and names a new
+// route as needing a restart; a bad file keeps the old configuration and
+// says the reload failed.
+func TestGatewayReload(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "gw.toml")
+	write := func(s string) {
+		if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("[gateway]\nroutes = [\"127.0.0.1:0=127.0.0.1:9000\"]\n")
+	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
+	load := func() (*configs.File, gateway.Config, error) { return loadGatewayConfig(fs, path) }
+	_, cfg, err := load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw, err := gateway.New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logged strings.Builder
+	log := slog.New(slog.NewTextHandler(&logged, nil))
+	r := newReloadGauges()
+	level := new(slog.LevelVar)
+	write("[gateway]\nroutes = [\"127.0.0.1:0=127.0.0.1:9001\"]\n[control]\ncontroller = \"tfrc\"\n[log]\nlevel = \"debug\"\n")
+	reloadGateway(gw, load, level, r, log)
+	if !strings.Contains(logged.String(), "needs_restart=routes") || !strings.Contains(logged.String(), "controller=tfrc") || level.Level() != slog.LevelDebug {
+		t.Errorf("reload: %s (level %v)", logged.String(), level.Level())
+	}
+	logged.Reset()
+	write("[gateway]\nmax_viewers = 0\n")
+	reloadGateway(gw, load, level, r, log)
+	if !strings.Contains(logged.String(), "reload failed") {
+		t.Errorf("bad reload: %s", logged.String())
+	}
+}
+
+// TestGatewayServiceUnit: the systemd unit's command line is one the
+// gateway takes, on the shipped configuration with a route added.
+func TestGatewayServiceUnit(t *testing.T) {
+	unit, err := os.ReadFile("../../configs/fairgrid-gateway.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var exec []string
+	for _, line := range strings.Split(string(unit), "\n") {
+		if rest, ok := strings.CutPrefix(line, "ExecStart="); ok {
+			exec = strings.Fields(rest)
+		}
+	}
+	if len(exec) < 2 || !strings.HasSuffix(exec[0], "/fairgrid") || exec[1] != "gateway" {
+		t.Fatalf("ExecStart %v", exec)
+	}
+	conf := filepath.Join(t.TempDir(), "gw.toml")
+	example := strings.Replace(string(configs.Example), "routes = []", `routes = ["127.0.0.1:9300=127.0.0.1:9000"]`, 1)
+	if err := os.WriteFile(conf, []byte(example), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := exec[1:]
+	for i, a := range args {
+		if a == "/etc/fairgrid-gateway.toml" {
+			args[i] = conf
+		}
+	}
+	if code, out, errOut := runCmd(t, "", append(args, "--check-config")...); code != exitOK || out != "configuration ok\n" {
+		t.Errorf("%v: exit %d, %q %q", args, code, out, errOut)
+	}
+}

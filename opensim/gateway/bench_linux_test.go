@@ -1,0 +1,368 @@
+package gateway_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/fairgrid/fairgrid/internal/benchrelay"
+	"github.com/fairgrid/fairgrid/lludp"
+	"github.com/fairgrid/fairgrid/opensim"
+	"github.com/fairgrid/fairgrid/opensim/gateway"
+)
+
+// benchEnv makes the test binary a relay for BenchmarkGateway, so that
+// the relay's own CPU time and memory are measured apart from the load
+// generator and the echo: "gateway" is the gateway, "plain" a Go UDP relay
+// of the same shape (a socket per viewer towards the target, a goroutine
+// reading each) with nothing else, the baseline.
+const benchEnv = "FAIRGRID_BENCH_GATEWAY"
+
+func init() {
+	kind := os.Getenv(benchEnv)
+	if kind == "" {
+		return
+	}
+	target, err := netip.ParseAddrPort(os.Getenv(benchEnv + "_TARGET"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer cancel()
+	switch kind {
+	case "gateway":
+		// Rates high enough that the scheduler runs every datagram through
+		// its buckets and fair queuing without holding any back: the
+		// figure is its cost, not its pace.
+		var rates [opensim.NumChannels]int64
+		for ch := range rates {
+			rates[ch] = 1 << 20
+		}
+		g, err := gateway.New(gateway.Config{Routes: []gateway.Route{{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Region: target}},
+			Scheduler:  opensim.Config{SceneMax: 1 << 33, ClientMax: 1 << 30, DefaultRates: rates, ChannelMax: [opensim.NumChannels]int64{1 << 30, 1 << 30, 1 << 30, 1 << 30, 1 << 30}},
+			MaxPending: 4096, MaxPerPrefix: 4096}, nil)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		fmt.Printf("listen=%s\n", g.Addr(0))
+		g.Run(ctx)
+	case "plain":
+		addr, stop, err := plainRelay(target)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		fmt.Printf("listen=%s\n", addr)
+		<-ctx.Done()
+		stop()
+	}
+	os.Exit(0)
+}
+
+// plainRelay is the baseline: what the gateway does with its sockets and
+// goroutines, without parsing, scheduling or measuring. One goroutine
+// reads the public socket and writes each datagram on its client's own
+// socket towards target (opened at the client's first datagram); one per
+// client reads the answers and writes them back on the public socket.
+func plainRelay(target netip.AddrPort) (netip.AddrPort, func(), error) {
+	front, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		return netip.AddrPort{}, nil, err
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	back := map[netip.AddrPort]*net.UDPConn{}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		buf := make([]byte, 65536)
+		for {
+			n, from, err := front.ReadFromUDPAddrPort(buf)
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			c := back[from]
+			if c == nil {
+				if c, err = net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(target)); err != nil {
+					mu.Unlock()
+					continue
+				}
+				back[from] = c
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					rbuf := make([]byte, 65536)
+					for {
+						n, err := c.Read(rbuf)
+						if err != nil {
+							if strings.Contains(err.Error(), "closed") {
+								return
+							}
+							continue
+						}
+						front.WriteToUDPAddrPort(rbuf[:n], from)
+					}
+				}()
+			}
+			mu.Unlock()
+			c.Write(buf[:n])
+		}
+	}()
+	stop := func() {
+		front.Close()
+		mu.Lock()
+		for _, c := range back {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	}
+	return front.LocalAddr().(*net.UDPAddr).AddrPort(), stop, nil
+}
+
+// benchChild is a relay in a child process.
+type benchChild struct {
+	cmd  *exec.Cmd
+	addr netip.AddrPort
+}
+
+func startChild(b *testing.B, kind string, target netip.AddrPort) *benchChild {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), benchEnv+"="+kind, benchEnv+"_TARGET="+target.String())
+	pipe, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	sc := bufio.NewScanner(pipe)
+	for sc.Scan() {
+		if a, ok := strings.CutPrefix(sc.Text(), "listen="); ok {
+			go func() {
+				for sc.Scan() {
+				}
+			}()
+			return &benchChild{cmd: cmd, addr: netip.MustParseAddrPort(a)}
+		}
+	}
+	b.Fatalf("%s relay: no address", kind)
+	return nil
+}
+
+// cpu is the child's CPU time so far, every thread, from schedstat (ns).
+func (c *benchChild) cpu(b *testing.B) time.Duration {
+	dir := fmt.Sprintf("/proc/%d/task", c.cmd.Process.Pid)
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var total time.Duration
+	for _, t := range tasks {
+		s, err := os.ReadFile(dir + "/" + t.Name() + "/schedstat")
+		if err != nil {
+			continue
+		}
+		ns, _ := strconv.ParseInt(strings.Fields(string(s))[0], 10, 64)
+		total += time.Duration(ns)
+	}
+	return total
+}
+
+// rss is the child's resident set now (VmRSS), bytes.
+func (c *benchChild) rss(b *testing.B) float64 {
+	s, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", c.cmd.Process.Pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for line := range strings.SplitSeq(string(s), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 64)
+			return kb * 1024
+		}
+	}
+	b.Fatal("no VmRSS")
+	return 0
+}
+
+func (c *benchChild) stop() {
+	c.cmd.Process.Signal(syscall.SIGTERM)
+	c.cmd.Wait()
+}
+
+// benchViewer is one viewer of the load: its socket, and what it sends —
+// a UseCircuitCode, then reliable ImagePackets of 600 bytes (the echo
+// hands each back as the region's, which the gateway schedules in the
+// Texture channel and measures), each eighth followed by a PacketAck of
+// the last eight received.
+type benchViewer struct {
+	conn *net.UDPConn
+	seq  uint32
+	acks []uint32
+}
+
+var benchImage = func() []byte {
+	b, _ := lludp.AppendMessage(nil, lludp.Header{Flags: lludp.FlagReliable}, &lludp.ImagePacket{ID: lludp.UUID{3}, Packet: 1, Data: make([]byte, 560)}, nil)
+	return b
+}()
+
+func (v *benchViewer) next(buf []byte) []byte {
+	v.seq++
+	if len(v.acks) >= 8 {
+		b, _ := lludp.AppendMessage(buf[:0], lludp.Header{Sequence: v.seq}, &lludp.PacketAck{IDs: v.acks}, nil)
+		v.acks = v.acks[:0]
+		return b
+	}
+	b := append(buf[:0], benchImage...)
+	b[1], b[2], b[3], b[4] = byte(v.seq>>24), byte(v.seq>>16), byte(v.seq>>8), byte(v.seq)
+	return b
+}
+
+// runLoad logs n viewers in at relay and then keeps window datagrams of
+// each in flight for d, counting the round trips. With lat set, the round
+// trips' durations are kept.
+func runLoad(b *testing.B, relay netip.AddrPort, n, window int, d time.Duration, lat *[]time.Duration) (trips uint64, settled func()) {
+	viewers := make([]*benchViewer, n)
+	for i := range viewers {
+		c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(relay))
+		if err != nil {
+			b.Fatal(err)
+		}
+		viewers[i] = &benchViewer{conn: c}
+		login, _ := lludp.AppendMessage(nil, lludp.Header{Flags: lludp.FlagReliable, Sequence: 1},
+			&lludp.UseCircuitCode{Code: uint32(i + 1), AgentID: lludp.UUID{1, byte(i), byte(i >> 8)}, SessionID: lludp.UUID{2, byte(i), byte(i >> 8)}}, nil)
+		c.Write(login)
+		buf := make([]byte, 2048)
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := c.Read(buf); err != nil {
+			b.Fatalf("viewer %d: no answer to its login: %v", i, err)
+		}
+		viewers[i].seq = 1
+	}
+	var count atomic.Uint64
+	var latMu sync.Mutex
+	var wg sync.WaitGroup
+	deadline := time.Now().Add(d)
+	for _, v := range viewers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out, in := make([]byte, 2048), make([]byte, 2048)
+			sent := map[uint32]time.Time{}
+			send := func() {
+				p := v.next(out)
+				if lat != nil {
+					sent[v.seq] = time.Now()
+				}
+				v.conn.Write(p)
+			}
+			for range window {
+				send()
+			}
+			v.conn.SetReadDeadline(deadline)
+			for {
+				k, err := v.conn.Read(in)
+				if err != nil {
+					return
+				}
+				h, _, _, err := lludp.ParseHeader(in[:k])
+				if err == nil && h.Flags.Reliable() {
+					v.acks = append(v.acks, h.Sequence)
+				}
+				if lat != nil {
+					if at, ok := sent[h.Sequence]; ok {
+						latMu.Lock()
+						*lat = append(*lat, time.Since(at))
+						latMu.Unlock()
+						delete(sent, h.Sequence)
+					}
+				}
+				count.Add(1)
+				send()
+			}
+		}()
+	}
+	wg.Wait()
+	return count.Load(), func() {
+		for _, v := range viewers {
+			v.conn.Close()
+		}
+	}
+}
+
+// BenchmarkGateway measures the gateway relaying LLUDP between 1,000
+// viewers and an echoing region, with the scheduler and the estimators on
+// every datagram, against a plain Go UDP relay of the same shape in the
+// same run; each relay runs in a child process, so datagrams per
+// CPU-second count its own CPU time. It also measures, with one viewer
+// and one datagram in flight, the median round trip through each (the
+// gateway's added latency is the difference), and the gateway's memory
+// per viewer: its resident set with the 1,000 viewers logged in, less
+// before, over 1,000. `make bench-gateway` runs it; docs/gateway.md has
+// the figures.
+func BenchmarkGateway(b *testing.B) {
+	const viewers, window = 1000, 2
+	const run = 3 * time.Second
+	echo, stopEcho, err := benchrelay.Echo(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer stopEcho()
+	for b.Loop() {
+		perCPU := map[string]float64{}
+		median := map[string]time.Duration{}
+		for _, kind := range []string{"gateway", "plain"} {
+			// Latency first, on a quiet relay.
+			c := startChild(b, kind, echo)
+			var lat []time.Duration
+			_, closeOne := runLoad(b, c.addr, 1, 1, time.Second, &lat)
+			closeOne()
+			slices.Sort(lat)
+			if len(lat) > 0 {
+				median[kind] = lat[len(lat)/2]
+			}
+			c.stop()
+			// Throughput with 1,000 viewers.
+			c = startChild(b, kind, echo)
+			rss0 := c.rss(b)
+			cpu0 := c.cpu(b)
+			trips, closeAll := runLoad(b, c.addr, viewers, window, run, nil)
+			cpu := c.cpu(b) - cpu0
+			rss := c.rss(b)
+			closeAll()
+			c.stop()
+			// Each round trip is two datagrams through the relay, one
+			// each way.
+			perCPU[kind] = float64(2*trips) / cpu.Seconds()
+			b.ReportMetric(perCPU[kind], kind+"-dgrams/cpu-s")
+			b.ReportMetric(float64(2*trips)/run.Seconds(), kind+"-dgrams/s")
+			b.ReportMetric(float64(median[kind].Microseconds()), kind+"-median-µs")
+			b.ReportMetric((rss-rss0)/viewers, kind+"-bytes/viewer")
+		}
+		b.ReportMetric(perCPU["gateway"]/perCPU["plain"], "gateway-vs-plain")
+		b.ReportMetric(float64((median["gateway"] - median["plain"]).Microseconds()), "added-median-µs")
+	}
+}

@@ -1,0 +1,585 @@
+package gateway
+
+import (
+	"container/list"
+	"fmt"
+	"math"
+	"net/netip"
+	"reflect"
+	"slices"
+	"time"
+
+	"github.com/fairgrid/fairgrid/lludp"
+	"github.com/fairgrid/fairgrid/opensim"
+	"github.com/fairgrid/fairgrid/ratecalc"
+	"github.com/fairgrid/fairgrid/throttle"
+)
+
+// Drop says why the gateway did not pass a datagram on.
+type Drop uint8
+
+const (
+	Passed    Drop = iota
+	Malformed      // not LLUDP: the header does not parse
+	Orphan         // from an endpoint with no circuit, and not a UseCircuitCode
+	Refused        // a UseCircuitCode the caps refused (MaxViewers, MaxPerPrefix)
+	QueueFull      // the region's datagram found its channel's queue full (tail drop)
+	numDrops
+)
+
+var dropNames = [numDrops]string{"passed", "malformed", "orphan", "refused", "queue_full"}
+
+func (d Drop) String() string {
+	if d < numDrops {
+		return dropNames[d]
+	}
+	return fmt.Sprintf("Drop(%d)", uint8(d))
+}
+
+type viewerState uint8
+
+const (
+	pending viewerState = iota // UseCircuitCode passed; the viewer has not answered the region yet
+	active
+	closing // logged out or closed: removed after Linger
+)
+
+// circuitKey names a viewer's circuit: its endpoint on one route.
+type circuitKey struct {
+	route int
+	addr  netip.AddrPort
+}
+
+// Viewer is one viewer circuit through the gateway. The shell reads Key,
+// Route and Conn; the rest is the core's.
+type Viewer struct {
+	Route int
+	Addr  netip.AddrPort
+	// Conn is the shell's socket towards the region for this circuit.
+	Conn any
+
+	state   viewerState
+	sched   opensim.ClientID
+	prefix  netip.Prefix
+	created time.Time
+	seen    time.Time // the viewer's latest datagram
+	closeAt time.Time
+	pendEl  *list.Element
+
+	agent, session lludp.UUID
+	code           uint32
+	upSeq          uint32 // the viewer's latest sequence number
+
+	asked      [lludp.NumCategories]float32 // the viewer's own AgentThrottle, bits/s
+	askedTotal ratecalc.Rate                // its total, bytes/s; 0: none seen yet
+	fair       ratecalc.Rate                // the controller's latest decision, clamped; 0: none yet
+	rate       ratecalc.Rate                // in force: min(asked, fair)
+	asserted   ratecalc.Rate                // the last total the region was told
+	sinceSent  int                          // decisions since a request was sent
+	nextDecide time.Time
+
+	est *estimator
+
+	delay   [opensim.NumChannels]delayStat
+	sent    [opensim.NumChannels]uint64 // bytes sent to the viewer
+	refused [opensim.NumChannels]uint64 // datagrams dropped at a full queue
+	up      uint64                      // bytes from the viewer
+}
+
+// delayStat is a channel's queueing delay: count, sum and the largest.
+type delayStat struct {
+	n        uint64
+	sum, max time.Duration
+}
+
+func (d *delayStat) add(x time.Duration) {
+	d.n++
+	d.sum += x
+	d.max = max(d.max, x)
+}
+
+// queued is a region datagram waiting in the scheduler.
+type queued struct {
+	v   *Viewer
+	b   []byte
+	seq uint32
+	at  time.Time // when it arrived
+	rel bool
+}
+
+// Out is a datagram the shell sends to a viewer.
+type Out struct {
+	V *Viewer
+	B []byte
+}
+
+// Assert is an AgentThrottle the shell sends to the region from a viewer's
+// socket: the gateway's rate for that circuit.
+type Assert struct {
+	V *Viewer
+	B []byte
+}
+
+// Core is the gateway without sockets: it admits circuits, passes the
+// viewers' datagrams on (rewriting AgentThrottle), schedules the region's,
+// measures each circuit and decides its rate. Every method takes the time;
+// none reads the clock or starts a goroutine, and the caller serialises
+// calls.
+type Core struct {
+	cfg      Config
+	sched    *opensim.Scheduler[queued]
+	viewers  map[circuitKey]*Viewer
+	byClient map[opensim.ClientID]*Viewer
+	prefixes map[netip.Prefix]int
+	pendingQ list.List // of *Viewer, oldest first
+	packet   lludp.Packet
+	ack      lludp.PacketAck
+	items    [64]opensim.Item[queued]
+	rewrite  []byte
+	now      time.Time // the latest time given: readers' times interleave
+	gone     []*Viewer // removed since the shell last asked (Gone)
+
+	counts   [numDrops]uint64
+	evicted  uint64 // pending circuits evicted to make room
+	expired  uint64 // circuits closed by a timeout
+	asserts  uint64 // AgentThrottles sent by the gateway
+	rewrites uint64 // viewer AgentThrottles rewritten in flight
+}
+
+// NewCore validates cfg and returns a core with no circuits.
+func NewCore(cfg Config) (*Core, error) {
+	c, err := cfg.WithDefaults()
+	if err != nil {
+		return nil, err
+	}
+	sched, err := opensim.New[queued](c.Scheduler)
+	if err != nil {
+		return nil, err
+	}
+	return &Core{cfg: c, sched: sched, viewers: map[circuitKey]*Viewer{}, byClient: map[opensim.ClientID]*Viewer{},
+		prefixes: map[netip.Prefix]int{}}, nil
+}
+
+// clock returns now, or the latest time given if now is earlier: the
+// shell's readers stamp datagrams on several goroutines, so their times
+// interleave by microseconds, and the scheduler must not see time go back.
+func (g *Core) clock(now time.Time) time.Time {
+	if now.Before(g.now) {
+		return g.now
+	}
+	g.now = now
+	return now
+}
+
+// Config returns the configuration, defaults filled in.
+func (g *Core) Config() Config { return g.cfg }
+
+// sourcePrefix is the block a source address shares its cap with: a /24
+// is the smallest IPv4 block routed on the Internet, a /64 the smallest
+// IPv6 subnet a host is given.
+func sourcePrefix(a netip.Addr) netip.Prefix {
+	a = a.Unmap()
+	bits := 64
+	if a.Is4() {
+		bits = 24
+	}
+	p, _ := a.Prefix(bits)
+	return p
+}
+
+// FromViewer takes a datagram from src on route. It returns the circuit
+// and the bytes to send to the region from that circuit's socket (b
+// itself, or the core's buffer with a rewritten AgentThrottle, valid until
+// the next call), or why nothing is sent. A circuit the call opened has
+// a nil Conn: the shell gives it its socket, or calls Remove.
+func (g *Core) FromViewer(route int, src netip.AddrPort, b []byte, now time.Time) (*Viewer, []byte, Drop) {
+	now = g.clock(now)
+	h, acks, _, err := lludp.ParseHeader(b)
+	if err != nil || route < 0 || route >= len(g.cfg.Routes) {
+		g.counts[Malformed]++
+		return nil, nil, Malformed
+	}
+	v := g.viewers[circuitKey{route, src}]
+	if v == nil {
+		if h.ID != lludp.UseCircuitCodeID {
+			g.counts[Orphan]++
+			return nil, nil, Orphan
+		}
+		if v = g.open(route, src, now); v == nil {
+			g.counts[Refused]++
+			return nil, nil, Refused
+		}
+	}
+	v.seen = now
+	v.up += uint64(len(b))
+	if h.Sequence != 0 && !h.Flags.Resent() {
+		v.upSeq = h.Sequence
+	}
+	v.est.upDatagram(h.Sequence, h.Flags.Resent(), now)
+	for i := range acks.Len() {
+		g.viewerAck(v, acks.At(i), now)
+	}
+	out := b
+	switch h.ID {
+	case lludp.UseCircuitCodeID:
+		var m lludp.UseCircuitCode
+		if g.decode(b, &m) {
+			if v.state != pending && (m.AgentID != v.agent || m.SessionID != v.session || m.Code != v.code) {
+				// A new circuit from the same endpoint (a region restart,
+				// a new login): its numbers start again.
+				v.est.reset()
+			}
+			v.agent, v.session, v.code = m.AgentID, m.SessionID, m.Code
+		}
+	case lludp.PacketAckID:
+		if g.decode(b, &g.ack) {
+			for _, id := range g.ack.IDs {
+				g.viewerAck(v, id, now)
+			}
+		}
+	case lludp.CompletePingCheckID:
+		var m lludp.CompletePingCheck
+		if g.decode(b, &m) {
+			v.est.viewerPong(m.PingID, now)
+		}
+	case lludp.CompleteAgentMovementID:
+		g.activate(v)
+	case lludp.AgentThrottleID:
+		out = g.viewerThrottle(v, b, now)
+	case lludp.LogoutRequestID, lludp.CloseCircuitID:
+		if h.ID == lludp.CloseCircuitID {
+			g.close(v, now)
+		}
+	}
+	g.counts[Passed]++
+	return v, out, Passed
+}
+
+func (g *Core) decode(b []byte, m lludp.Typed) bool {
+	return g.packet.DecodeFromBytes(b) == nil && g.packet.Unmarshal(m) == nil
+}
+
+// viewerAck takes the viewer's ack of the region's seq: the estimator's
+// input, and the proof that a pending circuit's viewer hears the region.
+func (g *Core) viewerAck(v *Viewer, seq uint32, now time.Time) {
+	before := v.est.stats.Acked
+	v.est.acked(seq, now)
+	if v.est.stats.Acked != before {
+		g.activate(v)
+	}
+}
+
+// open admits a new circuit, or returns nil when the caps refuse it.
+func (g *Core) open(route int, src netip.AddrPort, now time.Time) *Viewer {
+	prefix := sourcePrefix(src.Addr())
+	if g.prefixes[prefix] >= g.cfg.MaxPerPrefix {
+		return nil
+	}
+	if g.pendingQ.Len() >= g.cfg.MaxPending || len(g.viewers) >= g.cfg.MaxViewers {
+		// The oldest pending circuit makes room: a flood from fresh
+		// addresses cycles through the pending slots, and a real viewer
+		// completes its handshake within a round trip (doc.go).
+		el := g.pendingQ.Front()
+		if el == nil {
+			return nil
+		}
+		g.evicted++
+		g.remove(el.Value.(*Viewer), now)
+		if g.prefixes[prefix] >= g.cfg.MaxPerPrefix {
+			return nil
+		}
+	}
+	ctl, err := g.cfg.Control.NewController(g.cfg.Control.Controller)
+	if err != nil {
+		return nil // validated in NewCore: cannot happen
+	}
+	v := &Viewer{Route: route, Addr: src, state: pending, prefix: prefix, created: now, seen: now,
+		sched: g.sched.AddClient(now), est: newEstimator(ctl), nextDecide: now.Add(g.cfg.Control.Interval)}
+	v.pendEl = g.pendingQ.PushBack(v)
+	g.viewers[circuitKey{route, src}] = v
+	g.byClient[v.sched] = v
+	g.prefixes[prefix]++
+	return v
+}
+
+func (g *Core) activate(v *Viewer) {
+	if v.state == pending {
+		g.pendingQ.Remove(v.pendEl)
+		v.pendEl = nil
+		v.state = active
+	}
+}
+
+func (g *Core) close(v *Viewer, now time.Time) {
+	if v.state != closing {
+		g.activate(v)
+		v.state = closing
+		v.closeAt = now.Add(g.cfg.Linger)
+	}
+}
+
+// Remove forgets a circuit and what it had queued.
+func (g *Core) Remove(v *Viewer, now time.Time) { g.remove(v, now) }
+
+func (g *Core) remove(v *Viewer, now time.Time) {
+	k := circuitKey{v.Route, v.Addr}
+	if g.viewers[k] != v {
+		return
+	}
+	if v.pendEl != nil {
+		g.pendingQ.Remove(v.pendEl)
+		v.pendEl = nil
+	}
+	delete(g.viewers, k)
+	delete(g.byClient, v.sched)
+	g.gone = append(g.gone, v)
+	g.sched.RemoveClient(v.sched, now)
+	if g.prefixes[v.prefix]--; g.prefixes[v.prefix] <= 0 {
+		delete(g.prefixes, v.prefix)
+	}
+}
+
+// viewerThrottle takes the viewer's own AgentThrottle: it is the most the
+// viewer wants, and what it gets is the lesser of it and the fair rate,
+// written over it in flight (the sequence number, flags and acks kept).
+func (g *Core) viewerThrottle(v *Viewer, b []byte, now time.Time) []byte {
+	var m lludp.AgentThrottle
+	if !g.decode(b, &m) || m.ThrottlesLen != lludp.ThrottlesSize {
+		return b // the region judges it as it would the viewer's
+	}
+	if v.agent.IsZero() || m.AgentID != v.agent || m.SessionID != v.session {
+		return b // not this circuit's: the region ignores it too
+	}
+	v.asked = m.Throttles
+	v.askedTotal = ratecalc.RateFromBits(m.Total())
+	g.apply(v, now)
+	if v.rate >= v.askedTotal {
+		return b
+	}
+	out, err := lludp.AppendReplacedThrottles(g.rewrite[:0], b, scaled(v.asked, v.rate))
+	if err != nil {
+		return b
+	}
+	g.rewrite = out
+	g.rewrites++
+	v.asserted, v.sinceSent = v.rate, 0
+	return out
+}
+
+// apply sets the circuit's rate in force, min(asked, fair), and the
+// scheduler's rates for it: the viewer's own split, scaled.
+func (g *Core) apply(v *Viewer, now time.Time) {
+	if v.askedTotal <= 0 {
+		return // the scheduler's defaults, as OpenSim's before any request
+	}
+	v.rate = v.askedTotal
+	if v.fair > 0 && v.fair < v.rate {
+		v.rate = v.fair
+	}
+	g.sched.SetThrottleValues(v.sched, scaled(v.asked, v.rate), now)
+}
+
+// scaled is the viewer's split of asked scaled to total (bytes/s), in
+// bits/s per category.
+func scaled(asked [lludp.NumCategories]float32, total ratecalc.Rate) [lludp.NumCategories]float32 {
+	var sum float64
+	for _, x := range asked {
+		if x > 0 && !math.IsInf(float64(x), 0) {
+			sum += float64(x)
+		}
+	}
+	if !(sum > 0) {
+		return throttle.ViewerSplit(total)
+	}
+	f := total.BitsPerSecond() / sum
+	var out [lludp.NumCategories]float32
+	for i, x := range asked {
+		if x > 0 && !math.IsInf(float64(x), 0) {
+			out[i] = float32(float64(x) * f)
+		}
+	}
+	return out
+}
+
+// FromRegion takes a datagram the region sent on circuit v. It returns
+// true when the datagram is to leave at once (outside every bucket, as
+// OpenSim sends acks, pings and the handshake); the core has then
+// recorded its departure. Otherwise the datagram was queued — the core
+// keeps b, which the caller must not reuse — or dropped at a full queue.
+func (g *Core) FromRegion(v *Viewer, b []byte, now time.Time) (sendNow bool, drop Drop) {
+	now = g.clock(now)
+	if g.byClient[v.sched] != v {
+		g.counts[Orphan]++ // read before its circuit closed
+		return false, Orphan
+	}
+	h, acks, _, err := lludp.ParseHeader(b)
+	if err != nil {
+		g.counts[Malformed]++
+		return false, Malformed
+	}
+	_ = acks // the region's acks of the viewer's datagrams: not the down path's measure
+	ch := opensim.NoChannel
+	if m := lludp.Builtin().Lookup(h.ID); m != nil {
+		ch = opensim.ChannelOf(m)
+	}
+	switch h.ID {
+	case lludp.StartPingCheckID:
+		var m lludp.StartPingCheck
+		if g.decode(b, &m) {
+			v.est.regionPing(m.PingID, now)
+		}
+	case lludp.LogoutReplyID, lludp.CloseCircuitID:
+		g.close(v, now)
+	}
+	if ch >= opensim.NumChannels {
+		g.departed(v, opensim.NoChannel, b, h, now, now)
+		return true, Passed
+	}
+	q := queued{v: v, b: b, seq: h.Sequence, at: now, rel: h.Flags.Reliable()}
+	if err := g.sched.Enqueue(v.sched, ch, len(b), q, h.Flags.Resent(), now); err != nil {
+		v.refused[ch]++
+		g.counts[QueueFull]++
+		return false, QueueFull
+	}
+	return false, Passed
+}
+
+// departed records a datagram leaving for the viewer.
+func (g *Core) departed(v *Viewer, ch opensim.Channel, b []byte, h lludp.Header, queuedAt, now time.Time) {
+	v.est.sent(h.Sequence, len(b), h.Flags.Reliable(), h.Flags.Resent(), now)
+	if ch < opensim.NumChannels {
+		v.sent[ch] += uint64(len(b))
+		v.delay[ch].add(now.Sub(queuedAt))
+	}
+}
+
+// Next fills out with the datagrams the scheduler lets leave at now and
+// returns how many, and how long until more may (opensim.Idle: nothing
+// queued).
+func (g *Core) Next(out []Out, now time.Time) (n int, wait time.Duration) {
+	now = g.clock(now)
+	for n < len(out) {
+		k, w := g.sched.NextBatch(g.items[:min(len(g.items), len(out)-n)], now)
+		for _, it := range g.items[:k] {
+			q := it.Packet
+			h := lludp.Header{Sequence: q.seq}
+			if q.rel {
+				h.Flags |= lludp.FlagReliable
+			}
+			if it.Resend {
+				h.Flags |= lludp.FlagResent
+			}
+			g.departed(q.v, it.Channel, q.b, h, q.at, now)
+			out[n] = Out{V: q.v, B: q.b}
+			n++
+		}
+		clear(g.items[:k])
+		if w != 0 || k == 0 {
+			return n, w
+		}
+	}
+	return n, 0
+}
+
+// Tick decides each circuit's rate when its interval is due, and closes
+// circuits whose time is up. It appends to asserts the AgentThrottles to
+// send to the region and to closed every circuit removed since the last
+// Tick or Gone, whose sockets the shell closes.
+func (g *Core) Tick(now time.Time, asserts []Assert, closed []*Viewer) ([]Assert, []*Viewer) {
+	now = g.clock(now)
+	for _, v := range g.viewers {
+		switch {
+		case v.state == pending && now.Sub(v.created) > g.cfg.PendingTimeout,
+			v.state == active && now.Sub(v.seen) > g.cfg.IdleTimeout,
+			v.state == closing && now.After(v.closeAt):
+			g.expired++
+			g.remove(v, now)
+			continue
+		}
+		if v.state != active || now.Before(v.nextDecide) {
+			continue
+		}
+		v.nextDecide = now.Add(g.cfg.Control.Interval)
+		v.fair = g.cfg.Control.Clamp(v.est.ctl.Rate(now))
+		g.apply(v, now)
+		if a, ok := g.assert(v); ok {
+			asserts = append(asserts, a)
+		}
+	}
+	return asserts, g.Gone(closed)
+}
+
+// Gone appends to closed every circuit removed since the last call — by a
+// timeout, to make room, or by Remove — and returns it: the shell closes
+// their sockets.
+func (g *Core) Gone(closed []*Viewer) []*Viewer {
+	closed = append(closed, g.gone...)
+	clear(g.gone)
+	g.gone = g.gone[:0]
+	return closed
+}
+
+// assert builds the AgentThrottle that keeps the region's throttle at the
+// circuit's rate, as the sidecar re-asserts: when it changed by MinChange,
+// or every ResendEvery decisions while it is below the viewer's own
+// request (an unreliable datagram can be lost). Unreliable, with the
+// viewer's latest sequence number (protocol.md §10.2).
+func (g *Core) assert(v *Viewer) (Assert, bool) {
+	v.sinceSent++
+	if v.askedTotal <= 0 || v.agent.IsZero() {
+		return Assert{}, false
+	}
+	changed := v.asserted == 0 || math.Abs(float64(v.rate-v.asserted)) > g.cfg.Control.MinChange*float64(v.asserted)
+	below := v.rate < v.askedTotal
+	if !changed && !(below && v.sinceSent >= g.cfg.Control.ResendEvery) {
+		return Assert{}, false
+	}
+	m := lludp.AgentThrottle{AgentData: lludp.AgentData{AgentID: v.agent, SessionID: v.session}, CircuitCode: v.code,
+		Throttles: scaled(v.asked, v.rate)}
+	b, err := lludp.AppendMessage(nil, lludp.Header{Sequence: v.upSeq}, &m, nil)
+	if err != nil {
+		return Assert{}, false
+	}
+	v.asserted, v.sinceSent = v.rate, 0
+	g.asserts++
+	return Assert{V: v, B: b}, true
+}
+
+// Viewers returns the number of circuits, and of those pending.
+func (g *Core) Viewers() (all, pendingCircuits int) { return len(g.viewers), g.pendingQ.Len() }
+
+// Reconfigure applies what can change live — the fair rate's controller,
+// segment, clamps, interval and hysteresis, the caps and the timeouts —
+// and returns the settings that differ but need a restart (routes, bind
+// address, scheduler). A new controller or segment starts each circuit's
+// measurement afresh. Nothing changes if cfg is invalid.
+func (g *Core) Reconfigure(cfg Config, now time.Time) (restart []string, err error) {
+	c, err := cfg.WithDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Equal(c.Routes, g.cfg.Routes) {
+		restart = append(restart, "routes")
+	}
+	if c.Bind != g.cfg.Bind {
+		restart = append(restart, "bind")
+	}
+	if !reflect.DeepEqual(c.Scheduler, g.cfg.Scheduler) {
+		restart = append(restart, "scheduler")
+	}
+	rebuild := c.Control.Controller != g.cfg.Control.Controller || c.Control.Segment != g.cfg.Control.Segment ||
+		c.Control.Min != g.cfg.Control.Min || c.Control.Max != g.cfg.Control.Max
+	c.Routes, c.Bind, c.Scheduler = g.cfg.Routes, g.cfg.Bind, g.cfg.Scheduler
+	g.cfg = c
+	if rebuild {
+		for _, v := range g.viewers {
+			if ctl, err := c.Control.NewController(c.Control.Controller); err == nil {
+				v.est.ctl = ctl
+			}
+		}
+	}
+	for _, v := range g.viewers {
+		v.nextDecide = now.Add(c.Control.Interval)
+	}
+	return restart, nil
+}

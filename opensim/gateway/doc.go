@@ -1,0 +1,87 @@
+// Package gateway is fairgrid's server side in front of an unmodified
+// OpenSim: a UDP gateway at the region's public address that carries
+// every viewer circuit to the region, schedules what the region sends
+// each viewer with package opensim, measures each circuit at the server
+// and keeps each viewer at the lesser of its own request and a TCP-fair
+// rate. docs/gateway.md is the operator's account; this is the model.
+//
+// # Circuits
+//
+// OpenSim binds its UDP socket to InternalAddress:InternalPort
+// (Regions.ini) and tells viewers ExternalHostName and the port
+// (protocol.md §13.1d). The gateway listens at the public address of each
+// configured Route and gives every viewer circuit a socket of its own
+// towards the route's region, so the region sees one endpoint per circuit,
+// as without the gateway. Destinations come from the configuration only,
+// never from a datagram: the gateway is not an open relay.
+//
+// A circuit opens with a viewer's UseCircuitCode and is pending until the
+// viewer shows it hears the region (an ack of a reliable datagram the
+// region sent it, or CompleteAgentMovement). Bounds (Config): MaxViewers
+// circuits in all; MaxPerPrefix from one source /24 or /64; MaxPending
+// pending ones, the oldest evicted to make room, so a flood of
+// UseCircuitCode from fresh addresses only cycles the pending slots and
+// never touches an established circuit — a viewer completes its handshake
+// within a round trip, and while a flood of F datagrams a second runs,
+// one whose round trip is under MaxPending/F still gets in (1024 slots at
+// 10,000 a second: 100 ms). Pending circuits close after PendingTimeout,
+// silent ones after IdleTimeout, logged-out ones Linger after the
+// LogoutReply or CloseCircuit. LLUDP has no proof of address: a blind
+// spoofer can ack the region's predictable first sequence numbers, and
+// the caps are what bound it. Each circuit costs one socket and, at most,
+// its scheduler queues (Config.Scheduler.QueueBytes per channel).
+//
+// # Scheduling
+//
+// The region's datagrams go into the opensim scheduler by channel
+// (opensim.ChannelOf: Avatar, Task, Texture, Layer, Asset) and leave at
+// the circuit's rate, circuits sharing Scheduler.SceneMax — the gateway's
+// uplink — by proportional fair queuing; messages of no channel (acks,
+// pings, the handshake) leave at once, as OpenSim sends them. A channel's
+// queue is bounded in bytes and packets; a new datagram finding it full is
+// dropped (tail drop, counted): the region's own resend of a reliable
+// datagram then does its job, and an unreliable one was never owed. A
+// resend is never refused (opensim.Scheduler.Enqueue). Each datagram's
+// wait in its queue is measured per channel.
+//
+// # Measurement at the server
+//
+// The estimator sees each datagram leave for the viewer and each ack
+// come back:
+//
+//   - Loss: a reliable datagram is lost once NDUPACK = 3 reliable
+//     datagrams sent after it are acked and it is not (RFC 5681's
+//     duplicate-ack rule in departure order). Losses within one RTT are
+//     one loss event (RFC 5348 §5.2), in the controller. Unreliable
+//     datagrams are never acked, so they are never seen lost: the loss
+//     event rate is that of reliable datagrams, unbiased if loss does not
+//     depend on reliability, and their bytes count towards the receive
+//     rate as sent (biased high by the loss rate, a few per cent).
+//   - Lost acks: an ack travels in a viewer datagram that can be lost on
+//     the way up, which would make a delivered datagram look lost. The
+//     viewer's own sequence numbers show such a loss as a gap; every
+//     datagram awaiting its ack at that moment is then uncertain, and if
+//     declared lost counts as unknown, not as a loss. What remains is
+//     biased low by the real losses among those, a fraction of the up
+//     path's loss rate.
+//   - RTT: the region's StartPingCheck leaving the gateway to the
+//     viewer's CompletePingCheck: the network round trip plus the viewer's
+//     time to answer. OpenSim pings every 5 s. Acks give a second sample
+//     per reliable datagram, kept apart (it includes the viewer's ack
+//     delay, 100 ms in the Second Life viewer) and never used to control.
+//
+// The fair rate comes from the same ratecalc controllers the sidecar uses,
+// by name (throttle.Config.NewController), every Control.Interval.
+//
+// # The rate
+//
+// A circuit's rate is min(the viewer's own AgentThrottle, the fair rate),
+// split over the categories as the viewer split its request. The viewer's
+// AgentThrottle is rewritten in flight when the fair rate is lower
+// (lludp.AppendReplacedThrottles: sequence number, flags and acks kept),
+// and the gateway asserts the rate from the circuit's socket, unreliable
+// with the viewer's latest sequence number, when it changes by MinChange
+// or every ResendEvery decisions while below the request, so OpenSim
+// produces about what the gateway sends. Core is all of this without
+// sockets, on explicit time; Gateway is the shell.
+package gateway

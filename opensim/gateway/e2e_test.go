@@ -1,0 +1,274 @@
+package gateway_test
+
+import (
+	"context"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fairgrid/fairgrid/internal/lab/viewer"
+	"github.com/fairgrid/fairgrid/opensim"
+	"github.com/fairgrid/fairgrid/opensim/gateway"
+	"github.com/fairgrid/fairgrid/opensim/region"
+	"github.com/fairgrid/fairgrid/ratecalc"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+var loopback = netip.MustParseAddrPort("127.0.0.1:0")
+
+// startRegion runs a test region (fairgrid sim) on loopback until the
+// test ends or stop is called.
+func startRegion(t *testing.T, cfg region.Config) (*region.Server, func()) {
+	t.Helper()
+	if !cfg.Listen.IsValid() {
+		cfg.Listen = loopback
+	}
+	s, err := region.New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { s.Run(ctx); close(done) }()
+	var once sync.Once
+	stop := func() { once.Do(func() { cancel(); <-done }) }
+	t.Cleanup(stop)
+	return s, stop
+}
+
+// startGateway runs a gateway in front of the regions until the test ends.
+func startGateway(t *testing.T, cfg gateway.Config) *gateway.Gateway {
+	t.Helper()
+	g, err := gateway.New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- g.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("gateway run: %v", err)
+		}
+	})
+	return g
+}
+
+func route(region netip.AddrPort) []gateway.Route {
+	return []gateway.Route{{Listen: loopback, Region: region}}
+}
+
+// fleet is viewers running until their context ends.
+type fleet struct {
+	vs   []*viewer.Viewer
+	reps []viewer.Report
+	wg   sync.WaitGroup
+}
+
+// startViewers runs a viewer per throttle at addr for d.
+func startViewers(t *testing.T, addr netip.AddrPort, throttles []ratecalc.Rate, firstCode uint32, d time.Duration) *fleet {
+	t.Helper()
+	f := &fleet{reps: make([]viewer.Report, len(throttles))}
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	for i, thr := range throttles {
+		v, err := viewer.New(viewer.Config{Sim: addr, Throttle: thr, CircuitCode: firstCode + uint32(i)}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.vs = append(f.vs, v)
+		f.wg.Add(1)
+		go func() {
+			defer f.wg.Done()
+			v.Run(ctx)
+			f.reps[i] = v.Report()
+		}()
+	}
+	go func() { f.wg.Wait(); cancel() }()
+	return f
+}
+
+// served waits until every viewer has received data after its login.
+func (f *fleet) served(t *testing.T) {
+	t.Helper()
+	for i, v := range f.vs {
+		select {
+		case <-v.Served():
+		case <-time.After(10 * time.Second):
+			t.Fatalf("viewer %d never served", i)
+		}
+	}
+}
+
+func (f *fleet) wait() []viewer.Report { f.wg.Wait(); return f.reps }
+
+// TestCircuitsThrough: viewers log in through the gateway, the region
+// sees each at an endpoint of the gateway's, one circuit per viewer, and
+// each receives about what it asked for; after logout the circuits close.
+func TestCircuitsThrough(t *testing.T) {
+	sim, _ := startRegion(t, region.Config{Activity: region.Flying})
+	gw := startGateway(t, gateway.Config{Routes: route(sim.Addr()), Linger: 200 * time.Millisecond})
+	want := []ratecalc.Rate{ratecalc.RateFromBits(300_000), ratecalc.RateFromBits(600_000), ratecalc.RateFromBits(300_000)}
+	f := startViewers(t, gw.Addr(0), want, 100, 4*time.Second)
+	f.served(t)
+	circuits, regionSaw := gw.Circuits(), sim.Clients()
+	if len(circuits) != len(want) || len(regionSaw) != len(want) {
+		t.Fatalf("%d viewers: the gateway carries %d circuits, the region sees %d", len(want), len(circuits), len(regionSaw))
+	}
+	seen := map[netip.AddrPort]bool{}
+	for _, c := range regionSaw {
+		seen[c.Addr] = true
+	}
+	viewers := map[netip.AddrPort]bool{}
+	for _, v := range f.vs {
+		viewers[v.Addr()] = true
+	}
+	for _, c := range circuits {
+		if !viewers[c.Viewer] || !seen[c.Local] || viewers[c.Local] {
+			t.Errorf("circuit of viewer %v at %v: the region sees %v", c.Viewer, c.Local, regionSaw)
+		}
+	}
+	reps := f.wait()
+	for i, r := range reps {
+		t.Logf("viewer %d: logged in %v, %.0f bit/s for %.0f, lost %d, RTT %v", i, r.LoggedIn, r.RateBPS, want[i].BitsPerSecond(), r.Lost, r.RTTms)
+		if !r.LoggedIn || r.ReliableReceived == 0 {
+			t.Fatalf("viewer %d: no login or no traffic through the gateway: %+v", i, r)
+		}
+		if q := r.RateBPS / want[i].BitsPerSecond(); q < 0.7 || q > 1.15 {
+			t.Errorf("viewer %d received %.0f bit/s for %.0f asked (%.2f×)", i, r.RateBPS, want[i].BitsPerSecond(), q)
+		}
+	}
+	for _, c := range gw.Circuits() {
+		if !c.Closing {
+			t.Errorf("circuit of %v still open after its viewer logged out", c.Viewer)
+		}
+	}
+	k := gw.Counters()
+	t.Logf("counters %+v", k)
+	if k.Drops[gateway.Passed] == 0 || k.Scheduler.SentBytes == 0 {
+		t.Errorf("nothing passed or scheduled: %+v", k)
+	}
+}
+
+// jain is Jain's fairness index of xs: 1 when all are equal.
+func jain(xs []float64) float64 {
+	var sum, sq float64
+	for _, x := range xs {
+		sum += x
+		sq += x * x
+	}
+	return sum * sum / (float64(len(xs)) * sq)
+}
+
+// TestSceneShares: three viewers asking 300, 600 and 900 kbit/s behind a
+// 480 kbit/s uplink (the scheduler's scene rate) share it in proportion
+// to their rates, as the region offers each more than it can take: Jain's
+// index of received/allocated at least 0.95.
+func TestSceneShares(t *testing.T) {
+	sim, _ := startRegion(t, region.Config{Activity: region.Flying})
+	scene := ratecalc.RateFromBits(480_000)
+	gw := startGateway(t, gateway.Config{Routes: route(sim.Addr()), Scheduler: opensim.Config{SceneMax: int64(scene)}})
+	asks := []ratecalc.Rate{ratecalc.RateFromBits(300_000), ratecalc.RateFromBits(600_000), ratecalc.RateFromBits(900_000)}
+	reps := startViewers(t, gw.Addr(0), asks, 200, 3*time.Second).wait()
+	var sum ratecalc.Rate
+	for _, a := range asks {
+		sum += a
+	}
+	var ratios []float64
+	var total float64
+	for i, r := range reps {
+		alloc := scene.BitsPerSecond() * float64(asks[i]/sum)
+		ratios = append(ratios, r.RateBPS/alloc)
+		total += r.RateBPS
+		t.Logf("viewer %d asked %.0f: received %.0f bit/s, allocated %.0f (%.2f)", i, asks[i].BitsPerSecond(), r.RateBPS, alloc, r.RateBPS/alloc)
+	}
+	if j := jain(ratios); j < 0.95 {
+		t.Errorf("Jain's index %.3f, want at least 0.95", j)
+	}
+	// Each viewer's mean counts its login second, so the sum is a little
+	// under the uplink; it must never be above it.
+	if total > 1.05*scene.BitsPerSecond() || total < 0.7*scene.BitsPerSecond() {
+		t.Errorf("viewers received %.0f bit/s in all through a %.0f bit/s uplink", total, scene.BitsPerSecond())
+	}
+}
+
+// TestManyViewers: forty viewers log in through one gateway at once and
+// each is served.
+func TestManyViewers(t *testing.T) {
+	sim, _ := startRegion(t, region.Config{Activity: region.Walking})
+	gw := startGateway(t, gateway.Config{Routes: route(sim.Addr())})
+	asks := make([]ratecalc.Rate, 40)
+	for i := range asks {
+		asks[i] = ratecalc.RateFromBits(100_000)
+	}
+	f := startViewers(t, gw.Addr(0), asks, 1000, 3*time.Second)
+	f.served(t)
+	if n := len(sim.Clients()); n != len(asks) {
+		t.Errorf("the region sees %d circuits for %d viewers", n, len(asks))
+	}
+	for i, r := range f.wait() {
+		if !r.LoggedIn || r.RateBPS < 0.5*asks[i].BitsPerSecond() {
+			t.Errorf("viewer %d: %+v", i, r)
+		}
+	}
+}
+
+// TestRegionRestart: the region goes away and comes back at the same
+// address; the gateway keeps running, and a viewer that logs in afterwards
+// is served.
+func TestRegionRestart(t *testing.T) {
+	sim, stop := startRegion(t, region.Config{Activity: region.Walking})
+	addr := sim.Addr()
+	gw := startGateway(t, gateway.Config{Routes: route(addr)})
+	before := startViewers(t, gw.Addr(0), []ratecalc.Rate{ratecalc.RateFromBits(200_000)}, 1, 1500*time.Millisecond)
+	before.served(t)
+	stop() // the region is down: the gateway's sockets get ICMP errors
+	reps := before.wait()
+	if !reps[0].LoggedIn {
+		t.Fatalf("first viewer: %+v", reps[0])
+	}
+	startRegion(t, region.Config{Listen: addr, Activity: region.Walking})
+	after := startViewers(t, gw.Addr(0), []ratecalc.Rate{ratecalc.RateFromBits(200_000)}, 2, 2*time.Second)
+	after.served(t)
+	if r := after.wait()[0]; !r.LoggedIn || r.ReliableReceived == 0 {
+		t.Errorf("after the restart: %+v", r)
+	}
+	if k := gw.Counters(); k.SendErrors == 0 {
+		t.Logf("no send errors while the region was down (the viewer had logged out): %+v", k)
+	}
+}
+
+// TestMetrics: the collector exports each circuit, with the endpoint the
+// region sees for it, and the gateway's totals.
+func TestMetrics(t *testing.T) {
+	sim, _ := startRegion(t, region.Config{Activity: region.Walking})
+	gw := startGateway(t, gateway.Config{Routes: route(sim.Addr())})
+	f := startViewers(t, gw.Addr(0), []ratecalc.Rate{ratecalc.RateFromBits(200_000)}, 1, 1500*time.Millisecond)
+	f.served(t)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(gateway.NewCollector(gw, 0))
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	for _, mf := range mfs {
+		got[mf.GetName()] = len(mf.GetMetric())
+	}
+	c := gw.Circuits()[0]
+	for name, n := range map[string]int{
+		"fairgrid_gateway_circuits": 2, "fairgrid_gateway_datagrams_total": 5, "fairgrid_gateway_circuit_info": 1,
+		"fairgrid_gateway_circuit_rate_bytes_per_second": 1, "fairgrid_gateway_circuit_fair_rate_bytes_per_second": 1,
+		"fairgrid_gateway_circuit_received_rate_bytes_per_second": 1, "fairgrid_gateway_circuit_loss_event_rate": 1,
+		"fairgrid_gateway_circuit_queue_delay_seconds": 5, "fairgrid_gateway_circuit_queue_dropped_total": 5,
+	} {
+		if got[name] != n {
+			t.Errorf("%s: %d series, want %d", name, got[name], n)
+		}
+	}
+	if !c.Local.IsValid() || c.AgentID == "" {
+		t.Errorf("circuit %+v: no local endpoint or agent", c)
+	}
+	f.wait()
+}

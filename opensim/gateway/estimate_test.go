@@ -1,0 +1,66 @@
+package gateway
+
+import (
+	"fmt"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/fairgrid/fairgrid/ratecalc"
+	"github.com/fairgrid/fairgrid/throttle"
+)
+
+// TestEstimatorGroundTruth holds the gateway's server-side estimates to
+// the link emulator's record, with the tolerances the audit's golden
+// traces use (internal/audit/golden_test.go): the loss rate within four
+// standard deviations of the link's setting, loss events within ±25 % and
+// 2 of the dropped originals grouped by the link's round trip, and the RTT
+// between the link's two delays and 25 ms more. Loss is random both ways,
+// so acks are lost too (doc.go). Virtual time: a 40 s run costs well under
+// a second.
+func TestEstimatorGroundTruth(t *testing.T) {
+	for _, tc := range []struct {
+		loss  float64
+		delay time.Duration // one way
+	}{
+		{0.005, 10 * time.Millisecond}, {0.005, 50 * time.Millisecond},
+		{0.03, 10 * time.Millisecond}, {0.03, 25 * time.Millisecond}, {0.03, 50 * time.Millisecond},
+		{0.10, 10 * time.Millisecond}, {0.10, 50 * time.Millisecond},
+	} {
+		for _, seed := range []uint64{7, 11, 23} {
+			t.Run(fmt.Sprintf("loss=%g%%,rtt=%v,seed=%d", 100*tc.loss, 2*tc.delay, seed), func(t *testing.T) {
+				// The viewer asks for 1,500 kbit/s and the controller is held
+				// at it (TFRC's equation would bring it down at 10 %, leaving
+				// too few packets to judge), so every case sends enough.
+				ask := ratecalc.RateFromBits(1_500_000)
+				r := runSim(t, simConfig{loss: tc.loss, delay: tc.delay, viewers: []ratecalc.Rate{ask}, ctl: throttle.TFRC, hold: ask,
+					run: 40 * time.Second, seed: seed})
+				v, st := r.viewers[0], r.stats[0]
+				e := st.Estimator
+				rtt := 2 * tc.delay
+				truth := truthEvents(v.droppedAt, rtt)
+				t.Logf("sent %d reliable originals, link dropped %d (%d events); gateway: acked %d, lost %d, unknown %d, %d events, p %.4f; RTT %v (acks %v); up gaps %d; history %d received, %d lost",
+					v.originalsSent, len(v.droppedAt), truth, e.Acked, e.Lost, e.Unknown, st.Controller.LossEvents, st.Controller.LossEventRate, st.RTT, st.AckRTT, e.UpGaps, st.Controller.Received, st.Controller.Lost)
+				// The loss history holds the datagrams whose acks could not
+				// have been in a lost ack datagram, chosen by time, not fate.
+				ctl := st.Controller
+				n := float64(ctl.Received + ctl.Lost)
+				if sd := math.Sqrt(tc.loss * (1 - tc.loss) / n); math.Abs(float64(ctl.Lost)/n-tc.loss) > 4*sd {
+					t.Errorf("loss rate %.4f over %v datagrams, the link's %.4f (±4σ = %.4f)", float64(ctl.Lost)/n, n, tc.loss, 4*sd)
+				}
+				want := float64(truth) * n / float64(v.originalsSent)
+				if got := float64(ctl.LossEvents); math.Abs(got-want) > 0.25*want+2 {
+					t.Errorf("%v loss events in %v datagrams, the link's drops make %.1f in as many", got, n, want)
+				}
+				if st.RTT < rtt || st.RTT > rtt+25*time.Millisecond {
+					t.Errorf("RTT %v, want the link's %v plus at most 25 ms", st.RTT, rtt)
+				}
+				// Unknown fates are the price of lost acks: a few per cent of
+				// the datagrams, not a way to hide losses.
+				if e.Unknown > e.ReliableSent/5+5 {
+					t.Errorf("%d of %d fates unknown", e.Unknown, e.ReliableSent)
+				}
+			})
+		}
+	}
+}
