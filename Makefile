@@ -75,7 +75,7 @@ FUZZ_TARGETS := lludp:FuzzDecode lludp:FuzzZeroCode lludp:FuzzReplaceThrottles l
 	ratecalc:FuzzParseBitRate ratecalc:FuzzParseLoss \
 	internal/socks5:FuzzHandshake internal/socks5:FuzzUDPHeader \
 	internal/audit:FuzzAudit internal/lab/tcpflow:FuzzClientPort internal/lab/kerneltcp:FuzzTCPPorts \
-	internal/lab/viewer:FuzzPktinfoDst internal/lab/scenario:FuzzSplitBundle internal/lab/scenario:FuzzHeaderCompression
+	internal/lab/viewer:FuzzPktinfoDst internal/lab/tcm:FuzzSplitBundle internal/lab/tcm:FuzzHeaderCompression
 fuzz-smoke:
 	@for pt in $(FUZZ_TARGETS); do \
 		p=$${pt%%:*}; t=$${pt#*:}; \
