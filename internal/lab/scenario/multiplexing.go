@@ -290,22 +290,15 @@ func (p *sawtoothPath) Run(ctx context.Context) error {
 		<-ctx.Done()
 		return nil
 	}
-	t := time.NewTicker(p.period)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-			p.mu.Lock()
-			held := p.held
-			p.held = nil
-			p.mu.Unlock()
-			for _, packet := range held {
-				p.shared.Send(p.flows[link.Up], packet)
-			}
+	return tcm.Rounds(ctx, p.period, func() {
+		p.mu.Lock()
+		held := p.held
+		p.held = nil
+		p.mu.Unlock()
+		for _, packet := range held {
+			p.shared.Send(p.flows[link.Up], packet)
 		}
-	}
+	})
 }
 
 // sharedFlows are the names of a path's flows on the shared bottleneck.

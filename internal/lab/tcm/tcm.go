@@ -178,22 +178,31 @@ func (m *Multiplexer) Hold(dir link.Direction, packet []byte) {
 
 // Run ends a round every period until ctx ends.
 func (m *Multiplexer) Run(ctx context.Context) error {
-	t := time.NewTicker(m.period)
+	return Rounds(ctx, m.period, func() {
+		for _, dir := range []link.Direction{link.Up, link.Down} {
+			m.mu.Lock()
+			bundle := m.held[dir]
+			m.held[dir] = nil
+			m.mu.Unlock()
+			if bundle != nil {
+				m.send(dir, bundle)
+			}
+		}
+	})
+}
+
+// Rounds calls end at the end of every round of period, until ctx ends:
+// the clock of a multiplexing delay, whose packets wait for their round's
+// end (the sawtooth of 0 to period).
+func Rounds(ctx context.Context, period time.Duration, end func()) error {
+	t := time.NewTicker(period)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
-			for _, dir := range []link.Direction{link.Up, link.Down} {
-				m.mu.Lock()
-				bundle := m.held[dir]
-				m.held[dir] = nil
-				m.mu.Unlock()
-				if bundle != nil {
-					m.send(dir, bundle)
-				}
-			}
+			end()
 		}
 	}
 }
