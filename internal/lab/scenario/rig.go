@@ -1,11 +1,13 @@
 package scenario
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"strings"
 	"sync"
 	"time"
 
@@ -168,7 +170,7 @@ func (discard) Send(context.Context, throttle.Request) error { return nil }
 
 // relaySender sends fairgrid's AgentThrottle from the viewer's host,
 // across the bottleneck.
-type relaySender struct{ r *Relay }
+type relaySender struct{ r *link.Relay }
 
 func (s relaySender) Send(_ context.Context, req throttle.Request) error {
 	b, err := req.Encode()
@@ -290,7 +292,7 @@ func RunRig(ctx context.Context, cfg RigConfig, log *slog.Logger) (Measurement, 
 				for i, f := range flows {
 					read0[i], up0[i] = f.Read(dataDir(f.Config())), f.Read(link.Up)
 				}
-				if r, ok := first.Flow(ViewerDownFlow); ok {
+				if r, ok := viewerFlow(first, link.Down); ok {
 					prevDown = r.DeliveredBytes
 				}
 				warmedUp = true
@@ -299,7 +301,7 @@ func RunRig(ctx context.Context, cfg RigConfig, log *slog.Logger) (Measurement, 
 					continue
 				}
 				s := b.Stats()
-				if r, ok := s.Flow(ViewerDownFlow); ok {
+				if r, ok := viewerFlow(s, link.Down); ok {
 					perSecond = append(perSecond, float64(r.DeliveredBytes-prevDown)*8)
 					prevDown = r.DeliveredBytes
 				}
@@ -393,18 +395,30 @@ func addViewer(g *throttle.Group, b *link.Bottleneck, cfg RigViewer, warmup time
 		return nil, fmt.Errorf("scenario: %w", err)
 	}
 	source := throttle.NewChanSource(tapBuffer)
-	relay, err := NewRelay(b, sim.Addr(), func(d lludp.Datagram) {
-		source.Push(d)
-		if viewerTap != nil {
-			viewerTap(d)
-		}
-	}, log)
+	// The viewer's datagrams cross b as flows "lludp VIEWER up" and
+	// "lludp VIEWER down" (viewerFlow finds them); the tap sees them as
+	// the viewer's host does, and its payload is only lent.
+	relay, err := link.New(link.Config{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Upstream: sim.Addr(), Shared: b,
+		Tap: func(d link.Datagram) {
+			ld := lludp.Datagram{At: d.At, Src: d.Src, Dst: d.Dst, Payload: bytes.Clone(d.Payload)}
+			source.Push(ld)
+			if viewerTap != nil {
+				viewerTap(ld)
+			}
+		}}, log)
 	if err != nil {
 		return nil, fmt.Errorf("scenario: %w", err)
 	}
+	// closeRelay closes the relay's sockets when the run does not start:
+	// its Run closes them once its context has ended.
+	closeRelay := func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		relay.Run(ctx)
+	}
 	v, err := viewer.New(viewer.Config{Sim: relay.Addr(), Throttle: cfg.Throttle, FollowViewerRule: true, CircuitCode: 4242}, log)
 	if err != nil {
-		relay.close()
+		closeRelay()
 		return nil, fmt.Errorf("scenario: %w", err)
 	}
 	vr := &viewerRig{mode: cfg.Mode, loop: loop, warmEnd: time.Now().Add(warmup)}
@@ -425,7 +439,7 @@ func addViewer(g *throttle.Group, b *link.Bottleneck, cfg RigViewer, warmup time
 			}
 		}})
 	if err != nil {
-		relay.close()
+		closeRelay()
 		return nil, fmt.Errorf("scenario: %w", err)
 	}
 	g.Add(sim.Run, nil)
@@ -437,10 +451,10 @@ func addViewer(g *throttle.Group, b *link.Bottleneck, cfg RigViewer, warmup time
 
 func (vr *viewerRig) result(d link.BottleneckStats, perSecond []float64) *ViewerResult {
 	r := &ViewerResult{Mode: vr.mode, PerSecondBPS: perSecond, Requests: vr.loop.Stats().Requests}
-	if f, ok := d.Flow(ViewerDownFlow); ok {
+	if f, ok := viewerFlow(d, link.Down); ok {
 		r.Down = flowResult(f)
 	}
-	if f, ok := d.Flow(ViewerUpFlow); ok {
+	if f, ok := viewerFlow(d, link.Up); ok {
 		r.Up = flowResult(f)
 	}
 	vr.mu.Lock()
@@ -467,6 +481,17 @@ func (vr *viewerRig) result(d link.BottleneckStats, perSecond []float64) *Viewer
 		r.FairTFRCBPS /= n
 	}
 	return r
+}
+
+// viewerFlow is the viewer's flow through the bottleneck going dir, as
+// link.Relay names it ("lludp VIEWER up" or "down"); a rig has one viewer.
+func viewerFlow(s link.BottleneckStats, dir link.Direction) (link.FlowReport, bool) {
+	for _, f := range s.Flows {
+		if f.Dir == dir && strings.HasPrefix(f.Name, "lludp ") && strings.HasSuffix(f.Name, " "+dir.String()) {
+			return f, true
+		}
+	}
+	return link.FlowReport{}, false
 }
 
 // Jain is Jain's fairness index of xs: 1 when all are equal, 1/n when one
