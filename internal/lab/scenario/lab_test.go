@@ -222,7 +222,7 @@ func multiplexingCheck(o Options) labCheck {
 	jobs := append(multiplexJobs(o.Seed, dur, cases, sawtooth), multiplexJobs(o.Seed, dur, cases[:1], []muxVariant{variantTCM})...)
 	return labCheck{name: "multiplexing", jobs: jobs, judge: func(t *testing.T, _ []job, runs []RunResult) {
 		n := len(cases)
-		res := multiplexResult(cases, sawtooth, dur, false, runs[:n])
+		res := multiplexResult(cases, sawtooth, dur, runs[:n])
 		for _, c := range res.Comparisons {
 			t.Logf("%s, %s: %s (published %s): %s", c.Case, c.Metric, c.spread(), c.PublishedText, c.Verdict)
 			if !c.OK {

@@ -52,10 +52,8 @@ const (
 // node0->node1") then the plain one's ("BW node6->node7"); finding is
 // what its conclusions say of the case (lines 83–86).
 type multiplexCase struct {
-	name string
-	rate int64 // bits/s, both ways (NS2's duplex link)
-	// downRate, if set, is the server→client direction's rate instead.
-	downRate  int64
+	name      string
+	rate      int64 // bits/s, both ways (NS2's duplex link)
 	flows     int
 	period    time.Duration
 	published [2]Figure
@@ -117,12 +115,9 @@ func multiplexing() Scenario {
 }
 
 // multiplexDiffers says how a case's runs differ from the document's.
-func multiplexDiffers(dur time.Duration, flowsScaled bool) string {
+func multiplexDiffers(dur time.Duration) string {
 	d := fmt.Sprintf("%.0f s measured after %.0f s (published: 200 s simulated); gVisor Reno (NS2 FullTCP); 100-byte updates (not given); 50-packet drop-tail bottleneck (not given; NS2's default); the 10 ms links as one 30 ms access link per branch; sawtooth on the clients' side of the bottleneck only (the topology comment's node8→node4)",
 		dur.Seconds(), multiplexWarmup.Seconds())
-	if flowsScaled {
-		d = "flows and bottleneck scaled down together (see the case); " + d
-	}
 	return d
 }
 
@@ -131,7 +126,7 @@ func runMultiplexing(ctx context.Context, o Options) (Result, error) {
 	variants := []muxVariant{variantSawtooth, variantTCM}
 	return runSeeded(ctx, o, func(o Options) []job { return multiplexJobs(o.Seed, dur, multiplexCases, variants) },
 		func(jobs []job, runs []RunResult) Result {
-			return multiplexResult(multiplexCases, variants, dur, false, runs)
+			return multiplexResult(multiplexCases, variants, dur, runs)
 		})
 }
 
@@ -323,11 +318,7 @@ func runMultiplexCase(ctx context.Context, c multiplexCase, v muxVariant, seed u
 		log = slog.New(slog.DiscardHandler)
 	}
 	pc := link.PipeConfig{Rate: c.rate / 8, Delay: gameBottleneckDelay, Buffer: gameBuffer}
-	down := pc
-	if c.downRate > 0 {
-		down.Rate = c.downRate / 8
-	}
-	shared, err := link.NewBottleneck(link.BottleneckConfig{Up: pc, Down: down, Seed: seed, Tap: tap}, log)
+	shared, err := link.NewBottleneck(link.BottleneckConfig{Up: pc, Down: pc, Seed: seed, Tap: tap}, log)
 	if err != nil {
 		return Measurement{}, fmt.Errorf("scenario: %w", err)
 	}
@@ -453,9 +444,8 @@ func sleep(ctx context.Context, d time.Duration) error {
 }
 
 // multiplexResult builds the scenario's table and comparisons from one
-// seed's runs, in multiplexJobs' order. scaled says the cases were
-// scaled down from the document's (tests).
-func multiplexResult(cases []multiplexCase, variants []muxVariant, dur time.Duration, scaled bool, runs []RunResult) Result {
+// seed's runs, in multiplexJobs' order.
+func multiplexResult(cases []multiplexCase, variants []muxVariant, dur time.Duration, runs []RunResult) Result {
 	res := Result{Scenario: "multiplexing", Runs: runs}
 	t := Table{Title: "multiplexing: client→server throughput of each branch of application-limited game TCP flows (the document's cases A–D; TCM is ours)",
 		Columns: []string{"case", "bottleneck", "flows", "T ms", "delayed by", "delayed kbit/s", "published", "plain kbit/s", "published", "delayed/plain", "published",
@@ -465,7 +455,7 @@ func multiplexResult(cases []multiplexCase, variants []muxVariant, dur time.Dura
 			"sawtooth: the document's set-up: the delayed branch's client→server packets wait for the end of their round of T (0 to T, T/2 on average) before the bottleneck; nothing else changes. We read the topology comment (lines 27–28: \"from node8 to node4, and from node9 to node4\") against its text (lines 46–48: the delay on the node0–node1 branch only) and delay only node8→node4, the clients' side; the ACKs and the server's data go undelayed.",
 			"tcm (ours, not in the document): " + muxNote,
 			"up packets/s, bytes/packet (on the wire), dropped and queue: each branch's client→server packets on the bottleneck, delayed / plain (TCM's: its bundles).",
-			"differs: " + multiplexDiffers(dur, scaled),
+			"differs: " + multiplexDiffers(dur),
 		}}
 	i := 0
 	for _, c := range cases {
@@ -490,7 +480,7 @@ func multiplexResult(cases []multiplexCase, variants []muxVariant, dur time.Dura
 				fmt.Sprintf("%.2f", ratio), fmt.Sprintf("%.2f", published),
 				fmt.Sprintf("%.0f / %.0f", b[0].Up.PacketsPerSecond, b[1].Up.PacketsPerSecond), fmt.Sprintf("%.0f / %.0f", b[0].Up.MeanPacketBytes, b[1].Up.MeanPacketBytes),
 				fmt.Sprintf("%.1f / %.1f %%", 100*b[0].Up.DropRate, 100*b[1].Up.DropRate), fmt.Sprintf("%.0f / %.0f", b[0].Up.QueueDelayMeanMs, b[1].Up.QueueDelayMeanMs), saved})
-			res.Comparisons = append(res.Comparisons, multiplexComparisons(c, v, dur, scaled, b, ratio)...)
+			res.Comparisons = append(res.Comparisons, multiplexComparisons(c, v, dur, b, ratio)...)
 		}
 	}
 	res.Tables = append(res.Tables, t)
@@ -501,12 +491,9 @@ func multiplexResult(cases []multiplexCase, variants []muxVariant, dur time.Dura
 // sawtooth, each branch beside its published throughput and their ratio
 // judged as the conclusions read; for TCM (ours), the ratio and what
 // compression saved.
-func multiplexComparisons(c multiplexCase, v muxVariant, dur time.Duration, scaled bool, b []BranchResult, ratio float64) []Comparison {
-	differs := multiplexDiffers(dur, scaled)
+func multiplexComparisons(c multiplexCase, v muxVariant, dur time.Duration, b []BranchResult, ratio float64) []Comparison {
+	differs := multiplexDiffers(dur)
 	kase := c.name
-	if scaled {
-		kase = fmt.Sprintf("%s scaled: %d+%d flows, %dk", c.name, c.flows, c.flows, c.rate/1000)
-	}
 	published := fmt.Sprintf("%.2f (%.0f/%.0f)", c.published[0].Value/c.published[1].Value, c.published[0].Value, c.published[1].Value)
 	if v == variantTCM {
 		return []Comparison{

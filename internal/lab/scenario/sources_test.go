@@ -110,7 +110,7 @@ func TestComparisonSources(t *testing.T) {
 	for range len(multiplexCases) * len(variants) {
 		runs = append(runs, RunResult{Measurement: Measurement{Branches: make([]BranchResult, 2)}})
 	}
-	cs = append(cs, multiplexResult(multiplexCases, variants, multiplexDefault, false, runs).Comparisons...)
+	cs = append(cs, multiplexResult(multiplexCases, variants, multiplexDefault, runs).Comparisons...)
 	for _, v := range mongooseVariants {
 		for _, loss := range mongooseLosses {
 			if c, ok := mongooseComparison(v, loss, 1); ok {
