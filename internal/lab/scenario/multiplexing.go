@@ -121,7 +121,15 @@ func multiplexDiffers(dur time.Duration) string {
 	return d
 }
 
+// multiplexParallel caps how many multiplexing runs go at once, whatever
+// Options.Parallel: each is hundreds of flows whose timers wake the
+// scheduler thousands of times a second, and 16 at once on this 2-core
+// machine starved each other (case A's branches carried 15 of their
+// 73 kbit/s).
+const multiplexParallel = 4
+
 func runMultiplexing(ctx context.Context, o Options) (Result, error) {
+	o.Parallel = min(max(o.Parallel, 1), multiplexParallel)
 	dur := o.duration(multiplexDefault, multiplexPublished)
 	variants := []muxVariant{variantSawtooth, variantTCM}
 	return runSeeded(ctx, o, func(o Options) []job { return multiplexJobs(o.Seed, dur, multiplexCases, variants) },
