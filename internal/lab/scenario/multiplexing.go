@@ -456,7 +456,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 func multiplexResult(cases []multiplexCase, variants []muxVariant, dur time.Duration, runs []RunResult) Result {
 	res := Result{Scenario: "multiplexing", Runs: runs}
 	t := Table{Title: "multiplexing: client→server throughput of each branch of application-limited game TCP flows (the document's cases A–D; TCM is ours)",
-		Columns: []string{"case", "bottleneck", "flows", "T ms", "delayed by", "delayed kbit/s", "published", "plain kbit/s", "published", "delayed/plain", "published",
+		Columns: []string{"case", "bottleneck", "flows", "T ms", "delayed by", "delayed kbit/s", "published", "plain kbit/s", "published", "delayed/plain", "published", "source",
 			"up packets/s", "bytes/packet", "dropped", "queue ms", "compression saved"},
 		Notes: []string{
 			"throughput: what the servers read (client→server goodput), summed over a branch: the document's \"BW node0->node1\" (the delayed branch) and \"BW node6->node7\" (the plain one). Each flow sends 1.47 kbit/s up and 18.13 kbit/s down.",
@@ -485,7 +485,7 @@ func multiplexResult(cases []multiplexCase, variants []muxVariant, dur time.Dura
 			}
 			t.Rows = append(t.Rows, []string{c.name, fmt.Sprintf("%dk", c.rate/1000), fmt.Sprintf("%d+%d", c.flows, c.flows), fmt.Sprint(c.period.Milliseconds()), string(v),
 				fmt.Sprintf("%.0f", b[0].UpKbps), fmt.Sprintf("%.0f", c.published[0].Value), fmt.Sprintf("%.0f", b[1].UpKbps), fmt.Sprintf("%.0f", c.published[1].Value),
-				fmt.Sprintf("%.2f", ratio), fmt.Sprintf("%.2f", published),
+				fmt.Sprintf("%.2f", ratio), fmt.Sprintf("%.2f", published), fmt.Sprintf("%s, :%d", c.published[0].Source(), c.published[1].Line),
 				fmt.Sprintf("%.0f / %.0f", b[0].Up.PacketsPerSecond, b[1].Up.PacketsPerSecond), fmt.Sprintf("%.0f / %.0f", b[0].Up.MeanPacketBytes, b[1].Up.MeanPacketBytes),
 				fmt.Sprintf("%.1f / %.1f %%", 100*b[0].Up.DropRate, 100*b[1].Up.DropRate), fmt.Sprintf("%.0f / %.0f", b[0].Up.QueueDelayMeanMs, b[1].Up.QueueDelayMeanMs), saved})
 			res.Comparisons = append(res.Comparisons, multiplexComparisons(c, v, dur, b, ratio)...)
