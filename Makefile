@@ -65,7 +65,7 @@ unit:
 scale:
 	$(GO) test -count=1 -run 'TestThousandViewers|TestStress' ./internal/lab/viewer
 	$(GO) test -count=1 -run 'TestSimFlood$$' ./cmd/fairgrid
-	$(GO) test -count=1 -run 'TestSingleFlowFillsBottleneck|TestTwoFlowsShare|TestViewerBesideTCP' ./internal/lab/tcpflow
+	$(GO) test -count=1 -run 'TestSingleFlowFillsBottleneck|TestTwoFlowsShare|TestViewerBesideTCP|TestReceiveBufferLimitsFlow' ./internal/lab/tcpflow
 	$(GO) test -count=1 -p 1 $(REALTIME_LAB)
 
 # Each fuzz target briefly, seeded from the real datagrams: package:target.
