@@ -79,7 +79,7 @@ scale:
 	$(GO) test -count=1 -run 'TestThousandViewers|TestStress' ./internal/lab/viewer
 	$(GO) test -count=1 -run 'TestSimFlood$$|$(SCALE_ONLY)' ./cmd/fairgrid
 	$(GO) test -count=1 -run 'TestBadInput$$' ./opensim/gateway
-	$(GO) test -count=1 -run 'TestSingleFlowFillsBottleneck|TestTwoFlowsShare|TestViewerBesideTCP' ./internal/lab/tcpflow
+	$(GO) test -count=1 -run 'TestSingleFlowFillsBottleneck|TestTwoFlowsShare|TestViewerBesideTCP|TestReceiveBufferLimitsFlow' ./internal/lab/tcpflow
 	$(GO) test -count=1 -p 1 $(REALTIME_LAB)
 
 # The quick loop while working: format, vet, and the unit tests with
@@ -98,7 +98,7 @@ FUZZ_TARGETS := lludp:FuzzDecode lludp:FuzzZeroCode lludp:FuzzReplaceThrottles l
 	ratecalc:FuzzParseBitRate ratecalc:FuzzParseLoss \
 	internal/socks5:FuzzHandshake internal/socks5:FuzzUDPHeader \
 	internal/audit:FuzzAudit internal/lab/tcpflow:FuzzClientPort internal/lab/kerneltcp:FuzzTCPPorts \
-	internal/lab/viewer:FuzzPktinfoDst internal/lab/scenario:FuzzSplitBundle internal/lab/scenario:FuzzHeaderCompression \
+	internal/lab/viewer:FuzzPktinfoDst internal/lab/tcm:FuzzSplitBundle internal/lab/tcm:FuzzHeaderCompression \
 	opensim/gateway:FuzzCore
 fuzz-smoke:
 	@for pt in $(FUZZ_TARGETS); do \

@@ -25,7 +25,10 @@ func TestLabCommandLine(t *testing.T) {
 		{"short duration", []string{"lab", "coexistence", "--duration", "1s"}, "at least 5s"},
 		{"negative duration", []string{"lab", "coexistence", "--duration", "-3s"}, "at least 5s"},
 		{"no parallelism", []string{"lab", "coexistence", "--parallel", "0"}, "--parallel 0"},
-		{"bad format", []string{"lab", "coexistence", "--format", "xml"}, "want text or json"},
+		{"bad format", []string{"lab", "coexistence", "--format", "xml"}, "want text, json or markdown"},
+		{"no seeds", []string{"lab", "coexistence", "--seeds", "0"}, "--seeds 0"},
+		{"full and a duration", []string{"lab", "coexistence", "--full", "--duration", "10s"}, "choose one"},
+		{"pcap without out", []string{"lab", "coexistence", "--pcap"}, "--pcap needs --out"},
 		{"out under a file", []string{"lab", "coexistence", "--out", filepath.Join(aFile, "results")}, "--out"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -19,7 +19,8 @@
 // statistic comes from the bottleneck (what each flow delivered, each
 // packet's wait in the queue) and from what the TCP receivers read; a run
 // leaves its warm-up (slow start, the viewer's login and first
-// decisions) out.
+// decisions) out. Every part of a run is a member of one throttle.Group:
+// the first to fail ends the run, and its error is the run's.
 //
 // Runs are real time, since the region and the viewer talk over UDP
 // sockets, which a testing/synctest bubble cannot wait on; they take
@@ -38,20 +39,29 @@
 // window tracking's rate cwnd·s/SRTT and the TFRC equation are both
 // proportional to s.
 //
-// # The multiplexer
+// # The documents
 //
-// The multiplexing scenario (Saldana et al., IEEE CCNC 2014) runs its
-// own rig: two branches of application-limited game TCP flows, one of
-// them through a TCM-like multiplexer on the path (tcpflow.AddFlowVia):
-// the branch's packets, both ways, wait for the end of a round of T (the
-// sawtooth delay), their TCP/IP headers are compressed against a
-// per-flow context (RFC 1144's packet kinds), and a round's packets cross
-// the shared bottleneck in bundles of up to 1,500 bytes behind a tunnel
-// header; the far end rebuilds the native packets exactly and hands them
-// on (tcpflow.Net.Receive). The bottleneck carries the compressed bytes.
+// Each scenario reproduces one of the source documents in ../shared/seeds
+// (README.md there names each): coexistence the NS2 study of WoW beside
+// an FTP upload (000), multiplexing the tcmtf list's NS2 results with a
+// sawtooth delay on one branch (001, cases A–D), mongoose the thesis's
+// chapter 7 (002), wireless-buffers the QoS-TCP slides' uplink
+// unfairness (003). Every figure a scenario quotes as published is a
+// Figure made by cite with the document's file, the line it stands on
+// and the words there; a test finds each on its line. A Comparison puts
+// a measurement beside it with a differs (what we scaled down or chose
+// where the document is silent) and a verdict; what no document gives is
+// labelled ours. With Options.Seeds every run is repeated and each
+// comparison reports the median and the spread; the verdicts judge every
+// seed. WriteMarkdown prints the summary docs/lab.md holds.
 //
-// # Published numbers
+// # Multiplexing
 //
-// Each scenario's Comparisons name their source; where a paper was read
-// only as the issue quotes it, the source says so.
+// The multiplexing scenario runs its own rig: two branches of
+// application-limited game TCP flows, each with hosts of their own (a
+// tcpflow net on an uncongested access link), joined through one shared
+// bottleneck; the first branch's client→server packets wait for the end
+// of a round of T on their way into it (the document's sawtooth delay),
+// or, in our extra rows, go through internal/lab/tcm's multiplexer
+// (header compression and bundling).
 package scenario

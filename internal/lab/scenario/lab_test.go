@@ -3,6 +3,7 @@ package scenario
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +15,11 @@ import (
 // results show within it.
 const labRun = 15 * time.Second
 
+// labParallel is how many of the checks' runs go at once: all 29 at once
+// on this 2-core machine starved the viewer's region and sidecar (the
+// QoS floor check measured 0.65× where it measures 1.2× alone).
+const labParallel = 16
+
 // labCheck is one qualitative result: its runs and how to judge them.
 type labCheck struct {
 	name string
@@ -23,23 +29,27 @@ type labCheck struct {
 	judge func(t *testing.T, jobs []job, runs []RunResult)
 }
 
-// TestScenarios runs the reduced runs of every check at once — they are
-// real time but light, and one batch keeps the package near a minute of
-// wall clock whatever go test's -parallel — and then judges each check in
-// its own subtest, with the tolerances stated there.
+// TestScenarios runs the reduced runs of every check in one batch —
+// they are real time but light, and one batch keeps the package near a
+// minute of wall clock whatever go test's -parallel — and then judges
+// each check in its own subtest, with the tolerances stated there.
 func TestScenarios(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real-time runs of up to 55 s: skipped with -short")
 	}
 	o := Options{Seed: 1}.withDefaults()
+	// labParallel at a time, the longest (55 s) and the viewer's QoS
+	// floor (the most sensitive to the machine's load) first; the
+	// multiplexing runs, whose hundreds of flows wake the scheduler
+	// thousands of times a second, last, in the slots the 25 s runs free.
 	checks := []labCheck{
-		bufferDelayCheck(o), kernelCheck(o), mongooseCheck(o), segmentCheck(o), multiplexingCheck(), wirelessFloorCheck(o),
+		mongooseCheck(o), segmentCheck(o), wirelessFloorCheck(o), bufferDelayCheck(o), kernelCheck(o), wirelessCheck(o), multiplexingCheck(o),
 	}
 	var all []job
 	for _, c := range checks {
 		all = append(all, c.jobs...)
 	}
-	o.Parallel = len(all)
+	o.Parallel = labParallel
 	runs, err := runAll(context.Background(), o, all)
 	if err != nil {
 		t.Fatal(err)
@@ -58,69 +68,85 @@ func TestScenarios(t *testing.T) {
 	}
 }
 
-// bufferDelayCheck: with loss-based TCP (gVisor's Reno and CUBIC) filling
-// the queues, the stock viewer's added queueing delay (up plus down,
-// mean) with 200-packet buffers is at least 3× the delay with 20 (the
-// seed study: nearly 300 ms at 200 packets, "much less" at 20).
+// bufferDelayCheck: the document's set-up (a WoW-like game flow beside an
+// FTP upload, gVisor's Reno and CUBIC): the game's uplink queueing delay
+// with a 200-packet uplink buffer is at least coexistenceMinRatio times
+// that with 20 (the document: larger buffers cause higher delays), and
+// with Reno at least coexistenceMinDelay (the document: nearly 300 ms; we
+// measure several times that, docs/lab.md).
 func bufferDelayCheck(o Options) labCheck {
-	all, _ := coexistenceJobs(o, labRun)
-	var jobs []job
-	for _, j := range all {
-		if j.cfg.Viewer.Mode == Stock && len(j.cfg.Kernel) == 0 { // the kernel's: kernelCheck
-			jobs = append(jobs, j)
-		}
-	}
+	jobs := coexistenceDocJobs(o, coexistenceWarmup, labRun, []int{seedSmall, seedLarge}, false)
 	return labCheck{name: "coexistence buffer delay", jobs: jobs, judge: func(t *testing.T, jobs []job, runs []RunResult) {
-		added := map[string]float64{}
-		for i, r := range runs {
-			v := r.Measurement.Viewer
-			added[fmt.Sprintf("%d %s", jobs[i].cfg.Up.Buffer, jobCC(jobs[i]))] = v.Up.QueueDelayMeanMs + v.Down.QueueDelayMeanMs
-			t.Logf("%s: viewer %.0f kbit/s, added delay up %.0f ms, down %.0f ms; TCP up %.0f, down %.0f kbit/s",
-				r.Name, v.Down.ThroughputBPS/1000, v.Up.QueueDelayMeanMs, v.Down.QueueDelayMeanMs,
-				r.Measurement.TCP[0].GoodputBPS/1000, r.Measurement.TCP[1].GoodputBPS/1000)
-		}
-		for _, cc := range []string{"reno", "cubic"} {
-			small, large := added["20 "+cc], added["200 "+cc]
-			if !(large >= 3*small) || small <= 0 {
-				t.Errorf("%s: added delay %.0f ms with 200 packets, %.0f ms with 20: want at least 3×", cc, large, small)
-			}
-		}
+		judgeCoexistence(t, jobs, runs)
 	}}
 }
 
-// kernelCheck: Linux's reno, cubic and bbr (kerneltcp, as root) beside the
-// stock viewer with 200-packet buffers: each flow moves data, and the
-// loss-based ones add at least 300 ms to the viewer's uplink (the seed
-// study's "nearly 300 ms").
+// judgeCoexistence asserts every comparison of the document's runs that
+// the lab judges.
+func judgeCoexistence(t *testing.T, jobs []job, runs []RunResult) {
+	for i, r := range runs {
+		game := r.Measurement.TCP[0]
+		t.Logf("%s: game uplink queueing %.0f ms (p95 %.0f), game up %.1f kbit/s, FTP %.0f kbit/s", r.Name, game.Other.QueueDelayMeanMs, game.Other.QueueDelayP95Ms,
+			game.GoodputUpBPS/1000, r.Measurement.TCP[len(r.Measurement.TCP)-1].GoodputBPS/1000)
+		if jobs[i].cfg.Kernel == nil && game.GoodputUpBPS <= 0 {
+			t.Errorf("%s: the game sent nothing up", r.Name)
+		}
+	}
+	cs, _ := coexistenceDocResult(jobs, runs, coexistenceWarmup, labRun)
+	for _, c := range cs {
+		t.Logf("%s, %s: %s (published %s, %s): %s", c.Case, c.Metric, c.spread(), c.PublishedText, c.Source, c.Verdict)
+		if !c.OK {
+			t.Errorf("%s, %s: %s", c.Case, c.Metric, c.Verdict)
+		}
+	}
+}
+
+// kernelCheck: the same with Linux's reno, cubic and bbr uploading
+// (kerneltcp, as root).
 func kernelCheck(o Options) labCheck {
 	if err := kerneltcp.Supported(); err != nil {
 		return labCheck{name: "coexistence with Linux TCP", skip: fmt.Sprintf("Linux TCP in network namespaces needs root, /dev/net/tun and iproute2 (CI runs as root): %v", err)}
 	}
-	return labCheck{name: "coexistence with Linux TCP", jobs: kernelCoexistenceJobs(o, labRun, []int{seedLarge}), judge: func(t *testing.T, _ []job, runs []RunResult) {
+	var jobs []job
+	for _, j := range coexistenceDocJobs(o, coexistenceWarmup, labRun, []int{seedLarge}, true) {
+		if len(j.cfg.Kernel) > 0 {
+			jobs = append(jobs, j)
+		}
+	}
+	return labCheck{name: "coexistence with Linux TCP", jobs: jobs, judge: func(t *testing.T, jobs []job, runs []RunResult) {
 		for _, r := range runs {
-			m := r.Measurement
-			v := m.Viewer
-			t.Logf("%s: viewer %.0f kbit/s, added delay up %.0f ms, down %.0f ms; up %.0f, down %.0f kbit/s", r.Name,
-				v.Down.ThroughputBPS/1000, v.Up.QueueDelayMeanMs, v.Down.QueueDelayMeanMs, m.TCP[0].GoodputBPS/1000, m.TCP[1].GoodputBPS/1000)
-			for _, f := range m.TCP {
+			game := r.Measurement.TCP[0]
+			t.Logf("%s: game uplink queueing %.0f ms (p95 %.0f)", r.Name, game.Other.QueueDelayMeanMs, game.Other.QueueDelayP95Ms)
+			for _, f := range r.Measurement.TCP {
 				if f.GoodputBPS <= 0 {
 					t.Errorf("%s: %s moved nothing", r.Name, f.Name)
 				}
 			}
-			if m.TCP[0].CC != "linux bbr" && v.Up.QueueDelayMeanMs < 300 {
-				t.Errorf("%s: the viewer's uplink waited %.0f ms on average, want at least 300 ms", r.Name, v.Up.QueueDelayMeanMs)
+		}
+		// 200 packets only: the ratio to 20 is judged with gVisor's TCP.
+		cs, _ := coexistenceDocResult(jobs, runs, coexistenceWarmup, labRun)
+		for _, c := range cs {
+			if !strings.HasPrefix(c.Case, "200 packets") {
+				continue
+			}
+			t.Logf("%s, %s: %s (published %s, %s): %s", c.Case, c.Metric, c.spread(), c.PublishedText, c.Source, c.Verdict)
+			if !c.OK {
+				t.Errorf("%s, %s: %s", c.Case, c.Metric, c.Verdict)
 			}
 		}
 	}}
 }
 
-// mongooseCheck: at 3 % random loss beside a Reno download, the stock
-// viewer takes more than 1.25× its TCP-fair share (the Mathis rate at the
-// loss, RTT and payload measured), and window tracking with a 5 s interval
-// comes within ±25 % of it. 45 s measured (nine decisions): over 30 s
-// window tracking ranged from 0.90× to 1.29×.
+// mongooseCheck: at 3 % random loss beside a Reno download, judged as
+// the summary judges the thesis's sentences (mongooseComparison): the
+// stock viewer takes at least 1.25× its TCP-fair share (the Mathis rate
+// at the loss, RTT and payload measured), as the thesis says, and window
+// tracking with a 5 s interval comes within 0.8–1.25× of it (the thesis's
+// 5 s client stayed a little over the line). 45 s measured (nine
+// decisions): over 30 s window tracking ranged from 0.90× to 1.29×.
 func mongooseCheck(o Options) labCheck {
-	jobs := mongooseJobs(o, 3*labRun, []float64{0.03}, []mongooseVariant{{Stock, 0}, {Window, 5 * time.Second}})
+	variants := []mongooseVariant{{Stock, 0}, {Window, 5 * time.Second}}
+	jobs := mongooseJobs(o, 3*labRun, []float64{0.03}, variants)
 	return labCheck{name: "mongoose at 3 %", jobs: jobs, judge: func(t *testing.T, jobs []job, runs []RunResult) {
 		for i, r := range runs {
 			v := r.Measurement.Viewer
@@ -131,16 +157,10 @@ func mongooseCheck(o Options) labCheck {
 				t.Errorf("%s: no fair rate: no loss measured at 3 %%", r.Name)
 				continue
 			}
-			ratio := v.Down.ThroughputBPS / fair
-			switch jobs[i].cfg.Viewer.Mode {
-			case Stock:
-				if ratio <= 1.25 {
-					t.Errorf("the stock viewer received %.2f× its TCP-fair rate, want more than 1.25×", ratio)
-				}
-			case Window:
-				if ratio < 0.75 || ratio > 1.25 {
-					t.Errorf("window tracking received %.2f× its TCP-fair rate, want within ±25 %%", ratio)
-				}
+			c, _ := mongooseComparison(variants[i], 0.03, v.Down.ThroughputBPS/fair)
+			t.Logf("%s (%s): %s", c.Case, c.Source, c.Verdict)
+			if !c.OK {
+				t.Errorf("%s: %s", c.Case, c.Verdict)
 			}
 		}
 	}}
@@ -153,7 +173,7 @@ func mongooseCheck(o Options) labCheck {
 // requests (at most 50 upward datagrams a second: acks, agent updates and
 // a request per interval).
 func segmentCheck(o Options) labCheck {
-	all, seg := coexistenceJobs(o, 2*labRun)
+	all, _, seg := coexistenceJobs(o, coexistenceWarmup, 2*labRun)
 	return labCheck{name: "segment choice", jobs: all[seg:], judge: func(t *testing.T, _ []job, runs []RunResult) {
 		var ratios []float64
 		for _, r := range runs {
@@ -186,82 +206,41 @@ func segmentCheck(o Options) labCheck {
 	}}
 }
 
-// multiplexingCheck: with the multiplexed branch's packets held for
-// rounds of T, their TCP/IP headers compressed and bundled (multiplexer,
-// TCM-like), each branch's aggregate throughput is within ±30 % of the
-// published figure; at 10 Mbit/s, uncongested, the branches get the same
-// (the ratio within ±5 % of 1.00; published 1.02; measured 1.00 in every
-// run) and compression saves at least 20 % of the multiplexed branch's
-// downstream bytes (38 of a 100-byte update's 152; measured 25-26 %)
-// with nothing tossed; and at 250 kbit/s, the most congested
-// configuration, the multiplexed branch gets more than the plain one, as
-// published (133 against 115 kbit/s, 1.16×). The advantage measured
-// there is often larger than published (1.06–1.51× over 30 s, mean 1.28
-// over 10 seeds; 1.65–1.70× over 120 s), at the plain branch's expense
-// (80–104 kbit/s against the published 115), so the plain branch's floor
-// there is −40 % and the ratio's magnitude is not judged. At 300 kbit/s
-// the published advantage (1.12×) is not reproduced, with compression as
-// without it (0.87–1.17× over 30 s, mean 0.99; without compression
-// 0.84–1.23×, mean 0.95): the ratio is logged, not judged. Compression
-// saves only 6–10 % of the bytes there, since under congestion TCP
-// sends the backlog of updates in segments of about 400 bytes, and what
-// it frees is shared by both branches. The 250 kbit/s run is measured
-// for 45 s, the others 30 s.
-//
-// Its runs are not the rig's jobs (two nets and a multiplexer), so they
-// start here, beside the batch the other checks run, and the judge waits
-// for them.
-func multiplexingCheck() labCheck {
-	cases := []multiplexCase{multiplexCases[1], multiplexCases[2], multiplexCases[3]}
-	o := Options{Seed: 1}.withDefaults()
-	o.Parallel = len(cases)
-	runs := multiplexRuns(o, 2*labRun, cases)
-	runs[2].duration = 3 * labRun
-	type outcome struct {
-		runs     []RunResult
-		branches [][2]branchResult
-		err      error
-	}
-	done := make(chan outcome, 1)
-	go func() {
-		runs, branches, err := runMultiplexRuns(context.Background(), o, runs)
-		done <- outcome{runs, branches, err}
-	}()
-	return labCheck{name: "multiplexing", judge: func(t *testing.T, _ []job, _ []RunResult) {
-		out := <-done
-		if out.err != nil {
-			t.Fatal(out.err)
+// multiplexingCheck: the document's cases A and D at their size (N = M =
+// 50 and 100 flows; 20 s measured instead of 200 s), judged as
+// multiplexResult judges them: the sawtooth branch no better than the
+// plain one in A (multiplexNoBetter); in D, where our runs do not settle
+// the direction (nor in B and C, which `fairgrid lab multiplexing` runs),
+// both branches carry data. And ours: TCM in case A's set-up, whose
+// header compression saves at least a fifth of the branch's
+// client→server bytes (a 100-byte update's 52 header bytes become 14, a
+// pure ACK's 52 become 14: 25 % and 73 %; 56 % measured).
+func multiplexingCheck(o Options) labCheck {
+	sawtooth := []muxVariant{variantSawtooth}
+	cases := []multiplexCase{multiplexCases[0], multiplexCases[3]}
+	dur := 20 * time.Second
+	jobs := append(multiplexJobs(o.Seed, dur, cases, sawtooth), multiplexJobs(o.Seed, dur, cases[:1], []muxVariant{variantTCM})...)
+	return labCheck{name: "multiplexing", jobs: jobs, judge: func(t *testing.T, _ []job, runs []RunResult) {
+		n := len(cases)
+		res := multiplexResult(cases, sawtooth, dur, runs[:n])
+		for _, c := range res.Comparisons {
+			t.Logf("%s, %s: %s (published %s): %s", c.Case, c.Metric, c.spread(), c.PublishedText, c.Verdict)
+			if !c.OK {
+				t.Errorf("%s, %s: %s", c.Case, c.Metric, c.Verdict)
+			}
 		}
-		for i, r := range out.runs {
-			c, b := cases[i], out.branches[i]
-			got := [2]float64{b[0].GoodputKbps, b[1].GoodputKbps}
-			ratio, published := got[1]/got[0], c.published[1]/c.published[0]
-			t.Logf("%s: plain %.0f kbit/s (published %.0f), multiplexed %.0f (published %.0f); multiplexed/plain %.2f (published %.2f); "+
-				"down packets/s %.0f / %.0f, drops %.1f / %.1f %%, queueing %.0f ms; compression saved %.1f kbit/s (%.0f %%), %.0f %% of packets compressed, %.1f tossed/s",
-				r.Name, got[0], c.published[0], got[1], c.published[1], ratio, published,
-				b[0].PacketsPerSecond, b[1].PacketsPerSecond, 100*b[0].DropRate, 100*b[1].DropRate, r.Measurement.Down.QueueDelayMeanMs,
-				b[1].SavedBytesPerSecond*8/1000, 100*b[1].SavedShare, 100*b[1].CompressedShare, b[1].TossedPerSecond)
-			congested := c.rate == 250_000
-			for k := range got {
-				low := -0.3
-				if congested && k == 0 {
-					low = -0.4
-				}
-				if d := got[k]/c.published[k] - 1; d < low || d > 0.3 {
-					t.Errorf("%s: branch %d: %.0f kbit/s, published %.0f: off by %+.0f %%, want within %+.0f to +30 %%", r.Name, k, got[k], c.published[k], d*100, low*100)
+		for i, r := range runs[:n] {
+			for _, b := range r.Measurement.Branches {
+				if b.UpKbps <= 0 || b.DownKbps <= 0 {
+					t.Errorf("case %s: the %s branch moved %.1f kbit/s up, %.1f down", cases[i].name, b.Branch, b.UpKbps, b.DownKbps)
 				}
 			}
-			if c.rate >= 10_000_000 {
-				if ratio < 0.95 || ratio > 1.05 {
-					t.Errorf("%s: multiplexed/plain %.2f uncongested, want within ±5 %% of 1.00", r.Name, ratio)
-				}
-				if b[1].SavedShare < 0.2 || b[1].TossedPerSecond != 0 {
-					t.Errorf("%s: compression saved %.0f %% of the bytes, %.1f packets/s tossed: want at least 20 %% and none", r.Name, 100*b[1].SavedShare, b[1].TossedPerSecond)
-				}
-			}
-			if congested && !(ratio > 1) {
-				t.Errorf("%s: multiplexed/plain %.2f, published %.2f: want the multiplexed branch ahead", r.Name, ratio, published)
-			}
+		}
+		tcm := runs[n].Measurement.Branches
+		t.Logf("A with TCM: %.0f / %.0f kbit/s up; compression saved %.0f %% of the bytes, %.0f %% of packets compressed, %.1f tossed/s",
+			tcm[0].UpKbps, tcm[1].UpKbps, 100*tcm[0].Up.SavedShare, 100*tcm[0].Up.CompressedShare, tcm[0].Up.TossedPerSecond)
+		if tcm[0].Up.SavedShare < 0.2 {
+			t.Errorf("A with TCM: compression saved %.0f %% of the client→server bytes, want at least 20 %%", 100*tcm[0].Up.SavedShare)
 		}
 	}}
 }
@@ -280,6 +259,38 @@ func wirelessFloorCheck(o Options) labCheck {
 				v.Down.QueueDelayMeanMs, r.Measurement.TCP[0].GoodputBPS/1000, r.Measurement.TCP[1].GoodputBPS/1000, r.Measurement.TCP[2].GoodputBPS/1000)
 			if got < 0.85 {
 				t.Errorf("%s: the viewer received %.2f× its floor, want at least 0.85×", r.Name, got)
+			}
+		}
+	}}
+}
+
+// wirelessCheck: terminals uploading through an AP whose 37-packet buffer
+// holds their ACKs (wirelessDocJobs): no data is lost and the ACKs
+// overflow the AP (at least 40 % of them dropped; 57–74 % measured), the
+// mechanism the document names ("No data losses and TCP ACK overflow at
+// AP buffer"). Whether a terminal is left behind is logged, not
+// asserted: alone, 10 seeds of 15 s left one under half the mean in 0 of
+// 10 runs with 6 terminals and 8 of 10 with 10, but inside this batch,
+// on the loaded machine, 2 of 4 each (docs/lab.md).
+func wirelessCheck(o Options) labCheck {
+	var jobs []job
+	for i := range 2 {
+		so := o
+		so.Seed = o.Seed + uint64(i)
+		jobs = append(jobs, wirelessDocJobs(so, labRun, []int{6, 10}, wirelessAPBuffer)...)
+	}
+	return labCheck{name: "wireless terminals", jobs: jobs, judge: func(t *testing.T, jobs []job, runs []RunResult) {
+		for _, r := range runs {
+			m := r.Measurement
+			minShare, jain := terminalsShares(m)
+			acks := float64(m.Down.Dropped) / max(1, float64(m.Down.Arrived))
+			t.Logf("%s: unluckiest terminal %.2f of the mean, Jain %.2f, %d of %d data packets dropped, %.0f %% of ACKs", r.Name, minShare, jain,
+				m.Up.Dropped, m.Up.Arrived, 100*acks)
+			if m.Up.Dropped > 0 {
+				t.Errorf("%s: %d data packets dropped, want none (the terminals' windows fit their queue)", r.Name, m.Up.Dropped)
+			}
+			if acks < 0.4 {
+				t.Errorf("%s: %.0f %% of the ACKs dropped at the AP, want at least 40 %%", r.Name, 100*acks)
 			}
 		}
 	}}

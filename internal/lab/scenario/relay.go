@@ -19,10 +19,10 @@ import (
 const udpOverhead = 28
 
 // Relay relays one viewer's LLUDP datagrams to a simulator across a
-// shared link.Bottleneck, as flows "lludp up" and "lludp down", so that
-// the viewer queues behind the TCP flows as it would at home. (link.Relay
-// has its own pipes; this is the few lines that put a relay on a shared
-// bottleneck until link.Relay can.) The demo uses it too.
+// shared link.Bottleneck, as flows "lludp up" and "lludp down". The lab's
+// rigs use link.Relay with Config.Shared instead; this remains only for
+// internal/lab/demo, whose fairgrid half still builds its own rig, and
+// goes when the demo runs on RunRig (issue #21).
 type Relay struct {
 	b        *link.Bottleneck
 	log      *slog.Logger

@@ -1,11 +1,13 @@
 package scenario
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"strings"
 	"sync"
 	"time"
 
@@ -111,6 +113,11 @@ type TCPResult struct {
 	// GoodputBPS is what the receiving application read, in bits/s.
 	GoodputBPS float64    `json:"goodput_bps"`
 	Data       FlowResult `json:"data"`
+	// Other is the flow's packets the other way: a bulk flow's ACKs, an
+	// application-limited flow's client→server updates and ACKs, whose
+	// goodput GoodputUpBPS is (0 for a bulk flow).
+	Other        FlowResult `json:"other"`
+	GoodputUpBPS float64    `json:"goodput_up_bps,omitempty"`
 }
 
 // ViewerResult is the viewer's circuit.
@@ -140,12 +147,14 @@ type ViewerResult struct {
 
 // Measurement is a run's result.
 type Measurement struct {
-	Seconds float64               `json:"seconds"`
-	Viewer  *ViewerResult         `json:"viewer,omitempty"`
-	TCP     []TCPResult           `json:"tcp"`
-	Up      FlowResult            `json:"up"`
-	Down    FlowResult            `json:"down"`
-	Stacks  [2]tcpflow.StackStats `json:"-"`
+	Seconds float64       `json:"seconds"`
+	Viewer  *ViewerResult `json:"viewer,omitempty"`
+	TCP     []TCPResult   `json:"tcp"`
+	Up      FlowResult    `json:"up"`
+	Down    FlowResult    `json:"down"`
+	// Branches are multiplexing's two branches (delayed, plain).
+	Branches []BranchResult        `json:"branches,omitempty"`
+	Stacks   [2]tcpflow.StackStats `json:"-"`
 }
 
 // loopTickStats is fairgrid's view of the circuit after one decision.
@@ -161,7 +170,7 @@ func (discard) Send(context.Context, throttle.Request) error { return nil }
 
 // relaySender sends fairgrid's AgentThrottle from the viewer's host,
 // across the bottleneck.
-type relaySender struct{ r *Relay }
+type relaySender struct{ r *link.Relay }
 
 func (s relaySender) Send(_ context.Context, req throttle.Request) error {
 	b, err := req.Encode()
@@ -177,7 +186,9 @@ func (s relaySender) Send(_ context.Context, req throttle.Request) error {
 const tapBuffer = 4096
 
 // RunRig runs cfg for Warmup+Duration and measures the part after the
-// warm-up.
+// warm-up. The bottleneck, the TCP stacks, the kernel's flows, and the
+// region, relay, viewer and sidecar run as one throttle.Group: the first
+// failure ends the run and is what RunRig returns.
 func RunRig(ctx context.Context, cfg RigConfig, log *slog.Logger) (Measurement, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -200,94 +211,104 @@ func RunRig(ctx context.Context, cfg RigConfig, log *slog.Logger) (Measurement, 
 			return Measurement{}, fmt.Errorf("scenario: %w", err)
 		}
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel()
-	wg.Go(func() { b.Run(ctx) })
-	var netErr error
-	wg.Go(func() { netErr = tcpNet.Run(ctx) })
+	var g throttle.Group
+	g.Add(b.Run, nil)
+	g.Add(tcpNet.Run, nil)
 
+	// The kernel's flows measure themselves over the warm-up and the
+	// duration; the measurement below waits for them.
 	kernelDone := make(chan kernelResult, 1)
 	if len(cfg.Kernel) > 0 {
 		lab, err := kerneltcp.New(ctx, kerneltcp.Config{Bottleneck: b, Name: "linux"}, log)
 		if err != nil {
 			return Measurement{}, fmt.Errorf("scenario: %w", err)
 		}
-		// The namespaces go once everything using them has stopped.
-		defer func() {
-			cancel()
-			wg.Wait()
-			lab.Close()
-		}()
-		wg.Go(func() { lab.Run(ctx) })
-		wg.Go(func() { kernelDone <- runKernelFlows(ctx, lab, cfg) })
+		// The namespaces go once the group, everything using them, has
+		// stopped.
+		defer lab.Close()
+		g.Add(lab.Run, nil)
+		g.Add(func(ctx context.Context) error {
+			r := runKernelFlows(ctx, lab, cfg)
+			kernelDone <- r
+			if r.err != nil {
+				return r.err
+			}
+			<-ctx.Done()
+			return nil
+		}, nil)
 	} else {
 		kernelDone <- kernelResult{}
 	}
 
 	var vr *viewerRig
 	if cfg.Viewer != nil {
-		if vr, err = startViewer(ctx, &wg, b, *cfg.Viewer, cfg.Warmup, cfg.ViewerTap, log); err != nil {
+		if vr, err = addViewer(&g, b, *cfg.Viewer, cfg.Warmup, cfg.ViewerTap, log); err != nil {
 			return Measurement{}, err
 		}
 	}
 
 	// Snapshots: one at the end of the warm-up, then one a second for the
-	// viewer's per-second rate.
+	// viewer's per-second rate, and the last at the end; this member's
+	// return ends the run.
 	var first, last link.BottleneckStats
 	read0 := make([]uint64, len(flows))
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	warm := time.NewTimer(cfg.Warmup)
-	defer warm.Stop()
-	end := time.NewTimer(cfg.Warmup + cfg.Duration)
-	defer end.Stop()
+	up0 := make([]uint64, len(flows))
+	readEnd := make([]uint64, len(flows))
+	upEnd := make([]uint64, len(flows))
 	var perSecond []float64
-	var prevDown uint64
-	warmedUp := false
-wait:
-	for {
-		select {
-		case <-ctx.Done():
-			break wait
-		case <-end.C:
-			break wait
-		case <-warm.C:
-			first = b.Stats()
-			for i, f := range flows {
-				read0[i] = f.Read(dataDir(f.Config()))
-			}
-			if r, ok := first.Flow(ViewerDownFlow); ok {
-				prevDown = r.DeliveredBytes
-			}
-			warmedUp = true
-		case <-tick.C:
-			if !warmedUp {
-				continue
-			}
-			s := b.Stats()
-			if r, ok := s.Flow(ViewerDownFlow); ok {
-				perSecond = append(perSecond, float64(r.DeliveredBytes-prevDown)*8)
-				prevDown = r.DeliveredBytes
+	var kernel kernelResult
+	g.Add(func(ctx context.Context) error {
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		warm := time.NewTimer(cfg.Warmup)
+		defer warm.Stop()
+		end := time.NewTimer(cfg.Warmup + cfg.Duration)
+		defer end.Stop()
+		var prevDown uint64
+		warmedUp := false
+		for {
+			select {
+			case <-ctx.Done():
+				if !warmedUp {
+					return fmt.Errorf("scenario: %w before the warm-up ended", context.Cause(ctx))
+				}
+				return fmt.Errorf("scenario: %w before the run ended", context.Cause(ctx))
+			case <-end.C:
+				last = b.Stats()
+				for i, f := range flows {
+					readEnd[i], upEnd[i] = f.Read(dataDir(f.Config())), f.Read(link.Up)
+				}
+				select {
+				case kernel = <-kernelDone:
+				case <-ctx.Done():
+					return fmt.Errorf("scenario: %w before the kernel's flows ended", context.Cause(ctx))
+				}
+				if !warmedUp {
+					return errors.New("scenario: the run ended before its warm-up")
+				}
+				return nil
+			case <-warm.C:
+				first = b.Stats()
+				for i, f := range flows {
+					read0[i], up0[i] = f.Read(dataDir(f.Config())), f.Read(link.Up)
+				}
+				if r, ok := viewerFlow(first, link.Down); ok {
+					prevDown = r.DeliveredBytes
+				}
+				warmedUp = true
+			case <-tick.C:
+				if !warmedUp {
+					continue
+				}
+				s := b.Stats()
+				if r, ok := viewerFlow(s, link.Down); ok {
+					perSecond = append(perSecond, float64(r.DeliveredBytes-prevDown)*8)
+					prevDown = r.DeliveredBytes
+				}
 			}
 		}
-	}
-	last = b.Stats()
-	if !warmedUp {
-		return Measurement{}, fmt.Errorf("scenario: %w before the warm-up ended", context.Cause(ctx))
-	}
-	readEnd := make([]uint64, len(flows))
-	for i, f := range flows {
-		readEnd[i] = f.Read(dataDir(f.Config()))
-	}
-	// The kernel flows measure themselves over the same stretch and end
-	// with it.
-	kernel := <-kernelDone
-	cancel()
-	wg.Wait()
-	if err := errors.Join(netErr, kernel.err); err != nil {
+	}, nil)
+	if err := g.Run(ctx); err != nil {
 		return Measurement{}, err
 	}
 	d := last.Since(first)
@@ -296,12 +317,19 @@ wait:
 	m.Stacks[0], m.Stacks[1] = tcpNet.Stats()
 	for i, f := range flows {
 		fc := f.Config()
-		data, _ := d.Flow(fc.Name + " " + dataDir(fc).String())
-		m.TCP = append(m.TCP, TCPResult{Name: fc.Name, CC: string(fc.CC), GoodputBPS: float64(readEnd[i]-read0[i]) * 8 / m.Seconds, Data: flowResult(data)})
+		dir := dataDir(fc)
+		data, _ := d.Flow(fc.Name + " " + dir.String())
+		other, _ := d.Flow(fc.Name + " " + (1 - dir).String())
+		r := TCPResult{Name: fc.Name, CC: string(fc.CC), GoodputBPS: float64(readEnd[i]-read0[i]) * 8 / m.Seconds, Data: flowResult(data), Other: flowResult(other)}
+		if fc.App != nil {
+			r.GoodputUpBPS = float64(upEnd[i]-up0[i]) * 8 / m.Seconds
+		}
+		m.TCP = append(m.TCP, r)
 	}
 	for _, r := range kernel.results {
 		data, _ := d.Flow(r.Config.Name + " data")
-		m.TCP = append(m.TCP, TCPResult{Name: r.Config.Name, CC: "linux " + r.Congestion, GoodputBPS: r.Goodput * 8, Data: flowResult(data)})
+		acks, _ := d.Flow(r.Config.Name + " acks")
+		m.TCP = append(m.TCP, TCPResult{Name: r.Config.Name, CC: "linux " + r.Congestion, GoodputBPS: r.Goodput * 8, Data: flowResult(data), Other: flowResult(acks)})
 	}
 	if vr != nil {
 		m.Viewer = vr.result(d, perSecond)
@@ -338,7 +366,8 @@ type viewerRig struct {
 	ticks   []loopTickStats
 }
 
-func startViewer(ctx context.Context, wg *sync.WaitGroup, b *link.Bottleneck, cfg RigViewer, warmup time.Duration, viewerTap func(lludp.Datagram), log *slog.Logger) (*viewerRig, error) {
+// addViewer adds the region, the relay, the viewer and the sidecar to g.
+func addViewer(g *throttle.Group, b *link.Bottleneck, cfg RigViewer, warmup time.Duration, viewerTap func(lludp.Datagram), log *slog.Logger) (*viewerRig, error) {
 	interval := cfg.Interval
 	if interval == 0 {
 		interval = 5 * time.Second
@@ -366,18 +395,30 @@ func startViewer(ctx context.Context, wg *sync.WaitGroup, b *link.Bottleneck, cf
 		return nil, fmt.Errorf("scenario: %w", err)
 	}
 	source := throttle.NewChanSource(tapBuffer)
-	relay, err := NewRelay(b, sim.Addr(), func(d lludp.Datagram) {
-		source.Push(d)
-		if viewerTap != nil {
-			viewerTap(d)
-		}
-	}, log)
+	// The viewer's datagrams cross b as flows "lludp VIEWER up" and
+	// "lludp VIEWER down" (viewerFlow finds them); the tap sees them as
+	// the viewer's host does, and its payload is only lent.
+	relay, err := link.New(link.Config{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Upstream: sim.Addr(), Shared: b,
+		Tap: func(d link.Datagram) {
+			ld := lludp.Datagram{At: d.At, Src: d.Src, Dst: d.Dst, Payload: bytes.Clone(d.Payload)}
+			source.Push(ld)
+			if viewerTap != nil {
+				viewerTap(ld)
+			}
+		}}, log)
 	if err != nil {
 		return nil, fmt.Errorf("scenario: %w", err)
 	}
+	// closeRelay closes the relay's sockets when the run does not start:
+	// its Run closes them once its context has ended.
+	closeRelay := func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		relay.Run(ctx)
+	}
 	v, err := viewer.New(viewer.Config{Sim: relay.Addr(), Throttle: cfg.Throttle, FollowViewerRule: true, CircuitCode: 4242}, log)
 	if err != nil {
-		relay.close()
+		closeRelay()
 		return nil, fmt.Errorf("scenario: %w", err)
 	}
 	vr := &viewerRig{mode: cfg.Mode, loop: loop, warmEnd: time.Now().Add(warmup)}
@@ -398,21 +439,22 @@ func startViewer(ctx context.Context, wg *sync.WaitGroup, b *link.Bottleneck, cf
 			}
 		}})
 	if err != nil {
-		relay.close()
+		closeRelay()
 		return nil, fmt.Errorf("scenario: %w", err)
 	}
-	for _, run := range []func(context.Context) error{sim.Run, relay.Run, v.Run, sc.Run} {
-		wg.Go(func() { run(ctx) })
-	}
+	g.Add(sim.Run, nil)
+	g.Add(relay.Run, nil)
+	g.Add(v.Run, nil)
+	sc.AddTo(g)
 	return vr, nil
 }
 
 func (vr *viewerRig) result(d link.BottleneckStats, perSecond []float64) *ViewerResult {
 	r := &ViewerResult{Mode: vr.mode, PerSecondBPS: perSecond, Requests: vr.loop.Stats().Requests}
-	if f, ok := d.Flow(ViewerDownFlow); ok {
+	if f, ok := viewerFlow(d, link.Down); ok {
 		r.Down = flowResult(f)
 	}
-	if f, ok := d.Flow(ViewerUpFlow); ok {
+	if f, ok := viewerFlow(d, link.Up); ok {
 		r.Up = flowResult(f)
 	}
 	vr.mu.Lock()
@@ -439,6 +481,17 @@ func (vr *viewerRig) result(d link.BottleneckStats, perSecond []float64) *Viewer
 		r.FairTFRCBPS /= n
 	}
 	return r
+}
+
+// viewerFlow is the viewer's flow through the bottleneck going dir, as
+// link.Relay names it ("lludp VIEWER up" or "down"); a rig has one viewer.
+func viewerFlow(s link.BottleneckStats, dir link.Direction) (link.FlowReport, bool) {
+	for _, f := range s.Flows {
+		if f.Dir == dir && strings.HasPrefix(f.Name, "lludp ") && strings.HasSuffix(f.Name, " "+dir.String()) {
+			return f, true
+		}
+	}
+	return link.FlowReport{}, false
 }
 
 // Jain is Jain's fairness index of xs: 1 when all are equal, 1/n when one

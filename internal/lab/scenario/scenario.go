@@ -22,12 +22,23 @@ type Options struct {
 	// repeatable; real TCP's timing still follows the goroutines'
 	// scheduling, so runs agree closely but not bit for bit.
 	Seed uint64
+	// Seeds is how many seeds each run is repeated with (Seed, Seed+1,
+	// …; default 1): comparisons report the median and the spread over
+	// them, and the verdicts judge every seed.
+	Seeds int
 	// Duration is each run's measured part; 0 is the scenario's default.
 	// Warm-ups come on top.
 	Duration time.Duration
-	// OutDir, if set, receives each run's capture (pcap) and the results
-	// (JSON).
+	// Full runs the documents' published durations (coexistence 1,000 s,
+	// the last 200 s measured; multiplexing 200 s) instead of the
+	// defaults; an explicit Duration still wins.
+	Full bool
+	// OutDir, if set, receives the results (JSON) and the audit's HTML
+	// report of each run's viewer circuit.
 	OutDir string
+	// Pcap adds each run's capture (what the bottleneck delivered) to
+	// OutDir: about 1 GB for `all`.
+	Pcap bool
 	// Parallel is how many runs go at once (default 4): each run is real
 	// time but light on CPU, a few thousand packets a second.
 	Parallel int
@@ -38,6 +49,9 @@ func (o Options) withDefaults() Options {
 	if o.Seed == 0 {
 		o.Seed = 1
 	}
+	if o.Seeds <= 0 {
+		o.Seeds = 1
+	}
 	if o.Parallel <= 0 {
 		o.Parallel = 4
 	}
@@ -47,6 +61,18 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
+// duration is the measured part of each run: o.Duration if set, else the
+// published one with Full, else the scenario's default.
+func (o Options) duration(def, published time.Duration) time.Duration {
+	switch {
+	case o.Duration > 0:
+		return o.Duration
+	case o.Full:
+		return published
+	}
+	return def
+}
+
 // Table is a scenario's result in rows, for text and JSON alike.
 type Table struct {
 	Title   string     `json:"title"`
@@ -54,25 +80,6 @@ type Table struct {
 	Rows    [][]string `json:"rows"`
 	// Notes say where the published numbers come from and what differs.
 	Notes []string `json:"notes,omitempty"`
-}
-
-// Comparison is one measured figure beside the published one.
-type Comparison struct {
-	Scenario  string  `json:"scenario"`
-	Metric    string  `json:"metric"`
-	Unit      string  `json:"unit"`
-	Published float64 `json:"published"`
-	Measured  float64 `json:"measured"`
-	// Source cites the publication and the figure or table.
-	Source string `json:"source"`
-}
-
-// Ratio is measured over published; NaN when nothing was published.
-func (c Comparison) Ratio() float64 {
-	if c.Published == 0 {
-		return math.NaN()
-	}
-	return c.Measured / c.Published
 }
 
 // Result is what a scenario reports.
@@ -120,7 +127,7 @@ func Find(name string) (Scenario, bool) {
 
 // all runs every scenario and ends with one table of every comparison.
 func all() Scenario {
-	return Scenario{Name: "all", Summary: "every scenario, then one table: scenario, metric, published, measured, ratio",
+	return Scenario{Name: "all", Summary: "every scenario, then one table: scenario, case, source, published, measured, differs, verdict",
 		Run: func(ctx context.Context, o Options) (Result, error) {
 			start := time.Now()
 			res := Result{Scenario: "all"}
@@ -141,17 +148,44 @@ func all() Scenario {
 		}}
 }
 
+// summaryColumns are the summary's columns, in text, JSON and markdown.
+var summaryColumns = []string{"scenario", "case", "metric", "source", "published", "measured", "differs", "verdict"}
+
 // SummaryTable is every comparison in one table.
 func SummaryTable(cs []Comparison) Table {
-	t := Table{Title: "Summary: measured beside published", Columns: []string{"scenario", "metric", "published", "measured", "ratio", "source"}}
+	t := Table{Title: "Summary: measured beside published", Columns: summaryColumns,
+		Notes: []string{"source: the document's FILE:LINE in ../shared/seeds (README.md there names each), the figure standing on that line; \"ours\": a figure no document gives.",
+			"measured: the median over the seeds, with the range and their number when more than one."}}
 	for _, c := range cs {
-		ratio := "-"
-		if r := c.Ratio(); !math.IsNaN(r) {
-			ratio = fmt.Sprintf("%.2f", r)
-		}
-		t.Rows = append(t.Rows, []string{c.Scenario, c.Metric, num(c.Published, c.Unit), num(c.Measured, c.Unit), ratio, c.Source})
+		t.Rows = append(t.Rows, []string{c.Scenario, c.Case, c.Metric, c.Source, c.PublishedText, c.spread(), c.Differs, c.Verdict})
 	}
 	return t
+}
+
+// WriteMarkdown writes a result's comparisons as one markdown table:
+// scenario, case, document (FILE:LINE), published, measured (median and
+// spread), differs, verdict. docs/lab.md's table is this output.
+func WriteMarkdown(w io.Writer, r Result) error {
+	var b strings.Builder
+	b.WriteString("| scenario | case | metric | document | published | measured | differs | verdict |\n|---|---|---|---|---|---|---|---|\n")
+	for _, c := range r.Comparisons {
+		source := "`" + c.Source + "`"
+		if isOurs(c.Source) {
+			source = c.Source
+		}
+		cells := []string{c.Scenario, c.Case, c.Metric, source, c.PublishedText, c.spread(), c.Differs, c.Verdict}
+		for i, cell := range cells {
+			cells[i] = strings.NewReplacer("|", "\\|", "\n", " ").Replace(cell)
+		}
+		fmt.Fprintf(&b, "| %s |\n", strings.Join(cells, " | "))
+	}
+	seeds := 1
+	for _, c := range r.Comparisons {
+		seeds = max(seeds, len(c.Samples))
+	}
+	fmt.Fprintf(&b, "\nGenerated by `fairgrid lab %s --format markdown`: %d seed(s), %.0f s wall.\n", r.Scenario, seeds, r.Seconds)
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
 func num(v float64, unit string) string {
@@ -195,15 +229,52 @@ func WriteJSON(w io.Writer, r Result) error {
 	return enc.Encode(r)
 }
 
-// job is one run of a scenario.
+// job is one run of a scenario: a rig (cfg), or a run of its own
+// (custom, as multiplexing's two branches are).
 type job struct {
-	name string
-	cfg  RigConfig
+	name   string
+	cfg    RigConfig
+	custom func(ctx context.Context, tap func(link.Event), log *slog.Logger) (Measurement, error)
+}
+
+// runSeeded makes a scenario's jobs for each of o's seeds (mk), runs them
+// all, o.Parallel at a time, builds each seed's result from its runs
+// (result) and merges them: every comparison over every seed.
+func runSeeded(ctx context.Context, o Options, mk func(o Options) []job, result func(jobs []job, runs []RunResult) Result) (Result, error) {
+	o = o.withDefaults()
+	start := time.Now()
+	var all []job
+	var ends []int
+	for i := range o.Seeds {
+		so := o
+		so.Seed = o.Seed + uint64(i)
+		jobs := mk(so)
+		if o.Seeds > 1 {
+			for k := range jobs {
+				jobs[k].name += fmt.Sprintf(" seed=%d", so.Seed)
+			}
+		}
+		all = append(all, jobs...)
+		ends = append(ends, len(all))
+	}
+	runs, err := runAll(ctx, o, all)
+	if err != nil {
+		return Result{}, err
+	}
+	var rs []Result
+	begin := 0
+	for _, end := range ends {
+		rs = append(rs, result(all[begin:end], runs[begin:end]))
+		begin = end
+	}
+	res, err := mergeSeeds(rs)
+	res.Seconds = time.Since(start).Seconds()
+	return res, err
 }
 
 // runAll runs jobs, o.Parallel at a time, and returns their measurements
-// in order. Each writes its capture into o.OutDir when set, and the audit
-// of its viewer's circuit too.
+// in order. With o.OutDir set each writes the audit's report of its
+// viewer's circuit there, and with o.Pcap its capture too.
 func runAll(ctx context.Context, o Options, jobs []job) ([]RunResult, error) {
 	out := make([]RunResult, len(jobs))
 	names := make([]string, len(jobs))
@@ -212,6 +283,11 @@ func runAll(ctx context.Context, o Options, jobs []job) ([]RunResult, error) {
 	}
 	err := runEach(ctx, o, names, func(i int, tap func(link.Event)) error {
 		j := jobs[i]
+		if j.custom != nil {
+			m, err := j.custom(ctx, tap, o.Log)
+			out[i] = RunResult{Name: j.name, Measurement: m}
+			return err
+		}
 		cfg := j.cfg
 		cfg.Tap = tap
 		var vlog *viewerLog
@@ -235,8 +311,8 @@ func runAll(ctx context.Context, o Options, jobs []job) ([]RunResult, error) {
 }
 
 // runEach calls run for each of the named runs, o.Parallel at a time, and
-// joins their errors; with o.OutDir set, tap writes the run's capture
-// there (else it is nil).
+// joins their errors; with o.OutDir and o.Pcap set, tap writes the run's
+// capture there (else it is nil).
 func runEach(ctx context.Context, o Options, names []string, run func(i int, tap func(link.Event)) error) error {
 	errs := make([]error, len(names))
 	sem := make(chan struct{}, o.Parallel)
@@ -252,7 +328,7 @@ func runEach(ctx context.Context, o Options, names []string, run func(i int, tap
 			defer func() { <-sem }()
 			var tap func(link.Event)
 			var capture *pcapFile
-			if o.OutDir != "" {
+			if o.OutDir != "" && o.Pcap {
 				var err error
 				if capture, err = createPcap(o.OutDir, name); err != nil {
 					errs[i] = err

@@ -26,18 +26,12 @@ func TestJain(t *testing.T) {
 	}
 }
 
-func TestComparisonRatio(t *testing.T) {
-	for _, tc := range []struct {
-		c    Comparison
-		want string
-	}{
-		{Comparison{Published: 300, Measured: 450}, "1.50"},
-		{Comparison{Published: 0, Measured: 4}, "-"},
-	} {
-		row := SummaryTable([]Comparison{tc.c}).Rows[0]
-		if row[4] != tc.want {
-			t.Errorf("%+v: ratio %q, want %q", tc.c, row[4], tc.want)
-		}
+func TestSummaryTable(t *testing.T) {
+	c := ours("s", "A", "m", "×", "why", 1, 1.5, "scaled", allAtMost(1.25, "fair", "unfair"))
+	row := SummaryTable([]Comparison{c}).Rows[0]
+	want := []string{"s", "A", "m", "ours: why", "1 ×", "1.5 ×", "scaled", "unfair (a seed above 1.25: 1.50)"}
+	if strings.Join(row, "|") != strings.Join(want, "|") {
+		t.Errorf("row %q, want %q", row, want)
 	}
 }
 

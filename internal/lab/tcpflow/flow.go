@@ -72,6 +72,12 @@ type FlowConfig struct {
 	// App, if set, makes the flow application-limited instead: data both
 	// ways at fixed rates, like a game's.
 	App *AppConfig
+	// ReceiveBuffer, if set, is both ends' receive buffer in bytes, set
+	// before the handshake, which bounds what the other end may have in
+	// flight: gVisor advertises about half of it (the rest is kept for
+	// its segments' overhead, as Linux does with tcp_adv_win_scale 1). 0
+	// is the net's 4 MiB, which never limits a flow.
+	ReceiveBuffer int
 }
 
 // AppConfig describes an application-limited flow: each end writes at a
@@ -126,6 +132,9 @@ func (c *FlowConfig) validate() error {
 		if a.Period < 0 {
 			errs = append(errs, fmt.Errorf("period %v is negative", a.Period))
 		}
+	}
+	if c.ReceiveBuffer < 0 || c.ReceiveBuffer > bufferMax {
+		errs = append(errs, fmt.Errorf("receive buffer %d bytes outside [0, %d]", c.ReceiveBuffer, bufferMax))
 	}
 	return errors.Join(errs...)
 }
@@ -277,7 +286,7 @@ func (n *Net) runFlow(ctx context.Context, f *Flow) error {
 	}
 	serverAddr := tcpip.FullAddress{NIC: nicID, Addr: ServerAddr, Port: uint16(serverPortBase + f.index)}
 	clientAddr := tcpip.FullAddress{NIC: nicID, Addr: ClientAddr, Port: uint16(clientPortBase + f.index)}
-	ln, lwq, err := listen(n.server.stack, serverAddr)
+	ln, lwq, err := listen(n.server.stack, serverAddr, f.cfg.ReceiveBuffer)
 	if err != nil {
 		return err
 	}
@@ -298,7 +307,7 @@ func (n *Net) runFlow(ctx context.Context, f *Flow) error {
 		}
 		sep, sconn = ep, gonet.NewTCPConn(wq, ep)
 	})
-	cep, cwq, err := dial(ctx, n.client.stack, f.cfg.CC, clientAddr, serverAddr)
+	cep, cwq, err := dial(ctx, n.client.stack, f.cfg.CC, clientAddr, serverAddr, f.cfg.ReceiveBuffer)
 	if err != nil {
 		cancelAccept()
 		acceptWG.Wait()

@@ -47,7 +47,7 @@ const (
 	MaxFlows = 1000
 	// Socket buffers: 4 MiB from the start, far beyond a 6 Mbit/s link's
 	// bandwidth-delay product plus a 266-packet buffer (about 0.5 MB at
-	// 80 ms), so that the receive window never limits a bulk flow and loss-
+	// 80 ms), so that the receive buffer never limits a bulk flow and loss-
 	// based TCP fills the bottleneck's buffer, as the literature's flows
 	// do. gVisor's receive-buffer auto-tuning is off: it held the window
 	// near 64 KB, and a 6 Mbit/s flow then kept 20 packets queued instead
@@ -311,12 +311,13 @@ func (n *Net) Stats() (client, server StackStats) {
 
 // dial opens a connection from the client's port to the server's with cc
 // set before the handshake.
-func dial(ctx context.Context, s *stack.Stack, cc CongestionControl, local, remote tcpip.FullAddress) (tcpip.Endpoint, *waiter.Queue, error) {
+func dial(ctx context.Context, s *stack.Stack, cc CongestionControl, local, remote tcpip.FullAddress, window int) (tcpip.Endpoint, *waiter.Queue, error) {
 	wq := new(waiter.Queue)
 	ep, terr := s.NewEndpoint(tcp.ProtocolNumber, ipv4.ProtocolNumber, wq)
 	if terr != nil {
 		return nil, nil, fmt.Errorf("endpoint: %s", terr)
 	}
+	setReceiveBuffer(ep, window)
 	opt := tcpip.CongestionControlOption(cc)
 	if terr := ep.SetSockOpt(&opt); terr != nil {
 		ep.Close()
@@ -352,13 +353,23 @@ func dial(ctx context.Context, s *stack.Stack, cc CongestionControl, local, remo
 // 4987 §3.6): the window stays at 64 KB and SACK off.
 const listenBacklog = 16
 
+// setReceiveBuffer sets ep's receive buffer to window bytes (0: leave
+// the stack's), before the handshake, where the window scale is agreed.
+// A listener's is what the connections it accepts start with.
+func setReceiveBuffer(ep tcpip.Endpoint, window int) {
+	if window > 0 {
+		ep.SocketOptions().SetReceiveBufferSize(int64(window), true)
+	}
+}
+
 // listen opens a listening endpoint on the server's port.
-func listen(s *stack.Stack, addr tcpip.FullAddress) (tcpip.Endpoint, *waiter.Queue, error) {
+func listen(s *stack.Stack, addr tcpip.FullAddress, window int) (tcpip.Endpoint, *waiter.Queue, error) {
 	wq := new(waiter.Queue)
 	ep, terr := s.NewEndpoint(tcp.ProtocolNumber, ipv4.ProtocolNumber, wq)
 	if terr != nil {
 		return nil, nil, fmt.Errorf("endpoint: %s", terr)
 	}
+	setReceiveBuffer(ep, window)
 	if terr := ep.Bind(addr); terr != nil {
 		ep.Close()
 		return nil, nil, fmt.Errorf("bind %v:%d: %s", addr.Addr, addr.Port, terr)

@@ -220,6 +220,35 @@ func TestSingleFlowFillsBottleneck(t *testing.T) {
 	}
 }
 
+// TestReceiveBufferLimitsFlow: with FlowConfig.ReceiveBuffer a bulk
+// flow, download or upload, has about half the buffer in flight (what
+// gVisor advertises), so on a 6 Mbit/s link with a 200 ms round trip
+// (a 150 KB bandwidth-delay product) 64 KiB carries about 32 KiB per
+// round trip, a fifth of the link, where the default buffer fills it
+// (TestSingleFlowFillsBottleneck); the tolerance is ±30 % (runs measured
+// 0.87–1.0 of it).
+func TestReceiveBufferLimitsFlow(t *testing.T) {
+	skipUnderRace(t)
+	const buffer = 64 << 10
+	long := clean
+	long.Delay = 100 * time.Millisecond
+	for _, dir := range []Direction{Download, Upload} {
+		t.Run(dir.String(), func(t *testing.T) {
+			t.Parallel()
+			r := newRig(t, long, long, FlowConfig{Name: "bulk", CC: CUBIC, Dir: dir, ReceiveBuffer: buffer})
+			st, _ := r.measure(time.Second, 1500*time.Millisecond)
+			r.stop(t)
+			data, _ := st.Flow("bulk " + dir.linkDir().String())
+			want := buffer / 2 / (2 * long.Delay.Seconds()) * 1500 / 1448 // bytes/s on the wire
+			t.Logf("%.0f B/s on the wire, half the buffer per round trip %.0f, the link %d", data.Throughput(), want, long.Rate)
+			if got := data.Throughput(); got < 0.7*want || got > 1.3*want {
+				r.errorf("%.0f B/s with a 64 KiB receive buffer: want about %.0f (half of it per round trip) ± 30 %%", got, want)
+			}
+			r.report(t)
+		})
+	}
+}
+
 // jain is Jain's fairness index of the rates.
 func jain(rates ...float64) float64 {
 	var sum, sq float64
@@ -531,6 +560,8 @@ func TestFlowConfigErrors(t *testing.T) {
 		{FlowConfig{Name: "x", Start: -time.Second, Dir: 3}, []string{"start -1s is negative", "direction 3"}},
 		{FlowConfig{Name: "x", App: &AppConfig{}}, []string{"sends nothing either way"}},
 		{FlowConfig{Name: "x", App: &AppConfig{UpRate: -1, Message: -1, Period: -1}}, []string{"negative", "message -1 bytes", "period -1ns is negative"}},
+		{FlowConfig{Name: "x", ReceiveBuffer: -1}, []string{"receive buffer -1 bytes"}},
+		{FlowConfig{Name: "x", ReceiveBuffer: 8 << 20}, []string{"receive buffer 8388608 bytes outside"}},
 	} {
 		_, err := n.AddFlow(tc.cfg)
 		for _, w := range tc.want {
