@@ -57,7 +57,7 @@ func runRun(args []string, s stdio) int {
 	linkSpec := fs.String("link", "1M,50ms,1%,100", "the emulated link: RATE,DELAY,LOSS,BUFFER (the thesis's 3 %: 2M,50ms,3%,100)")
 	// A string, not a TextVar: the daemon's error names the key the flag
 	// overrides (control.controller), from the same parser.
-	controllerFlag := fs.String("controller", "window", "window (window tracking), tfrc, or viewer (the stock rule)")
+	controllerFlag := fs.String("controller", string(throttle.DefaultController), "vtcp (virtual TCP, calibrated against real TCP), window (window tracking), tfrc, or viewer (the stock rule)")
 	segmentFlag := segmentFlag(fs)
 	interval := fs.Duration("interval", 5*time.Second, "decision interval")
 	format := formatFlag(fs, "output format: `text` or json (one object per interval, then a summary)")
