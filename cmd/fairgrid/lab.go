@@ -31,11 +31,15 @@ func labScenarios() string {
 	for _, s := range labscenario.Scenarios() {
 		fmt.Fprintf(&b, "  %-17s %s\n", s.Name, s.Summary)
 	}
-	fmt.Fprintf(&b, "  %-17s %s", "all", "every scenario, then one summary table (about 10 minutes with --parallel 4)")
+	fmt.Fprintf(&b, "  %-17s %s\n", "all", "every scenario, then one summary table (about 10 minutes with --parallel 4)")
+	fmt.Fprintf(&b, "  %-17s %s", "fairness", "the viewer's share beside TCP over a grid of links (own flags: lab fairness --help)")
 	return b.String()
 }
 
 func runLab(args []string, s stdio) int {
+	if len(args) > 0 && args[0] == "fairness" {
+		return runLabFairness(args[1:], s)
+	}
 	synopsis := fmt.Sprintf(labSynopsis, labScenarios())
 	fs := newFlagSet("lab", synopsis, s)
 	format := formatFlag(fs, "output format: `text` (tables) or json")

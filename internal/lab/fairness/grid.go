@@ -104,11 +104,22 @@ var (
 // packets.
 func bdpBuffer(c Cell, f float64) int { return max(int(math.Round(c.BDPPackets()*f)), 2) }
 
-// Grid lists the cells for the controllers and TCP kinds: with cross, the
-// whole cross product of the axes; without, the base cell and every cell
-// that differs from it in one axis (a covering design: each value of each
-// axis once, 14 cells per controller and TCP kind).
-func Grid(controllers []throttle.ControllerName, tcps []string, cross bool) []Cell {
+// Design says which cells of the axes a grid runs.
+type Design string
+
+const (
+	// Centre is the base cell alone.
+	Centre Design = "centre"
+	// Axes is the base cell and every cell that differs from it in one
+	// axis: each value of each axis once, 14 cells per controller and TCP
+	// kind.
+	Axes Design = "axes"
+	// Cross is the whole cross product of the axes.
+	Cross Design = "cross"
+)
+
+// Grid lists the cells of the design for the controllers and TCP kinds.
+func Grid(controllers []throttle.ControllerName, tcps []string, design Design) []Cell {
 	var cells []Cell
 	add := func(c Cell) {
 		if !slices.Contains(cells, c) {
@@ -119,7 +130,7 @@ func Grid(controllers []throttle.ControllerName, tcps []string, cross bool) []Ce
 		for _, tcp := range tcps {
 			base := Base
 			base.Controller, base.TCP = ctl, tcp
-			if cross {
+			if design == Cross {
 				for _, l := range Links {
 					for _, rtt := range RTTs {
 						for _, f := range FlowCounts {
@@ -141,6 +152,9 @@ func Grid(controllers []throttle.ControllerName, tcps []string, cross bool) []Ce
 				continue
 			}
 			add(base)
+			if design == Centre {
+				continue
+			}
 			for _, f := range FlowCounts {
 				c := base
 				c.Flows = f

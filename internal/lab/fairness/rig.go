@@ -487,6 +487,19 @@ func (v *viewer) size() int {
 const round = 5 * time.Millisecond
 
 func (v *viewer) run(ctx context.Context) {
+	// Each region's rounds start at a random phase: in step, the first
+	// viewer's burst would always meet the room a departure made and the
+	// last the full queue.
+	v.mu.Lock()
+	phase := time.Duration(v.rng.Int64N(int64(round)))
+	v.mu.Unlock()
+	wait := time.NewTimer(phase)
+	select {
+	case <-ctx.Done():
+		wait.Stop()
+		return
+	case <-wait.C:
+	}
 	start := time.Now()
 	v.mu.Lock()
 	v.rate = v.cfg.Clamp(v.ctl.Rate(start))
