@@ -47,11 +47,10 @@ type VirtualTCPConfig struct {
 //     not at all while what arrives is below 1/growthLimit of its rate: an
 //     idle avatar cannot inflate it (RFC 7661's idea), and a window cannot
 //     run far ahead of a request that has yet to take effect.
-//   - A TCP flow at heavy loss spends its time in retransmission timeouts,
-//     which the window does not model: the request is the window's rate
-//     times what timeouts leave of Reno's at the virtual flow's loss event
-//     rate per segment (TFRC ÷ Mathis), raised to the TFRC equation at that
-//     rate if below it, and never above the window's rate.
+//   - A TCP flow at heavy random loss spends its time in retransmission
+//     timeouts, which the window does not model: the request is at most
+//     the TFRC equation at the virtual flow's loss event rate per segment
+//     and the path's smallest RTT (equationCap says why that RTT).
 //
 // Stats.LossEventRate stays RFC 5348's per-packet p (what is measured does
 // not change); Stats.SegmentLossEventRate is the virtual flow's, per
@@ -191,13 +190,22 @@ func (v *VirtualTCP) grow(at time.Time, elapsed time.Duration, arriving Rate) {
 	v.cwnd = min(next, v.maxWindow())
 }
 
-// timeoutShare is what retransmission timeouts leave of a TCP flow's
-// rate at loss event rate p: the TFRC equation (RFC 5348 §3.1, Padhye's
-// model with t_RTO = 4R) over the Mathis rate, which has no timeouts: 1 at
-// low loss, 0.78 at p = 0.03, 0.46 at p = 0.1 (congestion.md §5.1). The
-// virtual window, like Mathis, never times out.
-func timeoutShare(rtt time.Duration, p float64) float64 {
-	return float64(TFRCRate(NominalSegmentSize, rtt, p) / MathisRate(NominalSegmentSize, rtt, p))
+// equationCap is the TFRC equation (RFC 5348 §3.1: Padhye's model, with
+// timeouts) for a flow of full segments at the virtual flow's loss event
+// rate p and the path's smallest RTT, the propagation delay without a
+// queue. Where losses are random and the queue empty, SRTT is that RTT
+// and the cap is what TCP gets at heavy loss, retransmission timeouts
+// included, which the window does not model. Where a drop-tail queue
+// overflows, the losses come with a full queue: SRTT is several times the
+// smallest RTT, the cap lies as far above the equation at SRTT and the
+// window decides (there the viewer, smooth, sees more loss events than
+// bursty TCP, and the equation would starve it: Rhee and Xu 2005).
+func (v *VirtualTCP) equationCap(p float64) Rate {
+	rtt := v.rtt.Min()
+	if v.rtt.Samples() == 0 {
+		rtt = v.cfg.InitialRTT
+	}
+	return TFRCRate(NominalSegmentSize, rtt, p)
 }
 
 // segmentLossEventRate is RFC 5348 §5.4's p over the virtual flow's loss
@@ -238,10 +246,7 @@ func (v *VirtualTCP) Rate(now time.Time) Rate {
 	v.closeInterval(now)
 	r := v.windowRate()
 	if p := v.segmentLossEventRate(); p > 0 {
-		// At heavy loss TCP spends its time in timeouts, which the window
-		// does not model: at least what they leave of it, at most the
-		// equation, and never above the window.
-		r = min(r, max(r*Rate(timeoutShare(v.srtt(), p)), TFRCRate(NominalSegmentSize, v.srtt(), p)))
+		r = min(r, v.equationCap(p))
 	}
 	v.rate = v.clamp(r)
 	return v.rate
@@ -257,4 +262,18 @@ func (v *VirtualTCP) Stats() Stats {
 		st.EquationRate = TFRCRate(NominalSegmentSize, st.SRTT, st.SegmentLossEventRate)
 	}
 	return st
+}
+
+// SegmentLossEventRateOver is the loss event rate per 1,460-byte segment
+// over a whole connection, from its counters, as VirtualTCP counts it:
+// loss events (grouped per RTT, RFC 5348 §5.2), but no more of them than
+// whole segments' worth of bytes were lost (lost datagrams times the mean
+// payload), per segment's worth of bytes received. 0 without bytes or
+// loss.
+func SegmentLossEventRateOver(bytes, lostPackets, lossEvents, meanPayload float64) float64 {
+	if !(bytes > 0) || !(lostPackets > 0) || !(lossEvents > 0) || !(meanPayload > 0) {
+		return 0
+	}
+	events := min(lossEvents, max(lostPackets*meanPayload/NominalSegmentSize, 1))
+	return min(events*NominalSegmentSize/bytes, 1)
 }

@@ -59,3 +59,20 @@ func TestVirtualTCPLink(t *testing.T) {
 		}
 	}
 }
+
+func TestSegmentLossEventRateOver(t *testing.T) {
+	for _, tc := range []struct {
+		bytes, lost, events, s, want float64
+	}{
+		{146000, 10, 5, 1460, 5.0 / 100}, // full segments: events per segment
+		{146000, 10, 10, 146, 1.0 / 100}, // ten 146-byte losses are one segment's worth
+		{146000, 10, 10, 292, 2.0 / 100}, // or two of 292 bytes
+		{146000, 1, 1, 80, 1.0 / 100},    // one event counts, however small its loss
+		{0, 1, 1, 80, 0}, {100, 0, 0, 80, 0}, {100, 1, 1, -3, 0},
+		{1000, 50, 50, 1460, 1}, // capped at 1
+	} {
+		if got := SegmentLossEventRateOver(tc.bytes, tc.lost, tc.events, tc.s); got != tc.want {
+			t.Errorf("SegmentLossEventRateOver(%v, %v, %v, %v) = %v, want %v", tc.bytes, tc.lost, tc.events, tc.s, got, tc.want)
+		}
+	}
+}

@@ -22,16 +22,21 @@ const (
 	subsetDuration = 40 * time.Second
 )
 
-// subsetCells cover the three regimes: a drop-tail queue of a few
-// bandwidth-delay products and one of 1.5, with no random loss (the
-// viewer's losses are the queue's overflows, where per-packet rates
-// starve it), and 3 % random loss (where its packets are lost as TCP's).
+// subsetCells cover the two regimes: a drop-tail queue of a few
+// bandwidth-delay products with no random loss (the viewer's losses are
+// the queue's overflows, where per-packet rates starve it), and 3 %
+// random loss (where its packets are lost as TCP's).
 // gVisor's CUBIC: gVisor's Reno is not Reno (tcpflow's doc) and Linux's
 // TCP needs root and more time.
 func subsetCells(ctl throttle.ControllerName) []Cell {
 	base := Cell{Controller: ctl, TCP: GVisorCUBIC, Flows: 1, Buffer: 30, RTTms: 40, LinkBPS: 2_000_000}
+	// 3 % loss at 80 ms: at 40 ms the viewer measured 1.41× (1.29–1.63
+	// over five seeds), where gVisor's TCP, without RACK, waits for a
+	// 200 ms retransmission timeout after a lost retransmission — five
+	// round trips — and gets half what the TFRC equation gives a TCP flow
+	// at its loss (docs/fairness.md: where it cannot be trusted).
 	lossy := base
-	lossy.Loss = 0.03
+	lossy.Loss, lossy.RTTms = 0.03, 80
 	return []Cell{base, lossy}
 }
 
@@ -165,8 +170,8 @@ func TestShares(t *testing.T) {
 		row := Summarize(rs)
 		sd, lo, hi := Spread(rs)
 		se := sd / math.Sqrt(float64(len(rs)))
-		t.Logf("%v: viewer %.0f kbit/s, TCP %.0f kbit/s per flow, viewer ÷ TCP %.2f (sd %.2f, %.2f–%.2f, %d seeds), viewer p %.5f, TCP p %.5f",
-			c, row.ViewerBPS/1000, row.TCPBPSPerFlow/1000, row.ViewerOverTCP, sd, lo, hi, len(rs), row.ViewerP, row.TCPPEquiv)
+		t.Logf("%v: viewer %.0f kbit/s, TCP %.0f kbit/s per flow, viewer ÷ TCP %.2f (sd %.2f, %.2f–%.2f, %d seeds), viewer p %.5f, TCP p %.5f, audit's estimate ÷ TCP %.2f",
+			c, row.ViewerBPS/1000, row.TCPBPSPerFlow/1000, row.ViewerOverTCP, sd, lo, hi, len(rs), row.ViewerP, row.TCPPEquiv, AuditOverTCP(rs))
 		switch {
 		case c.Viewers == 3:
 			// Pooled over the seeds: each viewer's bytes and the TCP flow's.

@@ -67,6 +67,23 @@ func Ratio(r Result) float64 {
 	return 0
 }
 
+// AuditOverTCP is the audit's estimate of a TCP flow's rate on the path
+// (Result.AuditTCPBPS) over the TCP flows' real mean, pooled over the
+// runs: Σ estimate ÷ Σ TCP; 0 when either is missing.
+func AuditOverTCP(runs []Result) float64 {
+	var est, tcp float64
+	for _, r := range runs {
+		if r.AuditTCPBPS > 0 && r.MeanTCP() > 0 {
+			est += r.AuditTCPBPS
+			tcp += r.MeanTCP()
+		}
+	}
+	if tcp == 0 {
+		return 0
+	}
+	return est / tcp
+}
+
 // Spread is the sample standard deviation of the runs' ratios, and their
 // minimum and maximum.
 func Spread(runs []Result) (sd, lo, hi float64) {
@@ -253,8 +270,8 @@ func WriteJSON(w io.Writer, rows []Row) error {
 // when runs are given (runs[i] are rows[i]'s).
 func WriteMarkdown(w io.Writer, rows []Row, runs [][]Result) error {
 	var b strings.Builder
-	b.WriteString("| controller | TCP | flows | buffer (packets) | loss | RTT (ms) | link (Mbit/s) | viewer (kbit/s) | TCP per flow (kbit/s) | viewer ÷ TCP | min–max | viewer p | TCP p (Mathis) | seeds |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| controller | TCP | flows | buffer (packets) | loss | RTT (ms) | link (Mbit/s) | viewer (kbit/s) | TCP per flow (kbit/s) | viewer ÷ TCP | min–max | viewer p | TCP p (Mathis) | audit ÷ TCP | seeds |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	idx := make([]int, len(rows))
 	for i := range idx {
 		idx[i] = i
@@ -268,14 +285,19 @@ func WriteMarkdown(w io.Writer, rows []Row, runs [][]Result) error {
 	})
 	for _, i := range idx {
 		r := rows[i]
-		spread := ""
+		spread, audit := "", ""
 		if i < len(runs) && len(runs[i]) > 1 {
 			_, lo, hi := Spread(runs[i])
 			spread = fmt.Sprintf("%.2f–%.2f", lo, hi)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %d | %d | %g %% | %g | %g | %.0f | %.0f | **%.2f** | %s | %.5f | %.5f | %d |\n",
+		if i < len(runs) {
+			if a := AuditOverTCP(runs[i]); a > 0 {
+				audit = fmt.Sprintf("%.2f", a)
+			}
+		}
+		fmt.Fprintf(&b, "| %s | %s | %d | %d | %g %% | %g | %g | %.0f | %.0f | **%.2f** | %s | %.5f | %.5f | %s | %d |\n",
 			r.Controller, r.TCP, r.TCPFlows, r.BufferPackets, r.Loss*100, r.RTTms, r.LinkBPS/1e6,
-			r.ViewerBPS/1000, r.TCPBPSPerFlow/1000, r.ViewerOverTCP, spread, r.ViewerP, r.TCPPEquiv, r.Seeds)
+			r.ViewerBPS/1000, r.TCPBPSPerFlow/1000, r.ViewerOverTCP, spread, r.ViewerP, r.TCPPEquiv, audit, r.Seeds)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

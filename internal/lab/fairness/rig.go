@@ -167,6 +167,11 @@ type Result struct {
 	// sum of the TCP flows'.
 	ViewerPerSecond []float64 `json:"viewer_per_second_bps"`
 	TCPPerSecond    []float64 `json:"tcp_per_second_bps"`
+	// AuditTCPBPS is what the audit estimates a TCP flow on the path
+	// would get, from the first viewer's counters over the measured part
+	// (ratecalc.SegmentLossEventRateOver and the TFRC equation at 1,460
+	// bytes and the viewer's SRTT): to set beside TCPBPS. 0 without loss.
+	AuditTCPBPS float64 `json:"audit_tcp_bps"`
 	// Requests are the first viewer's decisions, bits/s, whole run.
 	Requests []float64 `json:"requests_bps"`
 }
@@ -359,7 +364,7 @@ wait:
 		r, _ := d.Flow(viewerDown(i))
 		res.ViewerBPS = append(res.ViewerBPS, r.Throughput()*8)
 		if i == 0 {
-			res.ViewerP, res.ViewerSegment, res.ViewerLossEventsPerSec, res.Requests = v.summary(warmEnd, res.Seconds)
+			res.ViewerP, res.ViewerSegment, res.ViewerLossEventsPerSec, res.AuditTCPBPS, res.Requests = v.summary(warmEnd, res.Seconds)
 		}
 	}
 	var qsum, qn float64
@@ -410,25 +415,25 @@ func viewerDown(i int) string { return fmt.Sprintf("viewer %d down", i) }
 // bottleneck, a decision every Interval sent up the bottleneck as a
 // request, applied by the region when it arrives.
 type viewer struct {
-	b                    *link.Bottleneck
-	down, up, pingDown   link.Flow
-	opt                  Options
-	cfg                  throttle.Config
-	rng                  *rand.Rand
-	sizes                []SizeWeight
-	total                float64
-	mu                   sync.Mutex // guards everything below
-	ctl                  ratecalc.Controller
-	rate                 ratecalc.Rate // what the region sends at
-	seq                  uint32
-	highest              uint32
-	haveHighest          bool
-	lastArrival          time.Time
-	gaps                 []gap
-	pingSent             map[uint32]time.Time
-	pingID               uint32
-	decisions            []decision
-	eventsAtWarm, events uint64
+	b                  *link.Bottleneck
+	down, up, pingDown link.Flow
+	opt                Options
+	cfg                throttle.Config
+	rng                *rand.Rand
+	sizes              []SizeWeight
+	total              float64
+	mu                 sync.Mutex // guards everything below
+	ctl                ratecalc.Controller
+	rate               ratecalc.Rate // what the region sends at
+	seq                uint32
+	highest            uint32
+	haveHighest        bool
+	lastArrival        time.Time
+	gaps               []gap
+	pingSent           map[uint32]time.Time
+	pingID             uint32
+	decisions          []decision
+	bytes              float64 // payload bytes received
 }
 
 type gap struct {
@@ -438,9 +443,10 @@ type gap struct {
 }
 
 type decision struct {
-	at   time.Time
-	rate ratecalc.Rate
-	st   ratecalc.Stats
+	at    time.Time
+	rate  ratecalc.Rate
+	st    ratecalc.Stats
+	bytes float64 // payload bytes received so far
 }
 
 // Message kinds of the rig's datagrams (the first byte).
@@ -547,7 +553,7 @@ func (v *viewer) run(ctx context.Context) {
 			var req []byte
 			if !now.Before(nextDecision) {
 				r := v.cfg.Clamp(v.ctl.Rate(now))
-				v.decisions = append(v.decisions, decision{at: now, rate: r, st: v.ctl.Stats()})
+				v.decisions = append(v.decisions, decision{at: now, rate: r, st: v.ctl.Stats(), bytes: v.bytes})
 				req = make([]byte, 16)
 				req[0] = kindRequest
 				binary.BigEndian.PutUint64(req[1:], math.Float64bits(float64(r)))
@@ -609,6 +615,7 @@ func (v *viewer) atViewer(pkt []byte) {
 		v.gaps = append(v.gaps, gap{before: v.highest, after: seq, tBefore: v.lastArrival, tAfter: now})
 	}
 	v.ctl.OnPacket(ratecalc.Packet{At: now, Size: len(pkt)})
+	v.bytes += float64(len(pkt))
 	for i := range v.gaps {
 		v.gaps[i].later++
 	}
@@ -627,12 +634,31 @@ func (v *viewer) atViewer(pkt []byte) {
 // summary is the mean loss event rate and payload over the decisions
 // after the warm-up, the loss events per second over them, and every
 // decision's rate in bits/s.
-func (v *viewer) summary(warmEnd time.Time, seconds float64) (p, seg, eventsPerSec float64, requests []float64) {
+func (v *viewer) summary(warmEnd time.Time, seconds float64) (p, seg, eventsPerSec, estimate float64, requests []float64) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	var n float64
 	var ev0, ev1 uint64
 	haveEv0 := false
+	var first, last *decision
+	for i := range v.decisions {
+		if d := &v.decisions[i]; !d.at.Before(warmEnd) {
+			if first == nil {
+				first = d
+			}
+			last = d
+		}
+	}
+	if first != nil && last != first {
+		// The audit's estimate (ratecalc.SegmentLossEventRateOver) from the
+		// counters a capture gives, over the measured part.
+		ps := ratecalc.SegmentLossEventRateOver(last.bytes-first.bytes, float64(last.st.Lost-first.st.Lost),
+			float64(last.st.LossEvents-first.st.LossEvents), last.st.SegmentSize)
+		if ps > 0 {
+			// On the wire, as TCPBPS: 1,500 bytes per 1,460 of payload.
+			estimate = ratecalc.TFRCRate(ratecalc.NominalSegmentSize, last.st.SRTT, ps).BitsPerSecond() * 1500 / ratecalc.NominalSegmentSize
+		}
+	}
 	for _, d := range v.decisions {
 		requests = append(requests, d.rate.BitsPerSecond())
 		if d.at.Before(warmEnd) {
@@ -658,5 +684,5 @@ func (v *viewer) summary(warmEnd time.Time, seconds float64) (p, seg, eventsPerS
 		eventsPerSec = float64(ev1-ev0) / seconds
 	}
 
-	return p, seg, eventsPerSec, requests
+	return p, seg, eventsPerSec, estimate, requests
 }
