@@ -219,21 +219,30 @@ func writeDemoComparison(w io.Writer, sum demo.Summary) {
 		return
 	}
 	fmt.Fprintf(w, "\nBeside a bulk TCP download (CUBIC) on the same link, the stock viewer alone and with fairgrid (%s, s = %s), side by side, last half of the run:\n\n", sum.FairModel, segmentName(sum.Segment))
-	fmt.Fprintf(w, "%-16s %14s %16s %22s %16s %14s\n", "", "download", "viewer received", "viewer queueing delay", "TCP-fair share", "viewer/fair")
+	fmt.Fprintf(w, "%-16s %14s %16s %18s %22s %16s %14s\n", "", "download", "viewer received", "viewer÷download", "viewer queueing delay", "TCP-fair share", "viewer/fair")
 	for _, r := range []struct {
 		name string
 		s    *demo.Side
 	}{{"stock viewer", sum.Stock}, {"with fairgrid", sum.Fairgrid}} {
-		fair, ratio := "-", "-"
+		fair, ratio, share := "-", "-", "-"
 		if r.s.FairBPS > 0 {
 			fair = fmt.Sprintf("%.0f kbit/s", r.s.FairBPS/1000)
 			ratio = fmt.Sprintf("%.2f×", r.s.ViewerBPS/r.s.FairBPS)
 		}
-		fmt.Fprintf(w, "%-16s %14s %16s %22s %16s %14s\n", r.name, fmt.Sprintf("%.0f kbit/s", r.s.DownloadBPS/1000), fmt.Sprintf("%.0f kbit/s", r.s.ViewerBPS/1000),
-			fmt.Sprintf("%.0f ms (p95 %.0f)", r.s.QueueDelayMeanMs, r.s.QueueDelayP95Ms), fair, ratio)
+		if r.s.DownloadBPS > 0 {
+			share = fmt.Sprintf("%.2f×", r.s.ViewerOverDownload)
+		}
+		fmt.Fprintf(w, "%-16s %14s %16s %18s %22s %16s %14s\n", r.name, fmt.Sprintf("%.0f kbit/s", r.s.DownloadBPS/1000), fmt.Sprintf("%.0f kbit/s", r.s.ViewerBPS/1000),
+			share, fmt.Sprintf("%.0f ms (p95 %.0f)", r.s.QueueDelayMeanMs, r.s.QueueDelayP95Ms), fair, ratio)
 	}
 	if sum.Stock.DownloadBPS > 0 {
 		fmt.Fprintf(w, "\nWith fairgrid the download got %.2f× what it got beside the stock viewer.\n", sum.Fairgrid.DownloadBPS/sum.Stock.DownloadBPS)
+	}
+	if sum.Stock.DownloadBPS > 0 && sum.Fairgrid.DownloadBPS > 0 {
+		// The promise, measured: one TCP share is 0.8–1.25× the download's
+		// own bytes/s on the same link, at the same time.
+		fmt.Fprintf(w, "The viewer got %.2f× the download's bytes/s with fairgrid, %.2f× as the stock viewer (one TCP share: 0.8–1.25×).\n",
+			sum.Fairgrid.ViewerOverDownload, sum.Stock.ViewerOverDownload)
 	}
 }
 

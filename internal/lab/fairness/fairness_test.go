@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fairgrid/fairgrid/internal/lab/scenario"
 	"github.com/fairgrid/fairgrid/throttle"
 )
 
@@ -178,13 +179,13 @@ func TestShares(t *testing.T) {
 			viewers := make([]float64, c.Viewers)
 			var tcp float64
 			for _, r := range rs {
-				t.Logf("  seed %d: viewers %.0f kbit/s, TCP %.0f kbit/s, Jain %.3f", r.Seed, kbits(r.ViewerBPS), r.MeanTCP()/1000, jain(r.ViewerBPS...))
+				t.Logf("  seed %d: viewers %.0f kbit/s, TCP %.0f kbit/s, Jain %.3f", r.Seed, kbits(r.ViewerBPS), r.MeanTCP()/1000, scenario.Jain(r.ViewerBPS...))
 				for i := range viewers {
 					viewers[i] += r.ViewerBPS[i]
 				}
 				tcp += r.MeanTCP()
 			}
-			if j := jain(viewers...); j < 0.95 {
+			if j := scenario.Jain(viewers...); j < 0.95 {
 				t.Errorf("%v: viewers' Jain index %.3f over the seeds, want ≥ 0.95", c, j)
 			}
 			for i, v := range viewers {
@@ -312,16 +313,4 @@ func kbits(xs []float64) []float64 {
 		out[i] = math.Round(x / 1000)
 	}
 	return out
-}
-
-func jain(xs ...float64) float64 {
-	var sum, sq float64
-	for _, x := range xs {
-		sum += x
-		sq += x * x
-	}
-	if sq == 0 {
-		return 0
-	}
-	return sum * sum / (float64(len(xs)) * sq)
 }
