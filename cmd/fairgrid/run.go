@@ -199,7 +199,7 @@ func runDemo(cfg demo.Config, linkSpec string, controller throttle.ControllerNam
 	}
 	if sum.MeanFairBPS > 0 {
 		fmt.Fprintf(out, "Over the last half of the run the viewer received %.0f kbit/s, %.2f× the TCP-fair %.0f kbit/s (%s model, s = %s).\n",
-			sum.MeanRateBPS/1000, sum.RatioToFair, sum.MeanFairBPS/1000, sum.FairModel, segmentName(sum.Segment))
+			sum.MeanRateBPS/1000, sum.RatioToFair, sum.MeanFairBPS/1000, sum.FairModel, demoSegment(sum))
 	} else {
 		fmt.Fprintf(out, "Over the last half of the run the viewer received %.0f kbit/s; no loss was measured, so there is no TCP-fair rate to compare it with.\n",
 			sum.MeanRateBPS/1000)
@@ -218,7 +218,7 @@ func writeDemoComparison(w io.Writer, sum demo.Summary) {
 	if sum.Stock == nil || sum.Fairgrid == nil {
 		return
 	}
-	fmt.Fprintf(w, "\nBeside a bulk TCP download (CUBIC) on the same link, the stock viewer alone and with fairgrid (%s, s = %s), side by side, last half of the run:\n\n", sum.FairModel, segmentName(sum.Segment))
+	fmt.Fprintf(w, "\nBeside a bulk TCP download (CUBIC) on the same link, the stock viewer alone and with fairgrid (%s, s = %s), side by side, last half of the run:\n\n", sum.FairModel, demoSegment(sum))
 	fmt.Fprintf(w, "%-16s %14s %16s %18s %22s %16s %14s\n", "", "download", "viewer received", "viewer÷download", "viewer queueing delay", "TCP-fair share", "viewer/fair")
 	for _, r := range []struct {
 		name string
@@ -244,6 +244,15 @@ func writeDemoComparison(w io.Writer, sum demo.Summary) {
 		fmt.Fprintf(w, "The viewer got %.2f× the download's bytes/s with fairgrid, %.2f× as the stock viewer (one TCP share: 0.8–1.25×).\n",
 			sum.Fairgrid.ViewerOverDownload, sum.Stock.ViewerOverDownload)
 	}
+}
+
+// demoSegment says what s the demo's fair rates stand on: the virtual
+// TCP's are always full segments, whatever the segment setting.
+func demoSegment(sum demo.Summary) string {
+	if sum.FairModel == "tfrc per segment" {
+		return "1460 B, losses counted by bytes"
+	}
+	return segmentName(sum.Segment)
 }
 
 // segmentName says what s a segment setting stands for.
