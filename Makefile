@@ -57,9 +57,9 @@ interop-deps:
 # real clock) run in the scale step: under the race detector real TCP runs
 # slower than real time, starves the control loop beside it, and their
 # figures cannot be judged (a CI run saw a re-assertion held 4.7 s).
-REALTIME_LAB := ./internal/lab/scenario ./internal/lab/demo
+REALTIME_LAB := ./internal/lab/scenario ./internal/lab/demo ./internal/lab/fairness
 unit:
-	$(GO) test $(RACE) -count=1 -p 1 $$($(GO) list $(PKGS) | grep -v -e '/internal/lab/scenario$$' -e '/internal/lab/demo$$')
+	$(GO) test $(RACE) -count=1 -p 1 $$($(GO) list $(PKGS) | grep -v -e '/internal/lab/scenario$$' -e '/internal/lab/demo$$' -e '/internal/lab/fairness$$')
 
 # Scale tests run without the race detector, which would measure itself.
 scale:
