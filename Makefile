@@ -65,7 +65,7 @@ interop-deps:
 # detector real TCP runs slower than real time, starves the control loop
 # beside it, and their figures cannot be judged (a CI run saw a
 # re-assertion held 4.7 s).
-REALTIME_LAB := ./internal/lab/scenario ./internal/lab/demo
+REALTIME_LAB := ./internal/lab/scenario ./internal/lab/demo ./internal/lab/fairness
 REALTIME := ./cmd/fairgrid ./internal/audit ./internal/socks5 ./internal/benchrelay ./internal/lab/kerneltcp \
 	./internal/lab/link ./internal/lab/tcpflow ./internal/lab/viewer ./opensim/region ./opensim/gateway ./throttle ./throttle/proxy ./capture
 # Run without the race detector (scale), which would measure itself.

@@ -17,10 +17,10 @@ func TestExampleLoads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Control.Controller != "window" || f.Control.Interval.Seconds() != 5 || f.Capture.Interface != "auto" || f.Metrics.Address != "127.0.0.1:9101" {
+	if f.Control.Controller != throttle.DefaultController || f.Control.Interval.Seconds() != 5 || f.Capture.Interface != "auto" || f.Metrics.Address != "127.0.0.1:9101" {
 		t.Errorf("%+v", f)
 	}
-	if tc := f.Throttle(); tc.Controller != "window" || tc.Segment != f.Control.Segment || tc.Min.BitsPerSecond() != 64000 {
+	if tc := f.Throttle(); tc.Controller != throttle.DefaultController || tc.Segment != f.Control.Segment || tc.Min.BitsPerSecond() != 64000 {
 		t.Errorf("throttle config %+v", tc)
 	}
 }
@@ -31,7 +31,7 @@ func TestInvalid(t *testing.T) {
 		{"unknown key", "[control]\nspeed = 3\n", "unknown key control.speed"},
 		{"unknown table", "[nonsense]\na = 1\n", "unknown key nonsense, nonsense.a"},
 		{"syntax", "[control\n", "line 2: expected '.' or ']' to end table name, but got '\\n' instead"},
-		{"controller", "[control]\ncontroller = \"cubic\"\n", `control.controller: "cubic": want window, tfrc or viewer`},
+		{"controller", "[control]\ncontroller = \"cubic\"\n", `control.controller: "cubic": want vtcp, window, tfrc or viewer`},
 		{"segment", "[control]\nsegment = \"1460\"\n", `control.segment: "1460": want mean or nominal`},
 		{"segment empty", "[control]\nsegment = \"\"\n", `control.segment: "": want mean or nominal`},
 		{"integer duration", "[control]\ninterval = 5\n", `line 2: control.interval: "5" is not a duration such as "5s"`},

@@ -11,9 +11,10 @@ import (
 func BenchmarkUpdate(b *testing.B) {
 	t0 := time.Unix(0, 0)
 	for name, c := range map[string]Controller{
-		"TFRC":   mustTFRC(b, TFRCConfig{}),
-		"Window": mustWindow(b, WindowConfig{}),
-		"Viewer": func() Controller { v, _ := NewViewer(ViewerConfig{}); return v }(),
+		"TFRC":       mustTFRC(b, TFRCConfig{}),
+		"Window":     mustWindow(b, WindowConfig{}),
+		"VirtualTCP": mustVirtualTCP(b, VirtualTCPConfig{}),
+		"Viewer":     func() Controller { v, _ := NewViewer(ViewerConfig{}); return v }(),
 	} {
 		b.Run(name, func(b *testing.B) {
 			c.OnRTT(100*time.Millisecond, t0)

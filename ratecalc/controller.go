@@ -47,13 +47,17 @@ type Stats struct {
 	ReceiveRate   Rate    // X_recv over the latest request interval
 	EquationRate  Rate    // the TFRC equation at the current p, R and FairSegmentSize; 0 before any loss
 	LossEventRate float64 // p, 0 before any loss
-	LossEvents    uint64
-	Received      uint64 // packets received
-	Lost          uint64 // packets declared lost
-	SRTT          time.Duration
-	RTTVar        time.Duration
-	RTTSamples    uint64
-	SegmentSize   float64 // s, bytes: the mean received payload
+	// SegmentLossEventRate is the loss events per 1,460 bytes received:
+	// the p a TCP flow of full segments would have with the same events
+	// (VirtualTCP's events; 0 for the others).
+	SegmentLossEventRate float64
+	LossEvents           uint64
+	Received             uint64 // packets received
+	Lost                 uint64 // packets declared lost
+	SRTT                 time.Duration
+	RTTVar               time.Duration
+	RTTSamples           uint64
+	SegmentSize          float64 // s, bytes: the mean received payload
 	// FairSegmentSize is the s the rate equations stand on: Config's
 	// NominalSegment when set, else SegmentSize. A TCP-fair rate computed
 	// outside the controller (a demo's column, an audit) uses it to agree

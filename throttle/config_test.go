@@ -133,7 +133,7 @@ func TestClamp(t *testing.T) {
 func TestLoopSegment(t *testing.T) {
 	requests := func(segment Segment) (*Loop, *feed, Request, ratecalc.Stats) {
 		// A high Max so that no request is clamped.
-		l, err := New(Config{Sims: []netip.AddrPort{simEP}, Segment: segment, Max: ratecalc.RateFromBits(1e9)}, nil)
+		l, err := New(Config{Controller: Window, Sims: []netip.AddrPort{simEP}, Segment: segment, Max: ratecalc.RateFromBits(1e9)}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

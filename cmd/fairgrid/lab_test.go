@@ -43,3 +43,38 @@ func TestLabCommandLine(t *testing.T) {
 		t.Errorf("lab --help: exit %d, %q", code, out)
 	}
 }
+
+// TestLabFairnessCommandLine: lab fairness refuses bad flags with a
+// message naming them, before anything runs, and lists its own flags.
+func TestLabFairnessCommandLine(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown controller", []string{"lab", "fairness", "--controllers", "vtcp,cubic"}, `--controllers: "cubic"`},
+		{"unknown tcp", []string{"lab", "fairness", "--tcp", "vegas"}, `--tcp "vegas"`},
+		{"no seeds", []string{"lab", "fairness", "--seeds", "0"}, "--seeds 0"},
+		{"short duration", []string{"lab", "fairness", "--duration", "1s"}, "at least 5s"},
+		{"negative warm-up", []string{"lab", "fairness", "--warmup", "-1s"}, "--warmup"},
+		{"bad interval", []string{"lab", "fairness", "--interval", "1ms"}, "--interval"},
+		{"bad design", []string{"lab", "fairness", "--design", "all"}, `--design "all"`},
+		{"no parallelism", []string{"lab", "fairness", "--parallel", "0"}, "--parallel 0"},
+		{"bad format", []string{"lab", "fairness", "--format", "xml"}, "want text or json"},
+		{"positional", []string{"lab", "fairness", "extra"}, "unexpected argument"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, errOut := runCmd(t, "", tc.args...)
+			if code != exitUsage || !strings.Contains(errOut, tc.want) {
+				t.Errorf("%v: exit %d, stderr %q; want exit %d and %q", tc.args, code, errOut, exitUsage, tc.want)
+			}
+		})
+	}
+	code, out, _ := runCmd(t, "", "lab", "fairness", "--help")
+	if code != exitOK || !strings.Contains(out, "--design") || !strings.Contains(out, "viewer") {
+		t.Errorf("lab fairness --help: exit %d, %q", code, out)
+	}
+	if code, out, _ := runCmd(t, "", "lab", "--help"); code != exitOK || !strings.Contains(out, "fairness") {
+		t.Errorf("lab --help does not list fairness: exit %d, %q", code, out)
+	}
+}

@@ -57,7 +57,7 @@ func runRun(args []string, s stdio) int {
 	linkSpec := fs.String("link", "1M,50ms,1%,100", "the emulated link: RATE,DELAY,LOSS,BUFFER (the thesis's 3 %: 2M,50ms,3%,100)")
 	// A string, not a TextVar: the daemon's error names the key the flag
 	// overrides (control.controller), from the same parser.
-	controllerFlag := fs.String("controller", "window", "window (window tracking), tfrc, or viewer (the stock rule)")
+	controllerFlag := fs.String("controller", string(throttle.DefaultController), "vtcp (virtual TCP, calibrated against real TCP), window (window tracking), tfrc, or viewer (the stock rule)")
 	segmentFlag := segmentFlag(fs)
 	interval := fs.Duration("interval", 5*time.Second, "decision interval")
 	format := formatFlag(fs, "output format: `text` or json (one object per interval, then a summary)")
@@ -199,7 +199,7 @@ func runDemo(cfg demo.Config, linkSpec string, controller throttle.ControllerNam
 	}
 	if sum.MeanFairBPS > 0 {
 		fmt.Fprintf(out, "Over the last half of the run the viewer received %.0f kbit/s, %.2f× the TCP-fair %.0f kbit/s (%s model, s = %s).\n",
-			sum.MeanRateBPS/1000, sum.RatioToFair, sum.MeanFairBPS/1000, sum.FairModel, segmentName(sum.Segment))
+			sum.MeanRateBPS/1000, sum.RatioToFair, sum.MeanFairBPS/1000, sum.FairModel, demoSegment(sum))
 	} else {
 		fmt.Fprintf(out, "Over the last half of the run the viewer received %.0f kbit/s; no loss was measured, so there is no TCP-fair rate to compare it with.\n",
 			sum.MeanRateBPS/1000)
@@ -218,23 +218,41 @@ func writeDemoComparison(w io.Writer, sum demo.Summary) {
 	if sum.Stock == nil || sum.Fairgrid == nil {
 		return
 	}
-	fmt.Fprintf(w, "\nBeside a bulk TCP download (CUBIC) on the same link, the stock viewer alone and with fairgrid (%s, s = %s), side by side, last half of the run:\n\n", sum.FairModel, segmentName(sum.Segment))
-	fmt.Fprintf(w, "%-16s %14s %16s %22s %16s %14s\n", "", "download", "viewer received", "viewer queueing delay", "TCP-fair share", "viewer/fair")
+	fmt.Fprintf(w, "\nBeside a bulk TCP download (CUBIC) on the same link, the stock viewer alone and with fairgrid (%s, s = %s), side by side, last half of the run:\n\n", sum.FairModel, demoSegment(sum))
+	fmt.Fprintf(w, "%-16s %14s %16s %18s %22s %16s %14s\n", "", "download", "viewer received", "viewer÷download", "viewer queueing delay", "TCP-fair share", "viewer/fair")
 	for _, r := range []struct {
 		name string
 		s    *demo.Side
 	}{{"stock viewer", sum.Stock}, {"with fairgrid", sum.Fairgrid}} {
-		fair, ratio := "-", "-"
+		fair, ratio, share := "-", "-", "-"
 		if r.s.FairBPS > 0 {
 			fair = fmt.Sprintf("%.0f kbit/s", r.s.FairBPS/1000)
 			ratio = fmt.Sprintf("%.2f×", r.s.ViewerBPS/r.s.FairBPS)
 		}
-		fmt.Fprintf(w, "%-16s %14s %16s %22s %16s %14s\n", r.name, fmt.Sprintf("%.0f kbit/s", r.s.DownloadBPS/1000), fmt.Sprintf("%.0f kbit/s", r.s.ViewerBPS/1000),
-			fmt.Sprintf("%.0f ms (p95 %.0f)", r.s.QueueDelayMeanMs, r.s.QueueDelayP95Ms), fair, ratio)
+		if r.s.DownloadBPS > 0 {
+			share = fmt.Sprintf("%.2f×", r.s.ViewerOverDownload)
+		}
+		fmt.Fprintf(w, "%-16s %14s %16s %18s %22s %16s %14s\n", r.name, fmt.Sprintf("%.0f kbit/s", r.s.DownloadBPS/1000), fmt.Sprintf("%.0f kbit/s", r.s.ViewerBPS/1000),
+			share, fmt.Sprintf("%.0f ms (p95 %.0f)", r.s.QueueDelayMeanMs, r.s.QueueDelayP95Ms), fair, ratio)
 	}
 	if sum.Stock.DownloadBPS > 0 {
 		fmt.Fprintf(w, "\nWith fairgrid the download got %.2f× what it got beside the stock viewer.\n", sum.Fairgrid.DownloadBPS/sum.Stock.DownloadBPS)
 	}
+	if sum.Stock.DownloadBPS > 0 && sum.Fairgrid.DownloadBPS > 0 {
+		// The promise, measured: one TCP share is 0.8–1.25× the download's
+		// own bytes/s on the same link, at the same time.
+		fmt.Fprintf(w, "The viewer got %.2f× the download's bytes/s with fairgrid, %.2f× as the stock viewer (one TCP share: 0.8–1.25×).\n",
+			sum.Fairgrid.ViewerOverDownload, sum.Stock.ViewerOverDownload)
+	}
+}
+
+// demoSegment says what s the demo's fair rates stand on: the virtual
+// TCP's are always full segments, whatever the segment setting.
+func demoSegment(sum demo.Summary) string {
+	if sum.FairModel == "tfrc per segment" {
+		return "1460 B, losses counted by bytes"
+	}
+	return segmentName(sum.Segment)
 }
 
 // segmentName says what s a segment setting stands for.

@@ -22,8 +22,17 @@
 //     t_RTO = 4R) at that p and R, with s = the direction's mean datagram
 //     payload so far (RFC 5348 §4.1, what the controllers use) and with
 //     TFRC-SP's nominal s = 1460 B (RFC 4828 §3), both reported; the
-//     verdict takes one (Config.Segment; congestion.md §13 item 2). Mathis
-//     (ratecalc.MathisRate) is reported beside it with the verdict's s.
+//     per-second ratios take one (Config.Segment; congestion.md §13 item
+//     2). Mathis (ratecalc.MathisRate) is reported beside it with that s.
+//   - The verdict's estimate of what a TCP flow on the path gets
+//     (Circuit.FairTCP): the equation at 1,460 B, the ping RTT and the loss
+//     event rate per 1,460-byte segment received with losses counted by
+//     bytes (ratecalc.SegmentLossEventRateOver), as fairgrid's default
+//     controller counts them. The per-packet p a thin flow measures lies
+//     far above a TCP flow's in the same queue, so received ÷ the equation
+//     at that p (ReceivedOverFair) flatters any flow that starves itself;
+//     docs/fairness.md compares the estimate with the TCP flow that shared
+//     the lab's bottleneck, and says where it cannot be trusted.
 //   - Over the whole connection: p = loss events ÷ sequence numbers
 //     counted (the mean loss interval's inverse, every interval weighted
 //     alike), R = the smoothed ping RTT at the end, and the distribution

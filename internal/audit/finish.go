@@ -134,7 +134,19 @@ func (a *Auditor) circuitRow(fs *flowState) (Circuit, bool) {
 			row.ChannelBitPerS[i] = float64(st.ByChannel[i]) * 8 / d.Seconds()
 		}
 	}
-	row.Verdict = verdict(row.FairState, row.ReceivedOverFair)
+	// The verdict stands on the estimate calibrated against real TCP in the
+	// lab: losses counted by bytes, full segments; not on the circuit's own
+	// per-packet loss event rate, which a thin flow measures far above a
+	// TCP flow's in the same queue (congestion.md §10.1).
+	if row.FairState == FairKnown {
+		row.SegmentLossEventRate = ratecalc.SegmentLossEventRateOver(float64(st.Bytes), float64(st.Lost), float64(st.LossEvents), meanPayload(st))
+		if row.SegmentLossEventRate > 0 {
+			v := ratecalc.TFRCRate(NominalSegmentBytes, *rtt, row.SegmentLossEventRate).BitsPerSecond()
+			row.FairTCP = &v
+			row.ReceivedOverTCP = ratio(row.MeanBitPerS, row.FairTCP)
+		}
+	}
+	row.Verdict = verdict(row.FairState, row.ReceivedOverTCP)
 	return row, true
 }
 

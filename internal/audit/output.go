@@ -20,15 +20,15 @@ import (
 // index.
 func WriteText(w io.Writer, r *Report) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "verdict (s = %s)\tcircuit\tdir\tagent\tduration s\tkbit/s\tpeak kbit/s\tloss\tp\tRTT ms\tfair kbit/s (s=mean)\tfair (s=1460)\tmedian/fair\trequests\n", r.Segment)
+	fmt.Fprintf(tw, "verdict (vs a TCP flow, est.)\tcircuit\tdir\tagent\tduration s\tkbit/s\tpeak kbit/s\tloss\tp\tRTT ms\tTCP est. kbit/s\tfair kbit/s (s=mean)\tfair (s=1460)\tmedian/fair (s=%s)\trequests\n", r.Segment)
 	for _, c := range r.Circuits {
 		agent := c.AgentID
 		if agent == "" {
 			agent = "?"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.0f\t%.1f\t%.1f\t%.4f\t%.4f\t%s\t%s\t%s\t%s\t%d\n",
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.0f\t%.1f\t%.1f\t%.4f\t%.4f\t%s\t%s\t%s\t%s\t%s\t%d\n",
 			c.Verdict, c.Circuit, c.Direction, agent, c.DurationS, c.MeanBitPerS/1000, c.PeakBitPerS/1000,
-			c.LossRate, c.LossEventRate, optFloat(c.RTTMs, "%.2f"), fairText(c.FairState, c.FairMeanS),
+			c.LossRate, c.LossEventRate, optFloat(c.RTTMs, "%.2f"), fairText(c.FairState, c.FairTCP), fairText(c.FairState, c.FairMeanS),
 			fairText(c.FairState, c.FairNominal), optFloat(c.RatioMedian, "%.2f"), c.Requests)
 	}
 	if err := tw.Flush(); err != nil {

@@ -108,7 +108,20 @@ type Circuit struct {
 	CategoryBitPerS [7]float64 `json:"category_bit_per_s" parquet:"-"` // lludp categories, in their order
 	ChannelBitPerS  [5]float64 `json:"channel_bit_per_s" parquet:"-"`  // opensim channels, in their order
 
-	Verdict string `json:"verdict" parquet:"verdict"` // "3.1× its TCP-fair rate", "within ±10 %", "unknown: no RTT"
+	// SegmentLossEventRate is the loss event rate per 1,460-byte segment
+	// received, losses counted by bytes (ratecalc.SegmentLossEventRateOver,
+	// what fairgrid's default controller measures), and FairTCP the TFRC
+	// equation at 1,460 B, that rate and the ping RTT: the audit's estimate
+	// of what a TCP flow on the path gets (docs/fairness.md says how it
+	// compares with real TCP in the lab, and where it cannot be trusted).
+	// ReceivedOverTCP is received ÷ FairTCP: the verdict's ratio.
+	SegmentLossEventRate float64  `json:"segment_loss_event_rate" parquet:"segment_loss_event_rate"`
+	FairTCP              *float64 `json:"fair_tcp_bit_per_s" parquet:"fair_tcp_bit_per_s,optional"`
+	ReceivedOverTCP      *float64 `json:"received_over_tcp" parquet:"received_over_tcp,optional"`
+
+	// Verdict says how far received was from FairTCP: "3.1× its TCP-fair
+	// rate", "within ±10 %", "unknown: no RTT".
+	Verdict string `json:"verdict" parquet:"verdict"`
 }
 
 // Second is one circuit and direction in one 1 s bin (the thesis's "per

@@ -187,6 +187,10 @@ type Side struct {
 	// measured, with the segment size Summary.Segment names (the model
 	// FairModel names; Mathis for the stock viewer); 0 without loss.
 	FairBPS float64 `json:"fair_bps"`
+	// ViewerOverDownload is ViewerBPS ÷ DownloadBPS: the promise, measured
+	// (TCP-fair means one share: 0.8–1.25); 0 when the download moved
+	// nothing.
+	ViewerOverDownload float64 `json:"viewer_over_download"`
 }
 
 // downloadName is the download's name on the bottleneck.
@@ -458,6 +462,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, onRow func(Row)) (Su
 			}
 			sum.Stock = &Side{DownloadBPS: r.m.TCP[0].GoodputBPS, ViewerBPS: v.Down.ThroughputBPS,
 				QueueDelayMeanMs: v.Down.QueueDelayMeanMs, QueueDelayP95Ms: v.Down.QueueDelayP95Ms, FairBPS: fair}
+			if sum.Stock.DownloadBPS > 0 {
+				sum.Stock.ViewerOverDownload = sum.Stock.ViewerBPS / sum.Stock.DownloadBPS
+			}
 		} else if !sum.Interrupted {
 			return Summary{}, fmt.Errorf("the stock viewer's run: %w", r.err)
 		}
@@ -478,15 +485,23 @@ func side(d link.BottleneckStats, read uint64, fair float64) *Side {
 			s.DownloadBPS = float64(read) * 8 / secs
 		}
 	}
+	if s.DownloadBPS > 0 {
+		s.ViewerOverDownload = s.ViewerBPS / s.DownloadBPS
+	}
 	return s
 }
 
 // fairModel is the TCP model a controller follows (congestion.md §6.7):
-// window tracking emulates Reno, whose rate is Mathis's; the others aim at
-// the TFRC equation.
+// window tracking emulates Reno, whose rate is Mathis's; the virtual TCP
+// stands on the TFRC equation at its loss event rate per 1,460-byte
+// segment (its heavy-loss cap); TFRC and the viewer rule on the equation
+// at the per-packet rate.
 func fairModel(controller throttle.ControllerName) string {
-	if controller == "" || controller == throttle.Window {
+	switch controller {
+	case throttle.Window:
 		return "mathis"
+	case "", throttle.VirtualTCP:
+		return "tfrc per segment"
 	}
 	return "tfrc"
 }
@@ -494,8 +509,11 @@ func fairModel(controller throttle.ControllerName) string {
 // fairRate is the TCP-fair rate by the controller's model, with the s its
 // rate stands on (st.FairSegmentSize: the mean payload or the nominal).
 func fairRate(controller throttle.ControllerName, st ratecalc.Stats) ratecalc.Rate {
-	if fairModel(controller) == "mathis" {
+	switch fairModel(controller) {
+	case "mathis":
 		return ratecalc.MathisRate(st.FairSegmentSize, st.SRTT, st.LossEventRate)
+	case "tfrc per segment":
+		return ratecalc.TFRCRate(ratecalc.NominalSegmentSize, st.SRTT, st.SegmentLossEventRate)
 	}
 	return ratecalc.TFRCRate(st.FairSegmentSize, st.SRTT, st.LossEventRate)
 }

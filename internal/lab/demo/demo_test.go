@@ -15,11 +15,12 @@ import (
 
 // TestDemo runs the demo for 90 s on the thesis's link: a stock viewer
 // asking for 1,536 kbit/s over a 2 Mbit/s, 3 %-loss, 50 ms link beside a
-// CUBIC download, window tracking. The
-// region must apply each of fairgrid's requests within 2 intervals, every
+// CUBIC download, the default controller (virtual TCP). The region must
+// apply each of fairgrid's requests within 2 intervals, every
 // AgentThrottle of the viewer's own must be overridden within 100 ms, and
-// the viewer must end within ±25 % of the TCP-fair rate of the model window
-// tracking follows (Mathis). 90 s leaves nine intervals to average.
+// the viewer must end with 0.67–1.5× the download's bytes/s (one TCP
+// share, 0.8–1.25×, widened as the lab's subset test widens its hard
+// bounds: one run). 90 s leaves nine intervals to average.
 func TestDemo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a one-minute run: skipped with -short")
@@ -59,11 +60,16 @@ func TestDemo(t *testing.T) {
 	if sum.MaxOverrideMs > 100 {
 		t.Errorf("a viewer's AgentThrottle held %.0f ms before fairgrid's replaced it", sum.MaxOverrideMs)
 	}
-	if sum.RatioToFair < 0.75 || sum.RatioToFair > 1.25 {
-		t.Errorf("the viewer received %.2f× the TCP-fair rate, want within ±25 %%", sum.RatioToFair)
+	// The promise, measured against the download on the same link, not
+	// against the controller's own equation; one 90 s run at 3 % loss, so
+	// the band of the lab's subset test widened as its hard bounds are.
+	if fg := sum.Fairgrid; fg == nil || fg.ViewerOverDownload < 0.8/1.2 || fg.ViewerOverDownload > 1.25*1.2 {
+		t.Errorf("with fairgrid the viewer got %+v of the download's bytes/s, want 0.67–1.5×", fg)
 	}
-	if sum.ViewerRatioToFair < 2 {
-		t.Errorf("the stock viewer asked for only %.2f× the fair rate: the demo would show nothing", sum.ViewerRatioToFair)
+	// The harm, measured the same way: the stock viewer beside its own
+	// download takes more than one TCP share, or the demo shows nothing.
+	if st := sum.Stock; st == nil || st.ViewerOverDownload <= 1.25 {
+		t.Errorf("the stock viewer got %+v of its download's bytes/s, want more than 1.25×: the demo would show nothing", st)
 	}
 	t.Run("shows the harm", func(t *testing.T) {
 		r := <-harm
@@ -193,8 +199,11 @@ func checkHarm(t *testing.T, sum Summary) {
 	if r := st.ViewerBPS / st.FairBPS; r < 1.5 {
 		t.Errorf("the stock viewer received %.2f× its TCP-fair share, want at least 1.5×", r)
 	}
-	if r := fg.ViewerBPS / fg.FairBPS; r < 0.75 || r > 1.25 {
-		t.Errorf("with fairgrid the viewer received %.2f× its TCP-fair share, want within ±25 %%", r)
+	// One TCP share, measured: the viewer's bytes/s ÷ the download's, on
+	// the same link at the same time; closer to one with fairgrid than
+	// without.
+	if r := fg.ViewerOverDownload; r < 0.8/1.2 || r > 1.25*1.2 || math.Abs(math.Log(r)) >= math.Abs(math.Log(st.ViewerOverDownload)) {
+		t.Errorf("with fairgrid the viewer got %.2f× the download's bytes/s (stock: %.2f×), want 0.67–1.5× and nearer one than the stock viewer", r, st.ViewerOverDownload)
 	}
 	if r := fg.DownloadBPS / st.DownloadBPS; !(r >= 1.3) {
 		t.Errorf("the download got %.2f× with fairgrid what it got beside the stock viewer, want at least 1.3×", r)

@@ -1,0 +1,174 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/fairgrid/fairgrid/internal/audit/render"
+	"github.com/fairgrid/fairgrid/internal/lab/fairness"
+	"github.com/fairgrid/fairgrid/throttle"
+)
+
+const labFairnessSynopsis = `[--controllers LIST] [--tcp LIST] [--seeds N] [--duration D] [--warmup D] [--interval D] [--design axes|centre|cross] [--parallel N] [--format text|json] [--out DIR]
+
+Measures the promise: a viewer with saturating demand (its region sends
+whatever the throttle allows) beside bulk TCP downloads on one shared
+drop-tail bottleneck, its bytes/s ÷ one TCP flow's, for each controller
+and cell of the grid: TCP reno and cubic (gVisor's userspace stacks) and,
+as root, linux-reno, linux-cubic and linux-bbr (the kernel's, in network
+namespaces); 1 and 4 flows; buffers of 20, 100 and 200 packets and of ½,
+1 and 2 bandwidth-delay products; random loss 0, 0.5, 3 and 10 %; RTT 20,
+80 and 200 ms; links of 1, 6 and 30 Mbit/s. By default (--design axes)
+each axis is varied alone around the centre, 6 Mbit/s, 80 ms, 100
+packets, no loss, one flow (14 cells per controller and TCP); centre runs
+the centre alone, cross the whole cross product.
+Runs are real time (warm-up plus duration each), --parallel at once.
+
+Prints a markdown table (text) or one JSON row per cell (json); with
+--out, also rows.json, table.md and figure.html (viewer ÷ TCP per cell,
+one panel per controller) in DIR.`
+
+func runLabFairness(args []string, s stdio) int {
+	fs := newFlagSet("lab fairness", labFairnessSynopsis, s)
+	format := formatFlag(fs, "output format: `text` (a markdown table) or json (one row per cell)")
+	controllers := fs.String("controllers", "vtcp,window,tfrc", "comma-separated `controllers` to measure")
+	defTCP := "reno,cubic"
+	if os.Geteuid() == 0 {
+		defTCP += ",linux-reno,linux-cubic,linux-bbr"
+	}
+	tcps := fs.String("tcp", defTCP, "comma-separated TCP `kinds` beside the viewer: reno, cubic (gVisor), linux-reno, linux-cubic, linux-bbr (root)")
+	seeds := fs.Int("seeds", 5, "seeds per cell")
+	duration := fs.Duration("duration", 60*time.Second, "each run's measured part")
+	warmup := fs.Duration("warmup", 30*time.Second, "each run's warm-up, not measured")
+	interval := fs.Duration("interval", 5*time.Second, "the controllers' decision interval")
+	design := fs.String("design", string(fairness.Axes), "which cells: `axes` (each axis varied alone around the centre), centre (the centre alone) or cross (the whole cross product)")
+	parallel := fs.Int("parallel", 4, "runs at once")
+	out := fs.String("out", "", "write rows.json, table.md and figure.html into this `directory`")
+	if c, ok := parseFlags(fs, labFairnessSynopsis, args, s); !ok {
+		return c
+	}
+	var ctls []throttle.ControllerName
+	for _, name := range strings.Split(*controllers, ",") {
+		var c throttle.ControllerName
+		if err := c.UnmarshalText([]byte(strings.TrimSpace(name))); err != nil {
+			fmt.Fprintf(s.err, "fairgrid lab fairness: --controllers: %v\n", err)
+			return exitUsage
+		}
+		ctls = append(ctls, c)
+	}
+	var kinds []string
+	for _, k := range strings.Split(*tcps, ",") {
+		k = strings.TrimSpace(k)
+		if !slices.Contains(fairness.TCPKinds, k) {
+			fmt.Fprintf(s.err, "fairgrid lab fairness: --tcp %q: want one of %v\n", k, fairness.TCPKinds)
+			return exitUsage
+		}
+		if fairness.IsKernel(k) && os.Geteuid() != 0 {
+			fmt.Fprintf(s.err, "fairgrid lab fairness: --tcp %s: Linux's TCP runs in network namespaces, which need root\n", k)
+			return exitUsage
+		}
+		kinds = append(kinds, k)
+	}
+	switch {
+	case *seeds < 1 || *seeds > 100:
+		fmt.Fprintf(s.err, "fairgrid lab fairness: --seeds %d: want 1–100\n", *seeds)
+		return exitUsage
+	case *duration < 5*time.Second:
+		fmt.Fprintf(s.err, "fairgrid lab fairness: --duration %v: want at least 5s\n", *duration)
+		return exitUsage
+	case *warmup < 0:
+		fmt.Fprintf(s.err, "fairgrid lab fairness: --warmup %v: want 0 or more\n", *warmup)
+		return exitUsage
+	case *parallel < 1:
+		fmt.Fprintf(s.err, "fairgrid lab fairness: --parallel %d: want at least 1\n", *parallel)
+		return exitUsage
+	}
+	if err := throttle.CheckInterval(*interval); err != nil {
+		fmt.Fprintf(s.err, "fairgrid lab fairness: --interval %v\n", err)
+		return exitUsage
+	}
+	if *out != "" {
+		if err := os.MkdirAll(*out, 0o755); err != nil {
+			fmt.Fprintf(s.err, "fairgrid lab fairness: --out: %v\n", err)
+			return exitUsage
+		}
+	}
+	d := fairness.Design(*design)
+	if d != fairness.Axes && d != fairness.Centre && d != fairness.Cross {
+		fmt.Fprintf(s.err, "fairgrid lab fairness: --design %q: want axes, centre or cross\n", *design)
+		return exitUsage
+	}
+	cells := fairness.Grid(ctls, kinds, d)
+	ctx, stop := runContext(0)
+	defer stop()
+	log := slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	total, done := len(cells)**seeds, 0
+	each := *warmup + *duration
+	fmt.Fprintf(s.err, "fairgrid lab fairness: %d cells × %d seeds, %v each, %d at once: about %v\n",
+		len(cells), *seeds, each, *parallel, (each * time.Duration((total+*parallel-1) / *parallel)).Round(time.Minute))
+	runs, err := fairness.RunGrid(ctx, cells, *seeds, fairness.Options{Warmup: *warmup, Duration: *duration, Interval: *interval, Log: log}, *parallel,
+		func(r fairness.Result) {
+			done++
+			fmt.Fprintf(s.err, "[%d/%d] %v, seed %d: viewer ÷ TCP %.2f\n", done, total, r.Cell, r.Seed, fairness.Ratio(r))
+		})
+	if err != nil {
+		fmt.Fprintf(s.err, "fairgrid lab fairness: %v\n", err)
+		return exitFail
+	}
+	rows := make([]fairness.Row, len(runs))
+	for i, rs := range runs {
+		rows[i] = fairness.Summarize(rs)
+	}
+	w := &resultWriter{w: s.out}
+	if *format == "json" {
+		fairness.WriteJSON(w, rows)
+	} else {
+		fairness.WriteMarkdown(w, rows, runs)
+	}
+	if *out != "" {
+		if err := writeFairnessFiles(*out, rows, runs, ctls); err != nil {
+			fmt.Fprintf(s.err, "fairgrid lab fairness: %v\n", err)
+			return exitFail
+		}
+	}
+	return w.finish(s, "lab fairness", exitOK)
+}
+
+func writeFairnessFiles(dir string, rows []fairness.Row, runs [][]fairness.Result, ctls []throttle.ControllerName) error {
+	write := func(name string, f func(*os.File) error) error {
+		file, err := os.Create(filepath.Join(dir, name))
+		if err != nil {
+			return err
+		}
+		err = f(file)
+		if cerr := file.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	}
+	var panels []render.SharePanel
+	for _, c := range ctls {
+		p := render.SharePanel{Title: string(c)}
+		for i, r := range rows {
+			if r.Controller != c {
+				continue
+			}
+			_, lo, hi := fairness.Spread(runs[i])
+			p.Cells = append(p.Cells, render.ShareCell{Label: runs[i][0].Cell.String(), Ratio: r.ViewerOverTCP, Lo: lo, Hi: hi})
+		}
+		panels = append(panels, p)
+	}
+	return errors.Join(
+		write("rows.json", func(f *os.File) error { return fairness.WriteJSON(f, rows) }),
+		write("table.md", func(f *os.File) error { return fairness.WriteMarkdown(f, rows, runs) }),
+		write("figure.html", func(f *os.File) error {
+			return render.WriteSharesHTML(f, "fairgrid lab fairness: the viewer's share beside TCP", panels)
+		}),
+	)
+}

@@ -1,0 +1,304 @@
+package fairness
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/fairgrid/fairgrid/throttle"
+)
+
+// Row is one cell's result over its seeds: the fields of issue #20's
+// grid, exactly.
+type Row struct {
+	Controller    throttle.ControllerName `json:"controller"`
+	TCP           string                  `json:"tcp"`
+	TCPFlows      int                     `json:"tcp_flows"`
+	BufferPackets int                     `json:"buffer_packets"`
+	Loss          float64                 `json:"loss"`
+	RTTms         float64                 `json:"rtt_ms"`
+	LinkBPS       float64                 `json:"link_bps"`
+	// ViewerBPS and TCPBPSPerFlow are means over the seeds, on the wire.
+	ViewerBPS     float64 `json:"viewer_bps"`
+	TCPBPSPerFlow float64 `json:"tcp_bps_per_flow"`
+	// ViewerOverTCP is the mean over the seeds of each run's viewer ÷ mean
+	// TCP flow.
+	ViewerOverTCP float64 `json:"viewer_over_tcp"`
+	// ViewerP is the controller's loss event rate per 1,460-byte segment
+	// (virtual TCP) or per packet (the others), mean over the seeds.
+	ViewerP float64 `json:"viewer_p"`
+	// TCPPEquiv is the Mathis-inverted loss event rate of the TCP flows'
+	// rate at their RTT (Result.TCPPEquiv), mean over the seeds.
+	TCPPEquiv float64 `json:"tcp_p_equiv"`
+	Seeds     int     `json:"seeds"`
+}
+
+// Summarize folds a cell's runs into its row.
+func Summarize(runs []Result) Row {
+	if len(runs) == 0 {
+		return Row{}
+	}
+	c := runs[0].Cell
+	row := Row{Controller: c.Controller, TCP: c.TCP, TCPFlows: c.Flows, BufferPackets: c.Buffer, Loss: c.Loss,
+		RTTms: c.RTTms, LinkBPS: c.LinkBPS, Seeds: len(runs)}
+	n := float64(len(runs))
+	for _, r := range runs {
+		row.ViewerBPS += r.MeanViewer() / n
+		row.TCPBPSPerFlow += r.MeanTCP() / n
+		row.ViewerOverTCP += Ratio(r) / n
+		row.ViewerP += r.ViewerP / n
+		row.TCPPEquiv += r.TCPPEquiv() / n
+	}
+	return row
+}
+
+// Ratio is a run's viewer ÷ mean TCP flow (the first viewer's), 0 when no
+// TCP flow moved.
+func Ratio(r Result) float64 {
+	if t := r.MeanTCP(); t > 0 && len(r.ViewerBPS) > 0 {
+		return r.ViewerBPS[0] / t
+	}
+	return 0
+}
+
+// AuditOverTCP is the audit's estimate of a TCP flow's rate on the path
+// (Result.AuditTCPBPS) over the TCP flows' real mean, pooled over the
+// runs: Σ estimate ÷ Σ TCP; 0 when either is missing.
+func AuditOverTCP(runs []Result) float64 {
+	var est, tcp float64
+	for _, r := range runs {
+		if r.AuditTCPBPS > 0 && r.MeanTCP() > 0 {
+			est += r.AuditTCPBPS
+			tcp += r.MeanTCP()
+		}
+	}
+	if tcp == 0 {
+		return 0
+	}
+	return est / tcp
+}
+
+// Spread is the sample standard deviation of the runs' ratios, and their
+// minimum and maximum.
+func Spread(runs []Result) (sd, lo, hi float64) {
+	lo, hi = math.Inf(1), math.Inf(-1)
+	var sum, sq float64
+	for _, r := range runs {
+		x := Ratio(r)
+		sum += x
+		sq += x * x
+		lo, hi = min(lo, x), max(hi, x)
+	}
+	n := float64(len(runs))
+	if n > 1 {
+		sd = math.Sqrt(max(sq-sum*sum/n, 0) / (n - 1))
+	}
+	return sd, lo, hi
+}
+
+// Base is the grid's centre: 6 Mbit/s, 80 ms, 100 packets, no random
+// loss, one flow — the coexistence study's downlink at the mongoose
+// scenario's RTT.
+var Base = Cell{Flows: 1, Buffer: 100, Loss: 0, RTTms: 80, LinkBPS: 6_000_000}
+
+// The grid's axes (issue #20).
+var (
+	FlowCounts    = []int{1, 4}
+	BufferPackets = []int{20, 100, 200}
+	BufferBDPs    = []float64{0.5, 1, 2}
+	Losses        = []float64{0, 0.005, 0.03, 0.1}
+	RTTs          = []float64{20, 80, 200}
+	Links         = []float64{1_000_000, 6_000_000, 30_000_000}
+)
+
+// bdpBuffer is a buffer of f bandwidth-delay products, at least 2
+// packets.
+func bdpBuffer(c Cell, f float64) int { return max(int(math.Round(c.BDPPackets()*f)), 2) }
+
+// Design says which cells of the axes a grid runs.
+type Design string
+
+const (
+	// Centre is the base cell alone.
+	Centre Design = "centre"
+	// Axes is the base cell and every cell that differs from it in one
+	// axis: each value of each axis once, 14 cells per controller and TCP
+	// kind.
+	Axes Design = "axes"
+	// Cross is the whole cross product of the axes.
+	Cross Design = "cross"
+)
+
+// Grid lists the cells of the design for the controllers and TCP kinds.
+func Grid(controllers []throttle.ControllerName, tcps []string, design Design) []Cell {
+	var cells []Cell
+	add := func(c Cell) {
+		if !slices.Contains(cells, c) {
+			cells = append(cells, c)
+		}
+	}
+	for _, ctl := range controllers {
+		for _, tcp := range tcps {
+			base := Base
+			base.Controller, base.TCP = ctl, tcp
+			if design == Cross {
+				for _, l := range Links {
+					for _, rtt := range RTTs {
+						for _, f := range FlowCounts {
+							for _, loss := range Losses {
+								c := base
+								c.LinkBPS, c.RTTms, c.Flows, c.Loss = l, rtt, f, loss
+								for _, b := range BufferPackets {
+									c.Buffer = b
+									add(c)
+								}
+								for _, b := range BufferBDPs {
+									c.Buffer = bdpBuffer(c, b)
+									add(c)
+								}
+							}
+						}
+					}
+				}
+				continue
+			}
+			add(base)
+			if design == Centre {
+				continue
+			}
+			for _, f := range FlowCounts {
+				c := base
+				c.Flows = f
+				add(c)
+			}
+			for _, b := range BufferPackets {
+				c := base
+				c.Buffer = b
+				add(c)
+			}
+			for _, b := range BufferBDPs {
+				c := base
+				c.Buffer = bdpBuffer(c, b)
+				add(c)
+			}
+			for _, l := range Losses {
+				c := base
+				c.Loss = l
+				add(c)
+			}
+			for _, r := range RTTs {
+				c := base
+				c.RTTms = r
+				add(c)
+			}
+			for _, l := range Links {
+				c := base
+				c.LinkBPS = l
+				add(c)
+			}
+		}
+	}
+	return cells
+}
+
+// RunGrid runs every cell with seeds 1..seeds, parallel runs at once, and
+// returns each cell's runs in the order of cells. progress, if set, is
+// called after each run. A run's error ends the grid.
+func RunGrid(ctx context.Context, cells []Cell, seeds int, opt Options, parallel int, progress func(Result)) ([][]Result, error) {
+	out := make([][]Result, len(cells))
+	for i := range out {
+		out[i] = make([]Result, seeds)
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	sem := make(chan struct{}, max(parallel, 1))
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for i, c := range cells {
+		for s := range seeds {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+			}
+			if ctx.Err() != nil {
+				break
+			}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				o := opt
+				o.Seed = uint64(s + 1)
+				r, err := Run(ctx, c, o)
+				if err != nil {
+					cancel(fmt.Errorf("%v, seed %d: %w", c, o.Seed, err))
+					return
+				}
+				out[i][s] = r
+				if progress != nil {
+					mu.Lock()
+					progress(r)
+					mu.Unlock()
+				}
+			})
+		}
+	}
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// WriteJSON writes one row per line.
+func WriteJSON(w io.Writer, rows []Row) error {
+	enc := json.NewEncoder(w)
+	for _, r := range rows {
+		if err := enc.Encode(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WriteMarkdown writes the rows as a markdown table, sorted by
+// controller, then TCP, then the grid's order, with each row's spread
+// when runs are given (runs[i] are rows[i]'s).
+func WriteMarkdown(w io.Writer, rows []Row, runs [][]Result) error {
+	var b strings.Builder
+	b.WriteString("| controller | TCP | flows | buffer (packets) | loss | RTT (ms) | link (Mbit/s) | viewer (kbit/s) | TCP per flow (kbit/s) | viewer ÷ TCP | min–max | viewer p | TCP p (Mathis) | audit ÷ TCP | seeds |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	idx := make([]int, len(rows))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool {
+		ra, rb := rows[idx[a]], rows[idx[b]]
+		if ra.Controller != rb.Controller {
+			return ra.Controller < rb.Controller
+		}
+		return ra.TCP < rb.TCP
+	})
+	for _, i := range idx {
+		r := rows[i]
+		spread, audit := "", ""
+		if i < len(runs) && len(runs[i]) > 1 {
+			_, lo, hi := Spread(runs[i])
+			spread = fmt.Sprintf("%.2f–%.2f", lo, hi)
+		}
+		if i < len(runs) {
+			if a := AuditOverTCP(runs[i]); a > 0 {
+				audit = fmt.Sprintf("%.2f", a)
+			}
+		}
+		fmt.Fprintf(&b, "| %s | %s | %d | %d | %g %% | %g | %g | %.0f | %.0f | **%.2f** | %s | %.5f | %.5f | %s | %d |\n",
+			r.Controller, r.TCP, r.TCPFlows, r.BufferPackets, r.Loss*100, r.RTTms, r.LinkBPS/1e6,
+			r.ViewerBPS/1000, r.TCPBPSPerFlow/1000, r.ViewerOverTCP, spread, r.ViewerP, r.TCPPEquiv, audit, r.Seeds)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

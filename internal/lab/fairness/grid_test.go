@@ -1,0 +1,119 @@
+package fairness
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/fairgrid/fairgrid/throttle"
+)
+
+// TestGrid: the centre is one cell; the axes design holds every value of
+// every axis and differs from the centre in one axis per cell (13 distinct
+// cells: the centre's own values and 20 packets = ½ BDP coincide); the
+// cross product holds every combination once.
+func TestGrid(t *testing.T) {
+	ctls := []throttle.ControllerName{throttle.VirtualTCP, throttle.Window}
+	tcps := []string{GVisorCUBIC, LinuxReno}
+	if n := len(Grid(ctls, tcps, Centre)); n != 4 {
+		t.Errorf("centre: %d cells, want 4", n)
+	}
+	axes := Grid(ctls[:1], tcps[:1], Axes)
+	if len(axes) != 13 {
+		t.Errorf("axes: %d cells, want 13", len(axes))
+	}
+	for _, c := range axes {
+		if err := c.validate(); err != nil {
+			t.Errorf("%v: %v", c, err)
+		}
+		diff := 0
+		for _, d := range []bool{c.Flows != Base.Flows, c.Buffer != Base.Buffer, c.Loss != Base.Loss, c.RTTms != Base.RTTms, c.LinkBPS != Base.LinkBPS} {
+			if d {
+				diff++
+			}
+		}
+		if diff > 1 {
+			t.Errorf("%v differs from the centre in %d axes", c, diff)
+		}
+	}
+	for _, want := range []float64{1e6, 30e6} {
+		if !slices.ContainsFunc(axes, func(c Cell) bool { return c.LinkBPS == want }) {
+			t.Errorf("axes lack the %g bit/s link", want)
+		}
+	}
+	cross := Grid(ctls[:1], tcps[:1], Cross)
+	if len(cross) < 3*3*2*4*3 || len(cross) > 3*3*2*4*6 {
+		t.Errorf("cross: %d cells", len(cross))
+	}
+	seen := map[Cell]bool{}
+	for _, c := range cross {
+		if seen[c] {
+			t.Errorf("cross repeats %v", c)
+		}
+		seen[c] = true
+	}
+}
+
+// TestSummarize: a row is the seeds' means; the JSON row has exactly the
+// issue's fields; TCPPEquiv inverts Mathis.
+func TestSummarize(t *testing.T) {
+	c := Base
+	c.Controller, c.TCP = throttle.VirtualTCP, GVisorCUBIC
+	runs := []Result{
+		{Cell: c, Seed: 1, ViewerBPS: []float64{3e6}, TCPBPS: []float64{3e6}, ViewerP: 0.001, TCPQueueMs: 20},
+		{Cell: c, Seed: 2, ViewerBPS: []float64{2e6}, TCPBPS: []float64{4e6}, ViewerP: 0.003, TCPQueueMs: 20},
+	}
+	row := Summarize(runs)
+	if row.ViewerOverTCP != 0.75 || row.ViewerBPS != 2.5e6 || row.TCPBPSPerFlow != 3.5e6 || row.ViewerP != 0.002 || row.Seeds != 2 {
+		t.Errorf("row %+v", row)
+	}
+	// Mathis: X = 1.22·1460/(R·sqrt p) at R = 100 ms, X = 3 Mbit/s.
+	x, r := 3e6/8, 0.1
+	want := math.Pow(math.Sqrt(1.5)*1460/(r*x), 2)
+	if got := runs[0].TCPPEquiv(); math.Abs(got/want-1) > 1e-9 {
+		t.Errorf("TCPPEquiv %v, want %v", got, want)
+	}
+	sd, lo, hi := Spread(runs)
+	if lo != 0.5 || hi != 1 || math.Abs(sd-math.Sqrt(0.125)) > 1e-12 {
+		t.Errorf("spread %v %v %v", sd, lo, hi)
+	}
+	var b bytes.Buffer
+	if err := WriteJSON(&b, []Row{row}); err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b.Bytes(), &m); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	want2 := []string{"buffer_packets", "controller", "link_bps", "loss", "rtt_ms", "seeds", "tcp", "tcp_bps_per_flow", "tcp_flows", "tcp_p_equiv", "viewer_bps", "viewer_over_tcp", "viewer_p"}
+	if !slices.Equal(keys, want2) {
+		t.Errorf("JSON fields %v, want %v", keys, want2)
+	}
+	b.Reset()
+	if err := WriteMarkdown(&b, []Row{row}, [][]Result{runs}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "**0.75**") || !strings.Contains(b.String(), "0.50–1.00") {
+		t.Errorf("markdown:\n%s", b.String())
+	}
+}
+
+// TestCellErrors: a cell the rig cannot run is refused before anything
+// starts, every problem named.
+func TestCellErrors(t *testing.T) {
+	c := Cell{Controller: "cubic", TCP: "vegas", Flows: 1, Buffer: 1, Loss: 1, RTTms: 0, LinkBPS: 10}
+	err := c.validate()
+	for _, want := range []string{"controller", "tcp \"vegas\"", "buffer 1", "loss 1", "rtt 0", "link 10"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v lacks %q", err, want)
+		}
+	}
+}

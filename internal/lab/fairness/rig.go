@@ -1,0 +1,688 @@
+package fairness
+
+import (
+	"cmp"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/fairgrid/fairgrid/internal/lab/kerneltcp"
+	"github.com/fairgrid/fairgrid/internal/lab/link"
+	"github.com/fairgrid/fairgrid/internal/lab/tcpflow"
+	"github.com/fairgrid/fairgrid/ratecalc"
+	"github.com/fairgrid/fairgrid/throttle"
+)
+
+// The TCP flows a cell can put beside the viewer: gVisor's userspace
+// stacks (no root), or Linux's own through kerneltcp (root).
+const (
+	GVisorReno  = "reno"
+	GVisorCUBIC = "cubic"
+	LinuxReno   = "linux-reno"
+	LinuxCUBIC  = "linux-cubic"
+	LinuxBBR    = "linux-bbr"
+)
+
+// TCPKinds lists the names a Cell's TCP takes.
+var TCPKinds = []string{GVisorReno, GVisorCUBIC, LinuxReno, LinuxCUBIC, LinuxBBR}
+
+// IsKernel reports whether tcp is Linux's TCP (root only).
+func IsKernel(tcp string) bool { return len(tcp) > 6 && tcp[:6] == "linux-" }
+
+// Cell is one point of the grid: a bottleneck and who shares it.
+type Cell struct {
+	// Controller decides the viewers' rate (throttle's names).
+	Controller throttle.ControllerName `json:"controller"`
+	// TCP is the kind of the bulk downloads beside the viewers (TCPKinds).
+	TCP string `json:"tcp"`
+	// Flows is the number of TCP downloads (0: the viewers alone).
+	Flows int `json:"tcp_flows"`
+	// Viewers is the number of viewers (default 1).
+	Viewers int `json:"viewers,omitempty"`
+	// Buffer is the downlink's drop-tail FIFO in packets.
+	Buffer int `json:"buffer_packets"`
+	// Loss is the downlink's random loss, 0–1.
+	Loss float64 `json:"loss"`
+	// RTT is the base round-trip time (twice the one-way delay), ms.
+	RTTms float64 `json:"rtt_ms"`
+	// LinkBPS is the downlink's rate in bits/s.
+	LinkBPS float64 `json:"link_bps"`
+}
+
+func (c Cell) String() string {
+	return fmt.Sprintf("%s beside %d %s, %.0f kbit/s, %g ms, %d packets, %g%% loss",
+		c.Controller, c.Flows, c.TCP, c.LinkBPS/1000, c.RTTms, c.Buffer, c.Loss*100)
+}
+
+// BDPPackets is the bandwidth-delay product of the cell's link in
+// 1,500-byte packets.
+func (c Cell) BDPPackets() float64 { return c.LinkBPS / 8 * c.RTTms / 1000 / 1500 }
+
+func (c Cell) validate() error {
+	var errs []error
+	var name throttle.ControllerName
+	if err := name.UnmarshalText([]byte(c.Controller)); err != nil {
+		errs = append(errs, fmt.Errorf("controller %w", err))
+	}
+	if c.Flows > 0 {
+		switch c.TCP {
+		case GVisorReno, GVisorCUBIC, LinuxReno, LinuxCUBIC, LinuxBBR:
+		default:
+			errs = append(errs, fmt.Errorf("tcp %q: want one of %v", c.TCP, TCPKinds))
+		}
+	}
+	if c.Flows < 0 || c.Flows > 64 {
+		errs = append(errs, fmt.Errorf("tcp flows %d outside [0, 64]", c.Flows))
+	}
+	if c.Viewers < 0 || c.Viewers > 16 {
+		errs = append(errs, fmt.Errorf("viewers %d outside [0, 16]", c.Viewers))
+	}
+	if c.Buffer < 2 || c.Buffer > 100000 {
+		errs = append(errs, fmt.Errorf("buffer %d packets outside [2, 100000]", c.Buffer))
+	}
+	if !(c.Loss >= 0 && c.Loss < 1) {
+		errs = append(errs, fmt.Errorf("loss %v outside [0, 1)", c.Loss))
+	}
+	if !(c.RTTms >= 1 && c.RTTms <= 10000) {
+		errs = append(errs, fmt.Errorf("rtt %v ms outside [1, 10000]", c.RTTms))
+	}
+	if !(c.LinkBPS >= 64000 && c.LinkBPS <= 1e9) {
+		errs = append(errs, fmt.Errorf("link %v bit/s outside [64 kbit/s, 1 Gbit/s]", c.LinkBPS))
+	}
+	return errors.Join(errs...)
+}
+
+// Options are how a cell is run.
+type Options struct {
+	// Warmup is left out of the measurement; Duration is measured.
+	Warmup, Duration time.Duration
+	// Interval is the controller's decision interval (default 5 s, the
+	// product's).
+	Interval time.Duration
+	// PingEvery is how often the viewer samples the RTT (default 5 s: the
+	// viewer's StartPingCheck, protocol.md §9.4).
+	PingEvery time.Duration
+	// Seed makes the link's losses, the stacks' choices and the viewer's
+	// datagram sizes repeatable.
+	Seed uint64
+	// Sizes is the viewer's datagram payload mix (default FlyingMix).
+	Sizes []SizeWeight
+	// TCPStop, if positive, ends the TCP flows this long after the start
+	// (responsiveness: the viewer should take the link); TCPStart delays
+	// their start.
+	TCPStart, TCPStop time.Duration
+	// Log receives the rig's errors; nil discards.
+	Log *slog.Logger
+}
+
+// SizeWeight is one payload size of the viewer's mix and its share of
+// datagrams.
+type SizeWeight struct {
+	Bytes  int
+	Weight float64
+}
+
+// FlyingMix is opensim/region's Flying load by datagram count: terse
+// avatar updates of 80 B (20 kB/s), object updates of 1,200 B (300 kB/s),
+// textures, terrain and assets of 1,000 B (520 kB/s): a mean of about
+// 820 B, a quarter of the datagrams small.
+var FlyingMix = []SizeWeight{{80, 250}, {1200, 250}, {1000, 520}}
+
+// SmallMix is a thin viewer of small datagrams (mean 300 B): the case
+// RFC 4828 was written for.
+var SmallMix = []SizeWeight{{80, 600}, {600, 300}, {1000, 100}}
+
+// udpOverhead is what IPv4 and UDP add to each datagram on the wire.
+const udpOverhead = 28
+
+// Result is one run of a cell.
+type Result struct {
+	Cell    Cell    `json:"cell"`
+	Seed    uint64  `json:"seed"`
+	Seconds float64 `json:"seconds"`
+	// ViewerBPS is each viewer's received bits/s on the wire (IP and UDP
+	// headers included, as TCP's count its own).
+	ViewerBPS []float64 `json:"viewer_bps"`
+	// TCPBPS is each TCP flow's data direction in bits/s on the wire.
+	TCPBPS []float64 `json:"tcp_bps"`
+	// TCPQueueMs is the TCP data's mean queueing delay.
+	TCPQueueMs float64 `json:"tcp_queue_ms"`
+	// ViewerP is the controller's loss event rate, mean over decisions
+	// after the warm-up (the first viewer's): per 1,460-byte segment for
+	// the virtual TCP, per packet (RFC 5348) for the others.
+	ViewerP float64 `json:"viewer_p"`
+	// ViewerSegment is the viewer's mean payload.
+	ViewerSegment float64 `json:"viewer_segment"`
+	// ViewerLossEventsPerSec is how often the viewer's circuit had an RFC
+	// 5348 loss event (per packet, grouped per RTT).
+	ViewerLossEventsPerSec float64 `json:"viewer_loss_events_per_s"`
+	// ViewerPerSecond and TCPPerSecond are received bits in each second
+	// of the whole run (warm-up included), the first viewer's and the
+	// sum of the TCP flows'.
+	ViewerPerSecond []float64 `json:"viewer_per_second_bps"`
+	TCPPerSecond    []float64 `json:"tcp_per_second_bps"`
+	// AuditTCPBPS is what the audit estimates a TCP flow on the path
+	// would get, from the first viewer's counters over the measured part
+	// (ratecalc.SegmentLossEventRateOver and the TFRC equation at 1,460
+	// bytes and the viewer's SRTT): to set beside TCPBPS. 0 without loss.
+	AuditTCPBPS float64 `json:"audit_tcp_bps"`
+	// Requests are the first viewer's decisions, bits/s, whole run.
+	Requests []float64 `json:"requests_bps"`
+}
+
+// MeanTCP is the mean TCP flow's bits/s (0 without flows).
+func (r Result) MeanTCP() float64 { return mean(r.TCPBPS) }
+
+// MeanViewer is the mean viewer's bits/s.
+func (r Result) MeanViewer() float64 { return mean(r.ViewerBPS) }
+
+func mean(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	var s float64
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(len(xs))
+}
+
+// TCPPEquiv is the loss event rate a Reno flow of 1,460-byte segments
+// would need to get the mean TCP flow's rate at its RTT (Mathis,
+// inverted): p = (1.22·s/(R·X))², with R the base RTT plus the TCP data's
+// mean queueing delay.
+func (r Result) TCPPEquiv() float64 {
+	x := r.MeanTCP() / 8
+	rtt := (r.Cell.RTTms + r.TCPQueueMs) / 1000
+	if x <= 0 || rtt <= 0 {
+		return 0
+	}
+	v := math.Sqrt(1.5) * ratecalc.NominalSegmentSize / (rtt * x)
+	return min(v*v, 1)
+}
+
+// Run runs one cell for opt.Warmup+opt.Duration of real time (gVisor's
+// TCP runs on the real clock) and measures the part after the warm-up.
+func Run(ctx context.Context, cell Cell, opt Options) (Result, error) {
+	cell.Viewers = cmp.Or(cell.Viewers, 1)
+	if err := cell.validate(); err != nil {
+		return Result{}, fmt.Errorf("fairness: %w", err)
+	}
+	opt.Interval = cmp.Or(opt.Interval, 5*time.Second)
+	opt.PingEvery = cmp.Or(opt.PingEvery, 5*time.Second)
+	if opt.Sizes == nil {
+		opt.Sizes = FlyingMix
+	}
+	log := opt.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if opt.Duration <= 0 || opt.Warmup < 0 {
+		return Result{}, fmt.Errorf("fairness: duration %v, warm-up %v: want a positive duration", opt.Duration, opt.Warmup)
+	}
+	oneWay := time.Duration(cell.RTTms / 2 * float64(time.Millisecond))
+	rate := int64(cell.LinkBPS / 8)
+	down := link.PipeConfig{Rate: rate, Delay: oneWay, Buffer: cell.Buffer, Loss: cell.Loss}
+	// The uplink carries ACKs, pings and requests: ample, so that only the
+	// downlink is the bottleneck.
+	up := link.PipeConfig{Rate: rate, Delay: oneWay, Buffer: max(cell.Buffer, 1000)}
+	b, err := link.NewBottleneck(link.BottleneckConfig{Up: up, Down: down, Seed: opt.Seed}, log)
+	if err != nil {
+		return Result{}, fmt.Errorf("fairness: %w", err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+
+	var (
+		tcpNet *tcpflow.Net
+		flows  []*tcpflow.Flow
+		netErr error
+	)
+	if cell.Flows > 0 && !IsKernel(cell.TCP) {
+		if tcpNet, err = tcpflow.New(b, tcpflow.Config{Seed: opt.Seed}, log); err != nil {
+			return Result{}, fmt.Errorf("fairness: %w", err)
+		}
+		defer tcpNet.Close()
+		cc := tcpflow.CUBIC
+		if cell.TCP == GVisorReno {
+			cc = tcpflow.Reno
+		}
+		for i := range cell.Flows {
+			f, err := tcpNet.AddFlow(tcpflow.FlowConfig{Name: fmt.Sprintf("tcp %d", i), CC: cc, Dir: tcpflow.Download,
+				Start: opt.TCPStart + time.Duration(i)*100*time.Millisecond})
+			if err != nil {
+				return Result{}, fmt.Errorf("fairness: %w", err)
+			}
+			flows = append(flows, f)
+		}
+	}
+	viewers := make([]*viewer, cell.Viewers)
+	for i := range viewers {
+		cfg := throttle.Config{Min: ratecalc.RateFromBits(16_000), Max: ratecalc.Rate(cell.LinkBPS / 8 * 2)}
+		ctl, err := cfg.NewController(cell.Controller)
+		if err != nil {
+			return Result{}, fmt.Errorf("fairness: %w", err)
+		}
+		if viewers[i], err = newViewer(b, i, ctl, cfg, opt); err != nil {
+			return Result{}, err
+		}
+	}
+	wg.Go(func() { b.Run(ctx) })
+	if tcpNet != nil {
+		tcpCtx := ctx
+		if opt.TCPStop > 0 {
+			var stop context.CancelFunc
+			tcpCtx, stop = context.WithTimeout(ctx, opt.TCPStop)
+			defer stop()
+		}
+		wg.Go(func() { netErr = tcpNet.Run(tcpCtx) })
+	}
+	kernelDone := make(chan kernelResult, 1)
+	if cell.Flows > 0 && IsKernel(cell.TCP) {
+		lab, err := kerneltcp.New(ctx, kerneltcp.Config{Bottleneck: b, Name: "linux"}, log)
+		if err != nil {
+			return Result{}, fmt.Errorf("fairness: %w", err)
+		}
+		defer func() {
+			cancel()
+			wg.Wait()
+			lab.Close()
+		}()
+		wg.Go(func() { lab.Run(ctx) })
+		wg.Go(func() { kernelDone <- runKernel(ctx, lab, cell, opt) })
+	} else {
+		kernelDone <- kernelResult{}
+	}
+	for _, v := range viewers {
+		wg.Go(func() { v.run(ctx) })
+	}
+
+	res := Result{Cell: cell, Seed: opt.Seed}
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	start := time.Now()
+	warmEnd := start.Add(opt.Warmup)
+	end := time.NewTimer(opt.Warmup + opt.Duration)
+	defer end.Stop()
+	var first link.BottleneckStats
+	var prevV, prevT float64
+	warmed := false
+	snapshot := func(s link.BottleneckStats) (v, t float64) {
+		if r, ok := s.Flow(viewerDown(0)); ok {
+			v = float64(r.DeliveredBytes)
+		}
+		for _, f := range flows {
+			if r, ok := s.Flow(f.Name() + " down"); ok {
+				t += float64(r.DeliveredBytes)
+			}
+		}
+		return v, t
+	}
+wait:
+	for {
+		select {
+		case <-ctx.Done():
+			break wait
+		case <-end.C:
+			break wait
+		case now := <-tick.C:
+			s := b.Stats()
+			if !warmed && !now.Before(warmEnd) {
+				first, warmed = s, true
+			}
+			v, t := snapshot(s)
+			res.ViewerPerSecond = append(res.ViewerPerSecond, (v-prevV)*8)
+			res.TCPPerSecond = append(res.TCPPerSecond, (t-prevT)*8)
+			prevV, prevT = v, t
+		}
+	}
+	last := b.Stats()
+	if !warmed {
+		if opt.Warmup == 0 {
+			return Result{}, errors.New("fairness: the run ended within a second")
+		}
+		return Result{}, fmt.Errorf("fairness: %w before the warm-up ended", context.Cause(ctx))
+	}
+	kernel := <-kernelDone
+	cancel()
+	wg.Wait()
+	if err := errors.Join(netErr, kernel.err); err != nil {
+		return Result{}, fmt.Errorf("fairness: %w", err)
+	}
+	d := last.Since(first)
+	res.Seconds = last.Down.At.Sub(first.Down.At).Seconds()
+	for i, v := range viewers {
+		r, _ := d.Flow(viewerDown(i))
+		res.ViewerBPS = append(res.ViewerBPS, r.Throughput()*8)
+		if i == 0 {
+			res.ViewerP, res.ViewerSegment, res.ViewerLossEventsPerSec, res.AuditTCPBPS, res.Requests = v.summary(warmEnd, res.Seconds)
+		}
+	}
+	var qsum, qn float64
+	for _, f := range flows {
+		r, _ := d.Flow(f.Name() + " down")
+		res.TCPBPS = append(res.TCPBPS, r.Throughput()*8)
+		qsum += float64(r.QueueDelay.Mean()) / float64(time.Millisecond)
+		qn++
+	}
+	for _, k := range kernel.results {
+		res.TCPBPS = append(res.TCPBPS, k.Data.Throughput()*8)
+		qsum += float64(k.Data.QueueDelay.Mean()) / float64(time.Millisecond)
+		qn++
+	}
+	if qn > 0 {
+		res.TCPQueueMs = qsum / qn
+	}
+	return res, nil
+}
+
+type kernelResult struct {
+	results []kerneltcp.FlowResult
+	err     error
+}
+
+func runKernel(ctx context.Context, lab *kerneltcp.Lab, cell Cell, opt Options) kernelResult {
+	out := kernelResult{results: make([]kerneltcp.FlowResult, cell.Flows)}
+	errs := make([]error, cell.Flows)
+	var wg sync.WaitGroup
+	for i := range cell.Flows {
+		fc := kerneltcp.FlowConfig{Name: fmt.Sprintf("linux %d", i), Congestion: cell.TCP[len("linux-"):], Download: true,
+			Warmup: opt.Warmup, Duration: opt.Duration}
+		wg.Go(func() { out.results[i], errs[i] = lab.Flow(ctx, fc) })
+	}
+	wg.Wait()
+	out.err = errors.Join(errs...)
+	return out
+}
+
+func viewerDown(i int) string { return fmt.Sprintf("viewer %d down", i) }
+
+// viewer is a region that sends a viewer datagrams as fast as the
+// throttle allows (saturating demand, paced in 5 ms rounds as OpenSim's
+// token buckets drip), and the viewer's host, where fairgrid measures the
+// circuit and decides: sequence gaps declared lost after three later
+// arrivals (NDUPACK, RFC 5348 §5.1) with interpolated times, an RTT
+// sample from a ping every PingEvery through both directions of the
+// bottleneck, a decision every Interval sent up the bottleneck as a
+// request, applied by the region when it arrives.
+type viewer struct {
+	b                  *link.Bottleneck
+	down, up, pingDown link.Flow
+	opt                Options
+	cfg                throttle.Config
+	rng                *rand.Rand
+	sizes              []SizeWeight
+	total              float64
+	mu                 sync.Mutex // guards everything below
+	ctl                ratecalc.Controller
+	rate               ratecalc.Rate // what the region sends at
+	seq                uint32
+	highest            uint32
+	haveHighest        bool
+	lastArrival        time.Time
+	gaps               []gap
+	pingSent           map[uint32]time.Time
+	pingID             uint32
+	decisions          []decision
+	bytes              float64 // payload bytes received
+}
+
+type gap struct {
+	before, after   uint32
+	tBefore, tAfter time.Time
+	later           int
+}
+
+type decision struct {
+	at    time.Time
+	rate  ratecalc.Rate
+	st    ratecalc.Stats
+	bytes float64 // payload bytes received so far
+}
+
+// Message kinds of the rig's datagrams (the first byte).
+const (
+	kindData byte = iota
+	kindPing
+	kindPong
+	kindRequest
+)
+
+func newViewer(b *link.Bottleneck, i int, ctl ratecalc.Controller, cfg throttle.Config, opt Options) (*viewer, error) {
+	v := &viewer{b: b, opt: opt, cfg: cfg, ctl: ctl, rng: rand.New(rand.NewPCG(opt.Seed, uint64(i)+0xF00D)),
+		sizes: opt.Sizes, pingSent: map[uint32]time.Time{}}
+	for _, s := range opt.Sizes {
+		if s.Bytes < 8 || s.Bytes > 1472 || !(s.Weight > 0) {
+			return nil, fmt.Errorf("fairness: datagram size %d B weight %v: want 8–1472 B and a positive weight", s.Bytes, s.Weight)
+		}
+		v.total += s.Weight
+	}
+	var err error
+	if v.down, err = b.AddFlow(link.FlowConfig{Name: viewerDown(i), Dir: link.Down, Overhead: udpOverhead, Deliver: v.atViewer}); err != nil {
+		return nil, fmt.Errorf("fairness: %w", err)
+	}
+	if v.up, err = b.AddFlow(link.FlowConfig{Name: fmt.Sprintf("viewer %d up", i), Dir: link.Up, Overhead: udpOverhead, Deliver: v.atRegion}); err != nil {
+		return nil, fmt.Errorf("fairness: %w", err)
+	}
+	v.pingDown = v.down
+	return v, nil
+}
+
+func (v *viewer) size() int {
+	x := v.rng.Float64() * v.total
+	for _, s := range v.sizes {
+		if x < s.Weight {
+			return s.Bytes
+		}
+		x -= s.Weight
+	}
+	return v.sizes[len(v.sizes)-1].Bytes
+}
+
+// round is how often the region's sender wakes: OpenSim's token buckets
+// drip every 10 ms or so; 5 ms keeps bursts below the smallest buffers.
+const round = 5 * time.Millisecond
+
+func (v *viewer) run(ctx context.Context) {
+	// Each region's rounds start at a random phase: in step, the first
+	// viewer's burst would always meet the room a departure made and the
+	// last the full queue.
+	v.mu.Lock()
+	phase := time.Duration(v.rng.Int64N(int64(round)))
+	v.mu.Unlock()
+	wait := time.NewTimer(phase)
+	select {
+	case <-ctx.Done():
+		wait.Stop()
+		return
+	case <-wait.C:
+	}
+	start := time.Now()
+	v.mu.Lock()
+	v.rate = v.cfg.Clamp(v.ctl.Rate(start))
+	v.decisions = append(v.decisions, decision{at: start, rate: v.rate, st: v.ctl.Stats()})
+	v.mu.Unlock()
+	t := time.NewTicker(round)
+	defer t.Stop()
+	nextDecision := start.Add(v.opt.Interval)
+	nextPing := start
+	var credit float64
+	last := start
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			v.mu.Lock()
+			// Credit for the time since the last round, at most two rounds'
+			// worth after a late wake-up.
+			el := min(now.Sub(last), 2*round)
+			last = now
+			credit += float64(v.rate) * el.Seconds()
+			for credit > 0 {
+				n := v.size()
+				credit -= float64(n + udpOverhead)
+				v.seq++
+				pkt := make([]byte, n)
+				pkt[0] = kindData
+				binary.BigEndian.PutUint32(pkt[1:], v.seq)
+				v.mu.Unlock()
+				v.b.Send(v.down, pkt)
+				v.mu.Lock()
+			}
+			if !now.Before(nextPing) {
+				v.pingID++
+				v.pingSent[v.pingID] = now
+				ping := make([]byte, 16)
+				ping[0] = kindPing
+				binary.BigEndian.PutUint32(ping[1:], v.pingID)
+				nextPing = nextPing.Add(v.opt.PingEvery)
+				v.mu.Unlock()
+				v.b.Send(v.up, ping)
+				v.mu.Lock()
+			}
+			var req []byte
+			if !now.Before(nextDecision) {
+				r := v.cfg.Clamp(v.ctl.Rate(now))
+				v.decisions = append(v.decisions, decision{at: now, rate: r, st: v.ctl.Stats(), bytes: v.bytes})
+				req = make([]byte, 16)
+				req[0] = kindRequest
+				binary.BigEndian.PutUint64(req[1:], math.Float64bits(float64(r)))
+				nextDecision = nextDecision.Add(v.opt.Interval)
+			}
+			v.mu.Unlock()
+			if req != nil {
+				v.b.Send(v.up, req)
+			}
+		}
+	}
+}
+
+// atRegion handles what the viewer sent up: a ping is answered down the
+// same queue as the data (CompletePingCheck), a request is applied.
+func (v *viewer) atRegion(pkt []byte) {
+	if len(pkt) < 9 {
+		return
+	}
+	switch pkt[0] {
+	case kindPing:
+		pong := make([]byte, 16)
+		copy(pong, pkt)
+		pong[0] = kindPong
+		v.b.Send(v.pingDown, pong)
+	case kindRequest:
+		r := math.Float64frombits(binary.BigEndian.Uint64(pkt[1:]))
+		v.mu.Lock()
+		v.rate = ratecalc.Rate(r)
+		v.mu.Unlock()
+	}
+}
+
+// atViewer is the viewer's host: loss detection and RTT samples.
+func (v *viewer) atViewer(pkt []byte) {
+	if len(pkt) < 5 {
+		return
+	}
+	now := time.Now()
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	switch pkt[0] {
+	case kindPong:
+		id := binary.BigEndian.Uint32(pkt[1:])
+		if sent, ok := v.pingSent[id]; ok {
+			delete(v.pingSent, id)
+			v.ctl.OnRTT(now.Sub(sent), now)
+		}
+		return
+	case kindData:
+	default:
+		return
+	}
+	seq := binary.BigEndian.Uint32(pkt[1:])
+	if v.haveHighest && seq <= v.highest {
+		return // the bottleneck keeps order; nothing arrives twice
+	}
+	if v.haveHighest && seq > v.highest+1 {
+		v.gaps = append(v.gaps, gap{before: v.highest, after: seq, tBefore: v.lastArrival, tAfter: now})
+	}
+	v.ctl.OnPacket(ratecalc.Packet{At: now, Size: len(pkt)})
+	v.bytes += float64(len(pkt))
+	for i := range v.gaps {
+		v.gaps[i].later++
+	}
+	for len(v.gaps) > 0 && v.gaps[0].later >= 3 {
+		g := v.gaps[0]
+		v.gaps = v.gaps[1:]
+		span := float64(g.after - g.before)
+		for s := g.before + 1; s < g.after; s++ {
+			frac := float64(s-g.before) / span
+			v.ctl.OnPacket(ratecalc.Packet{At: g.tBefore.Add(time.Duration(frac * float64(g.tAfter.Sub(g.tBefore)))), Lost: true})
+		}
+	}
+	v.highest, v.haveHighest, v.lastArrival = seq, true, now
+}
+
+// summary is the mean loss event rate and payload over the decisions
+// after the warm-up, the loss events per second over them, and every
+// decision's rate in bits/s.
+func (v *viewer) summary(warmEnd time.Time, seconds float64) (p, seg, eventsPerSec, estimate float64, requests []float64) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	var n float64
+	var ev0, ev1 uint64
+	haveEv0 := false
+	var first, last *decision
+	for i := range v.decisions {
+		if d := &v.decisions[i]; !d.at.Before(warmEnd) {
+			if first == nil {
+				first = d
+			}
+			last = d
+		}
+	}
+	if first != nil && last != first {
+		// The audit's estimate (ratecalc.SegmentLossEventRateOver) from the
+		// counters a capture gives, over the measured part.
+		ps := ratecalc.SegmentLossEventRateOver(last.bytes-first.bytes, float64(last.st.Lost-first.st.Lost),
+			float64(last.st.LossEvents-first.st.LossEvents), last.st.SegmentSize)
+		if ps > 0 {
+			// On the wire, as TCPBPS: 1,500 bytes per 1,460 of payload.
+			estimate = ratecalc.TFRCRate(ratecalc.NominalSegmentSize, last.st.SRTT, ps).BitsPerSecond() * 1500 / ratecalc.NominalSegmentSize
+		}
+	}
+	for _, d := range v.decisions {
+		requests = append(requests, d.rate.BitsPerSecond())
+		if d.at.Before(warmEnd) {
+			continue
+		}
+		if !haveEv0 {
+			ev0, haveEv0 = d.st.LossEvents, true
+		}
+		ev1 = d.st.LossEvents
+		if d.st.SegmentLossEventRate > 0 {
+			p += d.st.SegmentLossEventRate
+		} else {
+			p += d.st.LossEventRate
+		}
+		seg += d.st.SegmentSize
+		n++
+	}
+	if n > 0 {
+		p /= n
+		seg /= n
+	}
+	if seconds > 0 {
+		eventsPerSec = float64(ev1-ev0) / seconds
+	}
+
+	return p, seg, eventsPerSec, estimate, requests
+}

@@ -1,0 +1,279 @@
+package ratecalc
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"time"
+)
+
+// VirtualTCPConfig configures a virtual TCP controller.
+type VirtualTCPConfig struct {
+	Config
+	// InitialWindow is the starting window in 1,460-byte segments.
+	// Default 4 (RFC 3390 for a 1,460-byte MSS: 4,380 bytes, rounded up).
+	InitialWindow float64
+	// MinWindow is the smallest window after a reduction, in segments.
+	// Default 1: at heavy loss a TCP flow spends its time in timeouts,
+	// below two segments per RTT on average.
+	MinWindow float64
+}
+
+// VirtualTCP runs, at the receiver, the congestion window of a bulk TCP
+// flow of full 1,460-byte segments on the viewer's path, and requests the
+// rate that window implies, cwnd·1460/SRTT, with SRTT measured through the
+// same queue (pings), so that it includes the queueing delay TCP's RTT
+// has. It is how a flow of small, smooth datagrams gets one TCP share of
+// bytes beside TCP, where per-packet loss event rates give it a fraction
+// (Rhee and Xu, SIGCOMM 2005; RFC 4828 §3):
+//
+//   - Losses count by bytes. Each lost datagram adds the mean payload's
+//     fraction of a 1,460-byte segment (its own size is unknown); a loss
+//     event of the virtual flow begins when a whole segment's worth has
+//     been lost. At random loss a virtual segment is then lost as often per
+//     byte as a real one; in a drop-tail overflow the viewer loses bytes in
+//     proportion to the bytes it sends, as TCP does, so below TCP's rate it
+//     loses less than a segment per overflow, skips the event and grows.
+//   - Losses within one SRTT of an event's start belong to it (one
+//     reduction per window, RFC 5681 §3.2).
+//   - The window is CUBIC's (RFC 8312 §4: β = 0.7, C = 0.4, fast
+//     convergence) with its TCP-friendly region (§4.2: never below Reno's
+//     AIMD, α = 3(1−β)/(1+β) per RTT): CUBIC is the default TCP of Linux,
+//     Windows and macOS, the region makes it Reno's equal on short paths.
+//     Growth follows elapsed time, not arrivals, because the datagram rate
+//     follows the request, which lags the window by up to an interval.
+//   - Slow start doubles the window per SRTT until the first loss event.
+//   - The window grows to at most growthLimit (1.5) times what arrives, and
+//     not at all while what arrives is below 1/growthLimit of its rate: an
+//     idle avatar cannot inflate it (RFC 7661's idea), and a window cannot
+//     run far ahead of a request that has yet to take effect.
+//   - A TCP flow at heavy random loss spends its time in retransmission
+//     timeouts, which the window does not model: the request is at most
+//     the TFRC equation at the virtual flow's loss event rate per segment
+//     and the path's smallest RTT (equationCap says why that RTT).
+//
+// Stats.LossEventRate stays RFC 5348's per-packet p (what is measured does
+// not change); Stats.SegmentLossEventRate is the virtual flow's, per
+// 1,460-byte segment received (RFC 5348 §5.4's average over its last eight
+// intervals).
+type VirtualTCP struct {
+	flow
+	cfg  VirtualTCPConfig
+	rate Rate
+
+	cwnd, wMax, wEst float64
+	k                float64   // CUBIC's K, seconds
+	epochStart       time.Time // the latest loss event's start
+	slowStart        bool
+	lostMass         float64 // segments lost since the latest event, fractional
+	events           uint64
+	bytes            float64 // bytes received, for the segment loss event rate
+	// segIntervals are the loss intervals between the virtual flow's
+	// events, in 1,460-byte segments received, newest first: RFC 5348
+	// §5.4's average over them is the loss event rate per segment.
+	segOpen      float64
+	segIntervals [lossIntervals]float64
+	segCount     int
+
+	lastGrowth time.Time
+	appLimited bool
+}
+
+var _ Controller = (*VirtualTCP)(nil)
+
+// CUBIC's constants (RFC 8312 §4.5, §4.6) and the Reno-friendly increase.
+const (
+	cubicBeta  = 0.7
+	cubicC     = 0.4
+	cubicAlpha = 3 * (1 - cubicBeta) / (1 + cubicBeta)
+
+	// growthLimit bounds the window at this multiple of what arrives.
+	growthLimit = 1.5
+
+	defaultVirtualInitialWindow = 4
+	defaultVirtualMinWindow     = 1
+)
+
+// NewVirtualTCP validates cfg and returns a virtual TCP controller.
+func NewVirtualTCP(cfg VirtualTCPConfig) (*VirtualTCP, error) {
+	c, err := cfg.withDefaults()
+	cfg.InitialWindow = cmp.Or(cfg.InitialWindow, defaultVirtualInitialWindow)
+	cfg.MinWindow = cmp.Or(cfg.MinWindow, defaultVirtualMinWindow)
+	if err == nil && !(cfg.MinWindow > 0 && cfg.InitialWindow >= cfg.MinWindow && cfg.InitialWindow < 1e6) {
+		err = fmt.Errorf("windows: initial %v, min %v: want 0 < min ≤ initial < 1e6: %w", cfg.InitialWindow, cfg.MinWindow, ErrConfig)
+	}
+	if err != nil {
+		return nil, err
+	}
+	cfg.Config = c
+	return &VirtualTCP{flow: newFlow(c), cfg: cfg, cwnd: cfg.InitialWindow, slowStart: true}, nil
+}
+
+func (v *VirtualTCP) OnPacket(p Packet) {
+	at, _, _ := v.observe(p)
+	if p.Repeat {
+		return
+	}
+	if p.Lost {
+		v.onLoss(at)
+		return
+	}
+	size := float64(max(p.Size, 0))
+	v.bytes += size
+	v.segOpen += size / NominalSegmentSize
+	// The window does not grow while the flow is application-limited, or
+	// while a request has yet to take effect: while what arrives over the
+	// interval is below 1/growthLimit of the window's rate.
+	r := v.partialRate()
+	v.appLimited = r > 0 && r*growthLimit < v.windowRate()
+	if v.lastGrowth.IsZero() {
+		v.lastGrowth = at
+		return
+	}
+	elapsed := at.Sub(v.lastGrowth)
+	v.lastGrowth = at
+	if v.appLimited || elapsed <= 0 {
+		return
+	}
+	v.grow(at, elapsed, r)
+}
+
+// onLoss adds a lost datagram's share of a segment and starts a loss
+// event when a whole segment has been lost.
+func (v *VirtualTCP) onLoss(at time.Time) {
+	if v.events > 0 && at.Sub(v.epochStart) <= v.srtt() {
+		return // the current event's recovery
+	}
+	v.lostMass += v.s / NominalSegmentSize
+	if v.lostMass < 1 {
+		return
+	}
+	v.lostMass = 0
+	v.events++
+	copy(v.segIntervals[1:], v.segIntervals[:lossIntervals-1])
+	v.segIntervals[0], v.segOpen = v.segOpen, 0
+	v.segCount = min(v.segCount+1, lossIntervals)
+	v.slowStart = false
+	// Fast convergence (RFC 8312 §4.6): a flow whose window shrank since
+	// the last event releases bandwidth for a newcomer.
+	if v.cwnd < v.wMax {
+		v.wMax = v.cwnd * (1 + cubicBeta) / 2
+	} else {
+		v.wMax = v.cwnd
+	}
+	v.cwnd = max(v.cwnd*cubicBeta, v.cfg.MinWindow)
+	v.wEst = v.cwnd
+	v.k = math.Cbrt(max(v.wMax-v.cwnd, 0) / cubicC)
+	v.epochStart = at
+}
+
+// grow advances the window by elapsed; arriving is the receive rate.
+func (v *VirtualTCP) grow(at time.Time, elapsed time.Duration, arriving Rate) {
+	rtt := v.srtt().Seconds()
+	dt := elapsed.Seconds()
+	next := v.cwnd
+	if v.slowStart {
+		next *= math.Exp2(min(dt/rtt, 1))
+	} else {
+		t := at.Sub(v.epochStart).Seconds() - v.k
+		cubic := cubicC*t*t*t + v.wMax
+		v.wEst += cubicAlpha * min(dt/rtt, 1)
+		next = max(next, cubic, v.wEst)
+	}
+	// A window beyond what arrives has not been tested by the path: it
+	// may grow to growthLimit times that and no further until the
+	// datagrams catch up with it (the request lags by up to an interval).
+	if arriving > 0 {
+		limit := growthLimit * float64(arriving) * rtt / NominalSegmentSize
+		next = min(next, max(v.cwnd, limit))
+	}
+	v.cwnd = min(next, v.maxWindow())
+}
+
+// equationCap is the TFRC equation (RFC 5348 §3.1: Padhye's model, with
+// timeouts) for a flow of full segments at the virtual flow's loss event
+// rate p and the path's smallest RTT, the propagation delay without a
+// queue. Where losses are random and the queue empty, SRTT is that RTT
+// and the cap is what TCP gets at heavy loss, retransmission timeouts
+// included, which the window does not model. Where a drop-tail queue
+// overflows, the losses come with a full queue: SRTT is several times the
+// smallest RTT, the cap lies as far above the equation at SRTT and the
+// window decides (there the viewer, smooth, sees more loss events than
+// bursty TCP, and the equation would starve it: Rhee and Xu 2005).
+func (v *VirtualTCP) equationCap(p float64) Rate {
+	rtt := v.rtt.Min()
+	if v.rtt.Samples() == 0 {
+		rtt = v.cfg.InitialRTT
+	}
+	return TFRCRate(NominalSegmentSize, rtt, p)
+}
+
+// segmentLossEventRate is RFC 5348 §5.4's p over the virtual flow's loss
+// intervals in segments: 1/I_mean, the open interval counted when it raises
+// the mean; 0 before the first event.
+func (v *VirtualTCP) segmentLossEventRate() float64 {
+	if v.segCount == 0 {
+		return 0
+	}
+	var tot1, w1 float64
+	for i := range v.segCount {
+		tot1 += v.segIntervals[i] * lossIntervalWeights[i]
+		w1 += lossIntervalWeights[i]
+	}
+	tot0, w0 := v.segOpen, 1.0
+	for i := range min(v.segCount, lossIntervals-1) {
+		tot0 += v.segIntervals[i] * lossIntervalWeights[i+1]
+		w0 += lossIntervalWeights[i+1]
+	}
+	mean := max(tot0/w0, tot1/w1)
+	if !(mean >= 1) {
+		return 1
+	}
+	return 1 / mean
+}
+
+func (v *VirtualTCP) windowRate() Rate {
+	return Rate(v.cwnd * NominalSegmentSize / v.srtt().Seconds())
+}
+
+func (v *VirtualTCP) maxWindow() float64 {
+	return max(float64(v.cfg.Max)*v.srtt().Seconds()/NominalSegmentSize, v.cfg.MinWindow)
+}
+
+func (v *VirtualTCP) OnRTT(sample time.Duration, at time.Time) { v.onRTT(sample, at) }
+
+func (v *VirtualTCP) Rate(now time.Time) Rate {
+	v.closeInterval(now)
+	r := v.windowRate()
+	if p := v.segmentLossEventRate(); p > 0 {
+		r = min(r, v.equationCap(p))
+	}
+	v.rate = v.clamp(r)
+	return v.rate
+}
+
+func (v *VirtualTCP) Stats() Stats {
+	st := v.stats()
+	st.Rate, st.Window, st.SlowStart, st.AppLimited = v.rate, v.cwnd, v.slowStart, v.appLimited
+	st.FairSegmentSize = NominalSegmentSize
+	st.SegmentLossEventRate = v.segmentLossEventRate()
+	st.EquationRate = 0
+	if st.SegmentLossEventRate > 0 {
+		st.EquationRate = TFRCRate(NominalSegmentSize, st.SRTT, st.SegmentLossEventRate)
+	}
+	return st
+}
+
+// SegmentLossEventRateOver is the loss event rate per 1,460-byte segment
+// over a whole connection, from its counters, as VirtualTCP counts it:
+// loss events (grouped per RTT, RFC 5348 §5.2), but no more of them than
+// whole segments' worth of bytes were lost (lost datagrams times the mean
+// payload), per segment's worth of bytes received. 0 without bytes or
+// loss.
+func SegmentLossEventRateOver(bytes, lostPackets, lossEvents, meanPayload float64) float64 {
+	if !(bytes > 0) || !(lostPackets > 0) || !(lossEvents > 0) || !(meanPayload > 0) {
+		return 0
+	}
+	events := min(lossEvents, max(lostPackets*meanPayload/NominalSegmentSize, 1))
+	return min(events*NominalSegmentSize/bytes, 1)
+}

@@ -1,0 +1,78 @@
+package ratecalc
+
+import (
+	"testing"
+	"time"
+)
+
+func mustVirtualTCP(t testing.TB, cfg VirtualTCPConfig) *VirtualTCP {
+	c, err := NewVirtualTCP(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestVirtualTCPConfig(t *testing.T) {
+	for _, cfg := range []VirtualTCPConfig{
+		{InitialWindow: 1, MinWindow: 2},
+		{MinWindow: -1},
+		{InitialWindow: 1e7},
+		{Config: Config{SegmentSize: -5}},
+	} {
+		if _, err := NewVirtualTCP(cfg); err == nil {
+			t.Errorf("%+v: no error", cfg)
+		}
+	}
+	v := mustVirtualTCP(t, VirtualTCPConfig{})
+	if st := v.Stats(); st.Window != defaultVirtualInitialWindow || !st.SlowStart || st.FairSegmentSize != NominalSegmentSize {
+		t.Errorf("initial state %+v", st)
+	}
+}
+
+// TestVirtualTCPLink: alone on the simulated link, the virtual TCP uses
+// most of a drop-tail bottleneck of one bandwidth-delay product without
+// holding it overfull (a request holds for an interval, so each overshoot
+// costs several loss events: well below a TCP flow's utilisation, which
+// the lab measures beside TCP, not alone), and at random loss
+// requests about what the TFRC equation gives a flow of full segments at
+// that loss (the losses are counted by bytes, so the viewer's 300-byte
+// datagrams do not make it 1460/300 times more cautious), in every seed.
+func TestVirtualTCPLink(t *testing.T) {
+	for seed := range uint64(3) {
+		// 2 Mbit/s, 30 packets of 300 B, 20 ms one way.
+		capacity := Rate(250_000)
+		res := runLink(mustVirtualTCP(t, VirtualTCPConfig{}), linkConfig{capacity: capacity, buffer: 30, delay: 20 * time.Millisecond,
+			size: 300, interval: time.Second, pingEvery: time.Second, seed: seed}, 300*time.Second, 60*time.Second)
+		t.Logf("seed %d: received %.2f of the link", seed, float64(res.meanRecv/capacity))
+		if r := float64(res.meanRecv / capacity); r < 0.6 || r > 1.01 {
+			t.Errorf("seed %d: received %.2f of the link, want 0.6–1", seed, r)
+		}
+		for _, loss := range []float64{0.005, 0.03, 0.1} {
+			d := 50 * time.Millisecond
+			res := runLink(mustVirtualTCP(t, VirtualTCPConfig{}), linkConfig{loss: loss, delay: d, size: 300, seed: seed}, runFor(loss, d, 400), 60*time.Second)
+			want := TFRCRate(NominalSegmentSize, res.meanRTT, loss)
+			t.Logf("seed %d, loss %g: requested %v, received %v, TFRC at 1460 B %v, RTT %v", seed, loss, res.meanRate, res.meanRecv, want, res.meanRTT)
+			if e := relErr(res.meanRecv, want); e < -0.35 || e > 0.25 {
+				t.Errorf("seed %d, loss %g: received %v, TFRC(1460 B, p = loss) %v: %+.0f %%, want −35 %% to +25 %%", seed, loss, res.meanRecv, want, 100*e)
+			}
+		}
+	}
+}
+
+func TestSegmentLossEventRateOver(t *testing.T) {
+	for _, tc := range []struct {
+		bytes, lost, events, s, want float64
+	}{
+		{146000, 10, 5, 1460, 5.0 / 100}, // full segments: events per segment
+		{146000, 10, 10, 146, 1.0 / 100}, // ten 146-byte losses are one segment's worth
+		{146000, 10, 10, 292, 2.0 / 100}, // or two of 292 bytes
+		{146000, 1, 1, 80, 1.0 / 100},    // one event counts, however small its loss
+		{0, 1, 1, 80, 0}, {100, 0, 0, 80, 0}, {100, 1, 1, -3, 0},
+		{1000, 50, 50, 1460, 1}, // capped at 1
+	} {
+		if got := SegmentLossEventRateOver(tc.bytes, tc.lost, tc.events, tc.s); got != tc.want {
+			t.Errorf("SegmentLossEventRateOver(%v, %v, %v, %v) = %v, want %v", tc.bytes, tc.lost, tc.events, tc.s, got, tc.want)
+		}
+	}
+}
