@@ -1,0 +1,60 @@
+package main
+
+import (
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/fairgrid/fairgrid/configs"
+	"github.com/fairgrid/fairgrid/opensim/gateway"
+)
+
+// The [gateway] keys act on fairgrid gateway, not on the daemon: each is
+// shown reaching the gateway's Config from the file (what the gateway runs
+// with), and the test of package opensim/gateway or opensim named beside
+// it shows that field changing what the gateway does.
+func init() {
+	for key, c := range gatewayKeyCases {
+		behaviourCases[key] = behaviourCase{"", func(t *testing.T, _, _ scenario) { gatewayKeyReaches(t, key, c) }}
+	}
+}
+
+type gatewayKeyCase struct {
+	toml    string
+	reached func(gateway.Config) bool
+	actsIn  string // the test that shows the field acting
+}
+
+var gatewayKeyCases = map[string]gatewayKeyCase{
+	"gateway.routes": {`routes = ["127.0.0.1:9300=127.0.0.1:9000"]`, func(c gateway.Config) bool {
+		return len(c.Routes) == 1 && c.Routes[0].Region == netip.MustParseAddrPort("127.0.0.1:9000")
+	}, "opensim/gateway TestCircuitsThrough"},
+	"gateway.bind":            {`bind = "127.0.0.2"`, func(c gateway.Config) bool { return c.Bind == netip.MustParseAddr("127.0.0.2") }, "cmd/fairgrid TestGatewayFlags"},
+	"gateway.scene_bps":       {`scene_bps = 8000000`, func(c gateway.Config) bool { return c.Scheduler.SceneMax == 1_000_000 }, "opensim/gateway TestSceneShares"},
+	"gateway.client_max_bps":  {`client_max_bps = 800000`, func(c gateway.Config) bool { return c.Scheduler.ClientMax == 100_000 }, "opensim scheduler tests (ClientMax)"},
+	"gateway.queue_bytes":     {`queue_bytes = 65536`, func(c gateway.Config) bool { return c.Scheduler.QueueBytes == 65536 }, "opensim scheduler tests (QueueBytes)"},
+	"gateway.queue_packets":   {`queue_packets = 64`, func(c gateway.Config) bool { return c.Scheduler.QueuePackets == 64 }, "opensim scheduler tests (QueuePackets)"},
+	"gateway.avatar_priority": {`avatar_priority = true`, func(c gateway.Config) bool { return c.Scheduler.AvatarPriority }, "opensim scheduler tests (AvatarPriority)"},
+	"gateway.max_viewers":     {`max_viewers = 7`, func(c gateway.Config) bool { return c.MaxViewers == 7 }, "opensim/gateway TestAdmission"},
+	"gateway.max_pending":     {`max_pending = 9`, func(c gateway.Config) bool { return c.MaxPending == 9 }, "opensim/gateway TestAdmission"},
+	"gateway.max_per_prefix":  {`max_per_prefix = 11`, func(c gateway.Config) bool { return c.MaxPerPrefix == 11 }, "opensim/gateway TestAdmission"},
+	"gateway.pending_timeout": {`pending_timeout = "3s"`, func(c gateway.Config) bool { return c.PendingTimeout == 3*time.Second }, "opensim/gateway TestTimeouts"},
+	"gateway.idle_timeout":    {`idle_timeout = "20s"`, func(c gateway.Config) bool { return c.IdleTimeout == 20*time.Second }, "opensim/gateway TestTimeouts"},
+	"gateway.linger":          {`linger = "5s"`, func(c gateway.Config) bool { return c.Linger == 5*time.Second }, "opensim/gateway TestTimeouts (linger after logout)"},
+}
+
+// gatewayKeyReaches: the key, changed from its default in the file, changes
+// the gateway's Config as it says, and nothing reads it as the default.
+func gatewayKeyReaches(t *testing.T, key string, c gatewayKeyCase) {
+	t.Helper()
+	f, err := configs.Parse([]byte("[gateway]\n" + c.toml + "\n"))
+	if err != nil {
+		t.Fatalf("%s: %v", key, err)
+	}
+	if c.reached(configs.Default().GatewayConfig()) {
+		t.Fatalf("%s: the default already reads as the changed value: the case shows nothing", key)
+	}
+	if !c.reached(f.GatewayConfig()) {
+		t.Errorf("%s = %s did not reach the gateway's Config (its effect: %s)", key, c.toml, c.actsIn)
+	}
+}
