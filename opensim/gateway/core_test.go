@@ -274,3 +274,40 @@ func TestChannelFairQueuing(t *testing.T) {
 		t.Errorf("texture got %.0f bytes, want at least %.0f", tex, want)
 	}
 }
+
+// TestNewCircuitSameEndpoint: after a region restart a viewer logs in
+// again from the same endpoint; the circuit keeps its socket, and its
+// measurement starts afresh with the new circuit's sequence numbers.
+func TestNewCircuitSameEndpoint(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	c := newTestCore(t, Config{})
+	addr := viewerAddr(192, 0, 2, 1, 1)
+	v, _, _ := c.FromViewer(0, addr, useCircuitCode(t, 1), t0)
+	c.FromViewer(0, addr, datagram(t, 2, 0, &lludp.CompleteAgentMovement{}), t0)
+	for seq := uint32(1); seq <= 10; seq++ {
+		c.FromRegion(v, regionDatagram(lludp.ObjectUpdateID, seq, lludp.FlagReliable, 300), t0)
+	}
+	var out [16]Out
+	for ms := range 500 {
+		c.Next(out[:], t0.Add(time.Duration(ms)*time.Millisecond))
+	}
+	if v.est.tail-v.est.head != 10 {
+		t.Fatalf("%d reliable datagrams outstanding, want 10", v.est.tail-v.est.head)
+	}
+	// The new login: other IDs, numbers from 1 again.
+	again, _, d := c.FromViewer(0, addr, useCircuitCode(t, 2), t0.Add(time.Second))
+	if d != Passed || again != v {
+		t.Fatalf("the second login made a new circuit (%v)", d)
+	}
+	if v.est.tail != v.est.head || v.code != 2 {
+		t.Errorf("after the new login: %d outstanding, code %d", v.est.tail-v.est.head, v.code)
+	}
+	// The same login resent (a viewer resends an unacked UseCircuitCode)
+	// changes nothing.
+	c.FromRegion(v, regionDatagram(lludp.ObjectUpdateID, 1, lludp.FlagReliable, 300), t0.Add(time.Second))
+	c.Next(out[:], t0.Add(1500*time.Millisecond))
+	c.FromViewer(0, addr, useCircuitCode(t, 2), t0.Add(2*time.Second))
+	if v.est.tail-v.est.head != 1 {
+		t.Errorf("a resent UseCircuitCode reset the measurement")
+	}
+}
