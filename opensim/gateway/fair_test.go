@@ -43,7 +43,7 @@ func TestStockViewerGetsFairRate(t *testing.T) {
 	}{{throttle.TFRC, 0.8, 1.2}, {throttle.Window, 0.8, 1.5}} {
 		ctl := tc.ctl
 		t.Run(string(ctl), func(t *testing.T) {
-			for _, seed := range []uint64{3, 5, 9} {
+			for _, seed := range seeds(3, 5, 9) {
 				r := runSim(t, simConfig{loss: 0.03, delay: delay, viewers: []ratecalc.Rate{ask}, ctl: ctl,
 					run: 120 * time.Second, warmup: 40 * time.Second, seed: seed})
 				fair, got, p := tcpFair(r.viewers[0], 2*delay, 80*time.Second)
@@ -92,7 +92,7 @@ func cv(rs []ratecalc.Rate) float64 {
 func TestClientSideBehindGateway(t *testing.T) {
 	const delay = 50 * time.Millisecond
 	ask := ratecalc.RateFromBits(1_500_000)
-	for _, seed := range []uint64{3, 5, 9} {
+	for _, seed := range seeds(3, 5, 9) {
 		sc := simConfig{loss: 0.03, delay: delay, viewers: []ratecalc.Rate{ask}, ctl: throttle.TFRC,
 			run: 120 * time.Second, warmup: 40 * time.Second, seed: seed}
 		alone := runSim(t, sc)
