@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/fairgrid/fairgrid/internal/socks5"
+	"github.com/fairgrid/fairgrid/opensim/gateway"
 	"github.com/fairgrid/fairgrid/throttle"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -79,6 +80,7 @@ func registeredNames(t *testing.T) map[string]bool {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		collectors.NewBuildInfoCollector(),
 		(&socks5.Server{}).Collector(),
+		gateway.NewCollector(nil, 0), // Describe reads no gateway
 	} {
 		ch := make(chan *prometheus.Desc, 256)
 		go func() { c.Describe(ch); close(ch) }()
