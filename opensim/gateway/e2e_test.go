@@ -258,7 +258,7 @@ func TestMetrics(t *testing.T) {
 	}
 	c := gw.Circuits()[0]
 	for name, n := range map[string]int{
-		"fairgrid_gateway_circuits": 2, "fairgrid_gateway_datagrams_total": 5, "fairgrid_gateway_circuit_info": 1,
+		"fairgrid_gateway_circuits": 2, "fairgrid_gateway_datagrams_total": 6, "fairgrid_gateway_circuit_info": 1,
 		"fairgrid_gateway_circuit_rate_bytes_per_second": 1, "fairgrid_gateway_circuit_fair_rate_bytes_per_second": 1,
 		"fairgrid_gateway_circuit_received_rate_bytes_per_second": 1, "fairgrid_gateway_circuit_loss_event_rate": 1,
 		"fairgrid_gateway_circuit_queue_delay_seconds": 5, "fairgrid_gateway_circuit_queue_dropped_total": 5,

@@ -226,6 +226,7 @@ func runSim(t *testing.T, sc simConfig) simResult {
 		if v.gv == nil {
 			return
 		}
+		b = append([]byte(nil), b...) // the core's from now on: it renumbers it
 		if sendNow, _ := core.FromRegion(v.gv, b, now); sendNow {
 			departs(v, b, now)
 		}
