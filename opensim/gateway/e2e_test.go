@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"bytes"
 	"context"
 	"math"
 	"net/netip"
@@ -8,7 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fairgrid/fairgrid/capture"
+	"github.com/fairgrid/fairgrid/internal/audit"
 	"github.com/fairgrid/fairgrid/internal/lab/link"
+	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/internal/lab/viewer"
 	"github.com/fairgrid/fairgrid/opensim"
 	"github.com/fairgrid/fairgrid/opensim/gateway"
@@ -284,7 +288,17 @@ func TestMetrics(t *testing.T) {
 // path on sockets, with the lab viewer's own acks and the region's pings.
 func TestMeasuredOnRealSockets(t *testing.T) {
 	sim, _ := startRegion(t, region.Config{Activity: region.Walking, PingInterval: 500 * time.Millisecond})
-	gw := startGateway(t, gateway.Config{Routes: route(sim.Addr())})
+	// A capture at the gateway's public side, through its tap.
+	var pcap bytes.Buffer
+	pw, err := link.NewPcapWriter(&pcap, link.Arrived)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tapped := 0
+	gw := startGateway(t, gateway.Config{Routes: route(sim.Addr()), Tap: func(d lludp.Datagram) {
+		tapped++ // under the gateway's lock
+		pw.Tap(link.Event{Kind: link.Arrived, At: d.At, Packet: d.Payload, UDP: link.UDPEndpoints{Src: d.Src, Dst: d.Dst}})
+	}})
 	const loss, delay = 0.03, 25 * time.Millisecond
 	relay, err := link.New(link.Config{Listen: loopback, Upstream: gw.Addr(0), Seed: 5,
 		Down: link.PipeConfig{Loss: loss, Delay: delay}, Up: link.PipeConfig{Loss: loss, Delay: delay}}, nil)
@@ -314,5 +328,37 @@ func TestMeasuredOnRealSockets(t *testing.T) {
 	}
 	if sd := math.Sqrt(loss * (1 - loss) / n); n < 200 || math.Abs(rate-loss) > 4*sd {
 		t.Errorf("loss rate %.4f over %v datagrams, the link's %.2f (±4σ = %.4f)", rate, n, loss, 4*sd)
+	}
+	// The capture audits as any other: one circuit each way, every
+	// datagram decoded, and none lost on the way down before the link —
+	// the numbers leave in order.
+	if err := pw.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	a, err := audit.New(audit.Config{Sims: []netip.AddrPort{gw.Addr(0)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := capture.NewReader(bytes.NewReader(pcap.Bytes()), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Read([]audit.Input{{Name: "gateway-public.pcap", Reader: r}}, nil)
+	rep := a.Report()
+	var down, up int64
+	for _, c := range rep.Circuits {
+		t.Logf("audit %s: %d packets, lost %d", c.Direction, c.Packets, c.Lost)
+		switch c.Direction {
+		case "down":
+			down += c.Packets
+			if c.Lost != 0 {
+				t.Errorf("the audit finds %d lost before the link, where nothing is lost", c.Lost)
+			}
+		case "up":
+			up += c.Packets
+		}
+	}
+	if len(rep.Circuits) != 2 || down+up != int64(tapped) {
+		t.Errorf("the audit found %d circuits and %d+%d datagrams; the tap saw %d", len(rep.Circuits), down, up, tapped)
 	}
 }
