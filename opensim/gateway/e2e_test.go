@@ -294,10 +294,15 @@ func TestMeasuredOnRealSockets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tapped := 0
+	var tapMu sync.Mutex // guards tapped and stopped; the capture ends at stopped
+	tapped, stopped := 0, false
 	gw := startGateway(t, gateway.Config{Routes: route(sim.Addr()), Tap: func(d lludp.Datagram) {
-		tapped++ // under the gateway's lock
-		pw.Tap(link.Event{Kind: link.Arrived, At: d.At, Packet: d.Payload, UDP: link.UDPEndpoints{Src: d.Src, Dst: d.Dst}})
+		tapMu.Lock()
+		defer tapMu.Unlock()
+		if !stopped {
+			tapped++
+			pw.Tap(link.Event{Kind: link.Arrived, At: d.At, Packet: d.Payload, UDP: link.UDPEndpoints{Src: d.Src, Dst: d.Dst}})
+		}
 	}})
 	const loss, delay = 0.03, 25 * time.Millisecond
 	relay, err := link.New(link.Config{Listen: loopback, Upstream: gw.Addr(0), Seed: 5,
@@ -332,6 +337,9 @@ func TestMeasuredOnRealSockets(t *testing.T) {
 	// The capture audits as any other: one circuit each way, every
 	// datagram decoded, and none lost on the way down before the link —
 	// the numbers leave in order.
+	tapMu.Lock()
+	stopped = true
+	tapMu.Unlock()
 	if err := pw.Flush(); err != nil {
 		t.Fatal(err)
 	}
