@@ -78,7 +78,7 @@ unit:
 scale:
 	$(GO) test -count=1 -run 'TestThousandViewers|TestStress' ./internal/lab/viewer
 	$(GO) test -count=1 -run 'TestSimFlood$$|$(SCALE_ONLY)' ./cmd/fairgrid
-	$(GO) test -count=1 -run 'TestBadInput$$' ./opensim/gateway
+	$(GO) test -count=1 -run 'TestBadInput$$|TestEstimatorGroundTruth|TestStockViewerGetsFairRate|TestClientSideBehindGateway' ./opensim/gateway
 	$(GO) test -count=1 -run 'TestSingleFlowFillsBottleneck|TestTwoFlowsShare|TestViewerBesideTCP|TestReceiveBufferLimitsFlow' ./internal/lab/tcpflow
 	$(GO) test -count=1 -p 1 $(REALTIME_LAB)
 

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/fairgrid/fairgrid/configs"
+	"github.com/fairgrid/fairgrid/opensim/gateway"
 	"github.com/fairgrid/fairgrid/throttle"
 	"github.com/fairgrid/fairgrid/throttle/proxy"
 	"github.com/prometheus/client_golang/prometheus"
@@ -88,6 +89,7 @@ func registeredNames(t *testing.T) map[string]bool {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		collectors.NewBuildInfoCollector(),
+		gateway.NewCollector(nil, 0), // Describe reads no gateway
 	}, px.Collectors()...) {
 		ch := make(chan *prometheus.Desc, 256)
 		go func() { c.Describe(ch); close(ch) }()

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/opensim"
 	"github.com/fairgrid/fairgrid/throttle"
 )
@@ -49,6 +50,12 @@ type Config struct {
 	// AckTimeout). Linger keeps a circuit after its logout or
 	// CloseCircuit so the last acks pass (default 2 s).
 	PendingTimeout, IdleTimeout, Linger time.Duration
+	// Tap, if set, sees every datagram on the public side as it passes
+	// there: each viewer's as it arrives (before any rewriting), and each
+	// to a viewer as it leaves — a capture at the region's public address.
+	// The payload is valid only during the call; the tap must not block.
+	// The Gateway calls it; Core does not.
+	Tap func(d lludp.Datagram)
 }
 
 // Defaults (doc.go says why these).

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"container/list"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"net/netip"
@@ -24,10 +25,13 @@ const (
 	Orphan         // from an endpoint with no circuit, and not a UseCircuitCode
 	Refused        // a UseCircuitCode the caps refused (MaxViewers, MaxPerPrefix)
 	QueueFull      // the region's datagram found its channel's queue full (tail drop)
+	// ResendQueued: the region resent a datagram whose original is still
+	// queued in the gateway; the original will do.
+	ResendQueued
 	numDrops
 )
 
-var dropNames = [numDrops]string{"passed", "malformed", "orphan", "refused", "queue_full"}
+var dropNames = [numDrops]string{"passed", "malformed", "orphan", "refused", "queue_full", "resend_queued"}
 
 func (d Drop) String() string {
 	if d < numDrops {
@@ -79,6 +83,12 @@ type Viewer struct {
 	nextDecide time.Time
 
 	est *estimator
+	seq renumber // the region's sequence numbers as the viewer sees them
+	// queuedReliable holds the region's numbers of the reliable originals
+	// waiting in the scheduler: a resend of one is dropped, since with
+	// departure numbering it would reach the viewer under a new number
+	// and flagged as a resend, which a loss detector reads as a loss.
+	queuedReliable map[uint32]struct{}
 
 	delay   [opensim.NumChannels]delayStat
 	sent    [opensim.NumChannels]uint64 // bytes sent to the viewer
@@ -219,6 +229,7 @@ func (g *Core) FromViewer(route int, src netip.AddrPort, b []byte, now time.Time
 	for i := range acks.Len() {
 		g.viewerAck(v, acks.At(i), now)
 	}
+	v.seq.translateAcks(b, acks)
 	out := b
 	switch h.ID {
 	case lludp.UseCircuitCodeID:
@@ -228,6 +239,8 @@ func (g *Core) FromViewer(route int, src netip.AddrPort, b []byte, now time.Time
 				// A new circuit from the same endpoint (a region restart,
 				// a new login): its numbers start again.
 				v.est.reset()
+				v.seq.reset()
+				clear(v.queuedReliable)
 			}
 			v.agent, v.session, v.code = m.AgentID, m.SessionID, m.Code
 		}
@@ -236,6 +249,7 @@ func (g *Core) FromViewer(route int, src netip.AddrPort, b []byte, now time.Time
 			for _, id := range g.ack.IDs {
 				g.viewerAck(v, id, now)
 			}
+			out = g.translatePacketAck(v, b, h)
 		}
 	case lludp.CompletePingCheckID:
 		var m lludp.CompletePingCheck
@@ -257,6 +271,36 @@ func (g *Core) FromViewer(route int, src netip.AddrPort, b []byte, now time.Time
 
 func (g *Core) decode(b []byte, m lludp.Typed) bool {
 	return g.packet.DecodeFromBytes(b) == nil && g.packet.Unmarshal(m) == nil
+}
+
+// translatePacketAck writes the region's numbers over the viewer's in a
+// PacketAck's body (u32 LE each), in place when it is not zero-coded,
+// else into a new datagram coded again. g.ack holds it decoded; its
+// appended acks were translated already.
+func (g *Core) translatePacketAck(v *Viewer, b []byte, h lludp.Header) []byte {
+	ids := g.ack.IDs
+	if !h.Flags.ZeroCoded() {
+		// Header, the four bytes of PacketAck's Fixed number, any extra
+		// header, the count, then the IDs.
+		off := lludp.HeaderSize + 4 + int(h.Extra)
+		_, _, end, err := lludp.ParseHeader(b)
+		if err == nil && off < end && int(b[off]) == len(ids) && off+1+4*len(ids) <= end {
+			for i, id := range ids {
+				binary.LittleEndian.PutUint32(b[off+1+4*i:], v.seq.region(id))
+			}
+			return b
+		}
+	}
+	translated := make([]uint32, len(ids))
+	for i, id := range ids {
+		translated[i] = v.seq.region(id)
+	}
+	_, acks, _, _ := lludp.ParseHeader(b)
+	out, err := lludp.AppendMessage(nil, lludp.Header{Flags: h.Flags, Sequence: h.Sequence}, &lludp.PacketAck{IDs: translated}, acks.AppendTo(nil))
+	if err != nil {
+		return b
+	}
+	return out
 }
 
 // viewerAck takes the viewer's ack of the region's seq: the estimator's
@@ -294,7 +338,7 @@ func (g *Core) open(route int, src netip.AddrPort, now time.Time) *Viewer {
 		return nil // validated in NewCore: cannot happen
 	}
 	v := &Viewer{Route: route, Addr: src, state: pending, prefix: prefix, created: now, seen: now,
-		sched: g.sched.AddClient(now), est: newEstimator(ctl), nextDecide: now.Add(g.cfg.Control.Interval)}
+		sched: g.sched.AddClient(now), est: newEstimator(ctl), seq: newRenumber(), queuedReliable: map[uint32]struct{}{}, nextDecide: now.Add(g.cfg.Control.Interval)}
 	v.pendEl = g.pendingQ.PushBack(v)
 	g.viewers[circuitKey{route, src}] = v
 	g.byClient[v.sched] = v
@@ -401,11 +445,13 @@ func scaled(asked [lludp.NumCategories]float32, total ratecalc.Rate) [lludp.NumC
 	return out
 }
 
-// FromRegion takes a datagram the region sent on circuit v. It returns
-// true when the datagram is to leave at once (outside every bucket, as
-// OpenSim sends acks, pings and the handshake); the core has then
-// recorded its departure. Otherwise the datagram was queued — the core
-// keeps b, which the caller must not reuse — or dropped at a full queue.
+// FromRegion takes a datagram the region sent on circuit v; b is the
+// core's from then on, and is rewritten with the sequence number the
+// viewer sees (renumber.go). It returns true when the datagram is to leave
+// at once (outside every bucket, as OpenSim sends acks, pings and the
+// handshake): the core has then recorded its departure and the caller
+// sends b. Otherwise the datagram was queued — the caller must not reuse
+// b — or dropped at a full queue.
 func (g *Core) FromRegion(v *Viewer, b []byte, now time.Time) (sendNow bool, drop Drop) {
 	now = g.clock(now)
 	if g.byClient[v.sched] != v {
@@ -435,18 +481,33 @@ func (g *Core) FromRegion(v *Viewer, b []byte, now time.Time) (sendNow bool, dro
 		g.departed(v, opensim.NoChannel, b, h, now, now)
 		return true, Passed
 	}
+	if h.Flags.Resent() {
+		if _, ok := v.queuedReliable[h.Sequence]; ok {
+			g.counts[ResendQueued]++
+			return false, ResendQueued
+		}
+	}
 	q := queued{v: v, b: b, seq: h.Sequence, at: now, rel: h.Flags.Reliable()}
 	if err := g.sched.Enqueue(v.sched, ch, len(b), q, h.Flags.Resent(), now); err != nil {
 		v.refused[ch]++
 		g.counts[QueueFull]++
 		return false, QueueFull
 	}
+	if q.rel && !h.Flags.Resent() {
+		v.queuedReliable[h.Sequence] = struct{}{}
+	}
 	return false, Passed
 }
 
-// departed records a datagram leaving for the viewer.
+// departed numbers a datagram leaving for the viewer in departure order
+// (renumber.go) and records it.
 func (g *Core) departed(v *Viewer, ch opensim.Channel, b []byte, h lludp.Header, queuedAt, now time.Time) {
-	v.est.sent(h.Sequence, len(b), h.Flags.Reliable(), h.Flags.Resent(), now)
+	seq := v.seq.departure(b, h)
+	if h.ID == lludp.StartPingCheckID && !h.Flags.ZeroCoded() && len(b) >= 12 {
+		// OldestUnacked (u32 LE after PingID) names a region number.
+		binary.LittleEndian.PutUint32(b[8:12], v.seq.oldest(binary.LittleEndian.Uint32(b[8:12])))
+	}
+	v.est.sent(seq, len(b), h.Flags.Reliable(), h.Flags.Resent(), now)
 	if ch < opensim.NumChannels {
 		v.sent[ch] += uint64(len(b))
 		v.delay[ch].add(now.Sub(queuedAt))
@@ -468,6 +529,9 @@ func (g *Core) Next(out []Out, now time.Time) (n int, wait time.Duration) {
 			}
 			if it.Resend {
 				h.Flags |= lludp.FlagResent
+			}
+			if q.rel && !it.Resend {
+				delete(q.v.queuedReliable, q.seq)
 			}
 			g.departed(q.v, it.Channel, q.b, h, q.at, now)
 			out[n] = Out{V: q.v, B: q.b}

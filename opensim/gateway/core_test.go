@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"encoding/binary"
 	"net/netip"
 	"testing"
 	"time"
@@ -224,7 +225,11 @@ func TestChannelFairQueuing(t *testing.T) {
 		enqueue := func(id lludp.MessageID, flags lludp.Flags, size int) {
 			seq++
 			arrived[seq] = now
-			if _, d := c.FromRegion(v, regionDatagram(id, seq, flags, size), now); d != Passed {
+			// The region's number goes in the body too: the viewer sees
+			// another, in departure order (renumber.go).
+			b := regionDatagram(id, seq, flags, size)
+			binary.BigEndian.PutUint32(b[7:], seq)
+			if _, d := c.FromRegion(v, b, now); d != Passed {
 				t.Fatalf("queue full at %v", el)
 			}
 		}
@@ -243,7 +248,7 @@ func TestChannelFairQueuing(t *testing.T) {
 			h, _, _, _ := lludp.ParseHeader(o.B)
 			ch := opensim.ChannelOf(lludp.Builtin().Lookup(h.ID))
 			sentBytes[ch] += len(o.B)
-			worst[ch] = max(worst[ch], now.Sub(arrived[h.Sequence]))
+			worst[ch] = max(worst[ch], now.Sub(arrived[binary.BigEndian.Uint32(o.B[7:])]))
 			if ch == opensim.Texture {
 				queuedTex--
 			}
@@ -272,5 +277,106 @@ func TestChannelFairQueuing(t *testing.T) {
 	// less what Avatar and Task offered (100 and 20 datagrams).
 	if tex, want := float64(sentBytes[opensim.Texture]), 0.97*float64(rate)*run.Seconds()-100*avatarSize-20*taskSize; tex < want {
 		t.Errorf("texture got %.0f bytes, want at least %.0f", tex, want)
+	}
+}
+
+// TestNewCircuitSameEndpoint: after a region restart a viewer logs in
+// again from the same endpoint; the circuit keeps its socket, and its
+// measurement starts afresh with the new circuit's sequence numbers.
+func TestNewCircuitSameEndpoint(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	c := newTestCore(t, Config{})
+	addr := viewerAddr(192, 0, 2, 1, 1)
+	v, _, _ := c.FromViewer(0, addr, useCircuitCode(t, 1), t0)
+	c.FromViewer(0, addr, datagram(t, 2, 0, &lludp.CompleteAgentMovement{}), t0)
+	for seq := uint32(1); seq <= 10; seq++ {
+		c.FromRegion(v, regionDatagram(lludp.ObjectUpdateID, seq, lludp.FlagReliable, 300), t0)
+	}
+	var out [16]Out
+	for ms := range 500 {
+		c.Next(out[:], t0.Add(time.Duration(ms)*time.Millisecond))
+	}
+	if v.est.tail-v.est.head != 10 {
+		t.Fatalf("%d reliable datagrams outstanding, want 10", v.est.tail-v.est.head)
+	}
+	// The new login: other IDs, numbers from 1 again.
+	again, _, d := c.FromViewer(0, addr, useCircuitCode(t, 2), t0.Add(time.Second))
+	if d != Passed || again != v {
+		t.Fatalf("the second login made a new circuit (%v)", d)
+	}
+	if v.est.tail != v.est.head || v.code != 2 {
+		t.Errorf("after the new login: %d outstanding, code %d", v.est.tail-v.est.head, v.code)
+	}
+	// The same login resent (a viewer resends an unacked UseCircuitCode)
+	// changes nothing.
+	c.FromRegion(v, regionDatagram(lludp.ObjectUpdateID, 1, lludp.FlagReliable, 300), t0.Add(time.Second))
+	c.Next(out[:], t0.Add(1500*time.Millisecond))
+	c.FromViewer(0, addr, useCircuitCode(t, 2), t0.Add(2*time.Second))
+	if v.est.tail-v.est.head != 1 {
+		t.Errorf("a resent UseCircuitCode reset the measurement")
+	}
+}
+
+// TestRenumber: the viewer sees the region's datagrams numbered in
+// departure order; a resend carries its original's number; the viewer's
+// acks, in PacketAck (plain and zero-coded) and appended, reach the region
+// under the region's numbers; a resend of a datagram still queued is
+// dropped; StartPingCheck's OldestUnacked is translated too.
+func TestRenumber(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	c := newTestCore(t, Config{})
+	addr := viewerAddr(192, 0, 2, 1, 1)
+	v, _, _ := c.FromViewer(0, addr, useCircuitCode(t, 1), t0)
+	c.FromViewer(0, addr, datagram(t, 2, 0, &lludp.CompleteAgentMovement{}), t0)
+	// Region numbers 100 and 101 (Texture), 102 (Avatar).
+	c.FromRegion(v, regionDatagram(lludp.ImagePacketID, 100, lludp.FlagReliable, 1000), t0)
+	c.FromRegion(v, regionDatagram(lludp.ImagePacketID, 101, lludp.FlagReliable, 1000), t0)
+	c.FromRegion(v, regionDatagram(lludp.ImprovedTerseObjectUpdateID, 102, lludp.FlagReliable, 100), t0)
+	// A resend of 101 while it is still queued is dropped.
+	if _, d := c.FromRegion(v, regionDatagram(lludp.ImagePacketID, 101, lludp.FlagReliable|lludp.FlagResent, 1000), t0); d != ResendQueued {
+		t.Errorf("resend of a queued datagram: %v", d)
+	}
+	var out [16]Out
+	var got []uint32
+	for ms := range 200 {
+		n, _ := c.Next(out[:], t0.Add(time.Duration(ms)*time.Millisecond))
+		for _, o := range out[:n] {
+			h, _, _, _ := lludp.ParseHeader(o.B)
+			got = append(got, h.Sequence)
+		}
+	}
+	if len(got) != 3 || got[0] != 1 || got[1] != 2 || got[2] != 3 {
+		t.Fatalf("the viewer saw numbers %v, want 1 2 3", got)
+	}
+	region := func(viewer uint32) uint32 { return v.seq.region(viewer) }
+	if region(1)+region(2)+region(3) != 303 {
+		t.Errorf("numbers map to %d %d %d", region(1), region(2), region(3))
+	}
+	// The region resends 100: it carries the number the viewer saw.
+	c.FromRegion(v, regionDatagram(lludp.ImagePacketID, 100, lludp.FlagReliable|lludp.FlagResent, 1000), t0.Add(time.Second))
+	n, _ := c.Next(out[:], t0.Add(2*time.Second))
+	if h, _, _, _ := lludp.ParseHeader(out[0].B); n != 1 || h.Sequence != v.seq.toViewer[100] || !h.Flags.Resent() {
+		t.Errorf("resend of 100 left as %d (%v), want %d", h.Sequence, h.Flags, v.seq.toViewer[100])
+	}
+	var p lludp.Packet
+	var ack lludp.PacketAck
+	for _, flags := range []lludp.Flags{0, lludp.FlagZeroCoded} {
+		b, _ := lludp.AppendMessage(nil, lludp.Header{Flags: flags, Sequence: 7}, &lludp.PacketAck{IDs: []uint32{1, 2}}, []uint32{3})
+		_, fwd, _ := c.FromViewer(0, addr, b, t0.Add(3*time.Second))
+		if err := p.DecodeFromBytes(fwd); err != nil || p.Unmarshal(&ack) != nil {
+			t.Fatalf("%v: translated PacketAck does not decode: %v", flags, err)
+		}
+		if ids := ack.IDs; len(ids) != 2 || ids[0] != region(1) || ids[1] != region(2) || p.Acks.Len() != 1 || p.Acks.At(0) != region(3) || p.Sequence != 7 {
+			t.Errorf("%v: passed on IDs %v, appended %v, seq %d", flags, ack.IDs, p.Acks.AppendTo(nil), p.Sequence)
+		}
+	}
+	// StartPingCheck: OldestUnacked 101 becomes the viewer's number of 101.
+	ping, _ := lludp.AppendMessage(nil, lludp.Header{Sequence: 104}, &lludp.StartPingCheck{PingID: 3, OldestUnacked: 101}, nil)
+	if send, _ := c.FromRegion(v, ping, t0.Add(4*time.Second)); !send {
+		t.Fatal("a ping waits in the scheduler")
+	}
+	var sp lludp.StartPingCheck
+	if p.DecodeFromBytes(ping) != nil || p.Unmarshal(&sp) != nil || sp.OldestUnacked != v.seq.toViewer[101] {
+		t.Errorf("OldestUnacked %d, want %d", sp.OldestUnacked, v.seq.toViewer[101])
 	}
 }

@@ -44,6 +44,15 @@
 // resend is never refused (opensim.Scheduler.Enqueue). Each datagram's
 // wait in its queue is measured per channel.
 //
+// # Sequence numbers
+//
+// Fair queuing sends a circuit's channels out of the region's numbering
+// order, and a viewer declares a number lost once three later ones have
+// arrived (NDUPACK = 3), so the gateway numbers what leaves for a viewer in
+// departure order and translates the viewer's acks back (renumber.go); a
+// resend carries its original's number, and a resend of a datagram still
+// queued is dropped.
+//
 // # Measurement at the server
 //
 // The estimator sees each datagram leave for the viewer and each ack

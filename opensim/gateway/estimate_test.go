@@ -27,7 +27,7 @@ func TestEstimatorGroundTruth(t *testing.T) {
 		{0.03, 10 * time.Millisecond}, {0.03, 25 * time.Millisecond}, {0.03, 50 * time.Millisecond},
 		{0.10, 10 * time.Millisecond}, {0.10, 50 * time.Millisecond},
 	} {
-		for _, seed := range []uint64{7, 11, 23} {
+		for _, seed := range seeds(7, 11, 23) {
 			t.Run(fmt.Sprintf("loss=%g%%,rtt=%v,seed=%d", 100*tc.loss, 2*tc.delay, seed), func(t *testing.T) {
 				// The viewer asks for 1,500 kbit/s and the controller is held
 				// at it (TFRC's equation would bring it down at 10 %, leaving

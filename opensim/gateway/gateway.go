@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/fairgrid/fairgrid/lludp"
 )
 
 // tick is how often circuits are looked at for decisions and timeouts:
@@ -213,6 +215,9 @@ func (g *Gateway) handle(e event) {
 		}
 		return
 	}
+	if tap := g.core.cfg.Tap; tap != nil {
+		tap(lludp.Datagram{At: e.at, Src: e.from, Dst: g.Addr(e.route), Payload: e.b})
+	}
 	v, out, drop := g.core.FromViewer(e.route, e.from, e.b, e.at)
 	// A new circuit may have evicted a pending one: close its socket.
 	g.gone = g.core.Gone(g.gone[:0])
@@ -274,6 +279,9 @@ func (g *Gateway) toRegion(v *Viewer, b []byte) {
 }
 
 func (g *Gateway) toViewer(v *Viewer, b []byte) {
+	if tap := g.core.cfg.Tap; tap != nil {
+		tap(lludp.Datagram{At: time.Now(), Src: g.Addr(v.Route), Dst: v.Addr, Payload: b})
+	}
 	if _, err := g.public[v.Route].WriteToUDPAddrPort(b, v.Addr); err != nil {
 		g.errs++
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fairgrid/fairgrid/capture/circuit"
 	"github.com/fairgrid/fairgrid/internal/lab/link"
 	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/opensim"
@@ -23,6 +24,9 @@ import (
 // dropped, and when.
 
 const simStep = time.Millisecond
+
+// simGateway is the gateway's public address in the simulation.
+var simGateway = netip.MustParseAddrPort("127.0.0.1:9000")
 
 var simT0 = time.Unix(1_000_000, 0)
 
@@ -90,6 +94,11 @@ type simViewer struct {
 	deliveredPkts  uint64
 	deliveredBytes float64 // payload bytes, for the mean s
 	after          simWindow
+	// The client side (simConfig.sidecar).
+	tracker *circuit.Tracker
+	ctl     ratecalc.Controller
+	asks    []ratecalc.Rate // the sidecar's requests
+	inForce []ratecalc.Rate // the gateway's rate in force at each of its decisions
 	// The viewer's side.
 	upSeq   uint32
 	acks    []uint32
@@ -104,6 +113,11 @@ type simConfig struct {
 	ctl     throttle.ControllerName
 	scene   int64         // bytes/s; 0: the scheduler's default
 	hold    ratecalc.Rate // if set, the controller's Min and Max: the rate held there
+	// sidecar, if set, runs fairgrid's client side at each viewer as well
+	// (the sidecar or the proxy): it measures what the viewer receives
+	// with the circuit tracker and asks for its own fair rate every 5 s,
+	// half an interval after the gateway's decisions.
+	sidecar throttle.ControllerName
 	run     time.Duration
 	warmup  time.Duration // what the viewers receive before this is not counted in After
 	seed    uint64
@@ -129,8 +143,20 @@ func runSim(t *testing.T, sc simConfig) simResult {
 		if err1 != nil || err2 != nil {
 			t.Fatal(err1, err2)
 		}
-		vs = append(vs, &simViewer{addr: netip.AddrPortFrom(netip.AddrFrom4([4]byte{192, 0, 2, byte(i + 1)}), 5000), ask: ask,
-			code: uint32(100 + i), regionRate: 30_000, after: simWindow{from: simT0.Add(sc.warmup)}, unacked: map[uint32]simUnacked{}, down: down, up: up})
+		sv := &simViewer{addr: netip.AddrPortFrom(netip.AddrFrom4([4]byte{192, 0, 2, byte(i + 1)}), 5000), ask: ask,
+			code: uint32(100 + i), regionRate: 30_000, after: simWindow{from: simT0.Add(sc.warmup)}, unacked: map[uint32]simUnacked{}, down: down, up: up}
+		if sc.sidecar != "" {
+			tc := throttle.Config{Controller: sc.sidecar}
+			sv.tracker = circuit.NewTracker(circuit.Config{Sims: []netip.AddrPort{simGateway}, NewController: func(circuit.Key) ratecalc.Controller {
+				ctl, err := tc.NewController(sc.sidecar)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sv.ctl = ctl
+				return ctl
+			}})
+		}
+		vs = append(vs, sv)
 	}
 	agent := func(v *simViewer) lludp.AgentData {
 		return lludp.AgentData{AgentID: lludp.UUID{1, byte(v.code)}, SessionID: lludp.UUID{2, byte(v.code)}}
@@ -141,6 +167,9 @@ func runSim(t *testing.T, sc simConfig) simResult {
 		b, err := lludp.AppendMessage(nil, lludp.Header{Sequence: v.upSeq}, m, nil)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if v.tracker != nil {
+			v.tracker.Observe(lludp.Datagram{At: now, Src: v.addr, Dst: simGateway, Payload: b})
 		}
 		if at, cause := v.up.Offer(len(b)+28, now); cause == link.Forwarded {
 			v.toGateway = append(v.toGateway, simDatagram{at, b})
@@ -197,6 +226,7 @@ func runSim(t *testing.T, sc simConfig) simResult {
 		if v.gv == nil {
 			return
 		}
+		b = append([]byte(nil), b...) // the core's from now on: it renumbers it
 		if sendNow, _ := core.FromRegion(v.gv, b, now); sendNow {
 			departs(v, b, now)
 		}
@@ -288,6 +318,11 @@ func runSim(t *testing.T, sc simConfig) simResult {
 			for _, a := range asserts {
 				regionHears(byViewer[a.V], a.B)
 			}
+			for _, v := range vs {
+				if v.gv != nil && v.gv.rate > 0 && now.Sub(simT0)%(5*time.Second) < 100*time.Millisecond {
+					v.inForce = append(v.inForce, v.gv.rate)
+				}
+			}
 		}
 		// Down: the viewer receives, acks and answers pings.
 		for _, v := range vs {
@@ -295,6 +330,9 @@ func runSim(t *testing.T, sc simConfig) simResult {
 				b := v.toViewer[0].b
 				v.toViewer = v.toViewer[1:]
 				h, _, _, _ := lludp.ParseHeader(b)
+				if v.tracker != nil {
+					v.tracker.Observe(lludp.Datagram{At: now, Src: simGateway, Dst: v.addr, Payload: b})
+				}
 				v.delivered += uint64(len(b))
 				if !now.Before(v.after.from) {
 					v.after.bytes += uint64(len(b))
@@ -322,6 +360,12 @@ func runSim(t *testing.T, sc simConfig) simResult {
 					v.acks = v.acks[n:]
 				}
 			}
+			// The client side decides half an interval after the gateway.
+			if v.ctl != nil && now.Sub(simT0)%(5*time.Second) == 2500*time.Millisecond {
+				r := throttle.Config{}.Clamp(v.ctl.Rate(now))
+				v.asks = append(v.asks, r)
+				viewerSend(v, &lludp.AgentThrottle{AgentData: agent(v), CircuitCode: v.code, Throttles: throttle.ViewerSplit(r)}, now)
+			}
 			if now.Sub(v.lastUpd) >= 100*time.Millisecond {
 				v.lastUpd = now
 				ad := agent(v)
@@ -344,4 +388,14 @@ func truthEvents(dropped []time.Time, rtt time.Duration) int {
 		}
 	}
 	return events
+}
+
+// seeds are the simulations' seeds: all of them, or the first under the
+// race detector, which runs the simulations ten times slower and has
+// nothing to find in their single goroutine that one seed would not.
+func seeds(all ...uint64) []uint64 {
+	if raceBuild {
+		return all[:1]
+	}
+	return all
 }

@@ -1,0 +1,6 @@
+//go:build !race
+
+package gateway
+
+// raceBuild: built with -race.
+const raceBuild = false
