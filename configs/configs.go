@@ -424,10 +424,12 @@ var restartKeys = []string{
 	"control.controller", "control.interval", "send.dry_run", "metrics.address",
 }
 
-// NeedsRestart reports whether a running front-end keeps key's value until
-// it restarts.
+// NeedsRestart reports whether a running daemon or proxy keeps key's value
+// until it restarts. The [gateway] keys are fairgrid gateway's, which
+// reloads them itself (gateway.Reconfigure): to run and proxy they are
+// like [proxy]'s to run, kept as they were and named.
 func NeedsRestart(key string) bool {
-	return slices.Contains(restartKeys, key) || strings.HasPrefix(key, "proxy.")
+	return slices.Contains(restartKeys, key) || strings.HasPrefix(key, "proxy.") || strings.HasPrefix(key, "gateway.")
 }
 
 // Merge returns f, the configuration in force, with what of next a reload

@@ -58,3 +58,17 @@ func gatewayKeyReaches(t *testing.T, key string, c gatewayKeyCase) {
 		t.Errorf("%s = %s did not reach the gateway's Config (its effect: %s)", key, c.toml, c.actsIn)
 	}
 }
+
+// The daemon reads no [gateway] key: a reload names each as needing a
+// restart (the gateway reloads them itself: TestGatewayReload).
+func init() {
+	for key, v := range map[string]any{
+		"gateway.routes": []string{"127.0.0.1:9300=127.0.0.1:9000"}, "gateway.bind": "127.0.0.2",
+		"gateway.scene_bps": 8e6, "gateway.client_max_bps": 8e5, "gateway.queue_bytes": 65536, "gateway.queue_packets": 64,
+		"gateway.avatar_priority": true, "gateway.max_viewers": 7, "gateway.max_pending": 9, "gateway.max_per_prefix": 11,
+		"gateway.pending_timeout": configs.Duration{Duration: 3 * time.Second}, "gateway.idle_timeout": configs.Duration{Duration: 20 * time.Second},
+		"gateway.linger": configs.Duration{Duration: 5 * time.Second},
+	} {
+		reloadCases[key] = reloadCase{change: v}
+	}
+}
