@@ -60,9 +60,13 @@ type File struct {
 		DryRun  bool   `toml:"dry_run"`
 		Regions string `toml:"regions"`
 	} `toml:"send"`
+	// Metrics: each front-end serves on its own address by default, so
+	// that run, proxy and gateway side by side do not collide.
 	Metrics struct {
-		Address     string `toml:"address"`
-		MaxCircuits int    `toml:"max_circuits"`
+		Address        string `toml:"address"`
+		ProxyAddress   string `toml:"proxy_address"`
+		GatewayAddress string `toml:"gateway_address"`
+		MaxCircuits    int    `toml:"max_circuits"`
 	} `toml:"metrics"`
 	Log struct {
 		Level string `toml:"level"`
@@ -228,14 +232,18 @@ func (f *File) Validate() error {
 	if f.Send.Regions != "all" && f.Send.Regions != "root" {
 		bad("send.regions", "%q: want all or root", f.Send.Regions)
 	}
-	if a := f.Metrics.Address; a != "" {
+	for key, a := range map[string]string{"metrics.address": f.Metrics.Address, "metrics.proxy_address": f.Metrics.ProxyAddress,
+		"metrics.gateway_address": f.Metrics.GatewayAddress} {
+		if a == "" {
+			continue
+		}
 		// ":port" listens on every address, as net.Listen has it.
 		_, err := netip.ParseAddrPort(a)
 		if port, ok := strings.CutPrefix(a, ":"); ok {
 			_, err = strconv.ParseUint(port, 10, 16)
 		}
 		if err != nil {
-			bad("metrics.address", "%q: want ip:port, or empty (\":port\" for every address)", a)
+			bad(key, "%q: want ip:port, or empty (\":port\" for every address)", a)
 		}
 	}
 	if f.Metrics.MaxCircuits < 1 || f.Metrics.MaxCircuits > 100_000 {
@@ -402,7 +410,11 @@ func (f *File) ProxyConfig() proxy.Config {
 	c := proxy.Config{Username: f.Proxy.Username, AllowPorts: ports, UDPPorts: simPorts, MaxAssociations: f.Proxy.MaxAssociations,
 		MaxConnects: f.Proxy.MaxConnects, MaxSessions: f.Proxy.MaxSessions, IdleTimeout: f.Proxy.IdleTimeout.Duration,
 		HalfCloseTimeout: f.Proxy.HalfClose.Duration, DryRun: f.Send.DryRun}
-	if a := f.Metrics.Address; a != "" {
+	// No metrics of fairgrid's on this host are reachable through CONNECT.
+	for _, a := range []string{f.Metrics.Address, f.Metrics.ProxyAddress, f.Metrics.GatewayAddress} {
+		if a == "" {
+			continue
+		}
 		if port, ok := strings.CutPrefix(a, ":"); ok {
 			a = "0.0.0.0:" + port
 		}
@@ -422,6 +434,7 @@ func (f *File) ProxyConfig() proxy.Config {
 var restartKeys = []string{
 	"capture.interface", "capture.ports", "capture.sims", "capture.max_circuits",
 	"control.controller", "control.interval", "send.dry_run", "metrics.address",
+	"metrics.proxy_address", "metrics.gateway_address",
 }
 
 // NeedsRestart reports whether a running daemon or proxy keeps key's value

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/netip"
 	"strings"
 	"time"
@@ -50,7 +49,7 @@ func loadDaemonConfig(fs *flag.FlagSet, path string) (*configs.File, error) {
 		case "dry-run":
 			f.Send.DryRun = v == "true"
 		case "metrics":
-			f.Metrics.Address = v
+			*metricsAddress(f, fs.Name()) = v
 		case "log-level":
 			f.Log.Level = v
 		}
@@ -59,6 +58,18 @@ func loadDaemonConfig(fs *flag.FlagSet, path string) (*configs.File, error) {
 		return nil, err
 	}
 	return f, f.Validate()
+}
+
+// metricsAddress is the key a front-end's --metrics overrides: each has its
+// own, so that they run side by side.
+func metricsAddress(f *configs.File, command string) *string {
+	switch command {
+	case "proxy":
+		return &f.Metrics.ProxyAddress
+	case "gateway":
+		return &f.Metrics.GatewayAddress
+	}
+	return &f.Metrics.Address
 }
 
 // dryRunSender logs what it would send.
@@ -177,9 +188,9 @@ func runDaemon(fs *flag.FlagSet, configPath string, check bool, s stdio) int {
 		return exitFail
 	}
 	if f.Metrics.Address != "" {
-		if cfg.MetricsListener, err = net.Listen("tcp", f.Metrics.Address); err != nil {
+		if cfg.MetricsListener, err = metricsListener(f.Metrics.Address, "metrics.address"); err != nil {
 			cfg.Source.Close()
-			fmt.Fprintf(s.err, "fairgrid run: metrics: %v\n", err)
+			fmt.Fprintf(s.err, "fairgrid run: %v\n", err)
 			return exitFail
 		}
 		cfg.Metrics = promhttp.HandlerFor(registry(d.metrics), promhttp.HandlerOpts{})

@@ -6,8 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"strings"
 	"time"
 
@@ -56,7 +54,7 @@ func runGateway(args []string, s stdio) int {
 	fs.Duration("interval", 5*time.Second, "decision interval; control.interval")
 	fs.String("scene-max", "50M", "the gateway's uplink, bits/s, shared by every viewer; gateway.scene_bps")
 	fs.String("bind", "", "local address of the sockets towards the regions; gateway.bind")
-	fs.String("metrics", "127.0.0.1:9101", "Prometheus metrics address (empty: none); metrics.address")
+	fs.String("metrics", configs.Default().Metrics.GatewayAddress, "Prometheus metrics address (empty: none); metrics.gateway_address")
 	fs.String("log-level", "info", "debug, info, warn or error; log.level")
 	duration := fs.Duration("duration", 0, "stop after this long (0: until interrupted)")
 	if c, ok := parseFlagsArgs(fs, gatewaySynopsis, args, s); !ok {
@@ -92,27 +90,17 @@ func runGateway(args []string, s stdio) int {
 	var g throttle.Group
 	g.Add(gw.Run, nil)
 	reloads := newReloadGauges()
-	if f.Metrics.Address != "" {
-		ln, err := net.Listen("tcp", f.Metrics.Address)
+	if f.Metrics.GatewayAddress != "" {
+		ln, err := metricsListener(f.Metrics.GatewayAddress, "metrics.gateway_address")
 		if err != nil {
-			return fail(exitFail, "metrics: %v", err)
+			return fail(exitFail, "%v", err)
 		}
-		if beyondLoopback(f.Metrics.Address) {
-			log.Warn("metrics are served beyond loopback: viewers' addresses become visible to the network", "address", f.Metrics.Address)
+		if beyondLoopback(f.Metrics.GatewayAddress) {
+			log.Warn("metrics are served beyond loopback: viewers' addresses become visible to the network", "address", f.Metrics.GatewayAddress)
 		}
 		reg := registry(gateway.NewCollector(gw, f.Metrics.MaxCircuits))
 		reg.MustRegister(reloads.ok, reloads.at)
-		hs := &http.Server{Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 5 * time.Second}
-		g.Add(func(context.Context) error {
-			if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-				return fmt.Errorf("metrics: %w", err)
-			}
-			return nil
-		}, func() {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			defer cancel()
-			hs.Shutdown(ctx)
-		})
+		g.AddHTTP("metrics", ln, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	}
 	hup, stopHUP := notifyReloads()
 	defer stopHUP()
@@ -211,7 +199,7 @@ func loadGatewayConfig(fs *flag.FlagSet, path string) (*configs.File, gateway.Co
 		case "bind":
 			f.Gateway.Bind = v
 		case "metrics":
-			f.Metrics.Address = v
+			*metricsAddress(f, "gateway") = v
 		case "log-level":
 			f.Log.Level = v
 		}

@@ -1,7 +1,12 @@
 package main
 
 import (
+	"fmt"
+	"net"
 	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -70,5 +75,54 @@ func init() {
 		"gateway.linger": configs.Duration{Duration: 5 * time.Second},
 	} {
 		reloadCases[key] = reloadCase{change: v}
+	}
+}
+
+// metricsKeyCase: a front-end's metrics key is the address it binds: set
+// to a port another socket holds, the command stops at once naming the key
+// and the flag that moves it (and the daemon's key does not stop it).
+func metricsKeyCase(command, key, table string) func(t *testing.T, _, _ scenario) {
+	return func(t *testing.T, _, _ scenario) {
+		held, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer held.Close()
+		path := filepath.Join(t.TempDir(), "fairgrid.toml")
+		field := strings.TrimPrefix(key, "metrics.")
+		if err := os.WriteFile(path, []byte(fmt.Sprintf("[metrics]\n%s = %q\n%s", field, held.Addr().String(), table)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		code, _, errOut := runCmd(t, "", command, "--config", path, "--duration", "1s")
+		if command == "proxy" {
+			code, _, errOut = runCmd(t, "", command, "--config", path)
+		}
+		want := fmt.Sprintf("metrics on %s (%s): the address is in use", held.Addr(), key)
+		if code != exitFail || !strings.Contains(errOut, want) || !strings.Contains(errOut, "--metrics") {
+			t.Errorf("%s with %s on a port in use: exit %d, %q; want exit 1 and %q", command, key, code, errOut, want)
+		}
+	}
+}
+
+func init() {
+	behaviourCases["metrics.proxy_address"] = behaviourCase{"", metricsKeyCase("proxy", "metrics.proxy_address", "[proxy]\nlisten = \"127.0.0.1:0\"\n")}
+	behaviourCases["metrics.gateway_address"] = behaviourCase{"", metricsKeyCase("gateway", "metrics.gateway_address",
+		"[gateway]\nroutes = [\"127.0.0.1:0=127.0.0.1:9\"]\n")}
+	reloadCases["metrics.proxy_address"] = reloadCase{change: "127.0.0.1:9998"}
+	reloadCases["metrics.gateway_address"] = reloadCase{change: "127.0.0.1:9997"}
+}
+
+// TestMetricsPortsDistinct: run, proxy and gateway default to different
+// metrics ports, so the three run side by side.
+func TestMetricsPortsDistinct(t *testing.T) {
+	m := configs.Default().Metrics
+	if m.Address == m.ProxyAddress || m.Address == m.GatewayAddress || m.ProxyAddress == m.GatewayAddress {
+		t.Errorf("metrics defaults collide: run %s, proxy %s, gateway %s", m.Address, m.ProxyAddress, m.GatewayAddress)
+	}
+	f := configs.Default()
+	for command, want := range map[string]*string{"run": &f.Metrics.Address, "proxy": &f.Metrics.ProxyAddress, "gateway": &f.Metrics.GatewayAddress} {
+		if got := metricsAddress(f, command); got != want {
+			t.Errorf("%s --metrics sets another key", command)
+		}
 	}
 }

@@ -45,7 +45,7 @@ func TestGatewayRefused(t *testing.T) {
 		{"interval", append([]string{"--interval", "1ms"}, route...), "control.interval"},
 		{"scene max", append([]string{"--scene-max", "0"}, route...), "--scene-max"},
 		{"bind", append([]string{"--bind", "here"}, route...), "gateway.bind"},
-		{"metrics", append([]string{"--metrics", "nowhere"}, route...), "metrics.address"},
+		{"metrics", append([]string{"--metrics", "nowhere"}, route...), "metrics.gateway_address"},
 		{"log level", append([]string{"--log-level", "loud"}, route...), "log.level"},
 		{"config", append([]string{"--config", bad}, route...), "gateway.max_viewers"},
 		{"argument is the file to check", append([]string{"extra"}, route...), `open extra`},
@@ -111,7 +111,7 @@ func TestGatewayFlags(t *testing.T) {
 		{[]string{"--interval", "2s"}, func(_ *configs.File, c gateway.Config) bool { return c.Control.Interval == 2*time.Second }},
 		{[]string{"--scene-max", "10M"}, func(_ *configs.File, c gateway.Config) bool { return c.Scheduler.SceneMax == 1_250_000 }},
 		{[]string{"--bind", "127.0.0.2"}, func(_ *configs.File, c gateway.Config) bool { return c.Bind == netip.MustParseAddr("127.0.0.2") }},
-		{[]string{"--metrics", "127.0.0.1:9999"}, func(f *configs.File, _ gateway.Config) bool { return f.Metrics.Address == "127.0.0.1:9999" }},
+		{[]string{"--metrics", "127.0.0.1:9999"}, func(f *configs.File, _ gateway.Config) bool { return f.Metrics.GatewayAddress == "127.0.0.1:9999" }},
 		{[]string{"--log-level", "debug"}, func(f *configs.File, _ gateway.Config) bool { return f.Log.Level == "debug" }},
 	} {
 		f, c := parse(tc.args...)

@@ -106,13 +106,13 @@ func runProxy(args []string, s stdio) int {
 	if err != nil {
 		return fail(exitFail, "%v", err)
 	}
-	if f.Metrics.Address != "" {
-		if sc.MetricsListener, err = net.Listen("tcp", f.Metrics.Address); err != nil {
+	if f.Metrics.ProxyAddress != "" {
+		if sc.MetricsListener, err = metricsListener(f.Metrics.ProxyAddress, "metrics.proxy_address"); err != nil {
 			ln.Close()
-			return fail(exitFail, "metrics: %v", err)
+			return fail(exitFail, "%v", err)
 		}
-		if beyondLoopback(f.Metrics.Address) {
-			log.Warn("metrics are served beyond loopback: circuits and agent IDs become visible to the network", "address", f.Metrics.Address)
+		if beyondLoopback(f.Metrics.ProxyAddress) {
+			log.Warn("metrics are served beyond loopback: circuits and agent IDs become visible to the network", "address", f.Metrics.ProxyAddress)
 		}
 	}
 	p, _, err := newProxy(d, pc, sc, log)
@@ -164,7 +164,7 @@ func proxyFlags(s stdio) (fs *flag.FlagSet, configPath *string, check *bool) {
 	segmentFlag(fs)
 	fs.Duration("interval", 5*time.Second, "decision interval")
 	fs.Bool("dry-run", false, "measure, decide, log and export; rewrite and send nothing")
-	fs.String("metrics", "127.0.0.1:9101", "Prometheus metrics address (empty: none)")
+	fs.String("metrics", configs.Default().Metrics.ProxyAddress, "Prometheus metrics address (empty: none); metrics.proxy_address")
 	fs.String("log-level", "info", "debug, info, warn or error")
 	fs.String("user", def.Username, "username clients must give (RFC 1929); the password comes from --password-file or $"+proxyPasswordEnv+"; proxy.username")
 	fs.String("password-file", def.PasswordFile, "file holding the password (its first line); proxy.password_file")

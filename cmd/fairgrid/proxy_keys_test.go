@@ -327,7 +327,7 @@ func TestEveryProxyFlagReachesItsKey(t *testing.T) {
 		"controller":       {[]string{"--controller", "reno", "--check-config"}, exitUsage, "control.controller"},
 		"segment":          {[]string{"--segment", "1460", "--check-config"}, exitUsage, "control.segment"},
 		"interval":         {[]string{"--interval", "10ms", "--check-config"}, exitUsage, "control.interval"},
-		"metrics":          {[]string{"--metrics", "everywhere", "--check-config"}, exitUsage, "metrics.address"},
+		"metrics":          {[]string{"--metrics", "everywhere", "--check-config"}, exitUsage, "metrics.proxy_address"},
 		"log-level":        {[]string{"--log-level", "chatty", "--check-config"}, exitUsage, "log.level"},
 		"user":             {[]string{"--user", strings.Repeat("u", 256), "--check-config"}, exitUsage, "proxy.username"},
 		"password-file":    {[]string{"--user", "viewer", "--password-file", missing, "--check-config"}, exitUsage, "proxy.password_file"},
