@@ -67,7 +67,6 @@ type VirtualTCP struct {
 	slowStart        bool
 	lostMass         float64 // segments lost since the latest event, fractional
 	events           uint64
-	bytes            float64 // bytes received, for the segment loss event rate
 	// segIntervals are the loss intervals between the virtual flow's
 	// events, in 1,460-byte segments received, newest first: RFC 5348
 	// §5.4's average over them is the loss event rate per segment.
@@ -118,9 +117,7 @@ func (v *VirtualTCP) OnPacket(p Packet) {
 		v.onLoss(at)
 		return
 	}
-	size := float64(max(p.Size, 0))
-	v.bytes += size
-	v.segOpen += size / NominalSegmentSize
+	v.segOpen += float64(max(p.Size, 0)) / NominalSegmentSize
 	// The window does not grow while the flow is application-limited, or
 	// while a request has yet to take effect: while what arrives over the
 	// interval is below 1/growthLimit of the window's rate.
@@ -191,11 +188,11 @@ func (v *VirtualTCP) grow(at time.Time, elapsed time.Duration, arriving Rate) {
 }
 
 // equationCap is the TFRC equation (RFC 5348 §3.1: Padhye's model, with
-// timeouts) for a flow of full segments at the virtual flow's loss event
-// rate p and the path's smallest RTT, the propagation delay without a
-// queue. Where losses are random and the queue empty, SRTT is that RTT
-// and the cap is what TCP gets at heavy loss, retransmission timeouts
-// included, which the window does not model. Where a drop-tail queue
+// timeouts, here with t_RTO = max(4R, 200 ms)) for a flow of full
+// segments at the virtual flow's loss event rate p and the path's smallest
+// RTT, the propagation delay without a queue. Where losses are random and
+// the queue empty, SRTT is that RTT and the cap is what TCP gets at heavy
+// loss, retransmission timeouts included, which the window does not model. Where a drop-tail queue
 // overflows, the losses come with a full queue: SRTT is several times the
 // smallest RTT, the cap lies as far above the equation at SRTT and the
 // window decides (there the viewer, smooth, sees more loss events than
@@ -205,8 +202,16 @@ func (v *VirtualTCP) equationCap(p float64) Rate {
 	if v.rtt.Samples() == 0 {
 		rtt = v.cfg.InitialRTT
 	}
-	return TFRCRate(NominalSegmentSize, rtt, p)
+	// The timeout is TCP's, never below its 200 ms floor (Linux's and
+	// gVisor's TCP_RTO_MIN; RFC 6298 §2.4 says 1 s): on short paths 4R,
+	// TFRC's own, is shorter than any real TCP waits.
+	m := PadhyeModel{T0: max(4*rtt, minRTO), MaxWindowBytes: math.MaxFloat64}
+	return m.Rate(NominalSegmentSize, rtt, p)
 }
+
+// minRTO is the smallest retransmission timeout of the TCPs a viewer
+// meets: Linux's TCP_RTO_MIN, gVisor's MinRTO.
+const minRTO = 200 * time.Millisecond
 
 // segmentLossEventRate is RFC 5348 §5.4's p over the virtual flow's loss
 // intervals in segments: 1/I_mean, the open interval counted when it raises

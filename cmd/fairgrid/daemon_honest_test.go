@@ -327,7 +327,7 @@ func TestMetricsBeyondLoopbackWarns(t *testing.T) {
 func TestControllerOneParser(t *testing.T) {
 	conf := filepath.Join(t.TempDir(), "bad.toml")
 	os.WriteFile(conf, []byte("[control]\ncontroller = \"cubic\"\n"), 0o644)
-	const want = `"cubic": want window, tfrc or viewer`
+	const want = `"cubic": want vtcp, window, tfrc or viewer`
 	for _, args := range [][]string{
 		{"run", "--controller", "cubic", "--check-config"},
 		{"run", "--config", conf, "--check-config"},
@@ -337,7 +337,7 @@ func TestControllerOneParser(t *testing.T) {
 			t.Errorf("%v: exit %d, %q; want exit 2 naming control.controller and %s", args, code, errOut, want)
 		}
 	}
-	for _, name := range []string{"window", "tfrc", "viewer"} {
+	for _, name := range []string{"vtcp", "window", "tfrc", "viewer"} {
 		if code, _, errOut := runCmd(t, "", "run", "--controller", name, "--check-config"); code != exitOK {
 			t.Errorf("--controller %s: exit %d, %s", name, code, errOut)
 		}
@@ -669,13 +669,16 @@ var behaviourCases = map[string]behaviourCase{
 	}},
 	"control.controller": {"[control]\ncontroller = \"viewer\"\n", func(t *testing.T, def, s scenario) {
 		if slices.Equal(def.totals(scenarioViewerA, scenarioSim), s.totals(scenarioViewerA, scenarioSim)) {
-			t.Errorf("the viewer rule requested what window tracking did: %v", s.totals(scenarioViewerA, scenarioSim))
+			t.Errorf("the viewer rule requested what the default controller did: %v", s.totals(scenarioViewerA, scenarioSim))
 		}
 	}},
-	"control.segment": {"[control]\nsegment = \"" + string(otherSegment()) + "\"\n", func(t *testing.T, def, s scenario) {
+	"control.segment": {"[control]\ncontroller = \"window\"\nsegment = \"" + string(otherSegment()) + "\"\n", func(t *testing.T, _, s scenario) {
 		// Window tracking's request is cwnd·s/RTT, and the window itself
 		// does not depend on s: each request moves by the ratio of the two
-		// settings' s (1460 over the mean payload, about 1000 B here).
+		// settings' s (1460 over the mean payload, about 1000 B here). The
+		// default controller (vtcp) always stands on 1460 B, so the
+		// baseline is window tracking with the default segment.
+		def := runScenario(t, "[control]\ncontroller = \"window\"\n")
 		k := circuit.Key{Viewer: scenarioViewerA, Sim: scenarioSim}
 		_, defStats, ok1 := def.d.loop.Circuit(k)
 		_, stats, ok2 := s.d.loop.Circuit(k)

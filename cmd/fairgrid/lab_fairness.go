@@ -115,7 +115,11 @@ func runLabFairness(args []string, s stdio) int {
 	runs, err := fairness.RunGrid(ctx, cells, *seeds, fairness.Options{Warmup: *warmup, Duration: *duration, Interval: *interval, Log: log}, *parallel,
 		func(r fairness.Result) {
 			done++
-			fmt.Fprintf(s.err, "[%d/%d] %v, seed %d: viewer ÷ TCP %.2f\n", done, total, r.Cell, r.Seed, fairness.Ratio(r))
+			warn := ""
+			if r.SenderShortfall > 0.05 {
+				warn = fmt.Sprintf(" (the region sent %.0f %% less than allowed: the machine is too loaded to judge this run)", 100*r.SenderShortfall)
+			}
+			fmt.Fprintf(s.err, "[%d/%d] %v, seed %d: viewer ÷ TCP %.2f%s\n", done, total, r.Cell, r.Seed, fairness.Ratio(r), warn)
 		})
 	if err != nil {
 		fmt.Fprintf(s.err, "fairgrid lab fairness: %v\n", err)

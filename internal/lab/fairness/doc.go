@@ -12,8 +12,8 @@
 // measurement, reduced to what the fairness question needs: the region
 // sends datagrams with sequence numbers as fast as the throttle allows
 // (saturating demand: it can always send more than the link, so the
-// controller, not the region, sets the rate), in 5 ms rounds as OpenSim's
-// token buckets drip, with payloads drawn from opensim/region's Flying
+// controller, not the region, sets the rate), in jittered 10 ms rounds as
+// OpenSim's token buckets drip, with payloads drawn from opensim/region's Flying
 // mix (80, 1,000 and 1,200 bytes; mean about 820) and 28 bytes of IPv4
 // and UDP on the wire. At the viewer's host a sequence gap is a loss once
 // three later datagrams have arrived (NDUPACK, RFC 5348 §5.1), with the
@@ -34,6 +34,10 @@
 // the datagram sizes repeatable, not the goroutines' timing.
 //
 // # What is measured
+//
+// A run also reports how much less than its throttle allowed the region
+// sent (SenderShortfall): on a loaded machine the sender wakes late, and a
+// run that was not saturating says nothing of the controller.
 //
 // Each run reports, over the part after the warm-up, each viewer's and
 // each TCP flow's bits/s on the wire as the bottleneck delivered them, the

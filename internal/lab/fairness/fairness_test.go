@@ -58,6 +58,10 @@ const (
 	hardHigh = 1.25 * 1.2
 )
 
+// maxShortfall is how much less than its throttle a region may send and
+// the run still count as saturating.
+const maxShortfall = 0.1
+
 type subsetRun struct {
 	cell Cell
 	opt  Options
@@ -173,6 +177,14 @@ func TestShares(t *testing.T) {
 		rs := byCell[c]
 		row := Summarize(rs)
 		sd, lo, hi := Spread(rs)
+		// Saturating demand is the premise: a region that sent less than
+		// its throttle allowed (the sender ran late on a loaded machine)
+		// measured the machine, not the controller. Said, and failed.
+		for _, r := range rs {
+			if r.SenderShortfall > maxShortfall {
+				t.Errorf("%v seed %d: the region sent %.0f %% less than its throttle allowed: not saturating, the machine is too loaded to judge (load the report of this run with care)", c, r.Seed, 100*r.SenderShortfall)
+			}
+		}
 		se := sd / math.Sqrt(float64(len(rs)))
 		t.Logf("%v: viewer %.0f kbit/s, TCP %.0f kbit/s per flow, viewer ÷ TCP %.2f (sd %.2f, %.2f–%.2f, %d seeds), viewer p %.5f, TCP p %.5f, audit's estimate ÷ TCP %.2f",
 			c, row.ViewerBPS/1000, row.TCPBPSPerFlow/1000, row.ViewerOverTCP, sd, lo, hi, len(rs), row.ViewerP, row.TCPPEquiv, AuditOverTCP(rs))

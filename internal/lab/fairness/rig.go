@@ -172,6 +172,11 @@ type Result struct {
 	// (ratecalc.SegmentLossEventRateOver and the TFRC equation at 1,460
 	// bytes and the viewer's SRTT): to set beside TCPBPS. 0 without loss.
 	AuditTCPBPS float64 `json:"audit_tcp_bps"`
+	// SenderShortfall is how much less the first viewer's region sent
+	// than its throttle allowed over the measured part, 0–1: above a few
+	// per cent the run was not saturating (a loaded machine ran the
+	// sender late) and says nothing of the controller.
+	SenderShortfall float64 `json:"sender_shortfall"`
 	// Requests are the first viewer's decisions, bits/s, whole run.
 	Requests []float64 `json:"requests_bps"`
 }
@@ -365,6 +370,7 @@ wait:
 		res.ViewerBPS = append(res.ViewerBPS, r.Throughput()*8)
 		if i == 0 {
 			res.ViewerP, res.ViewerSegment, res.ViewerLossEventsPerSec, res.AuditTCPBPS, res.Requests = v.summary(warmEnd, res.Seconds)
+			res.SenderShortfall = v.shortfall
 		}
 	}
 	var qsum, qn float64
@@ -407,7 +413,7 @@ func runKernel(ctx context.Context, lab *kerneltcp.Lab, cell Cell, opt Options) 
 func viewerDown(i int) string { return fmt.Sprintf("viewer %d down", i) }
 
 // viewer is a region that sends a viewer datagrams as fast as the
-// throttle allows (saturating demand, paced in 5 ms rounds as OpenSim's
+// throttle allows (saturating demand, paced in 10 ms rounds as OpenSim's
 // token buckets drip), and the viewer's host, where fairgrid measures the
 // circuit and decides: sequence gaps declared lost after three later
 // arrivals (NDUPACK, RFC 5348 §5.1) with interpolated times, an RTT
@@ -434,6 +440,8 @@ type viewer struct {
 	pingID             uint32
 	decisions          []decision
 	bytes              float64 // payload bytes received
+	allowed, sent      float64 // bytes the throttle allowed the region, and it sent
+	shortfall          float64 // 1 − sent/allowed over the measured part
 }
 
 type gap struct {
@@ -443,10 +451,11 @@ type gap struct {
 }
 
 type decision struct {
-	at    time.Time
-	rate  ratecalc.Rate
-	st    ratecalc.Stats
-	bytes float64 // payload bytes received so far
+	at            time.Time
+	rate          ratecalc.Rate
+	st            ratecalc.Stats
+	bytes         float64 // payload bytes received so far
+	allowed, sent float64 // the region's, so far
 }
 
 // Message kinds of the rig's datagrams (the first byte).
@@ -489,13 +498,19 @@ func (v *viewer) size() int {
 }
 
 // round is how often the region's sender wakes: OpenSim's token buckets
-// drip every 10 ms or so; 5 ms keeps bursts below the smallest buffers.
-const round = 5 * time.Millisecond
+// drip every 10 ms or so. maxCredit bounds what a late wake-up may send at
+// once, as a token bucket's depth does; three rounds let a sender that a
+// loaded machine runs late still send what it was allowed
+// (Result.SenderShortfall says when it did not).
+const (
+	round     = 10 * time.Millisecond
+	maxCredit = 3 * round
+)
 
 func (v *viewer) run(ctx context.Context) {
-	// Each region's rounds start at a random phase: in step, the first
-	// viewer's burst would always meet the room a departure made and the
-	// last the full queue.
+	// Each region's rounds start at a random phase (and are jittered
+	// below): in step, the first viewer's burst would always meet the room
+	// a departure made and the last the full queue.
 	v.mu.Lock()
 	phase := time.Duration(v.rng.Int64N(int64(round)))
 	v.mu.Unlock()
@@ -511,7 +526,16 @@ func (v *viewer) run(ctx context.Context) {
 	v.rate = v.cfg.Clamp(v.ctl.Rate(start))
 	v.decisions = append(v.decisions, decision{at: start, rate: v.rate, st: v.ctl.Stats()})
 	v.mu.Unlock()
-	t := time.NewTicker(round)
+	// Each round's wake-up is jittered (0.5–1.5 rounds), so that no
+	// viewer's bursts keep meeting the queue at the same point of the
+	// others' rounds: a fixed phase gave one viewer of three half the
+	// others' share, run after run.
+	jitter := func() time.Duration {
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		return round/2 + time.Duration(v.rng.Int64N(int64(round)))
+	}
+	t := time.NewTimer(jitter())
 	defer t.Stop()
 	nextDecision := start.Add(v.opt.Interval)
 	nextPing := start
@@ -521,16 +545,23 @@ func (v *viewer) run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case now := <-t.C:
+		case <-t.C:
+			t.Reset(jitter())
+			now := time.Now()
 			v.mu.Lock()
-			// Credit for the time since the last round, at most two rounds'
-			// worth after a late wake-up.
-			el := min(now.Sub(last), 2*round)
+			// Credit for the time since the last round, at most maxCredit's
+			// worth after a late wake-up (a loaded machine runs the ticker
+			// late and drops ticks: without the credit the region would
+			// send less than it is allowed, and the viewer would be
+			// application-limited, not controlled).
+			el := now.Sub(last)
 			last = now
-			credit += float64(v.rate) * el.Seconds()
+			v.allowed += float64(v.rate) * el.Seconds()
+			credit += float64(v.rate) * min(el, maxCredit).Seconds()
 			for credit > 0 {
 				n := v.size()
 				credit -= float64(n + udpOverhead)
+				v.sent += float64(n + udpOverhead)
 				v.seq++
 				pkt := make([]byte, n)
 				pkt[0] = kindData
@@ -553,7 +584,7 @@ func (v *viewer) run(ctx context.Context) {
 			var req []byte
 			if !now.Before(nextDecision) {
 				r := v.cfg.Clamp(v.ctl.Rate(now))
-				v.decisions = append(v.decisions, decision{at: now, rate: r, st: v.ctl.Stats(), bytes: v.bytes})
+				v.decisions = append(v.decisions, decision{at: now, rate: r, st: v.ctl.Stats(), bytes: v.bytes, allowed: v.allowed, sent: v.sent})
 				req = make([]byte, 16)
 				req[0] = kindRequest
 				binary.BigEndian.PutUint64(req[1:], math.Float64bits(float64(r)))
@@ -648,6 +679,9 @@ func (v *viewer) summary(warmEnd time.Time, seconds float64) (p, seg, eventsPerS
 			}
 			last = d
 		}
+	}
+	if first != nil && last != first && last.allowed > first.allowed {
+		v.shortfall = 1 - (last.sent-first.sent)/(last.allowed-first.allowed)
 	}
 	if first != nil && last != first {
 		// The audit's estimate (ratecalc.SegmentLossEventRateOver) from the
