@@ -33,6 +33,16 @@
 // Controller is the one interface: OnPacket and OnRTT in, Rate(now) out
 // once per request interval, Stats for metrics.
 //
+//   - VirtualTCP: the congestion window of a virtual CUBIC flow of full
+//     1,460-byte segments (RFC 8312, with its Reno-friendly region),
+//     whose loss events count lost bytes — a segment's worth per event,
+//     one event per SRTT — so that a flow of small, smooth datagrams gets
+//     one TCP share of bytes where per-packet loss event rates starve it
+//     (Rhee and Xu 2005; RFC 4828); rate = cwnd·1460/SRTT, at most the
+//     TFRC equation at its per-segment loss event rate and the smallest
+//     RTT. SegmentLossEventRateOver is the same count over a connection's
+//     counters, for audits. Where it holds against real TCP and where it
+//     does not is measured, not argued: docs/fairness.md.
 //   - TFRC: X = max(min(X_calc, 2·max(X_recv over two intervals)), s/t_mbi)
 //     with RFC 5348's start-up adapted to a request every few seconds.
 //   - Window: window tracking, the approach of the Mongoose client of the

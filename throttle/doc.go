@@ -7,10 +7,12 @@
 //
 // # Controllers and the segment size
 //
-// Config.NewController builds each circuit's controller by name (window
-// tracking, TFRC, the viewer's stock rule) and Config.Clamp bounds what it
-// asks for; the loop and the audit's replay both use them. Config.Segment
-// is the s the TCP-fair rate stands on: SegmentMean, the circuit's mean
+// Config.NewController builds each circuit's controller by name (the
+// virtual TCP, DefaultController, calibrated against real TCP in the lab:
+// docs/fairness.md; window tracking and TFRC, the baselines; the viewer's
+// stock rule) and Config.Clamp bounds what it asks for; the loop and the
+// audit's replay both use them. Config.Segment is the s window tracking's
+// and TFRC's rates stand on (the virtual TCP always stands on 1460 B): SegmentMean, the circuit's mean
 // datagram payload (RFC 5348 §3.1, the default), or SegmentNominal,
 // TFRC-SP's 1460 B (RFC 4828 §3), which asks for 1460/mean times as much.
 // The lab measured the choice beside a bulk CUBIC flow: 0.23–0.52× its

@@ -160,7 +160,7 @@ func proxyFlags(s stdio) (fs *flag.FlagSet, configPath *string, check *bool) {
 	fs.String("listen", def.Listen, "SOCKS5 listen address (beyond loopback only with --user); proxy.listen")
 	configPath = fs.String("config", "", "configuration file (default: the built-in defaults, as in configs/fairgrid.toml)")
 	check = fs.Bool("check-config", false, "validate the configuration and the credentials, and exit")
-	fs.String("controller", "window", "window (window tracking), tfrc, or viewer (the stock rule)")
+	fs.String("controller", string(throttle.DefaultController), "vtcp (virtual TCP, calibrated against real TCP), window (window tracking), tfrc, or viewer (the stock rule)")
 	segmentFlag(fs)
 	fs.Duration("interval", 5*time.Second, "decision interval")
 	fs.Bool("dry-run", false, "measure, decide, log and export; rewrite and send nothing")
