@@ -209,9 +209,9 @@ func segmentCheck(o Options) labCheck {
 // multiplexingCheck: the document's cases A and D at their size (N = M =
 // 50 and 100 flows; 20 s measured instead of 200 s), judged as
 // multiplexResult judges them: the sawtooth branch no better than the
-// plain one in A (multiplexNoBetter); in D, where our runs do not settle
-// the direction (nor in B and C, which `fairgrid lab multiplexing` runs),
-// both branches carry data. And ours: TCM in case A's set-up, whose
+// plain one in A (multiplexNoBetter), worse in D (multiplexWorse), and
+// both branches carry data (B and C run in `fairgrid lab multiplexing`,
+// judged the same way: no better, worse). And ours: TCM in case A's set-up, whose
 // header compression saves at least a fifth of the branch's
 // client→server bytes (a 100-byte update's 52 header bytes become 14, a
 // pure ACK's 52 become 14: 25 % and 73 %; 56 % measured).

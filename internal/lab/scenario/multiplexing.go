@@ -81,18 +81,17 @@ var multiplexCases = []multiplexCase{
 		finding:   cite(docMultiplexing, 86, "The differences become more significant if bandwidth is scarce (C) and (D)", 0, "")},
 }
 
-// The direction, as asserted (docs/lab.md gives the spread over 10
-// seeds of 30 s runs on the shared, loaded 2-core machine): in A the
-// sawtooth branch over the plain one is at most multiplexNoBetter (10
-// seeds 0.86–1.00). In B, C and D our runs do not settle it: the
-// sawtooth branch was behind in most seeds (medians 0.67–0.78) but ahead
-// in some (ratios up to 1.61, 1.26 and 1.93 over 10 seeds, and C and D
-// both ahead in one run beside the other checks), so the ratio is
-// reported with how many seeds were behind, not asserted.
-const multiplexNoBetter = 1.03
-
-// multiplexSettled: the cases whose direction our runs settle.
-func (c multiplexCase) settled() bool { return c.name == "A" }
+// The direction, as asserted, from 10 seeds of 15 s (`fairgrid lab all
+// --seeds 10`, at most multiplexParallel runs at once; docs/lab.md): the
+// sawtooth branch over the plain one is at most multiplexNoBetter in A
+// and B (measured 0.76–0.92 and 0.42–0.73) and below multiplexWorse in C
+// and D (0.51–0.79 and 0.45–0.59). Runs crowded onto the machine (eight
+// or more multiplexing runs at once, or load above 10) scattered the
+// ratio up to 1.9 in D: the bounds hold for runs that keep real time.
+const (
+	multiplexNoBetter = 1.03
+	multiplexWorse    = 0.97
+)
 
 // muxVariant is what the delayed branch goes through: the document's
 // sawtooth delay, or (ours) TCM.
@@ -518,24 +517,9 @@ func multiplexComparisons(c multiplexCase, v muxVariant, dur time.Duration, b []
 		out = append(out, c.published[k].compare("multiplexing", kase, name+" client→server", "kbit/s", b[k].UpKbps, differs,
 			logged("reported; the direction is judged on the ratio")))
 	}
-	var j judge
-	switch {
-	case !c.settled():
-		want := "no better"
-		if c.worse {
-			want = "worse"
-		}
-		j = func(s []float64) (string, bool) {
-			behind := 0
-			for _, x := range s {
-				if x < 1 {
-					behind++
-				}
-			}
-			return fmt.Sprintf("not settled: the sawtooth branch behind in %d of %d seeds, ahead in the rest (published: %s); reported, not asserted", behind, len(s), want), true
-		}
-	default:
-		j = allAtMost(multiplexNoBetter, "the sawtooth branch no better, as published", "the sawtooth branch better, unlike the document")
+	j := allAtMost(multiplexNoBetter, "the sawtooth branch no better, as published", "the sawtooth branch better, unlike the document")
+	if c.worse {
+		j = allBelow(multiplexWorse, "the sawtooth branch worse, as published", "the sawtooth branch not clearly worse, unlike the document")
 	}
 	r := c.finding.compare("multiplexing", kase, "sawtooth / plain, client→server", "×", ratio, differs, j)
 	r.PublishedText = published

@@ -160,6 +160,16 @@ func allAtMost(limit float64, yes, no string) judge {
 	}
 }
 
+// allBelow: every sample below limit.
+func allBelow(limit float64, yes, no string) judge {
+	return func(s []float64) (string, bool) {
+		if m := slices.Max(s); m < limit {
+			return fmt.Sprintf("%s (every seed < %.2f)", yes, limit), true
+		}
+		return fmt.Sprintf("%s (a seed at %.2f, not < %.2f)", no, slices.Max(s), limit), false
+	}
+}
+
 // allAtLeast: every sample at least limit.
 func allAtLeast(limit float64, yes, no string) judge {
 	return func(s []float64) (string, bool) {

@@ -138,6 +138,7 @@ func runWireless(ctx context.Context, o Options) (Result, error) {
 		return append(jobs, wirelessJobs(o, dur, wirelessBufferSizes, []ratecalc.Rate{wirelessFloor, 0})...)
 	}, func(jobs []job, runs []RunResult) Result {
 		res := wirelessResult(jobs[docJobs:], runs[docJobs:])
+		res.Runs = runs
 		cs, t := wirelessDocResult(jobs[:docJobs], runs[:docJobs], dur)
 		res.Comparisons = append(cs, res.Comparisons...)
 		res.Tables = append([]Table{t}, res.Tables...)
