@@ -88,8 +88,16 @@ func judgeCoexistence(t *testing.T, jobs []job, runs []RunResult) {
 		game := r.Measurement.TCP[0]
 		t.Logf("%s: game uplink queueing %.0f ms (p95 %.0f), game up %.1f kbit/s, FTP %.0f kbit/s", r.Name, game.Other.QueueDelayMeanMs, game.Other.QueueDelayP95Ms,
 			game.GoodputUpBPS/1000, r.Measurement.TCP[len(r.Measurement.TCP)-1].GoodputBPS/1000)
-		if jobs[i].cfg.Kernel == nil && game.GoodputUpBPS <= 0 {
-			t.Errorf("%s: the game sent nothing up", r.Name)
+		// The rig's sanity: the game flow ran and offered its packets to
+		// the uplink. Behind a full 200-packet buffer (seconds deep) it may
+		// deliver nothing within a short window, its segments waiting on
+		// backed-off retransmission timers: that starvation is the
+		// document's point, logged, not a broken rig (a CI run measured
+		// 2.5 s queueing and 0.0 kbit/s of game goodput up).
+		if jobs[i].cfg.Kernel == nil && game.Other.Arrived == 0 {
+			t.Errorf("%s: the game offered nothing to the uplink", r.Name)
+		} else if game.GoodputUpBPS <= 0 {
+			t.Logf("%s: the game's uplink goodput was nil in the window: starved behind the queue", r.Name)
 		}
 	}
 	cs, _ := coexistenceDocResult(jobs, runs, coexistenceWarmup, labRun)
