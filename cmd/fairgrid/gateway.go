@@ -162,14 +162,13 @@ func reloadGateway(gw *gateway.Gateway, load func() (*configs.File, gateway.Conf
 }
 
 // loadGatewayConfig reads --config (or the defaults), applies the flags
-// the user set over it, and checks that a route is configured.
+// the user set over it, and checks that a route is configured. The flags
+// the gateway shares with run (controller, segment, interval, metrics,
+// log level) go through run's loader, so one rule serves both.
 func loadGatewayConfig(fs *flag.FlagSet, path string) (*configs.File, gateway.Config, error) {
-	f := configs.Default()
-	if path != "" {
-		var err error
-		if f, err = configs.Load(path); err != nil {
-			return nil, gateway.Config{}, err
-		}
+	f, err := loadDaemonConfig(fs, path)
+	if err != nil {
+		return nil, gateway.Config{}, err
 	}
 	var errs []error
 	var listen, region string
@@ -180,16 +179,6 @@ func loadGatewayConfig(fs *flag.FlagSet, path string) (*configs.File, gateway.Co
 			listen = v
 		case "region":
 			region = v
-		case "controller":
-			if err := f.Control.Controller.UnmarshalText([]byte(v)); err != nil {
-				errs = append(errs, fmt.Errorf("--controller (control.controller): %w", err))
-			}
-		case "segment":
-			if err := f.Control.Segment.UnmarshalText([]byte(v)); err != nil {
-				errs = append(errs, fmt.Errorf("--segment (control.segment): %w", err))
-			}
-		case "interval":
-			f.Control.Interval.Duration = fl.Value.(flag.Getter).Get().(time.Duration)
 		case "scene-max":
 			r, err := parsePositiveRate("--scene-max", v)
 			if err != nil {
@@ -198,10 +187,6 @@ func loadGatewayConfig(fs *flag.FlagSet, path string) (*configs.File, gateway.Co
 			f.Gateway.SceneBPS = r.BitsPerSecond()
 		case "bind":
 			f.Gateway.Bind = v
-		case "metrics":
-			*metricsAddress(f, "gateway") = v
-		case "log-level":
-			f.Log.Level = v
 		}
 	})
 	switch {
