@@ -130,6 +130,7 @@ func (s *Server) associate(ctx context.Context, conn net.Conn, br *bufio.Reader,
 		conn.Write(appendReply(nil, repGeneralFailure, Addr{}))
 		return
 	}
+	s.log.Info("UDP association", "client", clientStr)
 	// RFC 1928 §7: DST.ADDR/DST.PORT name where the client will send from.
 	// Only the port is taken: the address may be unspecified or, behind a
 	// NAT, not the one the proxy sees, and the control connection's address

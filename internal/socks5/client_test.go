@@ -8,7 +8,9 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -132,12 +134,14 @@ func TestIPv6(t *testing.T) {
 type countingHandler struct {
 	mu     sync.Mutex
 	causes map[string]int
+	msgs   []string
 }
 
 func (h *countingHandler) Enabled(context.Context, slog.Level) bool { return true }
 func (h *countingHandler) Handle(_ context.Context, r slog.Record) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.msgs = append(h.msgs, r.Message)
 	r.Attrs(func(a slog.Attr) bool {
 		if a.Key == "cause" {
 			h.causes[a.Value.String()]++
@@ -176,6 +180,11 @@ func TestLogOncePerCause(t *testing.T) {
 			t.Fatal("port 25 allowed")
 		}
 	}
+	// Another port refused is named too: a grid's login on an unlisted
+	// port is said once, whatever was refused before it.
+	if _, err := d.DialContext(dctx, "tcp", "127.0.0.1:26"); err == nil {
+		t.Fatal("port 26 allowed")
+	}
 	sim := udpPeer(t)
 	simAddr := addrPortOf(sim.LocalAddr())
 	c := dialUDP(t, ts, nil)
@@ -184,12 +193,24 @@ func TestLogOncePerCause(t *testing.T) {
 	}
 	c.WriteToUDPAddrPort([]byte("sync"), simAddr)
 	readOne(t, sim)
-	if srv.Refused(RefusedPort) != 3 || srv.Dropped(DroppedFragment) != 3 {
-		t.Errorf("counted %d port refusals and %d fragments, want 3 each", srv.Refused(RefusedPort), srv.Dropped(DroppedFragment))
+	if srv.Refused(RefusedPort) != 4 || srv.Dropped(DroppedFragment) != 3 {
+		t.Errorf("counted %d port refusals and %d fragments, want 4 and 3", srv.Refused(RefusedPort), srv.Dropped(DroppedFragment))
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.causes["port_not_allowed"] != 1 || h.causes["fragmented"] != 1 || len(h.causes) != 2 {
-		t.Errorf("log lines by cause %v, want one each for port_not_allowed and fragmented", h.causes)
+	if h.causes["port_not_allowed"] != 2 || h.causes["fragmented"] != 1 || len(h.causes) != 2 {
+		t.Errorf("log lines by cause %v, want one per refused port (2) and one for fragmented", h.causes)
+	}
+	var named []string
+	for _, m := range h.msgs {
+		if strings.Contains(m, "refused: add it to --allow-ports (proxy.allow_ports)") {
+			named = append(named, m)
+		}
+	}
+	if len(named) != 2 || !strings.Contains(named[0], "port 25") || !strings.Contains(named[1], "port 26") {
+		t.Errorf("refusal lines %q, want one naming port 25 and one naming port 26, each with --allow-ports", named)
+	}
+	if !slices.Contains(h.msgs, "UDP association") {
+		t.Errorf("the association was not logged: %q", h.msgs)
 	}
 }

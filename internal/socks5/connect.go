@@ -21,7 +21,7 @@ import (
 func (s *Server) connect(ctx context.Context, conn net.Conn, br *bufio.Reader, client netip.AddrPort, dst Addr) {
 	clientStr := client.String()
 	if !s.portAllowed(dst.Port) {
-		s.stats.refuse(s.log, RefusedPort, clientStr, fmt.Errorf("connect to %s", dst))
+		s.stats.refusePort(s.log, clientStr, dst)
 		conn.Write(appendReply(nil, repNotAllowed, Addr{}))
 		return
 	}
@@ -67,6 +67,7 @@ func (s *Server) connect(ctx context.Context, conn net.Conn, br *bufio.Reader, c
 	target = t
 	targetMu.Unlock()
 	defer target.Close()
+	s.log.Info("CONNECT", "client", clientStr, "to", dst.String())
 	if sess.evicted.Load() {
 		return // evicted while dialing
 	}

@@ -1,6 +1,7 @@
 package socks5
 
 import (
+	"fmt"
 	"log/slog"
 	"net/netip"
 	"sync/atomic"
@@ -107,6 +108,21 @@ type stats struct {
 
 	refusedLogged [numRefusalCauses]atomic.Bool
 	droppedLogged [numDropCauses]atomic.Bool
+	// portLogged marks each destination port whose CONNECT refusal was
+	// logged: once per port, in a fixed 8 KB, so a grid's unlisted login
+	// port is named even after another port's refusal was.
+	portLogged [65536 / 64]atomic.Uint64
+}
+
+// refusePort counts a CONNECT to a port not allowed and, the first time
+// for that port, says what to change.
+func (s *stats) refusePort(log *slog.Logger, client string, dst Addr) {
+	s.refused[RefusedPort].Add(1)
+	word, bit := &s.portLogged[dst.Port/64], uint64(1)<<(dst.Port%64)
+	if word.Or(bit)&bit == 0 {
+		log.Warn(fmt.Sprintf("CONNECT to port %d refused: add it to --allow-ports (proxy.allow_ports) if the grid needs it; later refusals of this port are only counted", dst.Port),
+			"cause", RefusedPort.String(), "client", client, "to", dst.String())
+	}
 }
 
 // refuse counts a refusal and logs its first occurrence per cause, so a
