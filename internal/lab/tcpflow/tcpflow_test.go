@@ -206,8 +206,12 @@ func TestSingleFlowFillsBottleneck(t *testing.T) {
 			goodput := float64(read[0][ld]) / data.At.Sub(data.Start).Seconds()
 			info, _ := r.flows[0].Info(ld)
 			t.Logf("utilisation %.3f, goodput %.0f B/s, queue delay mean %v p95 %v, %d dropped, %+v", util, goodput, data.QueueDelay.Mean(), data.QueueDelay.Quantile(0.95), data.Dropped(), info)
-			if util < 0.9 || util > 1.001 {
-				r.errorf("the flow kept the bottleneck %.1f %% busy, want ≥ 90 %%", util*100)
+			// Above 1 by at most the packet in service at the window's
+			// edge (a run measured 1.0012 with 0.1 % allowed: one
+			// 1,500-byte packet is 0.13 % of this window).
+			edge := 1500 / (float64(clean.Rate) * data.At.Sub(data.Start).Seconds())
+			if util < 0.9 || util > 1+edge {
+				r.errorf("the flow kept the bottleneck %.2f %% busy, want ≥ 90 %% and at most one packet over 100 %%", util*100)
 			}
 			// What was read lags what crossed by what waits for a
 			// retransmission at either end of the window: up to a
