@@ -88,7 +88,7 @@ func TestRunDaemonLive(t *testing.T) {
 		t.Skip("the daemon captures lo and sends with raw sockets: needs root (CI runs as root)")
 	}
 	if testing.Short() {
-		t.Skip("a 25-second run on loopback")
+		t.Skip("a 15-second run on loopback")
 	}
 	type appliedThrottle struct {
 		bps float64
@@ -135,7 +135,7 @@ func TestRunDaemonLive(t *testing.T) {
 	case code := <-exit:
 		t.Fatalf("daemon exited %d before running: %s", code, daemonErr.String())
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	var wg sync.WaitGroup
 	for _, run := range []func(context.Context) error{sim.Run, relay.Run, v.Run} {
@@ -176,7 +176,7 @@ func TestRunDaemonLive(t *testing.T) {
 		}
 	}
 	if len(decisions) < 3 {
-		t.Fatalf("%d throttle decisions in 25 s at a 1 s interval; log:\n%s", len(decisions), logs)
+		t.Fatalf("%d throttle decisions in 15 s at a 1 s interval; log:\n%s", len(decisions), logs)
 	}
 	ours := func(bps float64) bool {
 		for _, d := range decisions {
