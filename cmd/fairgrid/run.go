@@ -211,8 +211,12 @@ func runDemo(cfg demo.Config, linkSpec string, controller throttle.ControllerNam
 		fmt.Fprintf(out, "%s.\n", overrides(sum.Reasserts, sum.MaxOverrideMs))
 		return out.finish(s, "run", exitOK)
 	}
-	fmt.Fprintf(out, "The stock viewer asked for %.2f× the fair rate. %s.\n",
-		sum.ViewerRatioToFair, overrides(sum.Reasserts, sum.MaxOverrideMs))
+	if sum.Settled {
+		fmt.Fprintf(out, "The stock viewer asked for %.2f× the fair rate. %s.\n",
+			sum.ViewerRatioToFair, overrides(sum.Reasserts, sum.MaxOverrideMs))
+	} else {
+		fmt.Fprintf(out, "%s.\n", overrides(sum.Reasserts, sum.MaxOverrideMs))
+	}
 	writeDemoComparison(out, sum)
 	return out.finish(s, "run", exitOK)
 }
@@ -241,7 +245,7 @@ func writeDemoComparison(w io.Writer, sum demo.Summary) {
 			share, fmt.Sprintf("%.0f ms (p95 %.0f)", r.s.QueueDelayMeanMs, r.s.QueueDelayP95Ms), fair, ratio)
 	}
 	if !sum.Settled {
-		fmt.Fprintf(w, "\nThese are the controller's start-up, not its verdict: %s.\n", sum.TooShort())
+		fmt.Fprintf(w, "\nThese figures are the controller's start-up, not a verdict on its share.\n")
 		return
 	}
 	if sum.Stock.DownloadBPS > 0 {

@@ -140,7 +140,7 @@ func (s Summary) TooShort() string {
 		return ""
 	}
 	interval := time.Duration(s.IntervalSeconds * float64(time.Second))
-	return fmt.Sprintf("the controller had too little time to judge: %d intervals of %v, and its share is judged over the last half of at least %d (%v)",
+	return fmt.Sprintf("the controller had too little time to judge: %d intervals of %v, where a verdict needs at least %d (%v)",
 		s.Intervals, interval, MinSettledIntervals, MinSettledIntervals*interval)
 }
 
