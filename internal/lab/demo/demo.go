@@ -152,7 +152,8 @@ type Row struct {
 	// the controller's segment size (the mean payload or 1460 B, as the
 	// loop's Segment says), by the model the controller follows: the
 	// Mathis rate (Reno's AIMD) for window tracking, the TFRC equation
-	// otherwise. Null before any loss.
+	// otherwise. Null until its model has counted a loss event (vtcp counts per
+	// segment, later than per packet).
 	FairBPS            *float64 `json:"fair_bps"`
 	LossEventRate      float64  `json:"loss_event_rate"`
 	RTTms              *float64 `json:"rtt_ms"`
@@ -368,8 +369,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, onRow func(Row)) (Su
 			row := Row{T: tick.Now.Sub(start).Seconds(), FairgridRequestBPS: lastRequest, ViewerRequestBPS: tick.ViewerRequestBPS}
 			if st := tick.Circuit; tick.Measured {
 				row.RateBPS, row.LossEventRate = st.ReceiveRate.BitsPerSecond(), st.LossEventRate
-				if st.LossEventRate > 0 {
-					f := fairRate(loop.Config().Controller, st).BitsPerSecond()
+				if fair, ok := fairRate(loop.Config().Controller, st); ok {
+					f := fair.BitsPerSecond()
 					row.FairBPS = &f
 				}
 				if st.RTTSamples > 0 {
@@ -488,15 +489,19 @@ func fairModel(controller throttle.ControllerName) string {
 }
 
 // fairRate is the TCP-fair rate by the controller's model, with the s its
-// rate stands on (st.FairSegmentSize: the mean payload or the nominal).
-func fairRate(controller throttle.ControllerName, st ratecalc.Stats) ratecalc.Rate {
+// rate stands on (st.FairSegmentSize: the mean payload or the nominal);
+// false while the model's loss event rate is 0: before the first loss, and
+// for the virtual TCP until a loss event per segment has closed (it counts
+// later than per packet), where the equation would stand on its clamp
+// (hundreds of Mbit/s in a demo's first row).
+func fairRate(controller throttle.ControllerName, st ratecalc.Stats) (ratecalc.Rate, bool) {
 	switch fairModel(controller) {
 	case "mathis":
-		return ratecalc.MathisRate(st.FairSegmentSize, st.SRTT, st.LossEventRate)
+		return ratecalc.MathisRate(st.FairSegmentSize, st.SRTT, st.LossEventRate), st.LossEventRate > 0
 	case "tfrc per segment":
-		return ratecalc.TFRCRate(ratecalc.NominalSegmentSize, st.SRTT, st.SegmentLossEventRate)
+		return ratecalc.TFRCRate(ratecalc.NominalSegmentSize, st.SRTT, st.SegmentLossEventRate), st.SegmentLossEventRate > 0
 	}
-	return ratecalc.TFRCRate(st.FairSegmentSize, st.SRTT, st.LossEventRate)
+	return ratecalc.TFRCRate(st.FairSegmentSize, st.SRTT, st.LossEventRate), st.LossEventRate > 0
 }
 
 // summarize compares the last half of the run with the TCP-fair rate.
