@@ -197,7 +197,12 @@ func runDemo(cfg demo.Config, linkSpec string, controller throttle.ControllerNam
 		}
 		fmt.Fprintf(out, "Interrupted after %d intervals; the verdict covers what ran.\n", sum.Intervals)
 	}
-	if sum.MeanFairBPS > 0 {
+	if sum.MeanFairBPS > 0 && !sum.Settled {
+		// A run too short for the controller: its figures, without a ratio
+		// that would read as a verdict.
+		fmt.Fprintf(out, "Over the last half of the run the viewer received %.0f kbit/s beside a TCP-fair %.0f kbit/s (%s model, s = %s), but %s.\n",
+			sum.MeanRateBPS/1000, sum.MeanFairBPS/1000, sum.FairModel, demoSegment(sum), sum.TooShort())
+	} else if sum.MeanFairBPS > 0 {
 		fmt.Fprintf(out, "Over the last half of the run the viewer received %.0f kbit/s, %.2f× the TCP-fair %.0f kbit/s (%s model, s = %s).\n",
 			sum.MeanRateBPS/1000, sum.RatioToFair, sum.MeanFairBPS/1000, sum.FairModel, demoSegment(sum))
 	} else {
@@ -206,8 +211,12 @@ func runDemo(cfg demo.Config, linkSpec string, controller throttle.ControllerNam
 		fmt.Fprintf(out, "%s.\n", overrides(sum.Reasserts, sum.MaxOverrideMs))
 		return out.finish(s, "run", exitOK)
 	}
-	fmt.Fprintf(out, "The stock viewer asked for %.2f× the fair rate. %s.\n",
-		sum.ViewerRatioToFair, overrides(sum.Reasserts, sum.MaxOverrideMs))
+	if sum.Settled {
+		fmt.Fprintf(out, "The stock viewer asked for %.2f× the fair rate. %s.\n",
+			sum.ViewerRatioToFair, overrides(sum.Reasserts, sum.MaxOverrideMs))
+	} else {
+		fmt.Fprintf(out, "%s.\n", overrides(sum.Reasserts, sum.MaxOverrideMs))
+	}
 	writeDemoComparison(out, sum)
 	return out.finish(s, "run", exitOK)
 }
@@ -234,6 +243,10 @@ func writeDemoComparison(w io.Writer, sum demo.Summary) {
 		}
 		fmt.Fprintf(w, "%-16s %14s %16s %18s %22s %16s %14s\n", r.name, fmt.Sprintf("%.0f kbit/s", r.s.DownloadBPS/1000), fmt.Sprintf("%.0f kbit/s", r.s.ViewerBPS/1000),
 			share, fmt.Sprintf("%.0f ms (p95 %.0f)", r.s.QueueDelayMeanMs, r.s.QueueDelayP95Ms), fair, ratio)
+	}
+	if !sum.Settled {
+		fmt.Fprintf(w, "\nThese figures are the controller's start-up, not a verdict on its share.\n")
+		return
 	}
 	if sum.Stock.DownloadBPS > 0 {
 		fmt.Fprintf(w, "\nWith fairgrid the download got %.2f× what it got beside the stock viewer.\n", sum.Fairgrid.DownloadBPS/sum.Stock.DownloadBPS)

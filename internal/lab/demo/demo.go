@@ -4,17 +4,20 @@
 // AgentThrottle through the emulator instead of a raw socket. It needs no
 // root and no network, and otherwise runs the same loop as the daemon.
 //
-// The viewer shares its link with a bulk TCP download (gVisor's userspace
-// CUBIC, Linux's default), and a second copy of the whole set-up runs
-// beside it with the stock viewer left alone, so that the demo ends with
-// whom the stock viewer hurts and what fairgrid changes: the download's
-// throughput, the viewer's received rate and queueing delay, and its
-// TCP-fair share, for each.
+// The set-up is the lab's rig (scenario.Rig: region, relay, viewer and
+// sidecar on a link.Bottleneck). The viewer shares its link with a bulk
+// TCP download (gVisor's userspace CUBIC, Linux's default), and a second
+// rig runs beside it with the stock viewer left alone, so that the demo
+// ends with whom the stock viewer hurts and what fairgrid changes: the
+// download's throughput, the viewer's received rate and queueing delay,
+// and its TCP-fair share, for each. A run too short for the controller
+// (MinSettledIntervals) says so instead of judging.
 package demo
 
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -26,7 +29,6 @@ import (
 	"github.com/fairgrid/fairgrid/internal/lab/scenario"
 	"github.com/fairgrid/fairgrid/internal/lab/tcpflow"
 	"github.com/fairgrid/fairgrid/internal/lab/viewer"
-	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/opensim/region"
 	"github.com/fairgrid/fairgrid/ratecalc"
 	"github.com/fairgrid/fairgrid/throttle"
@@ -59,6 +61,10 @@ type Config struct {
 	// it, and no stock run to compare with. A run shorter than
 	// MinCompareDuration is alone whatever Alone says.
 	Alone bool
+
+	// source, if set, opens the sidecar's source in place of the rig's
+	// tap (scenario.RigViewer.Source): the tests' failing source.
+	source func(relay netip.AddrPort) (throttle.Source, error)
 }
 
 // MinCompareDuration is the shortest demo that gets the download and the
@@ -120,6 +126,24 @@ func (c Config) loop(log *slog.Logger) (*throttle.Loop, error) {
 	return loop, nil
 }
 
+// MinSettledIntervals is the fewest intervals whose last half judges
+// fairgrid rather than its start-up: the loop sends its first request at
+// the end of the first interval, the region applies a request within two
+// (Summary.MaxFollowIntervals), and the judged half should begin after
+// both. Six is 30 s at the default 5 s.
+const MinSettledIntervals = 6
+
+// TooShort says, in words, why an unsettled run's ratios are no verdict,
+// and is empty for a settled one.
+func (s Summary) TooShort() string {
+	if s.Settled {
+		return ""
+	}
+	interval := time.Duration(s.IntervalSeconds * float64(time.Second))
+	return fmt.Sprintf("the controller had too little time to judge: %d intervals of %v, where a verdict needs at least %d (%v)",
+		s.Intervals, interval, MinSettledIntervals, MinSettledIntervals*interval)
+}
+
 // Row is one interval of the run (`fairgrid run --demo --format json`).
 type Row struct {
 	T       float64 `json:"t_s"`
@@ -128,7 +152,8 @@ type Row struct {
 	// the controller's segment size (the mean payload or 1460 B, as the
 	// loop's Segment says), by the model the controller follows: the
 	// Mathis rate (Reno's AIMD) for window tracking, the TFRC equation
-	// otherwise. Null before any loss.
+	// otherwise. Null until its model has counted a loss event (vtcp counts per
+	// segment, later than per packet).
 	FairBPS            *float64 `json:"fair_bps"`
 	LossEventRate      float64  `json:"loss_event_rate"`
 	RTTms              *float64 `json:"rtt_ms"`
@@ -145,6 +170,13 @@ type Summary struct {
 	// covers what ran.
 	Intervals   int  `json:"intervals"`
 	Interrupted bool `json:"interrupted"`
+	// IntervalSeconds is the loop's decision interval.
+	IntervalSeconds float64 `json:"interval_s"`
+	// Settled is set when the run had at least MinSettledIntervals
+	// intervals, so that its last half, which the ratios judge, follows
+	// fairgrid's requests; an unsettled run's ratios are its start-up, and
+	// TooShort says so.
+	Settled bool `json:"settled"`
 	// FairModel names the TCP-fair model: "mathis" or "tfrc".
 	FairModel string `json:"fair_model"`
 	// Segment is the segment size s the fair rates stand on: "mean" or
@@ -193,11 +225,8 @@ type Side struct {
 	ViewerOverDownload float64 `json:"viewer_over_download"`
 }
 
-// downloadName is the download's name on the bottleneck.
-const downloadName = "cubic download"
-
 func downloadFlow() tcpflow.FlowConfig {
-	return tcpflow.FlowConfig{Name: downloadName, CC: tcpflow.CUBIC, Dir: tcpflow.Download}
+	return tcpflow.FlowConfig{Name: "cubic download", CC: tcpflow.CUBIC, Dir: tcpflow.Download}
 }
 
 // applied records what the region applies and when.
@@ -245,19 +274,14 @@ func near(set map[int64]bool, total int64) bool {
 	return false
 }
 
-// tapBuffer holds the tap's datagrams until the sidecar reads them: at the
-// demo's 2 Mbit/s, a few hundred a second, so a second's worth in case the
-// reader is descheduled.
-const tapBuffer = 1024
-
-// linkSender sends requests through the emulator, as if from the viewer,
-// or with raw sockets in live mode.
-type linkSender struct {
-	relay *scenario.Relay
-	raw   *throttle.RawSender
-	a     *applied
-	sent  []sentRequest
-	mu    sync.Mutex
+// recordingSender notes each request fairgrid sends, before it leaves, so
+// that the region's applying it is known as ours, then sends it on: across
+// the rig's bottleneck as the viewer, or with raw sockets in live mode.
+type recordingSender struct {
+	next throttle.Sender
+	a    *applied
+	mu   sync.Mutex
+	sent []sentRequest
 }
 
 type sentRequest struct {
@@ -265,11 +289,7 @@ type sentRequest struct {
 	total int64 // bytes/s
 }
 
-func (s *linkSender) Send(_ context.Context, r throttle.Request) error {
-	b, err := r.Encode()
-	if err != nil {
-		return err
-	}
+func (s *recordingSender) Send(ctx context.Context, r throttle.Request) error {
 	total := int64(r.Total)
 	s.a.mu.Lock()
 	s.a.ours[total] = true
@@ -277,11 +297,7 @@ func (s *linkSender) Send(_ context.Context, r throttle.Request) error {
 	s.mu.Lock()
 	s.sent = append(s.sent, sentRequest{at: time.Now(), total: total})
 	s.mu.Unlock()
-	if s.raw != nil {
-		return s.raw.Send(context.Background(), r)
-	}
-	s.relay.InjectUp(r.Circuit.Viewer, b)
-	return nil
+	return s.next.Send(ctx, r)
 }
 
 // Run runs the demo, calling onRow after every interval, and returns the
@@ -289,6 +305,12 @@ func (s *linkSender) Send(_ context.Context, r throttle.Request) error {
 // first, it stops and returns the summary of the intervals that ran,
 // marked Interrupted, and no error: an interrupted demo still has a
 // verdict.
+//
+// The demo is the lab's rig (scenario.Rig), twice: the viewer with
+// fairgrid and, unless Alone, the stock viewer, each beside a CUBIC
+// download on its own copy of the link. Both rigs run in one
+// throttle.Group with the member that ends the run at its last row: the
+// first failure of any part stops every other, and is what Run returns.
 func Run(ctx context.Context, cfg Config, log *slog.Logger, onRow func(Row)) (Summary, error) {
 	cfg = cfg.withDefaults()
 	if log == nil {
@@ -299,110 +321,56 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, onRow func(Row)) (Su
 	if err != nil {
 		return Summary{}, err
 	}
+	// The run ends after its last whole interval's row. The rigs' end,
+	// half an interval later, only stops a loop that fell behind: a tick
+	// at the very end of the duration would otherwise race it. Both sides
+	// are measured over the same last half.
+	interval := loop.Interval()
+	intervals := int(cfg.Duration / interval)
+	half := time.Duration(intervals-intervals/2) * interval
+	rigConfig := func(v *scenario.RigViewer) scenario.RigConfig {
+		rc := scenario.RigConfig{Up: cfg.Link, Down: cfg.Link, Seed: cfg.Seed, Viewer: v,
+			Warmup: time.Duration(intervals)*interval - half, Duration: half + interval/2}
+		if !cfg.Alone {
+			rc.TCP = []tcpflow.FlowConfig{downloadFlow()}
+		}
+		return rc
+	}
+
 	a := &applied{ours: map[int64]bool{}}
-	sim, err := region.New(region.Config{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Activity: cfg.Activity,
+	sender := &recordingSender{a: a}
+	var (
+		start       time.Time
+		rows        []Row
+		lastRequest *float64
+		lastRow     = make(chan struct{})
+	)
+	fairgrid := &scenario.RigViewer{Mode: scenario.ViewerMode(loop.Config().Controller), Loop: loop, Throttle: cfg.ViewerThrottle, Activity: cfg.Activity,
+		Source: cfg.source,
+		Sender: func(relay throttle.Sender) throttle.Sender {
+			if sender.next == nil {
+				sender.next = relay
+			}
+			return sender
+		},
 		OnThrottle: func(_ netip.AddrPort, requested float64, total int64, at time.Time) {
 			a.set(int64(requested/8), total, at)
-		}}, log)
-	if err != nil {
-		return Summary{}, err
-	}
-	// One bottleneck carries the viewer's datagrams and the download.
-	b, err := link.NewBottleneck(link.BottleneckConfig{Up: cfg.Link, Down: cfg.Link, Seed: cfg.Seed}, log)
-	if err != nil {
-		return Summary{}, err
-	}
-	tcpNet, err := tcpflow.New(b, tcpflow.Config{Seed: cfg.Seed}, log)
-	if err != nil {
-		return Summary{}, err
-	}
-	defer tcpNet.Close()
-	var download *tcpflow.Flow
-	if !cfg.Alone {
-		if download, err = tcpNet.AddFlow(downloadFlow()); err != nil {
-			return Summary{}, err
-		}
-	}
-	// The tap hands the sidecar what the viewer's host sees, as a proxy's
-	// relay would; the relay hands over payloads it no longer uses.
-	tap := throttle.NewChanSource(tapBuffer)
-	var source throttle.Source = tap
-	var tapFunc func(lludp.Datagram)
-	if !cfg.Live {
-		tapFunc = func(d lludp.Datagram) { tap.Push(d) }
-	}
-	relay, err := scenario.NewRelay(b, sim.Addr(), tapFunc, log)
-	if err != nil {
-		return Summary{}, err
-	}
-	sender := &linkSender{relay: relay, a: a}
-	if cfg.Live {
-		// The viewer's side of the link: what a capture on its host sees.
-		port := relay.Addr().Port()
-		live, err := capture.OpenLive("lo", capture.Ports{{Lo: port, Hi: port}})
-		if err != nil {
-			return Summary{}, err
-		}
-		source = live
-		defer live.Close()
-		if sender.raw, err = throttle.NewRawSender(); err != nil {
-			return Summary{}, err
-		}
-		defer sender.raw.Close()
-	}
-	v, err := viewer.New(viewer.Config{Sim: relay.Addr(), Throttle: cfg.ViewerThrottle, FollowViewerRule: true, CircuitCode: 4242}, log)
-	if err != nil {
-		return Summary{}, err
-	}
-	// The run ends after its last whole interval's row. The deadline, half
-	// an interval later, only stops a loop that fell behind: a tick at the
-	// very end of the duration would otherwise race the deadline.
-	intervals := int(cfg.Duration / loop.Interval())
-	runCtx, cancel := context.WithTimeout(ctx, time.Duration(intervals)*loop.Interval()+loop.Interval()/2)
-	defer cancel()
-	start := time.Now()
-	var rows []Row
-	var lastRequest *float64
-	// The stock viewer's run beside this one: the same link and download,
-	// measured over the same last half.
-	half := time.Duration(intervals-intervals/2) * loop.Interval()
-	type stockResult struct {
-		m   scenario.Measurement
-		err error
-	}
-	stockDone := make(chan stockResult, 1)
-	if !cfg.Alone {
-		go func() {
-			m, err := scenario.RunRig(runCtx, scenario.RigConfig{Up: cfg.Link, Down: cfg.Link, Seed: cfg.Seed,
-				TCP:    []tcpflow.FlowConfig{downloadFlow()},
-				Viewer: &scenario.RigViewer{Mode: scenario.Stock, Throttle: cfg.ViewerThrottle, Activity: cfg.Activity, Interval: loop.Interval()},
-				Warmup: time.Duration(intervals)*loop.Interval() - half, Duration: half}, log)
-			stockDone <- stockResult{m, err}
-		}()
-	}
-	// Snapshots of this run's bottleneck and download at the start of the
-	// last half and at the end.
-	var mid, end link.BottleneckStats
-	var midRead, endRead uint64
-	snapshot := func(st *link.BottleneckStats, read *uint64) {
-		*st = b.Stats()
-		if download != nil {
-			*read = download.Read(link.Down)
-		}
-	}
-	snapshot(&mid, &midRead)
-	sc, err := throttle.NewSidecar(throttle.SidecarConfig{Loop: loop, Source: source, Sender: sender, Log: log,
-		AfterTick: func(now time.Time, sent []Request) {
-			for _, r := range sent {
+		},
+		// The per-interval row: what the loop measured and decided, what
+		// the viewer asks for and what the region applies.
+		AfterTick: func(tick scenario.RigTick) {
+			if len(rows) == intervals {
+				return
+			}
+			for _, r := range tick.Sent {
 				bps := r.Total.BitsPerSecond()
 				lastRequest = &bps
 			}
-			row := Row{T: now.Sub(start).Seconds(), FairgridRequestBPS: lastRequest, ViewerRequestBPS: v.Report().ThrottleBPS}
-			if keys := loop.Keys(); len(keys) > 0 {
-				_, st, _ := loop.Circuit(keys[0])
+			row := Row{T: tick.Now.Sub(start).Seconds(), FairgridRequestBPS: lastRequest, ViewerRequestBPS: tick.ViewerRequestBPS}
+			if st := tick.Circuit; tick.Measured {
 				row.RateBPS, row.LossEventRate = st.ReceiveRate.BitsPerSecond(), st.LossEventRate
-				if st.LossEventRate > 0 {
-					f := fairRate(loop.Config().Controller, st).BitsPerSecond()
+				if fair, ok := fairRate(loop.Config().Controller, st); ok {
+					f := fair.BitsPerSecond()
 					row.FairBPS = &f
 				}
 				if st.RTTSamples > 0 {
@@ -414,76 +382,90 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, onRow func(Row)) (Su
 			row.AppliedBPS = float64(a.total) * 8
 			a.mu.Unlock()
 			rows = append(rows, row)
-			switch len(rows) {
-			case intervals / 2:
-				snapshot(&mid, &midRead)
-			case intervals:
-				snapshot(&end, &endRead)
-			}
 			if onRow != nil {
 				onRow(row)
 			}
 			if len(rows) == intervals {
-				cancel()
+				close(lastRow)
 			}
-		}})
+		}}
+	if cfg.Live {
+		// The daemon's production path: what a capture on the viewer's
+		// host sees, and raw sockets as the viewer.
+		fairgrid.Source = func(relay netip.AddrPort) (throttle.Source, error) {
+			return capture.OpenLive("lo", capture.Ports{{Lo: relay.Port(), Hi: relay.Port()}})
+		}
+		raw, err := throttle.NewRawSender()
+		if err != nil {
+			return Summary{}, err
+		}
+		defer raw.Close()
+		sender.next = raw
+	}
+
+	var g throttle.Group
+	fairgridRig, err := scenario.NewRig(ctx, rigConfig(fairgrid), log)
 	if err != nil {
 		return Summary{}, err
 	}
-	var wg sync.WaitGroup
-	for _, run := range []func(context.Context) error{sim.Run, relay.Run, v.Run, b.Run, tcpNet.Run} {
-		wg.Add(1)
-		go func() { defer wg.Done(); run(runCtx) }()
+	defer fairgridRig.Close()
+	fairgridRig.AddTo(&g)
+	var stockRig *scenario.Rig
+	if !cfg.Alone {
+		// The stock viewer's run beside this one: the same link and
+		// download, measured over the same last half.
+		stock := &scenario.RigViewer{Mode: scenario.Stock, Throttle: cfg.ViewerThrottle, Activity: cfg.Activity, Interval: interval}
+		if stockRig, err = scenario.NewRig(ctx, rigConfig(stock), log); err != nil {
+			return Summary{}, err
+		}
+		defer stockRig.Close()
+		stockRig.AddTo(&g)
 	}
-	defer wg.Wait()
-	runErr := sc.Run(runCtx)
-	cancel()
-	wg.Wait()
-	if runErr != nil {
-		return Summary{}, runErr
+	g.Add(func(ctx context.Context) error {
+		select {
+		case <-lastRow:
+		case <-ctx.Done():
+		}
+		return nil
+	}, nil)
+	start = time.Now()
+	if err := g.Run(ctx); err != nil {
+		return Summary{}, err
 	}
-	if n := tap.Dropped(); n > 0 {
-		// Each would have measured as a loss: the verdict is suspect.
-		log.Warn("the sidecar fell behind the tap: datagrams not measured", "dropped", n)
-	}
-	sum := summarize(rows, loop, a, sender, loop.Interval())
+
+	sum := summarize(rows, loop, a, sender, interval)
 	sum.FairModel, sum.Segment = fairModel(loop.Config().Controller), loop.Config().Segment
 	sum.Intervals, sum.Interrupted = len(rows), ctx.Err() != nil
-	if !cfg.Alone {
-		if end.Flows == nil {
-			snapshot(&end, &endRead)
-		}
-		sum.Fairgrid = side(end.Since(mid), endRead-midRead, sum.MeanFairBPS)
-		if r := <-stockDone; r.err == nil {
-			v := r.m.Viewer
-			fair := v.FairMeanBPS
-			if sum.Segment == throttle.SegmentNominal {
-				fair = v.FairNominalBPS
-			}
-			sum.Stock = &Side{DownloadBPS: r.m.TCP[0].GoodputBPS, ViewerBPS: v.Down.ThroughputBPS,
-				QueueDelayMeanMs: v.Down.QueueDelayMeanMs, QueueDelayP95Ms: v.Down.QueueDelayP95Ms, FairBPS: fair}
-			if sum.Stock.DownloadBPS > 0 {
-				sum.Stock.ViewerOverDownload = sum.Stock.ViewerBPS / sum.Stock.DownloadBPS
-			}
-		} else if !sum.Interrupted {
-			return Summary{}, fmt.Errorf("the stock viewer's run: %w", r.err)
-		}
+	sum.IntervalSeconds = interval.Seconds()
+	sum.Settled = len(rows) >= MinSettledIntervals
+	if cfg.Alone {
+		return sum, nil
 	}
+	fm, ferr := fairgridRig.Measurement()
+	sm, serr := stockRig.Measurement()
+	if ferr != nil || serr != nil {
+		if sum.Interrupted {
+			// Stopped before the measured half began: no comparison.
+			return sum, nil
+		}
+		return Summary{}, fmt.Errorf("the comparison: %w", errors.Join(ferr, serr))
+	}
+	sum.Fairgrid = side(fm, sum.MeanFairBPS)
+	fair := sm.Viewer.FairMeanBPS
+	if sum.Segment == throttle.SegmentNominal {
+		fair = sm.Viewer.FairNominalBPS
+	}
+	sum.Stock = side(sm, fair)
 	return sum, nil
 }
 
-// side is fairgrid's viewer and download over d, a stretch of the run.
-func side(d link.BottleneckStats, read uint64, fair float64) *Side {
-	s := &Side{FairBPS: fair}
-	if f, ok := d.Flow(scenario.ViewerDownFlow); ok {
-		s.ViewerBPS = f.Throughput() * 8
-		s.QueueDelayMeanMs = float64(f.QueueDelay.Mean()) / float64(time.Millisecond)
-		s.QueueDelayP95Ms = float64(f.QueueDelay.Quantile(0.95)) / float64(time.Millisecond)
-	}
-	if f, ok := d.Flow(downloadName + " down"); ok {
-		if secs := f.At.Sub(f.Start).Seconds(); secs > 0 {
-			s.DownloadBPS = float64(read) * 8 / secs
-		}
+// side is one rig's viewer and download over its measured half, against
+// the viewer's TCP-fair rate fair.
+func side(m scenario.Measurement, fair float64) *Side {
+	v := m.Viewer.Down
+	s := &Side{ViewerBPS: v.ThroughputBPS, QueueDelayMeanMs: v.QueueDelayMeanMs, QueueDelayP95Ms: v.QueueDelayP95Ms, FairBPS: fair}
+	if len(m.TCP) > 0 {
+		s.DownloadBPS = m.TCP[0].GoodputBPS
 	}
 	if s.DownloadBPS > 0 {
 		s.ViewerOverDownload = s.ViewerBPS / s.DownloadBPS
@@ -507,22 +489,23 @@ func fairModel(controller throttle.ControllerName) string {
 }
 
 // fairRate is the TCP-fair rate by the controller's model, with the s its
-// rate stands on (st.FairSegmentSize: the mean payload or the nominal).
-func fairRate(controller throttle.ControllerName, st ratecalc.Stats) ratecalc.Rate {
+// rate stands on (st.FairSegmentSize: the mean payload or the nominal);
+// false while the model's loss event rate is 0: before the first loss, and
+// for the virtual TCP until a loss event per segment has closed (it counts
+// later than per packet), where the equation would stand on its clamp
+// (hundreds of Mbit/s in a demo's first row).
+func fairRate(controller throttle.ControllerName, st ratecalc.Stats) (ratecalc.Rate, bool) {
 	switch fairModel(controller) {
 	case "mathis":
-		return ratecalc.MathisRate(st.FairSegmentSize, st.SRTT, st.LossEventRate)
+		return ratecalc.MathisRate(st.FairSegmentSize, st.SRTT, st.LossEventRate), st.LossEventRate > 0
 	case "tfrc per segment":
-		return ratecalc.TFRCRate(ratecalc.NominalSegmentSize, st.SRTT, st.SegmentLossEventRate)
+		return ratecalc.TFRCRate(ratecalc.NominalSegmentSize, st.SRTT, st.SegmentLossEventRate), st.SegmentLossEventRate > 0
 	}
-	return ratecalc.TFRCRate(st.FairSegmentSize, st.SRTT, st.LossEventRate)
+	return ratecalc.TFRCRate(st.FairSegmentSize, st.SRTT, st.LossEventRate), st.LossEventRate > 0
 }
 
-// Request is throttle.Request, for the hook's signature.
-type Request = throttle.Request
-
 // summarize compares the last half of the run with the TCP-fair rate.
-func summarize(rows []Row, loop *throttle.Loop, a *applied, s *linkSender, interval time.Duration) Summary {
+func summarize(rows []Row, loop *throttle.Loop, a *applied, s *recordingSender, interval time.Duration) Summary {
 	st := loop.Stats()
 	sum := Summary{Summary: true, Requests: st.Requests, Reasserts: st.Reasserts}
 	var rate, fair, viewerReq float64

@@ -2,30 +2,35 @@ package demo
 
 import (
 	"context"
+	"errors"
 	"math"
+	"net/netip"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/fairgrid/fairgrid/capture"
 	"github.com/fairgrid/fairgrid/internal/lab/link"
 	"github.com/fairgrid/fairgrid/ratecalc"
 	"github.com/fairgrid/fairgrid/throttle"
 )
 
-// TestDemo runs the demo for 90 s on the thesis's link: a stock viewer
+// TestDemo runs the demo for 60 s on the thesis's link: a stock viewer
 // asking for 1,536 kbit/s over a 2 Mbit/s, 3 %-loss, 50 ms link beside a
 // CUBIC download, the default controller (virtual TCP). The region must
 // apply each of fairgrid's requests within 2 intervals, every
 // AgentThrottle of the viewer's own must be overridden within 100 ms, and
-// the viewer must end with 0.67–1.5× the download's bytes/s (one TCP
-// share, 0.8–1.25×, widened as the lab's subset test widens its hard
-// bounds: one run). 90 s leaves nine intervals to average.
+// both sides must have run. None of these is an average that a shorter
+// run makes noisier: each holds for every request and every override, and
+// 60 s (twelve intervals, the viewer's rule stepping at each) gave 5–10
+// overrides where 90 s gave 10–12 (docs/development.md).
 func TestDemo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a one-minute run: skipped with -short")
 	}
-	// Real sockets keep it out of synctest; it shares its 90 s with TestLive.
+	// Real sockets keep it out of synctest; it shares its 60 s with TestLive.
 	t.Parallel()
 	// The default demo runs meanwhile, for the comparison it ends with
 	// (checkHarm): inside this test rather than beside it, because go test
@@ -40,7 +45,7 @@ func TestDemo(t *testing.T) {
 		harm <- harmResult{sum, err}
 	}()
 	var rows []Row
-	sum, err := Run(context.Background(), Config{Duration: 90 * time.Second, Link: ThesisLink}, nil, func(r Row) { rows = append(rows, r) })
+	sum, err := Run(context.Background(), Config{Duration: demoTestRun, Link: ThesisLink}, nil, func(r Row) { rows = append(rows, r) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,8 +53,8 @@ func TestDemo(t *testing.T) {
 		t.Logf("t=%2.0f received %6.0f fair %s applied %7.0f fairgrid %s viewer %7.0f p=%.4f", r.T, r.RateBPS, fmtOpt(r.FairBPS), r.AppliedBPS, fmtOpt(r.FairgridRequestBPS), r.ViewerRequestBPS, r.LossEventRate)
 	}
 	t.Logf("summary %+v", sum)
-	if len(rows) < 17 {
-		t.Fatalf("%d intervals in 90 s", len(rows))
+	if want := int(demoTestRun / (5 * time.Second)); len(rows) != want || !sum.Settled {
+		t.Fatalf("%d intervals in %v (settled %v), want %d", len(rows), demoTestRun, sum.Settled, want)
 	}
 	if sum.Requests == 0 || sum.MaxFollowIntervals == 0 || sum.MaxFollowIntervals > 2 {
 		t.Errorf("the region applied requests within %d intervals (want 1–2); %d requests", sum.MaxFollowIntervals, sum.Requests)
@@ -61,7 +66,7 @@ func TestDemo(t *testing.T) {
 		t.Errorf("a viewer's AgentThrottle held %.0f ms before fairgrid's replaced it", sum.MaxOverrideMs)
 	}
 	// The promise, measured against the download on the same link: one
-	// 90 s run at 3 % random loss with an empty queue is not where vtcp
+	// run at 3 % random loss with an empty queue is not where vtcp
 	// holds one share. Three quiet runs here measured the viewer at 1.60,
 	// 1.70 and 1.72× the download (the download loss-limited at ~460–490
 	// kbit/s, queueing 4.4 ms): reported, and stated in docs/fairness.md;
@@ -88,6 +93,11 @@ func TestDemo(t *testing.T) {
 	})
 }
 
+// demoTestRun is TestDemo's and TestLive's run, beside the default 60 s
+// demo that shows the harm: all three at once, so the package takes about
+// a minute (docs/development.md says why 60 s keeps their assertions).
+const demoTestRun = 60 * time.Second
+
 func fmtOpt(v *float64) string {
 	if v == nil {
 		return "-"
@@ -98,7 +108,9 @@ func fmtOpt(v *float64) string {
 // TestLive is the same run on the daemon's production path, with the TFRC
 // controller: fairgrid captures the viewer's datagrams on lo through
 // AF_PACKET and sends its AgentThrottle with raw sockets as the viewer. It
-// needs root (CI has it).
+// needs root (CI has it). The viewer's received rate over the last half
+// (six intervals) must be within ±25 % of the TCP-fair rate (0.96× over
+// nine intervals of a 90 s run).
 func TestLive(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a one-minute run: skipped with -short")
@@ -108,7 +120,7 @@ func TestLive(t *testing.T) {
 	// download and the stock run beside it (TestDemo, TestDemoShowsHarm)
 	// would only add load, under which -race once held a viewer's
 	// AgentThrottle 129 ms.
-	sum, err := Run(context.Background(), Config{Duration: 90 * time.Second, Link: ThesisLink, Live: true, Alone: true, Loop: throttle.Config{Controller: "tfrc"}}, nil, nil)
+	sum, err := Run(context.Background(), Config{Duration: demoTestRun, Link: ThesisLink, Live: true, Alone: true, Loop: throttle.Config{Controller: "tfrc"}}, nil, nil)
 	if err != nil {
 		t.Skipf("live capture and raw sockets need CAP_NET_RAW (run as root; CI does): %v", err)
 	}
@@ -143,12 +155,72 @@ func TestDemoInterrupted(t *testing.T) {
 }
 
 // TestDemoRowsPerDuration: a run gives one row per whole interval of its
-// duration, however the last tick and the deadline fall.
+// duration, however the last tick and the deadline fall, and says whether
+// the controller had the MinSettledIntervals its verdict needs (issue
+// #23: a demo stopped at 10 s reported a ratio as if settled).
 func TestDemoRowsPerDuration(t *testing.T) {
+	for _, tc := range []struct {
+		duration time.Duration
+		rows     int
+		settled  bool
+	}{
+		{300 * time.Millisecond, 3, false},
+		{600 * time.Millisecond, MinSettledIntervals, true},
+	} {
+		rows := 0
+		sum, err := Run(context.Background(), Config{Duration: tc.duration, Loop: throttle.Config{Interval: 100 * time.Millisecond}}, nil, func(Row) { rows++ })
+		if err != nil || rows != tc.rows || sum.Intervals != tc.rows || sum.Interrupted {
+			t.Errorf("%v: %d rows, summary %+v, error %v; want %d rows, not interrupted", tc.duration, rows, sum, err, tc.rows)
+		}
+		tooShort := sum.TooShort()
+		if sum.Settled != tc.settled || (tooShort == "") != tc.settled {
+			t.Errorf("%v: settled %v, %q; want settled %v, and words only when not", tc.duration, sum.Settled, tooShort, tc.settled)
+		}
+		if want := "too little time to judge: 3 intervals of 100ms"; !tc.settled && !strings.Contains(tooShort, want) {
+			t.Errorf("%v: %q, want %q", tc.duration, tooShort, want)
+		}
+	}
+}
+
+// failingSource is a capture that breaks when fail is closed; Close
+// interrupts a blocked Next, as a capture's does.
+type failingSource struct {
+	fail, closed chan struct{}
+	once         sync.Once
+	err          error
+}
+
+func (s *failingSource) Next() (capture.Datagram, error) {
+	select {
+	case <-s.fail:
+		return capture.Datagram{}, s.err
+	case <-s.closed:
+		return capture.Datagram{}, throttle.ErrSourceClosed
+	}
+}
+
+func (s *failingSource) Close() error {
+	s.once.Do(func() { close(s.closed) })
+	return nil
+}
+
+// TestDemoMemberFailure: a part of the demo that fails (here the
+// sidecar's source, a capture that breaks after the second row) stops
+// every other part, the stock rig and both downloads included, and its
+// error is what Run returns: a run of an hour ends then, with the
+// failure, not a summary.
+func TestDemoMemberFailure(t *testing.T) {
+	src := &failingSource{fail: make(chan struct{}), closed: make(chan struct{}), err: errors.New("capture broke")}
+	cfg := Config{Duration: time.Hour, Loop: throttle.Config{Interval: 100 * time.Millisecond},
+		source: func(netip.AddrPort) (throttle.Source, error) { return src, nil }}
 	rows := 0
-	sum, err := Run(context.Background(), Config{Duration: 300 * time.Millisecond, Loop: throttle.Config{Interval: 100 * time.Millisecond}}, nil, func(Row) { rows++ })
-	if err != nil || rows != 3 || sum.Intervals != 3 || sum.Interrupted {
-		t.Errorf("%d rows, summary %+v, error %v; want 3 rows, not interrupted", rows, sum, err)
+	sum, err := Run(context.Background(), cfg, nil, func(Row) {
+		if rows++; rows == 2 {
+			close(src.fail)
+		}
+	})
+	if !errors.Is(err, src.err) || sum.Summary || rows < 2 {
+		t.Errorf("Run: summary %+v after %d rows, error %v; want the source's failure after the second row", sum, rows, err)
 	}
 }
 
@@ -246,11 +318,40 @@ func TestFairRateSegment(t *testing.T) {
 				if st.LossEventRate <= 0 {
 					t.Fatal("no loss measured")
 				}
-				fairs[i] = float64(fairRate(controller, st))
+				fair, ok := fairRate(controller, st)
+				if !ok {
+					t.Fatal("no fair rate after a minute of 0.4 % loss")
+				}
+				fairs[i] = float64(fair)
 			}
 			if r, f := rates[1]/rates[0], fairs[1]/fairs[0]; math.Abs(f/r-1) > 1e-9 || r < 2 {
 				t.Errorf("nominal over mean: the controller's rate ×%.4f, the fair column's ×%.4f; want the same factor, 1460/mean", r, f)
 			}
 		})
+	}
+}
+
+// TestFairRateNeedsItsModelsLoss: the fair column stands on the loss event
+// rate its model counts. The virtual TCP counts loss events per 1,460-byte
+// segment, and closes its first later than the per-packet count does: in
+// between there is no fair rate (a demo's first row once showed 661,154
+// kbit/s, the equation at its clamp), while the other models have one.
+func TestFairRateNeedsItsModelsLoss(t *testing.T) {
+	st := ratecalc.Stats{SRTT: 200 * time.Millisecond, LossEventRate: 0.006, FairSegmentSize: 300}
+	for _, tc := range []struct {
+		controller throttle.ControllerName
+		ok         bool
+	}{
+		{throttle.VirtualTCP, false},
+		{throttle.Window, true},
+		{throttle.TFRC, true},
+	} {
+		if fair, ok := fairRate(tc.controller, st); ok != tc.ok || ok && !(fair > 0) {
+			t.Errorf("%s: fair %v, %v; want a rate %v", tc.controller, fair, ok, tc.ok)
+		}
+	}
+	st.SegmentLossEventRate = 0.002
+	if fair, ok := fairRate(throttle.VirtualTCP, st); !ok || fair.BitsPerSecond() > 10e6 {
+		t.Errorf("vtcp with a segment loss rate: fair %v, %v; want a rate below 10 Mbit/s", fair, ok)
 	}
 }

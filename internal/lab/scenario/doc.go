@@ -10,9 +10,10 @@
 // root Linux's own TCP in network namespaces (kerneltcp: reno, cubic and
 // bbr; these kernels have no vegas, so bbr stands for the delay-based
 // family), and optionally a viewer: an opensim/region simulator, the synthetic viewer
-// (internal/lab/viewer) and a relay whose datagrams cross the same
-// bottleneck as flows "lludp up" and "lludp down", each costing its
-// payload plus 28 bytes of IPv4 and UDP header (RFC 791, RFC 768). The
+// (internal/lab/viewer) and a relay (link.Relay on the shared bottleneck)
+// whose datagrams cross the same bottleneck as flows "lludp VIEWER up"
+// and "lludp VIEWER down", each costing its payload plus 28 bytes of IPv4
+// and UDP header (RFC 791, RFC 768). The
 // sidecar (throttle.Sidecar) reads the viewer's datagrams as its host
 // sees them and, for the fairgrid modes, sends its AgentThrottle across
 // the bottleneck as the viewer; in the stock mode it only measures. Every
@@ -20,7 +21,12 @@
 // packet's wait in the queue) and from what the TCP receivers read; a run
 // leaves its warm-up (slow start, the viewer's login and first
 // decisions) out. Every part of a run is a member of one throttle.Group:
-// the first to fail ends the run, and its error is the run's.
+// the first to fail ends the run, and its error is the run's. A front-end
+// that runs more than one rig, or more beside it, builds each with NewRig
+// and adds it to its own group (Rig.AddTo): the demo (internal/lab/demo)
+// runs the stock viewer's rig and fairgrid's side by side, reads its
+// per-interval rows from RigViewer.AfterTick, and ends both at its last
+// row.
 //
 // Runs are real time, since the region and the viewer talk over UDP
 // sockets, which a testing/synctest bubble cannot wait on; they take

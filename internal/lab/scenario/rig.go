@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fairgrid/fairgrid/internal/lab/kerneltcp"
@@ -56,6 +57,42 @@ type RigViewer struct {
 	// SegmentMean (the mean payload) or SegmentNominal (1460 B, TFRC-SP's);
 	// empty is throttle's default.
 	Segment string
+
+	// What a front-end beside the lab's figures needs (the demo): each is
+	// optional, and a rig without them is the lab's.
+
+	// Loop, if set, is fairgrid's loop as the caller built it, in place of
+	// the one Mode, Interval, Floor and Segment describe (which must then
+	// be zero, and Mode not Stock: Mode only names the viewer in the
+	// result).
+	Loop *throttle.Loop
+	// Source, if set, opens the sidecar's source in place of the relay's
+	// tap, given where the viewer sends (the relay's address): the demo's
+	// live mode captures there, as the daemon does.
+	Source func(relay netip.AddrPort) (throttle.Source, error)
+	// Sender, if set, wraps the sender fairgrid's requests leave by
+	// (across the bottleneck as the viewer), or replaces it (raw sockets).
+	Sender func(throttle.Sender) throttle.Sender
+	// OnThrottle, if set, sees each AgentThrottle the region applies
+	// (region.Config.OnThrottle).
+	OnThrottle func(viewer netip.AddrPort, requestedBPS float64, applied int64, at time.Time)
+	// AfterTick, if set, is called after each of the loop's decisions,
+	// after the rig has recorded it.
+	AfterTick func(RigTick)
+}
+
+// RigTick is one decision of a rig's loop, as RigViewer.AfterTick sees it.
+type RigTick struct {
+	Now time.Time
+	// Sent is what the loop sent (nothing in Stock mode).
+	Sent []throttle.Request
+	// Circuit is the viewer's circuit as the loop measured it; Measured
+	// is false before its first datagram.
+	Circuit  ratecalc.Stats
+	Measured bool
+	// ViewerRequestBPS is what the viewer itself asks for now, in bit/s:
+	// the stock ±10 % rule's current request.
+	ViewerRequestBPS float64
 }
 
 // The segment choices of RigViewer.Segment: throttle's, as
@@ -190,158 +227,240 @@ const tapBuffer = 4096
 // region, relay, viewer and sidecar run as one throttle.Group: the first
 // failure ends the run and is what RunRig returns.
 func RunRig(ctx context.Context, cfg RigConfig, log *slog.Logger) (Measurement, error) {
+	r, err := NewRig(ctx, cfg, log)
+	if err != nil {
+		return Measurement{}, err
+	}
+	defer r.Close()
+	var g throttle.Group
+	r.AddTo(&g)
+	if err := g.Run(ctx); err != nil {
+		return Measurement{}, err
+	}
+	return r.Measurement()
+}
+
+// Rig is one run of a RigConfig whose members run in the caller's
+// throttle.Group, beside whatever else the caller runs (the demo runs two
+// rigs and ends them at its last row): NewRig builds it, AddTo adds its
+// members, Measurement reads the measured part once the group has
+// returned, and Close releases what it holds.
+//
+// The rig's measuring member returns at Warmup+Duration, which ends the
+// group; a group ended earlier after the warm-up (by the caller's context
+// or by another member) leaves what was measured until then.
+type Rig struct {
+	cfg     RigConfig
+	log     *slog.Logger
+	b       *link.Bottleneck
+	tcpNet  *tcpflow.Net
+	kernel  *kerneltcp.Lab
+	flows   []*tcpflow.Flow
+	vr      *viewerRig
+	members throttle.Group
+	started atomic.Bool
+
+	// Written by the measuring member, read after the group returned.
+	first, last    link.BottleneckStats
+	read0, up0     []uint64
+	readEnd, upEnd []uint64
+	perSecond      []float64
+	kernelResults  kernelResult
+	measured       bool
+	measureErr     error
+	kernelDone     chan kernelResult
+}
+
+// NewRig builds cfg's rig: it binds its sockets and opens its namespaces,
+// and starts nothing. ctx bounds the kernel flows' set-up.
+func NewRig(ctx context.Context, cfg RigConfig, log *slog.Logger) (*Rig, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Duration <= 0 || cfg.Warmup < 0 {
-		return Measurement{}, fmt.Errorf("scenario: duration %v, warm-up %v: want a positive duration", cfg.Duration, cfg.Warmup)
+		return nil, fmt.Errorf("scenario: duration %v, warm-up %v: want a positive duration", cfg.Duration, cfg.Warmup)
 	}
-	b, err := link.NewBottleneck(link.BottleneckConfig{Up: cfg.Up, Down: cfg.Down, Seed: cfg.Seed, Tap: cfg.Tap}, log)
-	if err != nil {
-		return Measurement{}, fmt.Errorf("scenario: %w", err)
+	r := &Rig{cfg: cfg, log: log, kernelDone: make(chan kernelResult, 1)}
+	var err error
+	if r.b, err = link.NewBottleneck(link.BottleneckConfig{Up: cfg.Up, Down: cfg.Down, Seed: cfg.Seed, Tap: cfg.Tap}, log); err != nil {
+		return nil, fmt.Errorf("scenario: %w", err)
 	}
-	tcpNet, err := tcpflow.New(b, tcpflow.Config{Seed: cfg.Seed}, log)
-	if err != nil {
-		return Measurement{}, fmt.Errorf("scenario: %w", err)
+	if r.tcpNet, err = tcpflow.New(r.b, tcpflow.Config{Seed: cfg.Seed}, log); err != nil {
+		return nil, fmt.Errorf("scenario: %w", err)
 	}
-	defer tcpNet.Close()
-	flows := make([]*tcpflow.Flow, len(cfg.TCP))
+	r.flows = make([]*tcpflow.Flow, len(cfg.TCP))
 	for i, fc := range cfg.TCP {
-		if flows[i], err = tcpNet.AddFlow(fc); err != nil {
-			return Measurement{}, fmt.Errorf("scenario: %w", err)
+		if r.flows[i], err = r.tcpNet.AddFlow(fc); err != nil {
+			r.Close()
+			return nil, fmt.Errorf("scenario: %w", err)
 		}
 	}
-	var g throttle.Group
-	g.Add(b.Run, nil)
-	g.Add(tcpNet.Run, nil)
+	n := len(r.flows)
+	r.read0, r.up0, r.readEnd, r.upEnd = make([]uint64, n), make([]uint64, n), make([]uint64, n), make([]uint64, n)
+	r.members.Add(r.b.Run, nil)
+	if len(r.flows) > 0 {
+		// Without flows the stacks' Run has nothing to run and returns at
+		// once, which would end the group.
+		r.members.Add(r.tcpNet.Run, nil)
+	}
 
 	// The kernel's flows measure themselves over the warm-up and the
 	// duration; the measurement below waits for them.
-	kernelDone := make(chan kernelResult, 1)
 	if len(cfg.Kernel) > 0 {
-		lab, err := kerneltcp.New(ctx, kerneltcp.Config{Bottleneck: b, Name: "linux"}, log)
-		if err != nil {
-			return Measurement{}, fmt.Errorf("scenario: %w", err)
+		if r.kernel, err = kerneltcp.New(ctx, kerneltcp.Config{Bottleneck: r.b, Name: "linux"}, log); err != nil {
+			r.Close()
+			return nil, fmt.Errorf("scenario: %w", err)
 		}
-		// The namespaces go once the group, everything using them, has
-		// stopped.
-		defer lab.Close()
-		g.Add(lab.Run, nil)
-		g.Add(func(ctx context.Context) error {
-			r := runKernelFlows(ctx, lab, cfg)
-			kernelDone <- r
-			if r.err != nil {
-				return r.err
+		r.members.Add(r.kernel.Run, nil)
+		r.members.Add(func(ctx context.Context) error {
+			k := runKernelFlows(ctx, r.kernel, cfg)
+			r.kernelDone <- k
+			if k.err != nil {
+				return k.err
 			}
 			<-ctx.Done()
 			return nil
 		}, nil)
 	} else {
-		kernelDone <- kernelResult{}
+		r.kernelDone <- kernelResult{}
 	}
-
-	var vr *viewerRig
 	if cfg.Viewer != nil {
-		if vr, err = addViewer(&g, b, *cfg.Viewer, cfg.Warmup, cfg.ViewerTap, log); err != nil {
-			return Measurement{}, err
+		if r.vr, err = addViewer(&r.members, r.b, *cfg.Viewer, cfg.Warmup, cfg.ViewerTap, log); err != nil {
+			r.Close()
+			return nil, err
 		}
 	}
+	r.members.Add(r.measure, nil)
+	return r, nil
+}
 
-	// Snapshots: one at the end of the warm-up, then one a second for the
-	// viewer's per-second rate, and the last at the end; this member's
-	// return ends the run.
-	var first, last link.BottleneckStats
-	read0 := make([]uint64, len(flows))
-	up0 := make([]uint64, len(flows))
-	readEnd := make([]uint64, len(flows))
-	upEnd := make([]uint64, len(flows))
-	var perSecond []float64
-	var kernel kernelResult
+// AddTo adds the rig's members to g; a rig runs in one group, once.
+func (r *Rig) AddTo(g *throttle.Group) {
 	g.Add(func(ctx context.Context) error {
-		tick := time.NewTicker(time.Second)
-		defer tick.Stop()
-		warm := time.NewTimer(cfg.Warmup)
-		defer warm.Stop()
-		end := time.NewTimer(cfg.Warmup + cfg.Duration)
-		defer end.Stop()
-		var prevDown uint64
-		warmedUp := false
-		for {
+		r.started.Store(true)
+		return r.members.Run(ctx)
+	}, nil)
+}
+
+// Close releases the rig once its group has returned, or when it never
+// ran: its members' sockets close as their Run ends, so an unstarted rig
+// runs them with an ended context.
+func (r *Rig) Close() {
+	if !r.started.Load() {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		r.started.Store(true)
+		r.members.Run(ctx)
+	}
+	r.tcpNet.Close()
+	if r.kernel != nil {
+		// The namespaces go once everything using them has stopped.
+		r.kernel.Close()
+	}
+}
+
+// measure snapshots the bottleneck at the end of the warm-up, every second
+// for the viewer's per-second rate, and at the end; its return at the end
+// ends the run.
+func (r *Rig) measure(ctx context.Context) error {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	warm := time.NewTimer(r.cfg.Warmup)
+	defer warm.Stop()
+	end := time.NewTimer(r.cfg.Warmup + r.cfg.Duration)
+	defer end.Stop()
+	var prevDown uint64
+	warmedUp := false
+	snapshot := func(st *link.BottleneckStats, read, up []uint64) {
+		*st = r.b.Stats()
+		for i, f := range r.flows {
+			read[i], up[i] = f.Read(dataDir(f.Config())), f.Read(link.Up)
+		}
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			// Ended early (the caller's context, another member's failure,
+			// which the group returns instead, or the caller's own end, as
+			// the demo's last row): after the warm-up, what was measured so
+			// far stands.
+			if !warmedUp {
+				r.measureErr = fmt.Errorf("scenario: %w before the warm-up ended", context.Cause(ctx))
+				return nil
+			}
+			snapshot(&r.last, r.readEnd, r.upEnd)
+			r.kernelResults = <-r.kernelDone
+			r.measured = true
+			return nil
+		case <-end.C:
+			snapshot(&r.last, r.readEnd, r.upEnd)
 			select {
+			case r.kernelResults = <-r.kernelDone:
 			case <-ctx.Done():
-				// Ended early (the caller's context, or another member's
-				// failure, which the group returns instead): after the
-				// warm-up, what was measured so far stands, as the demo's
-				// stock half, which ends with its caller, relies on.
-				if !warmedUp {
-					return fmt.Errorf("scenario: %w before the warm-up ended", context.Cause(ctx))
-				}
-				last = b.Stats()
-				for i, f := range flows {
-					readEnd[i], upEnd[i] = f.Read(dataDir(f.Config())), f.Read(link.Up)
-				}
-				kernel = <-kernelDone
-				return nil
-			case <-end.C:
-				last = b.Stats()
-				for i, f := range flows {
-					readEnd[i], upEnd[i] = f.Read(dataDir(f.Config())), f.Read(link.Up)
-				}
-				select {
-				case kernel = <-kernelDone:
-				case <-ctx.Done():
-					return fmt.Errorf("scenario: %w before the kernel's flows ended", context.Cause(ctx))
-				}
-				if !warmedUp {
-					return errors.New("scenario: the run ended before its warm-up")
-				}
-				return nil
-			case <-warm.C:
-				first = b.Stats()
-				for i, f := range flows {
-					read0[i], up0[i] = f.Read(dataDir(f.Config())), f.Read(link.Up)
-				}
-				if r, ok := viewerFlow(first, link.Down); ok {
-					prevDown = r.DeliveredBytes
-				}
-				warmedUp = true
-			case <-tick.C:
-				if !warmedUp {
-					continue
-				}
-				s := b.Stats()
-				if r, ok := viewerFlow(s, link.Down); ok {
-					perSecond = append(perSecond, float64(r.DeliveredBytes-prevDown)*8)
-					prevDown = r.DeliveredBytes
-				}
+				return fmt.Errorf("scenario: %w before the kernel's flows ended", context.Cause(ctx))
+			}
+			if !warmedUp {
+				return errors.New("scenario: the run ended before its warm-up")
+			}
+			r.measured = true
+			return nil
+		case <-warm.C:
+			snapshot(&r.first, r.read0, r.up0)
+			if f, ok := viewerFlow(r.first, link.Down); ok {
+				prevDown = f.DeliveredBytes
+			}
+			warmedUp = true
+		case <-tick.C:
+			if !warmedUp {
+				continue
+			}
+			s := r.b.Stats()
+			if f, ok := viewerFlow(s, link.Down); ok {
+				r.perSecond = append(r.perSecond, float64(f.DeliveredBytes-prevDown)*8)
+				prevDown = f.DeliveredBytes
 			}
 		}
-	}, nil)
-	if err := g.Run(ctx); err != nil {
-		return Measurement{}, err
 	}
-	d := last.Since(first)
-	m := Measurement{Seconds: last.Flows[0].At.Sub(first.Flows[0].At).Seconds(), Up: flowResult(link.FlowReport{Name: "all", Dir: link.Up, FlowStats: d.Up}),
+}
+
+// Measurement is the measured part of a run whose group has returned; an
+// error when it ended before its warm-up did.
+func (r *Rig) Measurement() (Measurement, error) {
+	if r.measureErr != nil {
+		return Measurement{}, r.measureErr
+	}
+	if !r.measured {
+		return Measurement{}, errors.New("scenario: the rig has not run")
+	}
+	if r.vr != nil && r.vr.source != nil {
+		if n := r.vr.source.Dropped(); n > 0 {
+			// Each would have measured as a loss: the viewer's figures are
+			// suspect.
+			r.log.Warn("the sidecar fell behind the tap: datagrams not measured", "dropped", n)
+		}
+	}
+	d := r.last.Since(r.first)
+	m := Measurement{Seconds: r.last.Flows[0].At.Sub(r.first.Flows[0].At).Seconds(), Up: flowResult(link.FlowReport{Name: "all", Dir: link.Up, FlowStats: d.Up}),
 		Down: flowResult(link.FlowReport{Name: "all", Dir: link.Down, FlowStats: d.Down})}
-	m.Stacks[0], m.Stacks[1] = tcpNet.Stats()
-	for i, f := range flows {
+	m.Stacks[0], m.Stacks[1] = r.tcpNet.Stats()
+	for i, f := range r.flows {
 		fc := f.Config()
 		dir := dataDir(fc)
 		data, _ := d.Flow(fc.Name + " " + dir.String())
 		other, _ := d.Flow(fc.Name + " " + (1 - dir).String())
-		r := TCPResult{Name: fc.Name, CC: string(fc.CC), GoodputBPS: float64(readEnd[i]-read0[i]) * 8 / m.Seconds, Data: flowResult(data), Other: flowResult(other)}
+		t := TCPResult{Name: fc.Name, CC: string(fc.CC), GoodputBPS: float64(r.readEnd[i]-r.read0[i]) * 8 / m.Seconds, Data: flowResult(data), Other: flowResult(other)}
 		if fc.App != nil {
-			r.GoodputUpBPS = float64(upEnd[i]-up0[i]) * 8 / m.Seconds
+			t.GoodputUpBPS = float64(r.upEnd[i]-r.up0[i]) * 8 / m.Seconds
 		}
-		m.TCP = append(m.TCP, r)
+		m.TCP = append(m.TCP, t)
 	}
-	for _, r := range kernel.results {
-		data, _ := d.Flow(r.Config.Name + " data")
-		acks, _ := d.Flow(r.Config.Name + " acks")
-		m.TCP = append(m.TCP, TCPResult{Name: r.Config.Name, CC: "linux " + r.Congestion, GoodputBPS: r.Goodput * 8, Data: flowResult(data), Other: flowResult(acks)})
+	for _, k := range r.kernelResults.results {
+		data, _ := d.Flow(k.Config.Name + " data")
+		acks, _ := d.Flow(k.Config.Name + " acks")
+		m.TCP = append(m.TCP, TCPResult{Name: k.Config.Name, CC: "linux " + k.Congestion, GoodputBPS: k.Goodput * 8, Data: flowResult(data), Other: flowResult(acks)})
 	}
-	if vr != nil {
-		m.Viewer = vr.result(d, perSecond)
+	if r.vr != nil {
+		m.Viewer = r.vr.result(d, r.perSecond)
 	}
 	return m, nil
 }
@@ -371,12 +490,20 @@ type viewerRig struct {
 	mode    ViewerMode
 	warmEnd time.Time
 	loop    *throttle.Loop
-	mu      sync.Mutex
-	ticks   []loopTickStats
+	// source is the relay's tap, nil when RigViewer.Source replaced it.
+	source *throttle.PushSource
+	mu     sync.Mutex
+	ticks  []loopTickStats
 }
 
-// addViewer adds the region, the relay, the viewer and the sidecar to g.
-func addViewer(g *throttle.Group, b *link.Bottleneck, cfg RigViewer, warmup time.Duration, viewerTap func(lludp.Datagram), log *slog.Logger) (*viewerRig, error) {
+// loopFor is the loop cfg describes, or the caller's.
+func loopFor(cfg RigViewer, log *slog.Logger) (*throttle.Loop, error) {
+	if cfg.Loop != nil {
+		if cfg.Mode == Stock || cfg.Interval != 0 || cfg.Floor != 0 || cfg.Segment != "" {
+			return nil, fmt.Errorf("scenario: a viewer with its own loop takes no mode %q, interval, floor or segment", Stock)
+		}
+		return cfg.Loop, nil
+	}
 	interval := cfg.Interval
 	if interval == 0 {
 		interval = 5 * time.Second
@@ -395,60 +522,96 @@ func addViewer(g *throttle.Group, b *link.Bottleneck, cfg RigViewer, warmup time
 	if err != nil {
 		return nil, fmt.Errorf("scenario: %w", err)
 	}
+	return loop, nil
+}
+
+// addViewer adds the region, the relay, the viewer and the sidecar to g.
+func addViewer(g *throttle.Group, b *link.Bottleneck, cfg RigViewer, warmup time.Duration, viewerTap func(lludp.Datagram), log *slog.Logger) (*viewerRig, error) {
+	loop, err := loopFor(cfg, log)
+	if err != nil {
+		return nil, err
+	}
 	activity := cfg.Activity
 	if activity == 0 {
 		activity = region.Flying
 	}
-	sim, err := region.New(region.Config{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Activity: activity}, log)
+	sim, err := region.New(region.Config{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Activity: activity, OnThrottle: cfg.OnThrottle}, log)
 	if err != nil {
 		return nil, fmt.Errorf("scenario: %w", err)
 	}
-	source := throttle.NewChanSource(tapBuffer)
+	// release closes the sockets bound so far when the run does not start:
+	// each member's Run closes its own once its context has ended.
+	var started throttle.Group
+	started.Add(sim.Run, nil)
+	release := func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		started.Run(ctx)
+	}
+	vr := &viewerRig{mode: cfg.Mode, loop: loop, warmEnd: time.Now().Add(warmup)}
+	if cfg.Source == nil {
+		vr.source = throttle.NewChanSource(tapBuffer)
+	}
 	// The viewer's datagrams cross b as flows "lludp VIEWER up" and
 	// "lludp VIEWER down" (viewerFlow finds them); the tap sees them as
 	// the viewer's host does, and its payload is only lent.
 	relay, err := link.New(link.Config{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Upstream: sim.Addr(), Shared: b,
 		Tap: func(d link.Datagram) {
+			if vr.source == nil && viewerTap == nil {
+				return
+			}
 			ld := lludp.Datagram{At: d.At, Src: d.Src, Dst: d.Dst, Payload: bytes.Clone(d.Payload)}
-			source.Push(ld)
+			if vr.source != nil {
+				vr.source.Push(ld)
+			}
 			if viewerTap != nil {
 				viewerTap(ld)
 			}
 		}}, log)
 	if err != nil {
+		release()
 		return nil, fmt.Errorf("scenario: %w", err)
 	}
-	// closeRelay closes the relay's sockets when the run does not start:
-	// its Run closes them once its context has ended.
-	closeRelay := func() {
-		ctx, cancel := context.WithCancel(context.Background())
-		cancel()
-		relay.Run(ctx)
-	}
+	started.Add(relay.Run, nil)
 	v, err := viewer.New(viewer.Config{Sim: relay.Addr(), Throttle: cfg.Throttle, FollowViewerRule: true, CircuitCode: 4242}, log)
 	if err != nil {
-		closeRelay()
+		release()
 		return nil, fmt.Errorf("scenario: %w", err)
 	}
-	vr := &viewerRig{mode: cfg.Mode, loop: loop, warmEnd: time.Now().Add(warmup)}
+	started.Add(v.Run, nil)
+	var source throttle.Source = vr.source
+	if cfg.Source != nil {
+		if source, err = cfg.Source(relay.Addr()); err != nil {
+			release()
+			return nil, fmt.Errorf("scenario: the sidecar's source: %w", err)
+		}
+	}
 	var sender throttle.Sender = discard{}
 	if cfg.Mode != Stock {
 		sender = relaySender{relay}
+		if cfg.Sender != nil {
+			sender = cfg.Sender(sender)
+		}
 	}
 	sc, err := throttle.NewSidecar(throttle.SidecarConfig{Loop: loop, Source: source, Sender: sender, Log: log,
-		AfterTick: func(now time.Time, _ []throttle.Request) {
-			keys := loop.Keys()
-			if len(keys) == 0 {
-				return
+		AfterTick: func(now time.Time, sent []throttle.Request) {
+			tick := RigTick{Now: now, Sent: sent}
+			if keys := loop.Keys(); len(keys) > 0 {
+				if _, st, ok := loop.Circuit(keys[0]); ok {
+					tick.Circuit, tick.Measured = st, true
+					vr.mu.Lock()
+					vr.ticks = append(vr.ticks, loopTickStats{at: now, st: st})
+					vr.mu.Unlock()
+				}
 			}
-			if _, st, ok := loop.Circuit(keys[0]); ok {
-				vr.mu.Lock()
-				vr.ticks = append(vr.ticks, loopTickStats{at: now, st: st})
-				vr.mu.Unlock()
+			if cfg.AfterTick != nil {
+				tick.ViewerRequestBPS = v.Report().ThrottleBPS
+				cfg.AfterTick(tick)
 			}
 		}})
 	if err != nil {
-		closeRelay()
+		source.Close()
+		release()
 		return nil, fmt.Errorf("scenario: %w", err)
 	}
 	g.Add(sim.Run, nil)
