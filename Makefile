@@ -72,7 +72,7 @@ interop-deps:
 # figures cannot be judged (a CI run saw a re-assertion held 4.7 s). Set
 # REALTIME_P=1 LAB_P=1 to see whether a failure comes from sharing the
 # machine.
-REALTIME_P ?= 2
+REALTIME_P ?= 3
 LAB_P ?= 3
 REALTIME_LAB := ./internal/lab/scenario ./internal/lab/demo ./internal/lab/fairness
 REALTIME := ./cmd/fairgrid ./internal/audit ./internal/socks5 ./internal/benchrelay ./internal/lab/kerneltcp \
