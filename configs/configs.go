@@ -1,8 +1,10 @@
 // Package configs owns fairgrid's TOML configuration: its schema, its
-// defaults, strict decoding (an unknown key is an error naming its path),
-// validation that names the key at fault, and the conversion to the plain
-// Config of each package. fairgrid.toml beside this file documents every
-// key with its default.
+// defaults, strict decoding (an unknown key is an error naming its path)
+// into typed values that check themselves as they decode (values.go; the
+// command line's flags bind to the same types), validation across keys
+// that names the key at fault, and the conversion to the plain Config of
+// each package. fairgrid.toml beside this file documents every key with
+// its default.
 package configs
 
 import (

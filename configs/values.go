@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -26,11 +27,7 @@ type Duration struct{ time.Duration }
 
 func (d *Duration) UnmarshalText(b []byte) error {
 	v, err := time.ParseDuration(string(b))
-	if err != nil {
-		return fmt.Errorf("%q is not a duration such as \"5s\"", b)
-	}
-	d.Duration = v
-	return nil
+	return parsed(&d.Duration, v, err, b, ` is not a duration such as "5s"`)
 }
 
 // MarshalText writes what UnmarshalText reads ("5s").
@@ -91,11 +88,7 @@ type AddrPort struct{ netip.AddrPort }
 
 func (a *AddrPort) UnmarshalText(b []byte) error {
 	v, err := netip.ParseAddrPort(string(b))
-	if err != nil {
-		return fmt.Errorf("%q: want ip:port", b)
-	}
-	a.AddrPort = v
-	return nil
+	return parsed(&a.AddrPort, v, err, b, ": want ip:port")
 }
 
 // addrPorts is a list of entries as package netip has them.
@@ -116,11 +109,7 @@ func (ip *IP) UnmarshalText(b []byte) error {
 		return nil
 	}
 	v, err := netip.ParseAddr(string(b))
-	if err != nil {
-		return fmt.Errorf("%q: want an IP address, or empty", b)
-	}
-	ip.Addr = v
-	return nil
+	return parsed(&ip.Addr, v, err, b, ": want an IP address, or empty")
 }
 
 // Address is where a front-end serves its metrics: "ip:port", ":port" for
@@ -245,12 +234,7 @@ const (
 )
 
 func (s *Split) UnmarshalText(b []byte) error {
-	switch v := Split(b); v {
-	case SplitViewer, SplitWeights:
-		*s = v
-		return nil
-	}
-	return fmt.Errorf("%q: want viewer or weights", b)
+	return oneOf(s, b, "viewer or weights", SplitViewer, SplitWeights)
 }
 
 func (s Split) MarshalText() ([]byte, error) { return []byte(s), nil }
@@ -264,12 +248,7 @@ const (
 )
 
 func (r *Regions) UnmarshalText(b []byte) error {
-	switch v := Regions(b); v {
-	case RegionsAll, RegionsRoot:
-		*r = v
-		return nil
-	}
-	return fmt.Errorf("%q: want all or root", b)
+	return oneOf(r, b, "all or root", RegionsAll, RegionsRoot)
 }
 
 func (r Regions) MarshalText() ([]byte, error) { return []byte(r), nil }
@@ -307,12 +286,7 @@ const (
 )
 
 func (f *LogFormat) UnmarshalText(b []byte) error {
-	switch v := LogFormat(b); v {
-	case LogText, LogJSON:
-		*f = v
-		return nil
-	}
-	return fmt.Errorf("%q: want text or json", b)
+	return oneOf(f, b, "text or json", LogText, LogJSON)
 }
 
 func (f LogFormat) MarshalText() ([]byte, error) { return []byte(f), nil }
@@ -323,4 +297,24 @@ func (f LogFormat) Handler(w io.Writer, opts *slog.HandlerOptions) slog.Handler 
 		return slog.NewJSONHandler(w, opts)
 	}
 	return slog.NewTextHandler(w, opts)
+}
+
+// oneOf sets *p to the name b if it is one of names, else refuses it
+// saying what it wants.
+func oneOf[T ~string](p *T, b []byte, want string, names ...T) error {
+	if v := T(b); slices.Contains(names, v) {
+		*p = v
+		return nil
+	}
+	return fmt.Errorf("%q: want %s", b, want)
+}
+
+// parsed sets *p to what a parser made of b, or refuses b saying what it
+// wants: the configuration's words, not the parser's.
+func parsed[T any](p *T, v T, err error, b []byte, want string) error {
+	if err != nil {
+		return fmt.Errorf("%q%s", b, want)
+	}
+	*p = v
+	return nil
 }
