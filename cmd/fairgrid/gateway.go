@@ -62,8 +62,8 @@ func gatewayFlags(s stdio) *gatewayCommand {
 	c.listen = fs.String("listen", "", "public UDP address viewers reach (the region's ExternalHostName and port); with --region, one more route")
 	c.region = fs.String("region", "", "the region's internal UDP address (InternalAddress:InternalPort); with --listen")
 	c.set = bindSettings(fs, append(frontEndSettings(metricsKey("gateway")),
-		setting{"scene-max", "gateway.scene_bps", "the gateway's uplink, bits/s, shared by every viewer"},
-		setting{"bind", "gateway.bind", "local address of the sockets towards the regions"})...)
+		setting{"scene-max", "gateway.scene_bps", "the gateway's uplink, a `rate` in bits/s such as 50M, shared by every viewer"},
+		setting{"bind", "gateway.bind", "local `address` of the sockets towards the regions"})...)
 	c.duration = fs.Duration("duration", 0, "stop after this long (0: until interrupted)")
 	return c
 }

@@ -155,10 +155,10 @@ func proxyFlags(s stdio) (fs *flag.FlagSet, set *settings, configPath *string, c
 	fs = newFlagSet("proxy", proxySynopsis, s)
 	configPath, check = configFlags(fs)
 	set = bindSettings(fs, append(frontEndSettings(metricsKey("proxy")), dryRunSetting,
-		setting{"listen", "proxy.listen", "SOCKS5 listen address (beyond loopback only with --user)"},
-		setting{"user", "proxy.username", "username clients must give (RFC 1929); the password comes from --password-file or $" + proxyPasswordEnv},
-		setting{"password-file", "proxy.password_file", "file holding the password (its first line)"},
-		setting{"allow-ports", "proxy.allow_ports", "CONNECT ports and ranges, comma-separated"},
+		setting{"listen", "proxy.listen", "SOCKS5 listen `address` (beyond loopback only with --user)"},
+		setting{"user", "proxy.username", "`username` clients must give (RFC 1929); the password comes from --password-file or $" + proxyPasswordEnv},
+		setting{"password-file", "proxy.password_file", "`file` holding the password (its first line)"},
+		setting{"allow-ports", "proxy.allow_ports", "CONNECT `ports` and ranges, comma-separated"},
 		setting{"max-associations", "proxy.max_associations", "UDP associations open at once per client address"},
 		setting{"max-connects", "proxy.max_connects", "CONNECT sessions open at once per client address"})...)
 	return fs, set, configPath, check

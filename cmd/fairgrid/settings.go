@@ -21,11 +21,11 @@ type setting struct{ flag, key, usage string }
 // side) and the log's.
 func frontEndSettings(metricsKey string) []setting {
 	return []setting{
-		{"controller", "control.controller", "the fair rate's controller: vtcp (virtual TCP, calibrated against real TCP), window (window tracking), tfrc, or viewer (the stock rule)"},
+		{"controller", "control.controller", "the fair rate's `controller`: vtcp (virtual TCP, calibrated against real TCP), window (window tracking), tfrc, or viewer (the stock rule)"},
 		{"segment", "control.segment", segmentUsage},
-		{"interval", "control.interval", "decision interval"},
-		{"metrics", metricsKey, "Prometheus metrics address (empty: none)"},
-		{"log-level", "log.level", "debug, info, warn or error"},
+		{"interval", "control.interval", "how often each circuit's request is decided, a `duration` such as 5s"},
+		{"metrics", metricsKey, "Prometheus metrics `address` (empty: none)"},
+		{"log-level", "log.level", "the least `level` logged: debug, info, warn or error"},
 		{"log-format", "log.format", logFormatUsage},
 	}
 }
