@@ -122,7 +122,7 @@ func runGateway(args []string, s stdio) int {
 			case <-ctx.Done():
 				return nil
 			case <-hup:
-				reloadGateway(gw, c.load, level, reloads, log)
+				reloadGateway(gw, c.load, f.Log.Format, level, reloads, log)
 			}
 		}
 	}, nil)
@@ -155,12 +155,16 @@ func newReloadGauges() reloadGauges {
 }
 
 // reloadGateway applies the file anew (SIGHUP): what can change live
-// does, and the log names what needs a restart.
-func reloadGateway(gw *gateway.Gateway, load func() (*configs.File, gateway.Config, error), level *slog.LevelVar, r reloadGauges, log *slog.Logger) {
+// does, and the log names what needs a restart (the log's format, made
+// at start, among them).
+func reloadGateway(gw *gateway.Gateway, load func() (*configs.File, gateway.Config, error), format configs.LogFormat, level *slog.LevelVar, r reloadGauges, log *slog.Logger) {
 	f, cfg, err := load()
 	if err == nil {
 		var restart []string
 		if restart, err = gw.Reconfigure(cfg); err == nil {
+			if f.Log.Format != format {
+				restart = append(restart, "log.format")
+			}
 			level.Set(f.Log.Level.Level())
 			r.ok.Set(1)
 			r.at.SetToCurrentTime()
