@@ -149,7 +149,9 @@ func Parse(b []byte) (*File, error) {
 	return f, f.Validate()
 }
 
-// Validate checks every value and names the key of each problem.
+// Validate checks each value's range and the relations between keys,
+// naming the key of each problem (each value's form was checked as it
+// decoded).
 func (f *File) Validate() error {
 	var errs []error
 	bad := func(key, format string, a ...any) {
@@ -202,13 +204,13 @@ func (f *File) Validate() error {
 	if len(px.AllowPorts) == 0 {
 		bad("proxy.allow_ports", "empty: CONNECT would reach nothing (want ports such as 80, 443, 9000-13100)")
 	}
-	if err := CheckSessionLimit(px.MaxAssociations); err != nil {
+	if err := checkSessionLimit(px.MaxAssociations); err != nil {
 		bad("proxy.max_associations", "%v", err)
 	}
-	if err := CheckSessionLimit(px.MaxConnects); err != nil {
+	if err := checkSessionLimit(px.MaxConnects); err != nil {
 		bad("proxy.max_connects", "%v", err)
 	}
-	if err := CheckSessionLimit(px.MaxSessions); err != nil {
+	if err := checkSessionLimit(px.MaxSessions); err != nil {
 		bad("proxy.max_sessions", "%v", err)
 	}
 	if d := px.IdleTimeout.Duration; d < 100*time.Millisecond || d > 24*time.Hour {
@@ -268,8 +270,8 @@ func (f *File) validateGateway(bad func(key, format string, a ...any)) {
 // session holds sockets and a goroutine or two, and a viewer needs tens.
 const maxSessions = 100_000
 
-// CheckSessionLimit checks a per-client session limit.
-func CheckSessionLimit(n int) error {
+// checkSessionLimit checks a session limit.
+func checkSessionLimit(n int) error {
 	if n < 1 || n > maxSessions {
 		return fmt.Errorf("%d: want at least 1 and at most %d", n, maxSessions)
 	}
