@@ -1,8 +1,10 @@
 // Package configs owns fairgrid's TOML configuration: its schema, its
-// defaults, strict decoding (an unknown key is an error naming its path),
-// validation that names the key at fault, and the conversion to the plain
-// Config of each package. fairgrid.toml beside this file documents every
-// key with its default.
+// defaults, strict decoding (an unknown key is an error naming its path)
+// into typed values that check themselves as they decode (values.go; the
+// command line's flags bind to the same types), validation across keys
+// that names the key at fault, and the conversion to the plain Config of
+// each package. fairgrid.toml beside this file documents every key with
+// its default.
 package configs
 
 import (
@@ -10,19 +12,13 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"log/slog"
-	"net"
-	"net/netip"
 	"os"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/BurntSushi/toml"
-	"github.com/fairgrid/fairgrid/capture"
-	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/opensim"
 	"github.com/fairgrid/fairgrid/opensim/gateway"
 	"github.com/fairgrid/fairgrid/ratecalc"
@@ -38,11 +34,11 @@ var Example []byte
 // File is the configuration file's schema.
 type File struct {
 	Capture struct {
-		Interface   string   `toml:"interface"`
-		Ports       []string `toml:"ports"`
-		Sims        []string `toml:"sims"`
-		IdleTimeout Duration `toml:"idle_timeout"`
-		MaxCircuits int      `toml:"max_circuits"`
+		Interface   string     `toml:"interface"`
+		Ports       PortList   `toml:"ports"`
+		Sims        []AddrPort `toml:"sims"`
+		IdleTimeout Duration   `toml:"idle_timeout"`
+		MaxCircuits int        `toml:"max_circuits"`
 	} `toml:"capture"`
 	Control struct {
 		Controller   throttle.ControllerName `toml:"controller"`
@@ -53,29 +49,30 @@ type File struct {
 		FloorBPS     float64                 `toml:"floor_bps"`
 		MinChange    float64                 `toml:"min_change"`
 		ResendEvery  int                     `toml:"resend_every"`
-		Split        string                  `toml:"split"`
+		Split        Split                   `toml:"split"`
 		SplitWeights []float64               `toml:"split_weights"`
 	} `toml:"control"`
 	Send struct {
-		DryRun  bool   `toml:"dry_run"`
-		Regions string `toml:"regions"`
+		DryRun  bool    `toml:"dry_run"`
+		Regions Regions `toml:"regions"`
 	} `toml:"send"`
 	// Metrics: each front-end serves on its own address by default, so
 	// that run, proxy and gateway side by side do not collide.
 	Metrics struct {
-		Address        string `toml:"address"`
-		ProxyAddress   string `toml:"proxy_address"`
-		GatewayAddress string `toml:"gateway_address"`
-		MaxCircuits    int    `toml:"max_circuits"`
+		Address        Address `toml:"address"`
+		ProxyAddress   Address `toml:"proxy_address"`
+		GatewayAddress Address `toml:"gateway_address"`
+		MaxCircuits    int     `toml:"max_circuits"`
 	} `toml:"metrics"`
 	Log struct {
-		Level string `toml:"level"`
+		Level  LogLevel  `toml:"level"`
+		Format LogFormat `toml:"format"`
 	} `toml:"log"`
 	// Proxy is fairgrid proxy's own: read once at its start (a reload
 	// names each that changed as needing a restart), unused by run.
 	Proxy struct {
-		Listen          string   `toml:"listen"`
-		AllowPorts      []string `toml:"allow_ports"`
+		Listen          HostPort `toml:"listen"`
+		AllowPorts      PortList `toml:"allow_ports"`
 		MaxAssociations int      `toml:"max_associations"`
 		MaxConnects     int      `toml:"max_connects"`
 		MaxSessions     int      `toml:"max_sessions"`
@@ -87,8 +84,8 @@ type File struct {
 	// Gateway is fairgrid gateway's own (GatewayRoutes, Gateway); its
 	// fair rate takes [control]'s controller, segment and clamps.
 	Gateway struct {
-		Routes         []string `toml:"routes"`
-		Bind           string   `toml:"bind"`
+		Routes         []Route  `toml:"routes"`
+		Bind           IP       `toml:"bind"`
 		SceneBPS       float64  `toml:"scene_bps"`
 		ClientMaxBPS   float64  `toml:"client_max_bps"`
 		QueueBytes     int      `toml:"queue_bytes"`
@@ -101,19 +98,6 @@ type File struct {
 		IdleTimeout    Duration `toml:"idle_timeout"`
 		Linger         Duration `toml:"linger"`
 	} `toml:"gateway"`
-}
-
-// Duration is a TOML string such as "5s". An integer would mean
-// nanoseconds in the TOML library, which nobody means: it is refused.
-type Duration struct{ time.Duration }
-
-func (d *Duration) UnmarshalText(b []byte) error {
-	v, err := time.ParseDuration(string(b))
-	if err != nil {
-		return fmt.Errorf("%q is not a duration such as \"5s\"", b)
-	}
-	d.Duration = v
-	return nil
 }
 
 // Default returns the configuration with every default.
@@ -165,7 +149,9 @@ func Parse(b []byte) (*File, error) {
 	return f, f.Validate()
 }
 
-// Validate checks every value and names the key of each problem.
+// Validate checks each value's range and the relations between keys,
+// naming the key of each problem (each value's form was checked as it
+// decoded).
 func (f *File) Validate() error {
 	var errs []error
 	bad := func(key, format string, a ...any) {
@@ -174,12 +160,6 @@ func (f *File) Validate() error {
 	if f.Capture.Interface == "" {
 		bad("capture.interface", "must name an interface")
 	}
-	if _, err := f.Ports(); err != nil {
-		bad("capture.ports", "%v", err)
-	}
-	if _, err := f.Sims(); err != nil {
-		bad("capture.sims", "%v", err)
-	}
 	if d := f.Capture.IdleTimeout.Duration; d < time.Second || d > 24*time.Hour {
 		bad("capture.idle_timeout", "%v outside [1s, 24h]", d)
 	}
@@ -187,14 +167,6 @@ func (f *File) Validate() error {
 		bad("capture.max_circuits", "%d outside [1, %d]", n, maxCircuits)
 	}
 	c := f.Control
-	var name throttle.ControllerName
-	if err := name.UnmarshalText([]byte(c.Controller)); err != nil {
-		bad("control.controller", "%v", err)
-	}
-	var segment throttle.Segment
-	if err := segment.UnmarshalText([]byte(c.Segment)); err != nil {
-		bad("control.segment", "%v", err)
-	}
 	if err := throttle.CheckInterval(c.Interval.Duration); err != nil {
 		bad("control.interval", "%v", err)
 	}
@@ -220,52 +192,25 @@ func (f *File) Validate() error {
 	if c.ResendEvery < 1 || c.ResendEvery > 100 {
 		bad("control.resend_every", "%d outside [1, 100]", c.ResendEvery)
 	}
-	switch c.Split {
-	case "viewer":
-	case "weights":
+	if c.Split == SplitWeights {
 		if err := throttle.CheckWeights(c.SplitWeights); err != nil {
 			bad("control.split_weights", "%v", err)
-		}
-	default:
-		bad("control.split", "%q: want viewer or weights", c.Split)
-	}
-	if f.Send.Regions != "all" && f.Send.Regions != "root" {
-		bad("send.regions", "%q: want all or root", f.Send.Regions)
-	}
-	for key, a := range map[string]string{"metrics.address": f.Metrics.Address, "metrics.proxy_address": f.Metrics.ProxyAddress,
-		"metrics.gateway_address": f.Metrics.GatewayAddress} {
-		if a == "" {
-			continue
-		}
-		// ":port" listens on every address, as net.Listen has it.
-		_, err := netip.ParseAddrPort(a)
-		if port, ok := strings.CutPrefix(a, ":"); ok {
-			_, err = strconv.ParseUint(port, 10, 16)
-		}
-		if err != nil {
-			bad(key, "%q: want ip:port, or empty (\":port\" for every address)", a)
 		}
 	}
 	if f.Metrics.MaxCircuits < 1 || f.Metrics.MaxCircuits > 100_000 {
 		bad("metrics.max_circuits", "%d outside [1, 100000]", f.Metrics.MaxCircuits)
 	}
-	if _, err := f.LogLevel(); err != nil {
-		bad("log.level", "%v", err)
-	}
 	px := f.Proxy
-	if err := CheckProxyListen(px.Listen); err != nil {
-		bad("proxy.listen", "%v", err)
+	if len(px.AllowPorts) == 0 {
+		bad("proxy.allow_ports", "empty: CONNECT would reach nothing (want ports such as 80, 443, 9000-13100)")
 	}
-	if _, err := ParseAllowPorts(px.AllowPorts); err != nil {
-		bad("proxy.allow_ports", "%v", err)
-	}
-	if err := CheckSessionLimit(px.MaxAssociations); err != nil {
+	if err := checkSessionLimit(px.MaxAssociations); err != nil {
 		bad("proxy.max_associations", "%v", err)
 	}
-	if err := CheckSessionLimit(px.MaxConnects); err != nil {
+	if err := checkSessionLimit(px.MaxConnects); err != nil {
 		bad("proxy.max_connects", "%v", err)
 	}
-	if err := CheckSessionLimit(px.MaxSessions); err != nil {
+	if err := checkSessionLimit(px.MaxSessions); err != nil {
 		bad("proxy.max_sessions", "%v", err)
 	}
 	if d := px.IdleTimeout.Duration; d < 100*time.Millisecond || d > 24*time.Hour {
@@ -284,13 +229,8 @@ func (f *File) Validate() error {
 // validateGateway checks the [gateway] table.
 func (f *File) validateGateway(bad func(key, format string, a ...any)) {
 	gw := f.Gateway
-	if _, err := ParseRoutes(gw.Routes); err != nil {
+	if err := checkRoutes(gw.Routes); err != nil {
 		bad("gateway.routes", "%v", err)
-	}
-	if gw.Bind != "" {
-		if _, err := netip.ParseAddr(gw.Bind); err != nil {
-			bad("gateway.bind", "%q: want an IP address, or empty", gw.Bind)
-		}
 	}
 	if err := ratecalc.CheckBits(gw.SceneBPS); err != nil {
 		bad("gateway.scene_bps", "%v", err)
@@ -326,69 +266,12 @@ func (f *File) validateGateway(bad func(key, format string, a ...any)) {
 	}
 }
 
-// Route is one gateway.routes entry: the public address viewers reach and
-// the region's internal address.
-type Route struct{ Listen, Region netip.AddrPort }
-
-// ParseRoutes reads gateway.routes (and --route): "PUBLIC:PORT=INTERNAL:PORT",
-// each public address once; the region's address must be a specific one.
-func ParseRoutes(list []string) ([]Route, error) {
-	var out []Route
-	seen := map[netip.AddrPort]bool{}
-	for _, s := range list {
-		l, r, ok := strings.Cut(s, "=")
-		listen, err1 := netip.ParseAddrPort(strings.TrimSpace(l))
-		region, err2 := netip.ParseAddrPort(strings.TrimSpace(r))
-		if !ok || err1 != nil || err2 != nil || region.Addr().IsUnspecified() || region.Port() == 0 {
-			return nil, fmt.Errorf("%q: want PUBLIC:PORT=INTERNAL:PORT, the region's address a specific one", s)
-		}
-		if seen[listen] {
-			return nil, fmt.Errorf("%q: public address %v given twice", s, listen)
-		}
-		seen[listen] = true
-		out = append(out, Route{listen, region})
-	}
-	return out, nil
-}
-
-// CheckProxyListen checks proxy.listen (and --listen): host:port, the
-// host an IP address, a name or empty (every address), the port a number.
-// Whether an address beyond loopback has credentials is the proxy's check
-// at start (proxy.Config.CheckListen), where the password is known.
-func CheckProxyListen(listen string) error {
-	_, port, err := net.SplitHostPort(listen)
-	if err == nil {
-		_, err = strconv.ParseUint(port, 10, 16)
-	}
-	if err != nil {
-		return fmt.Errorf("%q: want host:port, such as 127.0.0.1:1080", listen)
-	}
-	return nil
-}
-
-// ParseAllowPorts reads proxy.allow_ports (and --allow-ports, split at
-// its commas): ports and "lo-hi" ranges, as capture.ports has them.
-func ParseAllowPorts(list []string) (lludp.Ports, error) {
-	if len(list) == 0 {
-		return nil, errors.New("empty: CONNECT would reach nothing (want ports such as 80, 443, 9000-13100)")
-	}
-	out := make(lludp.Ports, 0, len(list))
-	for _, p := range list {
-		r, err := capture.ParsePortRange(p)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, nil
-}
-
 // maxSessions bounds proxy.max_associations and proxy.max_connects: each
 // session holds sockets and a goroutine or two, and a viewer needs tens.
 const maxSessions = 100_000
 
-// CheckSessionLimit checks a per-client session limit.
-func CheckSessionLimit(n int) error {
+// checkSessionLimit checks a session limit.
+func checkSessionLimit(n int) error {
 	if n < 1 || n > maxSessions {
 		return fmt.Errorf("%d: want at least 1 and at most %d", n, maxSessions)
 	}
@@ -399,26 +282,12 @@ func CheckSessionLimit(n int) error {
 // proxy.Credentials reads (proxy.password_file, or the environment). Its
 // UDP goes to capture.ports, the simulator ports. f must be valid.
 func (f *File) ProxyConfig() proxy.Config {
-	ports, err := ParseAllowPorts(f.Proxy.AllowPorts)
-	if err != nil {
-		panic("configs BUG: ProxyConfig of an invalid file: " + err.Error())
-	}
-	simPorts, err := f.Ports()
-	if err != nil {
-		panic("configs BUG: ProxyConfig of an invalid file: " + err.Error())
-	}
-	c := proxy.Config{Username: f.Proxy.Username, AllowPorts: ports, UDPPorts: simPorts, MaxAssociations: f.Proxy.MaxAssociations,
+	c := proxy.Config{Username: f.Proxy.Username, AllowPorts: f.Proxy.AllowPorts.Ports(), UDPPorts: f.Capture.Ports.Ports(), MaxAssociations: f.Proxy.MaxAssociations,
 		MaxConnects: f.Proxy.MaxConnects, MaxSessions: f.Proxy.MaxSessions, IdleTimeout: f.Proxy.IdleTimeout.Duration,
 		HalfCloseTimeout: f.Proxy.HalfClose.Duration, DryRun: f.Send.DryRun}
 	// No metrics of fairgrid's on this host are reachable through CONNECT.
-	for _, a := range []string{f.Metrics.Address, f.Metrics.ProxyAddress, f.Metrics.GatewayAddress} {
-		if a == "" {
-			continue
-		}
-		if port, ok := strings.CutPrefix(a, ":"); ok {
-			a = "0.0.0.0:" + port
-		}
-		if ap, err := netip.ParseAddrPort(a); err == nil {
+	for _, a := range []Address{f.Metrics.Address, f.Metrics.ProxyAddress, f.Metrics.GatewayAddress} {
+		if ap, ok := a.AddrPort(); ok {
 			c.OwnAddrs = append(c.OwnAddrs, ap)
 		}
 	}
@@ -434,7 +303,7 @@ func (f *File) ProxyConfig() proxy.Config {
 var restartKeys = []string{
 	"capture.interface", "capture.ports", "capture.sims", "capture.max_circuits",
 	"control.controller", "control.interval", "send.dry_run", "metrics.address",
-	"metrics.proxy_address", "metrics.gateway_address",
+	"metrics.proxy_address", "metrics.gateway_address", "log.format",
 }
 
 // NeedsRestart reports whether a running daemon or proxy keeps key's value
@@ -447,11 +316,10 @@ func NeedsRestart(key string) bool {
 
 // Merge returns f, the configuration in force, with what of next a reload
 // can change live (throttle.Settings): the keys that differ are applied,
-// or named as needing a restart and kept. next must be valid.
+// or named as needing a restart and kept. next must be valid; the error
+// is throttle.Settings', and always nil: a File holds only values that
+// decoded.
 func (f *File) Merge(next *File) (merged *File, applied, needRestart []string, err error) {
-	if _, err := next.LogLevel(); err != nil {
-		return nil, nil, nil, fmt.Errorf("log.level: %w", err)
-	}
 	m := *f
 	for _, key := range Changed(f, next) {
 		if NeedsRestart(key) {
@@ -508,57 +376,20 @@ func eachKey(file reflect.Value, fn func(key string, v reflect.Value)) {
 	}
 }
 
-// Ports returns capture.ports.
-func (f *File) Ports() (capture.Ports, error) {
-	var out capture.Ports
-	for _, p := range f.Capture.Ports {
-		r, err := capture.ParsePortRange(p)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, nil
-}
-
-// Sims returns capture.sims.
-func (f *File) Sims() ([]netip.AddrPort, error) {
-	var out []netip.AddrPort
-	for _, s := range f.Capture.Sims {
-		ap, err := netip.ParseAddrPort(s)
-		if err != nil {
-			return nil, fmt.Errorf("%q: want ip:port", s)
-		}
-		out = append(out, ap)
-	}
-	return out, nil
-}
-
-// LogLevel returns log.level.
-func (f *File) LogLevel() (slog.Level, error) {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(f.Log.Level)); err != nil {
-		return l, fmt.Errorf("%q: want debug, info, warn or error", f.Log.Level)
-	}
-	return l, nil
-}
-
 // maxCircuits bounds capture.max_circuits: each circuit's state is a few
 // kilobytes, so a million is gigabytes — a typo, not a setting.
 const maxCircuits = 1_000_000
 
 // Throttle returns the control loop's configuration.
 func (f *File) Throttle() throttle.Config {
-	sims, _ := f.Sims()
-	ports, _ := f.Ports()
 	c := f.Control
 	var weights []float64
-	if c.Split == "weights" {
+	if c.Split == SplitWeights {
 		weights = slices.Clone(c.SplitWeights)
 	}
 	return throttle.Config{Controller: c.Controller, Segment: c.Segment, Interval: c.Interval.Duration,
 		Min: ratecalc.RateFromBits(c.MinBPS), Max: ratecalc.RateFromBits(c.MaxBPS), Floor: ratecalc.RateFromBits(c.FloorBPS),
-		MinChange: c.MinChange, ResendEvery: c.ResendEvery, Weights: weights, Sims: sims, SimPorts: ports, RootOnly: f.Send.Regions == "root",
+		MinChange: c.MinChange, ResendEvery: c.ResendEvery, Weights: weights, Sims: addrPorts(f.Capture.Sims), SimPorts: f.Capture.Ports.Ports(), RootOnly: f.Send.Regions == RegionsRoot,
 		MaxCircuits: f.Capture.MaxCircuits, IdleTimeout: f.Capture.IdleTimeout.Duration}
 }
 
@@ -567,18 +398,13 @@ func (f *File) Throttle() throttle.Config {
 // hysteresis for the fair rate.
 func (f *File) GatewayConfig() gateway.Config {
 	gw := f.Gateway
-	routes, _ := ParseRoutes(gw.Routes)
-	var bind netip.Addr
-	if gw.Bind != "" {
-		bind, _ = netip.ParseAddr(gw.Bind)
-	}
-	cfg := gateway.Config{Bind: bind,
+	cfg := gateway.Config{Bind: gw.Bind.Addr,
 		Scheduler: opensim.Config{SceneMax: int64(gw.SceneBPS / 8), ClientMax: int64(gw.ClientMaxBPS / 8),
 			QueueBytes: int64(gw.QueueBytes), QueuePackets: gw.QueuePackets, AvatarPriority: gw.AvatarPriority},
 		Control:    f.Throttle(),
 		MaxViewers: gw.MaxViewers, MaxPending: gw.MaxPending, MaxPerPrefix: gw.MaxPerPrefix,
 		PendingTimeout: gw.PendingTimeout.Duration, IdleTimeout: gw.IdleTimeout.Duration, Linger: gw.Linger.Duration}
-	for _, r := range routes {
+	for _, r := range gw.Routes {
 		cfg.Routes = append(cfg.Routes, gateway.Route{Listen: r.Listen, Region: r.Region})
 	}
 	return cfg

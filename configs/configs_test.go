@@ -17,7 +17,7 @@ func TestExampleLoads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Control.Controller != throttle.DefaultController || f.Control.Interval.Seconds() != 5 || f.Capture.Interface != "auto" || f.Metrics.Address != "127.0.0.1:9101" {
+	if f.Control.Controller != throttle.DefaultController || f.Control.Interval.Seconds() != 5 || f.Capture.Interface != "auto" || f.Metrics.Address.String() != "127.0.0.1:9101" {
 		t.Errorf("%+v", f)
 	}
 	if tc := f.Throttle(); tc.Controller != throttle.DefaultController || tc.Segment != f.Control.Segment || tc.Min.BitsPerSecond() != 64000 {
@@ -43,6 +43,12 @@ func TestInvalid(t *testing.T) {
 		{"metrics", "[metrics]\naddress = \"everywhere\"\n", `metrics.address: "everywhere": want ip:port, or empty`},
 		{"log level", "[log]\nlevel = \"chatty\"\n", `log.level: "chatty": want debug, info, warn or error`},
 		{"regions", "[send]\nregions = \"some\"\n", `send.regions: "some": want all or root`},
+		{"split", "[control]\nsplit = \"even\"\n", `line 2: control.split: "even": want viewer or weights`},
+		{"log format", "[log]\nformat = \"logfmt\"\n", `line 2: log.format: "logfmt": want text or json`},
+		{"sims empty", "[capture]\nsims = [\"\"]\n", `capture.sims: "": want ip:port`},
+		{"ports not strings", "[capture]\nports = [9000]\n", `capture.ports: 9000: want a port or a range as a string`},
+		{"ports not an array", "[capture]\nports = \"9000\"\n", `capture.ports: 9000: want an array of ports`},
+		{"proxy metrics", "[metrics]\nproxy_address = \":http\"\n", `metrics.proxy_address: ":http": want ip:port, or empty`},
 		{"two problems", "[control]\nresend_every = 0\nmin_change = 2\n", "control.min_change: 2 outside [0, 1)\ncontrol.resend_every: 0 outside [1, 100]"},
 		{"proxy listen", "[proxy]\nlisten = \"127.0.0.1\"\n", `proxy.listen: "127.0.0.1": want host:port, such as 127.0.0.1:1080`},
 		{"proxy listen port", "[proxy]\nlisten = \"127.0.0.1:socks\"\n", `proxy.listen: "127.0.0.1:socks": want host:port`},
@@ -78,7 +84,7 @@ func TestProxyDefaults(t *testing.T) {
 		t.Errorf("limits %d and %d, the server's defaults %d and %d", c.MaxAssociations, c.MaxConnects,
 			proxy.DefaultMaxAssociations, proxy.DefaultMaxConnects)
 	}
-	if _, err := c.CheckListen(f.Proxy.Listen); err != nil || f.Proxy.Username != "" || f.Proxy.PasswordFile != "" {
+	if _, err := c.CheckListen(string(f.Proxy.Listen)); err != nil || f.Proxy.Username != "" || f.Proxy.PasswordFile != "" {
 		t.Errorf("listen %q without credentials: %v", f.Proxy.Listen, err)
 	}
 }

@@ -1,7 +1,9 @@
 package configs
 
 import (
+	"encoding"
 	"os"
+	"reflect"
 	"testing"
 )
 
@@ -22,15 +24,35 @@ func FuzzParse(f *testing.F) {
 		if err := c.Validate(); err != nil {
 			t.Fatalf("Parse accepted a file Validate refuses: %v\n%s", err, b)
 		}
-		if _, err := c.Ports(); err != nil {
-			t.Fatalf("valid file, bad ports: %v", err)
-		}
-		if _, err := c.Sims(); err != nil {
-			t.Fatalf("valid file, bad sims: %v", err)
-		}
+		checkRoundTrip(t, c)
 		c.Throttle()
+		c.GatewayConfig()
 		if s := c.ProxyConfig(); len(s.AllowPorts) == 0 || s.MaxAssociations < 1 || s.MaxConnects < 1 {
 			t.Fatalf("valid file, proxy settings %+v", s)
 		}
 	})
+}
+
+// checkRoundTrip: each typed value of c writes as text (a flag's default,
+// --help) that reads back to the same value.
+func checkRoundTrip(t *testing.T, c *File) {
+	t.Helper()
+	for _, key := range Keys() {
+		v := c.Field(key)
+		m, ok := v.Interface().(encoding.TextMarshaler)
+		if !ok {
+			continue
+		}
+		text, err := m.MarshalText()
+		if err != nil {
+			t.Fatalf("%s: %v", key, err)
+		}
+		again := reflect.New(v.Type())
+		if err := again.Interface().(encoding.TextUnmarshaler).UnmarshalText(text); err != nil {
+			t.Fatalf("%s = %v wrote %q, which does not read back: %v", key, v, text, err)
+		}
+		if !reflect.DeepEqual(again.Elem().Interface(), v.Interface()) && !(v.Kind() == reflect.Slice && v.Len() == 0 && again.Elem().Len() == 0) {
+			t.Fatalf("%s = %v wrote %q, which reads back as %v", key, v, text, again.Elem())
+		}
+	}
 }

@@ -2,6 +2,7 @@ package configs
 
 import (
 	"bytes"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -70,7 +71,7 @@ func TestChanged(t *testing.T) {
 	if got := Changed(a, b); len(got) != 0 {
 		t.Errorf("identical files: %v", got)
 	}
-	b.Log.Level = "debug"
+	b.Log.Level = LogLevel(slog.LevelDebug)
 	b.Control.SplitWeights = []float64{1, 1, 1, 1, 1, 1, 1}
 	got := Changed(a, b)
 	if strings.Join(got, " ") != "control.split_weights log.level" {
@@ -85,3 +86,7 @@ func TestChanged(t *testing.T) {
 		t.Error("a field for an unknown key")
 	}
 }
+
+// TestDefaultsRoundTrip: every default writes as the text a flag shows
+// and reads back to itself.
+func TestDefaultsRoundTrip(t *testing.T) { checkRoundTrip(t, Default()) }

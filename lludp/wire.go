@@ -46,6 +46,28 @@ func ParsePortRange(s string) (PortRange, error) {
 	return PortRange{Lo: uint16(a), Hi: uint16(b)}, nil
 }
 
+// String is the range as ParsePortRange reads it: "443" or "9000-13100".
+func (r PortRange) String() string {
+	if r.Lo == r.Hi {
+		return strconv.Itoa(int(r.Lo))
+	}
+	return strconv.Itoa(int(r.Lo)) + "-" + strconv.Itoa(int(r.Hi))
+}
+
+// MarshalText is String, so that a range is a configuration value.
+func (r PortRange) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
+
+// UnmarshalText is ParsePortRange: a configuration's ports decode and are
+// checked in one step.
+func (r *PortRange) UnmarshalText(b []byte) error {
+	v, err := ParsePortRange(string(b))
+	if err != nil {
+		return err
+	}
+	*r = v
+	return nil
+}
+
 // ParsePorts reads a comma-separated list of ports and ranges
 // ("9000-13100,12035"); an empty list is nil, every port.
 func ParsePorts(list string) (Ports, error) {

@@ -38,3 +38,19 @@ func TestParsePorts(t *testing.T) {
 		}
 	}
 }
+
+// TestPortRangeText: a range reads back what it writes, and reads as
+// ParsePortRange does (configuration files decode ranges with it).
+func TestPortRangeText(t *testing.T) {
+	for _, r := range []PortRange{{443, 443}, {9000, 13100}, {1, 65535}} {
+		b, _ := r.MarshalText()
+		var got PortRange
+		if err := got.UnmarshalText(b); err != nil || got != r {
+			t.Errorf("%v: wrote %q, read %v, %v", r, b, got, err)
+		}
+	}
+	var r PortRange
+	if err := r.UnmarshalText([]byte("13100-9000")); err == nil || !strings.Contains(err.Error(), `"13100-9000": want a port or a range`) {
+		t.Errorf("a reversed range: %v", err)
+	}
+}

@@ -13,7 +13,6 @@ import (
 	"github.com/fairgrid/fairgrid/capture"
 	"github.com/fairgrid/fairgrid/internal/audit"
 	"github.com/fairgrid/fairgrid/internal/audit/render"
-	"github.com/fairgrid/fairgrid/throttle"
 )
 
 const auditSynopsis = `[options] FILE... | --live IFACE --duration D
@@ -50,7 +49,7 @@ func runAudit(args []string, s stdio) int {
 	fs := newFlagSet("audit", auditSynopsis, s)
 	format := formatFlag(fs, "output format: `text` (a table) or json (one document: files, circuits, messages)")
 	seconds := fs.Bool("seconds", false, "with --format json: also one object per circuit, direction and second, and the requests (seen and replayed)")
-	segmentName := segmentFlag(fs) // the verdict's and the replayed controllers'; both fair rates are always reported
+	segment := segmentFlag(fs) // the verdict's and the replayed controllers'; both fair rates are always reported
 	csvDir := fs.String("csv", "", "also write circuits.csv, seconds.csv and requests.csv into `DIR`")
 	parquetDir := fs.String("parquet", "", "audit each FILE alone, in parallel on all cores, and write circuits.parquet, seconds.parquet and requests.parquet into `DIR`, one row group per file")
 	htmlPath := fs.String("html", "", "also write one self-contained HTML `FILE` with the figures (inline SVG, no network, no JavaScript)")
@@ -68,10 +67,6 @@ func runAudit(args []string, s stdio) int {
 	if err != nil {
 		return usageErr("%v", err)
 	}
-	var segment throttle.Segment
-	if err := segment.UnmarshalText([]byte(*segmentName)); err != nil {
-		return usageErr("--segment: %v", err)
-	}
 	if *seconds && *format != "json" {
 		return usageErr("--seconds needs --format json (--csv always writes seconds.csv)")
 	}
@@ -88,7 +83,7 @@ func runAudit(args []string, s stdio) int {
 	if *parquetDir != "" && (*live != "" || *csvDir != "" || *htmlPath != "") {
 		return usageErr("--parquet audits each file alone; --live, --csv and --html take one audit of everything: run them apart")
 	}
-	cfg := audit.Config{Ports: ports, Sims: sims, Template: tmpl, Segment: segment,
+	cfg := audit.Config{Ports: ports, Sims: sims, Template: tmpl, Segment: *segment,
 		Series: *seconds || *csvDir != "" || *htmlPath != "" || *parquetDir != ""}
 	if *parquetDir != "" {
 		return auditEach(cfg, fs.Args(), *parquetDir, *format == "json", s)

@@ -3,12 +3,8 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
-	"net/netip"
-	"strings"
-	"time"
 
 	"github.com/fairgrid/fairgrid/capture"
 	"github.com/fairgrid/fairgrid/configs"
@@ -18,58 +14,16 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// loadDaemonConfig reads --config (or the defaults) and applies the flags
-// the user set, which override the file.
-func loadDaemonConfig(fs *flag.FlagSet, path string) (*configs.File, error) {
-	f := configs.Default()
-	if path != "" {
-		var err error
-		if f, err = configs.Load(path); err != nil {
-			return nil, err
-		}
-	}
-	var errs []error
-	fs.Visit(func(fl *flag.Flag) {
-		v := fl.Value.String()
-		switch fl.Name {
-		case "interface":
-			f.Capture.Interface = v
-		case "controller":
-			// The configuration file's parser: one rule for both.
-			if err := f.Control.Controller.UnmarshalText([]byte(v)); err != nil {
-				errs = append(errs, fmt.Errorf("--controller (control.controller): %w", err))
-			}
-		case "segment":
-			if err := f.Control.Segment.UnmarshalText([]byte(v)); err != nil {
-				errs = append(errs, fmt.Errorf("--segment (control.segment): %w", err))
-			}
-		case "interval":
-			// A flag.Duration already parsed it.
-			f.Control.Interval.Duration = fl.Value.(flag.Getter).Get().(time.Duration)
-		case "dry-run":
-			f.Send.DryRun = v == "true"
-		case "metrics":
-			*metricsAddress(f, fs.Name()) = v
-		case "log-level":
-			f.Log.Level = v
-		}
-	})
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	return f, f.Validate()
-}
-
-// metricsAddress is the key a front-end's --metrics overrides: each has its
-// own, so that they run side by side.
-func metricsAddress(f *configs.File, command string) *string {
+// metricsKey is the key a front-end's --metrics sets: each has its own,
+// so that they run side by side.
+func metricsKey(command string) string {
 	switch command {
 	case "proxy":
-		return &f.Metrics.ProxyAddress
+		return "metrics.proxy_address"
 	case "gateway":
-		return &f.Metrics.GatewayAddress
+		return "metrics.gateway_address"
 	}
-	return &f.Metrics.Address
+	return "metrics.address"
 }
 
 // dryRunSender logs what it would send.
@@ -98,11 +52,7 @@ var errNoReload = errors.New("no configuration to reload from")
 
 // newDaemon builds the loop, the log level and the collector for f.
 func newDaemon(f *configs.File, log *slog.Logger, level *slog.LevelVar) (*daemon, error) {
-	l, err := f.LogLevel()
-	if err != nil {
-		return nil, err
-	}
-	level.Set(l)
+	level.Set(f.Log.Level.Level())
 	loop, err := throttle.New(f.Throttle(), log.With("component", "throttle"))
 	if err != nil {
 		return nil, err
@@ -121,11 +71,7 @@ func (d *daemon) setLoad(load func() (*configs.File, error)) { d.running.SetLoad
 // commit puts in force what lives beside the loop, once the loop has taken
 // f's part.
 func (d *daemon) commit(f *configs.File) {
-	if l, err := f.LogLevel(); err != nil {
-		d.log.Error("BUG: a merged configuration's log level did not parse", "err", err)
-	} else {
-		d.level.Set(l)
-	}
+	d.level.Set(f.Log.Level.Level())
 	d.metrics.MaxCircuits.Store(int64(f.Metrics.MaxCircuits))
 }
 
@@ -137,16 +83,9 @@ func registry(own prometheus.Collector) *prometheus.Registry {
 	return reg
 }
 
-// beyondLoopback reports whether a listen address ("ip:port" or ":port")
-// is reachable from other hosts.
-func beyondLoopback(addr string) bool {
-	ap, err := netip.ParseAddrPort(addr)
-	return err != nil || !ap.Addr().IsLoopback()
-}
-
 // runDaemon is the live sidecar: capture, measure, decide, send.
-func runDaemon(fs *flag.FlagSet, configPath string, check bool, s stdio) int {
-	f, err := loadDaemonConfig(fs, configPath)
+func runDaemon(set *settings, configPath string, check bool, s stdio) int {
+	f, err := set.load(configPath)
 	if err != nil {
 		fmt.Fprintf(s.err, "fairgrid run: configuration: %v\n", err)
 		return exitUsage
@@ -156,7 +95,7 @@ func runDaemon(fs *flag.FlagSet, configPath string, check bool, s stdio) int {
 		return exitOK
 	}
 	level := new(slog.LevelVar)
-	log := slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: level}))
+	log := newLogger(s.err, f.Log.Format, level)
 	d, err := newDaemon(f, log, level)
 	if err != nil {
 		fmt.Fprintf(s.err, "fairgrid run: %v\n", err)
@@ -174,10 +113,9 @@ func runDaemon(fs *flag.FlagSet, configPath string, check bool, s stdio) int {
 	}
 	// The interface is reopened when it fails, so the daemon survives it
 	// going down and up.
-	ports, _ := f.Ports()
 	iface, ifaceWhy := capture.ResolveInterface(f.Capture.Interface)
 	cfg.Reopen = func() (throttle.Source, error) {
-		r, err := capture.OpenLive(iface, ports)
+		r, err := capture.OpenLive(iface, f.Capture.Ports.Ports())
 		if err != nil {
 			return nil, err // OpenLive's errors name the interface and what to do
 		}
@@ -187,21 +125,21 @@ func runDaemon(fs *flag.FlagSet, configPath string, check bool, s stdio) int {
 		fmt.Fprintf(s.err, "fairgrid run: %v\n", err)
 		return exitFail
 	}
-	if f.Metrics.Address != "" {
-		if cfg.MetricsListener, err = metricsListener(f.Metrics.Address, "metrics.address"); err != nil {
+	if !f.Metrics.Address.IsZero() {
+		if cfg.MetricsListener, err = metricsListener(f.Metrics.Address.String(), "metrics.address"); err != nil {
 			cfg.Source.Close()
 			fmt.Fprintf(s.err, "fairgrid run: %v\n", err)
 			return exitFail
 		}
 		cfg.Metrics = promhttp.HandlerFor(registry(d.metrics), promhttp.HandlerOpts{})
-		if beyondLoopback(f.Metrics.Address) {
+		if !f.Metrics.Address.Loopback() {
 			log.Warn("metrics are served beyond loopback: circuits and agent IDs become visible to the network", "address", f.Metrics.Address)
 		}
 	}
 	// SIGHUP reloads what can change live.
 	hup, stopHUP := notifyReloads()
 	defer stopHUP()
-	d.setLoad(func() (*configs.File, error) { return loadDaemonConfig(fs, configPath) })
+	d.setLoad(func() (*configs.File, error) { return set.load(configPath) })
 	cfg.Reloads, cfg.Reloader = hup, d.running
 	sc, err := throttle.NewSidecar(cfg)
 	if err != nil {
@@ -215,9 +153,8 @@ func runDaemon(fs *flag.FlagSet, configPath string, check bool, s stdio) int {
 	log.Info("fairgrid running", "interface", iface, "chosen", ifaceWhy, "controller", f.Control.Controller, "dry_run", f.Send.DryRun)
 	var g throttle.Group
 	sc.AddTo(&g)
-	portList := strings.Join(f.Capture.Ports, ",")
 	g.Add(func(ctx context.Context) error {
-		return warnIfSilent(ctx, silenceWarning, func() uint64 { return sc.CaptureStats().Datagrams }, iface, portList, log)
+		return warnIfSilent(ctx, silenceWarning, func() uint64 { return sc.CaptureStats().Datagrams }, iface, f.Capture.Ports.String(), log)
 	}, nil)
 	if err := g.Run(ctx); err != nil {
 		log.Error("fairgrid stopped", "err", err)

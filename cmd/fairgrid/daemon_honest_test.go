@@ -101,10 +101,18 @@ func honestDaemon(t *testing.T, args ...string) *honestLog {
 	if os.Geteuid() != 0 {
 		t.Skip("the daemon captures on lo: needs root (CI runs as root)")
 	}
+	return honestCommand(t, "run", "fairgrid running", args...)
+}
+
+// honestCommand runs a long-running command with args until the test
+// ends, and returns its log once it has logged ready, in whichever log
+// format.
+func honestCommand(t *testing.T, command, ready string, args ...string) *honestLog {
+	t.Helper()
 	log := newHonestLog()
 	exit := make(chan int, 1)
 	go func() {
-		exit <- run(append([]string{"run"}, args...), stdio{strings.NewReader(""), &bytes.Buffer{}, log})
+		exit <- run(append([]string{command}, args...), stdio{strings.NewReader(""), &bytes.Buffer{}, log})
 	}()
 	running := make(chan string, 1)
 	go func() {
@@ -114,7 +122,7 @@ func honestDaemon(t *testing.T, args ...string) *honestLog {
 			log.mu.Lock()
 			text, changed := log.b.String(), log.changed
 			log.mu.Unlock()
-			if strings.Contains(text, `msg="fairgrid running"`) {
+			if strings.Contains(text, ready) {
 				running <- text
 				return
 			}
@@ -128,17 +136,17 @@ func honestDaemon(t *testing.T, args ...string) *honestLog {
 	select {
 	case _, ok := <-running:
 		if !ok {
-			t.Fatalf("the daemon did not start in 10 s:\n%s", log.String())
+			t.Fatalf("%s did not start in 10 s:\n%s", command, log.String())
 		}
 	case code := <-exit:
-		t.Fatalf("the daemon exited %d before running:\n%s", code, log.String())
+		t.Fatalf("%s exited %d before running:\n%s", command, code, log.String())
 	}
 	t.Cleanup(func() {
 		select {
 		case code := <-exit:
 			// Ended on its own: a SIGTERM now would reach no handler and
 			// end the test binary.
-			t.Errorf("the daemon exited %d during the test:\n%s", code, log.String())
+			t.Errorf("%s exited %d during the test:\n%s", command, code, log.String())
 			return
 		default:
 		}
@@ -146,10 +154,10 @@ func honestDaemon(t *testing.T, args ...string) *honestLog {
 		select {
 		case code := <-exit:
 			if code != exitOK {
-				t.Errorf("daemon exit %d after SIGTERM:\n%s", code, log.String())
+				t.Errorf("%s exit %d after SIGTERM:\n%s", command, code, log.String())
 			}
 		case <-time.After(10 * time.Second):
-			t.Errorf("daemon still running 10 s after SIGTERM")
+			t.Errorf("%s still running 10 s after SIGTERM", command)
 		}
 	})
 	return log
@@ -175,8 +183,8 @@ func otherSegment() throttle.Segment {
 // without one fails TestReloadEveryKey.
 var reloadCases = map[string]reloadCase{
 	"capture.interface":    {change: "eth9"},
-	"capture.ports":        {change: []string{"9000"}},
-	"capture.sims":         {change: []string{"10.0.0.1:9000"}},
+	"capture.ports":        {change: configs.PortList{{Lo: 9000, Hi: 9000}}},
+	"capture.sims":         {change: []configs.AddrPort{{AddrPort: netip.MustParseAddrPort("10.0.0.1:9000")}}},
 	"capture.max_circuits": {change: 10},
 	"capture.idle_timeout": {change: configs.Duration{Duration: 90 * time.Second},
 		live: func(d *daemon) bool { return d.loop.Config().IdleTimeout == 90*time.Second }},
@@ -194,21 +202,23 @@ var reloadCases = map[string]reloadCase{
 		live: func(d *daemon) bool { return d.loop.Config().MinChange == 0.2 }},
 	"control.resend_every": {change: 7,
 		live: func(d *daemon) bool { return d.loop.Config().ResendEvery == 7 }},
-	"control.split": {change: "weights",
+	"control.split": {change: configs.SplitWeights,
 		live: func(d *daemon) bool { return d.loop.Config().Weights != nil }},
-	"control.split_weights": {base: func(f *configs.File) { f.Control.Split = "weights" }, change: []float64{1, 1, 1, 1, 1, 1, 1},
+	"control.split_weights": {base: func(f *configs.File) { f.Control.Split = configs.SplitWeights }, change: []float64{1, 1, 1, 1, 1, 1, 1},
 		live: func(d *daemon) bool { return slices.Equal(d.loop.Config().Weights, []float64{1, 1, 1, 1, 1, 1, 1}) }},
 	"send.dry_run": {change: true},
-	"send.regions": {change: "root",
+	"send.regions": {change: configs.RegionsRoot,
 		live: func(d *daemon) bool { return d.loop.Config().RootOnly }},
-	"metrics.address": {change: "127.0.0.1:9999"},
+	"metrics.address": {change: mustAddress("127.0.0.1:9999")},
 	"metrics.max_circuits": {change: 7,
 		live: func(d *daemon) bool { return d.metrics.MaxCircuits.Load() == 7 }},
-	"log.level": {change: "debug",
+	"log.level": {change: configs.LogLevel(slog.LevelDebug),
 		live: func(d *daemon) bool { return d.level.Level() == slog.LevelDebug }},
+	// The handler is made once, at start.
+	"log.format": {change: configs.LogJSON},
 	// The proxy reads its keys at start only.
-	"proxy.listen":             {change: "127.0.0.1:1081"},
-	"proxy.allow_ports":        {change: []string{"443"}},
+	"proxy.listen":             {change: configs.HostPort("127.0.0.1:1081")},
+	"proxy.allow_ports":        {change: configs.PortList{{Lo: 443, Hi: 443}}},
 	"proxy.max_associations":   {change: 2},
 	"proxy.max_connects":       {change: 3},
 	"proxy.max_sessions":       {change: 4},
@@ -216,6 +226,15 @@ var reloadCases = map[string]reloadCase{
 	"proxy.half_close_timeout": {change: configs.Duration{Duration: time.Second}},
 	"proxy.username":           {change: "viewer"},
 	"proxy.password_file":      {base: func(f *configs.File) { f.Proxy.Username = "viewer" }, change: "/etc/fairgrid/proxy.pass"},
+}
+
+// mustAddress is a metrics address for a test.
+func mustAddress(s string) configs.Address {
+	a, err := configs.ParseAddress(s)
+	if err != nil {
+		panic(err)
+	}
+	return a
 }
 
 // TestReloadEveryKey (issue 11, item 7): whichever key differs after a
@@ -962,6 +981,7 @@ func TestEveryFlagReachesItsKey(t *testing.T) {
 		"interval":     {[]string{"--interval", "10ms", "--check-config"}, exitUsage, "control.interval"},
 		"metrics":      {[]string{"--metrics", "everywhere", "--check-config"}, exitUsage, "metrics.address"},
 		"log-level":    {[]string{"--log-level", "chatty", "--check-config"}, exitUsage, "log.level"},
+		"log-format":   {[]string{"--log-format", "xml", "--check-config"}, exitUsage, "log.format"},
 		// A boolean has no bad value: it is shown live (liveDryRun).
 		"dry-run": {},
 	}
@@ -1132,7 +1152,7 @@ func heapInUseNow() uint64 {
 // names, and runs its loop, and its TCP-fair column, with the one given.
 func TestDemoSegment(t *testing.T) {
 	code, _, errOut := runCmd(t, "", "run", "--demo", "--segment", "1460", "--interval", "100ms", "--duration", "300ms")
-	if code != exitUsage || !strings.Contains(errOut, `--segment "1460": want mean or nominal`) {
+	if code != exitUsage || !strings.Contains(errOut, `--segment (control.segment): "1460": want mean or nominal`) {
 		t.Errorf("--segment 1460: exit %d, %q; want exit 2 with the names", code, errOut)
 	}
 	for _, segment := range []throttle.Segment{throttle.SegmentMean, throttle.SegmentNominal} {

@@ -5,12 +5,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/fairgrid/fairgrid/configs"
 	"github.com/fairgrid/fairgrid/ratecalc"
+	"github.com/fairgrid/fairgrid/throttle"
 )
 
 // newFlagSet returns a flag set that reports errors on stderr instead of
@@ -118,13 +120,23 @@ func (f formatValue) Set(v string) error {
 	return nil
 }
 
-// segmentFlag declares --segment, shared by run, its demo and proxy: a
-// string checked by throttle.Segment's parser where it is used, so that
-// the daemon's error names the key it overrides (control.segment). Its
-// default is the shipped configuration's.
-func segmentFlag(fs *flag.FlagSet) *string {
-	return fs.String("segment", string(configs.Default().Control.Segment),
-		"the segment size s of the TCP-fair rate: `mean` (the mean datagram payload, RFC 5348) or nominal (1460 B, RFC 4828)")
+// configFlags declares --config and --check-config, as every front-end
+// that reads the configuration file has them.
+func configFlags(fs *flag.FlagSet) (path *string, check *bool) {
+	path = fs.String("config", "", "configuration file (default: the built-in defaults, as in configs/fairgrid.toml)")
+	check = fs.Bool("check-config", false, "validate the configuration and exit")
+	return path, check
+}
+
+// segmentUsage is --segment's, in the front-ends and audit.
+const segmentUsage = "the segment size s of the TCP-fair rate: `mean` (the mean datagram payload, RFC 5348) or nominal (1460 B, RFC 4828)"
+
+// segmentFlag declares audit's --segment; its default is the shipped
+// configuration's (control.segment), as the front-ends'.
+func segmentFlag(fs *flag.FlagSet) *throttle.Segment {
+	segment := configs.Default().Control.Segment
+	fs.TextVar(&segment, "segment", segment, segmentUsage)
+	return &segment
 }
 
 // parsePositiveRate reads a rate flag for which zero means nothing: a
@@ -199,9 +211,28 @@ func explainFlagError(fs *flag.FlagSet, err error) string {
 				return fmt.Sprintf("--%s %q: want a duration such as 100ms, 5s or 1m", name, value)
 			}
 		}
-		return fmt.Sprintf("--%s %q: %s", name, value, reason)
+		// A setting's flag names its key; a reason that quotes the
+		// value (a typed value's UnmarshalText) is not given it twice.
+		quoted, key := fmt.Sprintf(" %q", value), ""
+		if strings.Contains(reason, strconv.Quote(value)) {
+			quoted = ""
+		}
+		if f := fs.Lookup(name); f != nil && flagKey(f) != "" {
+			key = " (" + flagKey(f) + ")"
+		}
+		return fmt.Sprintf("--%s%s%s: %s", name, quoted, key, reason)
 	}
 	return msg
+}
+
+// flagKey is the configuration key a setting flag sets, which
+// bindSettings writes at the end of its usage, or "".
+func flagKey(f *flag.Flag) string {
+	i := strings.LastIndex(f.Usage, "; ")
+	if i < 0 || !slices.Contains(configs.Keys(), f.Usage[i+2:]) {
+		return ""
+	}
+	return f.Usage[i+2:]
 }
 
 // nearest returns the candidate closest to word by edit distance, if it is

@@ -16,7 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-const gatewaySynopsis = `[--listen PUBLIC:PORT --region INTERNAL:PORT] [--config FILE] [--check-config [FILE]] [--controller C] [--segment S] [--interval D] [--scene-max BPS] [--bind ADDR] [--metrics ADDR] [--log-level L] [--duration D]
+const gatewaySynopsis = `[--listen PUBLIC:PORT --region INTERNAL:PORT] [--config FILE] [--check-config [FILE]] [--controller C] [--segment S] [--interval D] [--scene-max BPS] [--bind ADDR] [--metrics ADDR] [--log-level L] [--log-format F] [--duration D]
 
 A UDP gateway at an OpenSim region's public address: every viewer
 circuit of the region passes through it, nothing is installed on the
@@ -43,22 +43,36 @@ the file (the controller, clamps, caps and timeouts change live; a
 changed route, bind address or scheduler setting needs a restart, and the
 log says so). --check-config validates and exits.`
 
-func runGateway(args []string, s stdio) int {
+// gatewayCommand is the gateway's command line.
+type gatewayCommand struct {
+	fs             *flag.FlagSet
+	set            *settings
+	configPath     *string
+	check          *bool
+	listen, region *string
+	duration       *time.Duration
+}
+
+// gatewayFlags defines the gateway's flags: run's that apply, and one for
+// each [gateway] key a command line needs.
+func gatewayFlags(s stdio) *gatewayCommand {
 	fs := newFlagSet("gateway", gatewaySynopsis, s)
-	configPath := fs.String("config", "", "configuration file (default: the built-in defaults, as in configs/fairgrid.toml)")
-	check := fs.Bool("check-config", false, "validate the configuration and exit")
-	fs.String("listen", "", "public UDP address viewers reach (the region's ExternalHostName and port); with --region, one more route")
-	fs.String("region", "", "the region's internal UDP address (InternalAddress:InternalPort); with --listen")
-	fs.String("controller", "window", "the fair rate's controller by name: window, tfrc, or viewer; control.controller")
-	segmentFlag(fs)
-	fs.Duration("interval", 5*time.Second, "decision interval; control.interval")
-	fs.String("scene-max", "50M", "the gateway's uplink, bits/s, shared by every viewer; gateway.scene_bps")
-	fs.String("bind", "", "local address of the sockets towards the regions; gateway.bind")
-	fs.String("metrics", configs.Default().Metrics.GatewayAddress, "Prometheus metrics address (empty: none); metrics.gateway_address")
-	fs.String("log-level", "info", "debug, info, warn or error; log.level")
-	duration := fs.Duration("duration", 0, "stop after this long (0: until interrupted)")
-	if c, ok := parseFlagsArgs(fs, gatewaySynopsis, args, s); !ok {
-		return c
+	c := &gatewayCommand{fs: fs}
+	c.configPath, c.check = configFlags(fs)
+	c.listen = fs.String("listen", "", "public UDP address viewers reach (the region's ExternalHostName and port); with --region, one more route")
+	c.region = fs.String("region", "", "the region's internal UDP address (InternalAddress:InternalPort); with --listen")
+	c.set = bindSettings(fs, append(frontEndSettings(metricsKey("gateway")),
+		setting{"scene-max", "gateway.scene_bps", "the gateway's uplink, a `rate` in bits/s such as 50M, shared by every viewer"},
+		setting{"bind", "gateway.bind", "local `address` of the sockets towards the regions"})...)
+	c.duration = fs.Duration("duration", 0, "stop after this long (0: until interrupted)")
+	return c
+}
+
+func runGateway(args []string, s stdio) int {
+	c := gatewayFlags(s)
+	fs, configPath, check := c.fs, c.configPath, c.check
+	if code, ok := parseFlagsArgs(fs, gatewaySynopsis, args, s); !ok {
+		return code
 	}
 	fail := func(code int, format string, a ...any) int {
 		fmt.Fprintf(s.err, "fairgrid gateway: "+format+"\n", a...)
@@ -70,8 +84,7 @@ func runGateway(args []string, s stdio) int {
 		}
 		*configPath = fs.Arg(0)
 	}
-	load := func() (*configs.File, gateway.Config, error) { return loadGatewayConfig(fs, *configPath) }
-	f, cfg, err := load()
+	f, cfg, err := c.load()
 	if err != nil {
 		return fail(exitUsage, "configuration: %v", err)
 	}
@@ -80,9 +93,8 @@ func runGateway(args []string, s stdio) int {
 		return exitOK
 	}
 	level := new(slog.LevelVar)
-	lv, _ := f.LogLevel()
-	level.Set(lv)
-	log := slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: level}))
+	level.Set(f.Log.Level.Level())
+	log := newLogger(s.err, f.Log.Format, level)
 	gw, err := gateway.New(cfg, log.With("component", "gateway"))
 	if err != nil {
 		return fail(exitFail, "%v", err)
@@ -90,12 +102,12 @@ func runGateway(args []string, s stdio) int {
 	var g throttle.Group
 	g.Add(gw.Run, nil)
 	reloads := newReloadGauges()
-	if f.Metrics.GatewayAddress != "" {
-		ln, err := metricsListener(f.Metrics.GatewayAddress, "metrics.gateway_address")
+	if !f.Metrics.GatewayAddress.IsZero() {
+		ln, err := metricsListener(f.Metrics.GatewayAddress.String(), "metrics.gateway_address")
 		if err != nil {
 			return fail(exitFail, "%v", err)
 		}
-		if beyondLoopback(f.Metrics.GatewayAddress) {
+		if !f.Metrics.GatewayAddress.Loopback() {
 			log.Warn("metrics are served beyond loopback: viewers' addresses become visible to the network", "address", f.Metrics.GatewayAddress)
 		}
 		reg := registry(gateway.NewCollector(gw, f.Metrics.MaxCircuits))
@@ -110,11 +122,11 @@ func runGateway(args []string, s stdio) int {
 			case <-ctx.Done():
 				return nil
 			case <-hup:
-				reloadGateway(gw, load, level, reloads, log)
+				reloadGateway(gw, c.load, f.Log.Format, level, reloads, log)
 			}
 		}
 	}, nil)
-	ctx, stop := runContext(*duration)
+	ctx, stop := runContext(*c.duration)
 	defer stop()
 	for i, r := range cfg.Routes {
 		log.Info("fairgrid gateway listening", "listen", gw.Addr(i), "region", r.Region, "controller", cfg.Control.Controller)
@@ -143,14 +155,17 @@ func newReloadGauges() reloadGauges {
 }
 
 // reloadGateway applies the file anew (SIGHUP): what can change live
-// does, and the log names what needs a restart.
-func reloadGateway(gw *gateway.Gateway, load func() (*configs.File, gateway.Config, error), level *slog.LevelVar, r reloadGauges, log *slog.Logger) {
+// does, and the log names what needs a restart (the log's format, made
+// at start, among them).
+func reloadGateway(gw *gateway.Gateway, load func() (*configs.File, gateway.Config, error), format configs.LogFormat, level *slog.LevelVar, r reloadGauges, log *slog.Logger) {
 	f, cfg, err := load()
 	if err == nil {
 		var restart []string
 		if restart, err = gw.Reconfigure(cfg); err == nil {
-			lv, _ := f.LogLevel()
-			level.Set(lv)
+			if f.Log.Format != format {
+				restart = append(restart, "log.format")
+			}
+			level.Set(f.Log.Level.Level())
 			r.ok.Set(1)
 			r.at.SetToCurrentTime()
 			log.Info("configuration reloaded", "controller", cfg.Control.Controller, "needs_restart", strings.Join(restart, ","))
@@ -161,45 +176,27 @@ func reloadGateway(gw *gateway.Gateway, load func() (*configs.File, gateway.Conf
 	log.Error("configuration reload failed; the previous one stays", "err", err)
 }
 
-// loadGatewayConfig reads --config (or the defaults), applies the flags
-// the user set over it, and checks that a route is configured. The flags
-// the gateway shares with run (controller, segment, interval, metrics,
-// log level) go through run's loader, so one rule serves both.
-func loadGatewayConfig(fs *flag.FlagSet, path string) (*configs.File, gateway.Config, error) {
-	f, err := loadDaemonConfig(fs, path)
+// load reads --config (or the defaults), applies the flags the user set
+// over it (those the gateway shares with run through run's settings, so
+// one rule serves both), adds --listen and --region's route, and checks
+// that a route is configured.
+func (c *gatewayCommand) load() (*configs.File, gateway.Config, error) {
+	f, err := c.set.load(*c.configPath)
 	if err != nil {
 		return nil, gateway.Config{}, err
 	}
-	var errs []error
-	var listen, region string
-	fs.Visit(func(fl *flag.Flag) {
-		v := fl.Value.String()
-		switch fl.Name {
-		case "listen":
-			listen = v
-		case "region":
-			region = v
-		case "scene-max":
-			r, err := parsePositiveRate("--scene-max", v)
-			if err != nil {
-				errs = append(errs, err)
-			}
-			f.Gateway.SceneBPS = r.BitsPerSecond()
-		case "bind":
-			f.Gateway.Bind = v
-		}
-	})
 	switch {
-	case listen != "" && region != "":
-		f.Gateway.Routes = append(f.Gateway.Routes, listen+"="+region)
-	case listen != "" || region != "":
-		errs = append(errs, errors.New("--listen and --region go together"))
-	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, gateway.Config{}, err
-	}
-	if err := f.Validate(); err != nil {
-		return nil, gateway.Config{}, err
+	case *c.listen != "" && *c.region != "":
+		var r configs.Route
+		if err := r.UnmarshalText([]byte(*c.listen + "=" + *c.region)); err != nil {
+			return nil, gateway.Config{}, fmt.Errorf("--listen and --region (gateway.routes): %w", err)
+		}
+		f.Gateway.Routes = append(f.Gateway.Routes, r)
+		if err := f.Validate(); err != nil {
+			return nil, gateway.Config{}, err
+		}
+	case *c.listen != "" || *c.region != "":
+		return nil, gateway.Config{}, errors.New("--listen and --region go together")
 	}
 	if len(f.Gateway.Routes) == 0 {
 		return nil, gateway.Config{}, errors.New("no region: give --listen PUBLIC:PORT --region INTERNAL:PORT, or gateway.routes")

@@ -70,7 +70,8 @@ func gatewayKeyReaches(t *testing.T, key string, c gatewayKeyCase) {
 // restart (the gateway reloads them itself: TestGatewayReload).
 func init() {
 	for key, v := range map[string]any{
-		"gateway.routes": []string{"127.0.0.1:9300=127.0.0.1:9000"}, "gateway.bind": "127.0.0.2",
+		"gateway.routes":    []configs.Route{{Listen: netip.MustParseAddrPort("127.0.0.1:9300"), Region: netip.MustParseAddrPort("127.0.0.1:9000")}},
+		"gateway.bind":      configs.IP{Addr: netip.MustParseAddr("127.0.0.2")},
 		"gateway.scene_bps": 8e6, "gateway.client_max_bps": 8e5, "gateway.queue_bytes": 65536, "gateway.queue_packets": 64,
 		"gateway.avatar_priority": true, "gateway.max_viewers": 7, "gateway.max_pending": 9, "gateway.max_per_prefix": 11,
 		"gateway.pending_timeout": configs.Duration{Duration: 3 * time.Second}, "gateway.idle_timeout": configs.Duration{Duration: 20 * time.Second},
@@ -111,8 +112,8 @@ func init() {
 	behaviourCases["metrics.proxy_address"] = behaviourCase{"", metricsKeyCase("proxy", "metrics.proxy_address", "[proxy]\nlisten = \"127.0.0.1:0\"\n")}
 	behaviourCases["metrics.gateway_address"] = behaviourCase{"", metricsKeyCase("gateway", "metrics.gateway_address",
 		"[gateway]\nroutes = [\"127.0.0.1:0=127.0.0.1:9\"]\n")}
-	reloadCases["metrics.proxy_address"] = reloadCase{change: "127.0.0.1:9998"}
-	reloadCases["metrics.gateway_address"] = reloadCase{change: "127.0.0.1:9997"}
+	reloadCases["metrics.proxy_address"] = reloadCase{change: mustAddress("127.0.0.1:9998")}
+	reloadCases["metrics.gateway_address"] = reloadCase{change: mustAddress("127.0.0.1:9997")}
 }
 
 // TestMetricsPortsDistinct: run, proxy and gateway default to different
@@ -122,10 +123,9 @@ func TestMetricsPortsDistinct(t *testing.T) {
 	if m.Address == m.ProxyAddress || m.Address == m.GatewayAddress || m.ProxyAddress == m.GatewayAddress {
 		t.Errorf("metrics defaults collide: run %s, proxy %s, gateway %s", m.Address, m.ProxyAddress, m.GatewayAddress)
 	}
-	f := configs.Default()
-	for command, want := range map[string]*string{"run": &f.Metrics.Address, "proxy": &f.Metrics.ProxyAddress, "gateway": &f.Metrics.GatewayAddress} {
-		if got := metricsAddress(f, command); got != want {
-			t.Errorf("%s --metrics sets another key", command)
+	for command, want := range map[string]string{"run": "metrics.address", "proxy": "metrics.proxy_address", "gateway": "metrics.gateway_address"} {
+		if got := metricsKey(command); got != want {
+			t.Errorf("%s --metrics sets %s", command, got)
 		}
 	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"io"
 	"log/slog"
 	"net"
@@ -47,6 +46,7 @@ func TestGatewayRefused(t *testing.T) {
 		{"bind", append([]string{"--bind", "here"}, route...), "gateway.bind"},
 		{"metrics", append([]string{"--metrics", "nowhere"}, route...), "metrics.gateway_address"},
 		{"log level", append([]string{"--log-level", "loud"}, route...), "log.level"},
+		{"log format", append([]string{"--log-format", "yaml"}, route...), "log.format"},
 		{"config", append([]string{"--config", bad}, route...), "gateway.max_viewers"},
 		{"argument is the file to check", append([]string{"extra"}, route...), `open extra`},
 	} {
@@ -77,22 +77,11 @@ func TestGatewayFlags(t *testing.T) {
 	route := []string{"--listen", "127.0.0.1:9300", "--region", "127.0.0.1:9000"}
 	parse := func(args ...string) (*configs.File, gateway.Config) {
 		t.Helper()
-		fs := newFlagSet("gateway", "", stdio{nil, io.Discard, io.Discard})
-		fs.String("config", "", "")
-		fs.Bool("check-config", false, "")
-		fs.String("listen", "", "")
-		fs.String("region", "", "")
-		fs.String("controller", "window", "")
-		segmentFlag(fs)
-		fs.Duration("interval", 5*time.Second, "")
-		fs.String("scene-max", "50M", "")
-		fs.String("bind", "", "")
-		fs.String("metrics", "", "")
-		fs.String("log-level", "info", "")
-		if err := fs.Parse(append(route, args...)); err != nil {
+		c := gatewayFlags(stdio{nil, io.Discard, io.Discard})
+		if err := c.fs.Parse(append(route, args...)); err != nil {
 			t.Fatal(err)
 		}
-		f, cfg, err := loadGatewayConfig(fs, "")
+		f, cfg, err := c.load()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -111,8 +100,11 @@ func TestGatewayFlags(t *testing.T) {
 		{[]string{"--interval", "2s"}, func(_ *configs.File, c gateway.Config) bool { return c.Control.Interval == 2*time.Second }},
 		{[]string{"--scene-max", "10M"}, func(_ *configs.File, c gateway.Config) bool { return c.Scheduler.SceneMax == 1_250_000 }},
 		{[]string{"--bind", "127.0.0.2"}, func(_ *configs.File, c gateway.Config) bool { return c.Bind == netip.MustParseAddr("127.0.0.2") }},
-		{[]string{"--metrics", "127.0.0.1:9999"}, func(f *configs.File, _ gateway.Config) bool { return f.Metrics.GatewayAddress == "127.0.0.1:9999" }},
-		{[]string{"--log-level", "debug"}, func(f *configs.File, _ gateway.Config) bool { return f.Log.Level == "debug" }},
+		{[]string{"--metrics", "127.0.0.1:9999"}, func(f *configs.File, _ gateway.Config) bool {
+			return f.Metrics.GatewayAddress.String() == "127.0.0.1:9999"
+		}},
+		{[]string{"--log-level", "debug"}, func(f *configs.File, _ gateway.Config) bool { return f.Log.Level.Level() == slog.LevelDebug }},
+		{[]string{"--log-format", "json"}, func(f *configs.File, _ gateway.Config) bool { return f.Log.Format == configs.LogJSON }},
 	} {
 		f, c := parse(tc.args...)
 		if !tc.check(f, c) {
@@ -183,8 +175,9 @@ func TestGatewayReload(t *testing.T) {
 		}
 	}
 	write("[gateway]\nroutes = [\"127.0.0.1:0=127.0.0.1:9000\"]\n")
-	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
-	load := func() (*configs.File, gateway.Config, error) { return loadGatewayConfig(fs, path) }
+	c := gatewayFlags(stdio{nil, io.Discard, io.Discard})
+	c.configPath = &path
+	load := c.load
 	_, cfg, err := load()
 	if err != nil {
 		t.Fatal(err)
@@ -197,14 +190,14 @@ func TestGatewayReload(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(&logged, nil))
 	r := newReloadGauges()
 	level := new(slog.LevelVar)
-	write("[gateway]\nroutes = [\"127.0.0.1:0=127.0.0.1:9001\"]\n[control]\ncontroller = \"tfrc\"\n[log]\nlevel = \"debug\"\n")
-	reloadGateway(gw, load, level, r, log)
-	if !strings.Contains(logged.String(), "needs_restart=routes") || !strings.Contains(logged.String(), "controller=tfrc") || level.Level() != slog.LevelDebug {
+	write("[gateway]\nroutes = [\"127.0.0.1:0=127.0.0.1:9001\"]\n[control]\ncontroller = \"tfrc\"\n[log]\nlevel = \"debug\"\nformat = \"json\"\n")
+	reloadGateway(gw, load, configs.LogText, level, r, log)
+	if !strings.Contains(logged.String(), "needs_restart=routes,log.format") || !strings.Contains(logged.String(), "controller=tfrc") || level.Level() != slog.LevelDebug {
 		t.Errorf("reload: %s (level %v)", logged.String(), level.Level())
 	}
 	logged.Reset()
 	write("[gateway]\nmax_viewers = 0\n")
-	reloadGateway(gw, load, level, r, log)
+	reloadGateway(gw, load, configs.LogText, level, r, log)
 	if !strings.Contains(logged.String(), "reload failed") {
 		t.Errorf("bad reload: %s", logged.String())
 	}

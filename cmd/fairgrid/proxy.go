@@ -1,15 +1,12 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
 	"runtime"
-	"strings"
-	"time"
 
 	"github.com/fairgrid/fairgrid/configs"
 	"github.com/fairgrid/fairgrid/throttle"
@@ -18,7 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-const proxySynopsis = `[--listen ADDR] [--config FILE] [--check-config [FILE]] [--controller C] [--segment S] [--interval D] [--dry-run] [--metrics ADDR] [--log-level L]
+const proxySynopsis = `[--listen ADDR] [--config FILE] [--check-config [FILE]] [--controller C] [--segment S] [--interval D] [--dry-run] [--metrics ADDR] [--log-level L] [--log-format F]
        [--user U [--password-file F]] [--allow-ports LIST] [--max-associations N] [--max-connects N]
 
 A SOCKS 5 proxy (RFC 1928, username/password RFC 1929) for Second Life
@@ -59,7 +56,7 @@ logins back off per address: docs/proxy.md.`
 const proxyPasswordEnv = "FAIRGRID_PROXY_PASSWORD"
 
 func runProxy(args []string, s stdio) int {
-	fs, configPath, check := proxyFlags(s)
+	fs, set, configPath, check := proxyFlags(s)
 	if c, ok := parseFlagsArgs(fs, proxySynopsis, args, s); !ok {
 		return c
 	}
@@ -74,7 +71,7 @@ func runProxy(args []string, s stdio) int {
 		}
 		*configPath = fs.Arg(0)
 	}
-	f, err := loadProxyConfig(fs, *configPath)
+	f, err := set.load(*configPath)
 	if err != nil {
 		return fail(exitUsage, "configuration: %v", err)
 	}
@@ -87,17 +84,17 @@ func runProxy(args []string, s stdio) int {
 		return exitOK
 	}
 	level := new(slog.LevelVar)
-	log := slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: level}))
+	log := newLogger(s.err, f.Log.Format, level)
 	// SIGHUP reloads what can change live, as for fairgrid run, from the
-	// file with the proxy's flags over it (run's reading would name a
-	// proxy flag's key as changed at every reload).
+	// file with the proxy's flags over it (run's flags would name a proxy
+	// flag's key as changed at every reload).
 	hup, stopHUP := notifyReloads()
 	defer stopHUP()
 	d, err := newDaemon(f, log, level)
 	if err != nil {
 		return fail(exitUsage, "%v", err)
 	}
-	d.setLoad(func() (*configs.File, error) { return loadProxyConfig(fs, *configPath) })
+	d.setLoad(func() (*configs.File, error) { return set.load(*configPath) })
 	sc := throttle.SidecarConfig{Loop: d.loop, Log: log, Reloads: hup, Reloader: d.running}
 	if pc.DryRun {
 		sc.Sender = dryRunSender{log}
@@ -106,12 +103,12 @@ func runProxy(args []string, s stdio) int {
 	if err != nil {
 		return fail(exitFail, "%v", err)
 	}
-	if f.Metrics.ProxyAddress != "" {
-		if sc.MetricsListener, err = metricsListener(f.Metrics.ProxyAddress, "metrics.proxy_address"); err != nil {
+	if !f.Metrics.ProxyAddress.IsZero() {
+		if sc.MetricsListener, err = metricsListener(f.Metrics.ProxyAddress.String(), "metrics.proxy_address"); err != nil {
 			ln.Close()
 			return fail(exitFail, "%v", err)
 		}
-		if beyondLoopback(f.Metrics.ProxyAddress) {
+		if !f.Metrics.ProxyAddress.Loopback() {
 			log.Warn("metrics are served beyond loopback: circuits and agent IDs become visible to the network", "address", f.Metrics.ProxyAddress)
 		}
 	}
@@ -152,26 +149,19 @@ func proxyProcs(env string) {
 	}
 }
 
-// proxyFlags defines the proxy's flags; each [proxy] key's flag shows the
-// built-in default.
-func proxyFlags(s stdio) (fs *flag.FlagSet, configPath *string, check *bool) {
+// proxyFlags defines the proxy's flags: run's, and one for each of the
+// [proxy] keys a command line needs.
+func proxyFlags(s stdio) (fs *flag.FlagSet, set *settings, configPath *string, check *bool) {
 	fs = newFlagSet("proxy", proxySynopsis, s)
-	def := configs.Default().Proxy
-	fs.String("listen", def.Listen, "SOCKS5 listen address (beyond loopback only with --user); proxy.listen")
-	configPath = fs.String("config", "", "configuration file (default: the built-in defaults, as in configs/fairgrid.toml)")
-	check = fs.Bool("check-config", false, "validate the configuration and the credentials, and exit")
-	fs.String("controller", string(throttle.DefaultController), "vtcp (virtual TCP, calibrated against real TCP), window (window tracking), tfrc, or viewer (the stock rule)")
-	segmentFlag(fs)
-	fs.Duration("interval", 5*time.Second, "decision interval")
-	fs.Bool("dry-run", false, "measure, decide, log and export; rewrite and send nothing")
-	fs.String("metrics", configs.Default().Metrics.ProxyAddress, "Prometheus metrics address (empty: none); metrics.proxy_address")
-	fs.String("log-level", "info", "debug, info, warn or error")
-	fs.String("user", def.Username, "username clients must give (RFC 1929); the password comes from --password-file or $"+proxyPasswordEnv+"; proxy.username")
-	fs.String("password-file", def.PasswordFile, "file holding the password (its first line); proxy.password_file")
-	fs.String("allow-ports", strings.Join(def.AllowPorts, ","), "CONNECT ports and ranges, comma-separated; proxy.allow_ports")
-	fs.Int("max-associations", def.MaxAssociations, "UDP associations open at once per client address; proxy.max_associations")
-	fs.Int("max-connects", def.MaxConnects, "CONNECT sessions open at once per client address; proxy.max_connects")
-	return fs, configPath, check
+	configPath, check = configFlags(fs)
+	set = bindSettings(fs, append(frontEndSettings(metricsKey("proxy")), dryRunSetting,
+		setting{"listen", "proxy.listen", "SOCKS5 listen `address` (beyond loopback only with --user)"},
+		setting{"user", "proxy.username", "`username` clients must give (RFC 1929); the password comes from --password-file or $" + proxyPasswordEnv},
+		setting{"password-file", "proxy.password_file", "`file` holding the password (its first line)"},
+		setting{"allow-ports", "proxy.allow_ports", "CONNECT `ports` and ranges, comma-separated"},
+		setting{"max-associations", "proxy.max_associations", "UDP associations open at once per client address"},
+		setting{"max-connects", "proxy.max_connects", "CONNECT sessions open at once per client address"})...)
+	return fs, set, configPath, check
 }
 
 // proxyConfig is the proxy's configuration from f, with its credentials
@@ -184,7 +174,7 @@ func proxyConfig(f *configs.File, envPass string) (proxy.Config, string, error) 
 	if pc.Username, pc.Password, err = proxy.Credentials(f.Proxy.Username, f.Proxy.PasswordFile, envPass, proxyPasswordEnv); err != nil {
 		return proxy.Config{}, "", err
 	}
-	listen, err := pc.CheckListen(f.Proxy.Listen)
+	listen, err := pc.CheckListen(string(f.Proxy.Listen))
 	if err != nil {
 		return proxy.Config{}, "", fmt.Errorf("proxy.listen (--listen): %w", err)
 	}
@@ -207,52 +197,4 @@ func newProxy(d *daemon, pc proxy.Config, sc throttle.SidecarConfig, log *slog.L
 	reg.MustRegister(p.Collectors()...)
 	d.metrics.Reloads = p.Sidecar().ReloadStats
 	return p, reg, nil
-}
-
-// loadProxyConfig reads the configuration as run does, then sets the
-// [proxy] keys the proxy's flags override. Each flag goes through its
-// key's own check, and an error names both (the credentials' through
-// Validate: proxy.CheckUsername names the flag beside the key).
-func loadProxyConfig(fs *flag.FlagSet, path string) (*configs.File, error) {
-	f, err := loadDaemonConfig(fs, path)
-	if err != nil {
-		return nil, err
-	}
-	var errs []error
-	flagErr := func(flag, key string, err error) {
-		errs = append(errs, fmt.Errorf("--%s (%s): %w", flag, key, err))
-	}
-	fs.Visit(func(fl *flag.Flag) {
-		v := fl.Value.String()
-		switch fl.Name {
-		case "listen":
-			f.Proxy.Listen = v
-			if err := configs.CheckProxyListen(v); err != nil {
-				flagErr("listen", "proxy.listen", err)
-			}
-		case "allow-ports":
-			f.Proxy.AllowPorts = strings.Split(v, ",")
-			if _, err := configs.ParseAllowPorts(f.Proxy.AllowPorts); err != nil {
-				flagErr("allow-ports", "proxy.allow_ports", err)
-			}
-		case "max-associations":
-			f.Proxy.MaxAssociations = fl.Value.(flag.Getter).Get().(int)
-			if err := configs.CheckSessionLimit(f.Proxy.MaxAssociations); err != nil {
-				flagErr("max-associations", "proxy.max_associations", err)
-			}
-		case "max-connects":
-			f.Proxy.MaxConnects = fl.Value.(flag.Getter).Get().(int)
-			if err := configs.CheckSessionLimit(f.Proxy.MaxConnects); err != nil {
-				flagErr("max-connects", "proxy.max_connects", err)
-			}
-		case "user":
-			f.Proxy.Username = v
-		case "password-file":
-			f.Proxy.PasswordFile = v
-		}
-	})
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	return f, f.Validate()
 }

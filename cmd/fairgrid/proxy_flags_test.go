@@ -1,13 +1,13 @@
 package main
 
 import (
+	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/fairgrid/fairgrid/configs"
 	"github.com/fairgrid/fairgrid/lludp"
 )
 
@@ -100,11 +100,21 @@ func TestProxyHelp(t *testing.T) {
 	}
 }
 
-// TestParsePortRanges reads what --allow-ports takes, as loadProxyConfig
-// does: split at its commas, through proxy.allow_ports' parser.
+// TestParsePortRanges reads what --allow-ports takes, as the proxy does:
+// split at its commas into proxy.allow_ports' type, and refused when it
+// parses to nothing.
 func TestParsePortRanges(t *testing.T) {
 	parsePortRanges := func(list string) (lludp.Ports, error) {
-		return configs.ParseAllowPorts(strings.Split(list, ","))
+		fs, set, _, _ := proxyFlags(stdio{strings.NewReader(""), io.Discard, io.Discard})
+		fs.SetOutput(io.Discard)
+		if err := fs.Parse([]string{"--allow-ports", list}); err != nil {
+			return nil, err
+		}
+		f, err := set.load("")
+		if err != nil {
+			return nil, err
+		}
+		return f.Proxy.AllowPorts.Ports(), nil
 	}
 	got, err := parsePortRanges("80, 443,9000-13100")
 	want := lludp.Ports{{Lo: 80, Hi: 80}, {Lo: 443, Hi: 443}, {Lo: 9000, Hi: 13100}}

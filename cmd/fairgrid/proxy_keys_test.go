@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -25,7 +24,7 @@ import (
 )
 
 // proxyFromFile runs the proxy a configuration file with toml describes,
-// built as the command builds it (loadProxyConfig, proxyConfig,
+// built as the command builds it (settings.load, proxyConfig,
 // newDaemon, newProxy, one group), with envPass standing for
 // $FAIRGRID_PROXY_PASSWORD. It returns the address the proxy listens on.
 func proxyFromFile(t *testing.T, toml, envPass string) string {
@@ -34,7 +33,7 @@ func proxyFromFile(t *testing.T, toml, envPass string) string {
 	if err := os.WriteFile(path, []byte("[metrics]\naddress = \"\"\n"+toml), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	f, err := loadProxyConfig(flag.NewFlagSet("proxy", flag.ContinueOnError), path)
+	f, err := proxySettings(t).load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +91,7 @@ func proxyKeyListen(t *testing.T) {
 	}
 	want := free.Addr().String()
 	free.Close()
-	if want == configs.Default().Proxy.Listen {
+	if want == string(configs.Default().Proxy.Listen) {
 		t.Fatalf("the free port is the default's, %s: the case shows nothing", want)
 	}
 	got := proxyFromFile(t, fmt.Sprintf("[proxy]\nlisten = %q\n", want), "")
@@ -329,6 +328,7 @@ func TestEveryProxyFlagReachesItsKey(t *testing.T) {
 		"interval":         {[]string{"--interval", "10ms", "--check-config"}, exitUsage, "control.interval"},
 		"metrics":          {[]string{"--metrics", "everywhere", "--check-config"}, exitUsage, "metrics.proxy_address"},
 		"log-level":        {[]string{"--log-level", "chatty", "--check-config"}, exitUsage, "log.level"},
+		"log-format":       {[]string{"--log-format", "logfmt", "--check-config"}, exitUsage, "log.format"},
 		"user":             {[]string{"--user", strings.Repeat("u", 256), "--check-config"}, exitUsage, "proxy.username"},
 		"password-file":    {[]string{"--user", "viewer", "--password-file", missing, "--check-config"}, exitUsage, "proxy.password_file"},
 		"allow-ports":      {[]string{"--allow-ports", "80,http", "--check-config"}, exitUsage, "proxy.allow_ports"},
@@ -348,8 +348,7 @@ func TestEveryProxyFlagReachesItsKey(t *testing.T) {
 				t.Fatalf("no case for --%s: add one", name)
 			}
 			if tc.args == nil {
-				fs := proxyFlagSet(t, "--dry-run")
-				f, err := loadProxyConfig(fs, "")
+				f, err := proxySettings(t, "--dry-run").load("")
 				if err != nil || !f.Send.DryRun {
 					t.Errorf("--dry-run: send.dry_run %v, %v", f != nil && f.Send.DryRun, err)
 				}
@@ -363,14 +362,14 @@ func TestEveryProxyFlagReachesItsKey(t *testing.T) {
 	}
 }
 
-// proxyFlagSet is the proxy's flag set (proxyFlags) with args parsed.
-func proxyFlagSet(t *testing.T, args ...string) *flag.FlagSet {
+// proxySettings are the proxy's settings (proxyFlags) with args parsed.
+func proxySettings(t *testing.T, args ...string) *settings {
 	t.Helper()
-	fs, _, _ := proxyFlags(stdio{strings.NewReader(""), io.Discard, io.Discard})
+	fs, set, _, _ := proxyFlags(stdio{strings.NewReader(""), io.Discard, io.Discard})
 	if err := fs.Parse(args); err != nil {
 		t.Fatal(err)
 	}
-	return fs
+	return set
 }
 
 // TestProxyFlagsOverrideFile: each proxy flag overrides its key from the
@@ -388,18 +387,18 @@ func TestProxyFlagsOverrideFile(t *testing.T) {
 		want        any
 	}{
 		{"listen", "127.0.0.1:1091", func(f *configs.File) any { return f.Proxy.Listen }, "127.0.0.1:1091"},
-		{"allow-ports", "80,9000-9010", func(f *configs.File) any { return f.Proxy.AllowPorts }, []string{"80", "9000-9010"}},
+		{"allow-ports", "80,9000-9010", func(f *configs.File) any { return f.Proxy.AllowPorts }, "80,9000-9010"},
 		{"max-associations", "5", func(f *configs.File) any { return f.Proxy.MaxAssociations }, 5},
 		{"max-connects", "6", func(f *configs.File) any { return f.Proxy.MaxConnects }, 6},
 		{"user", "fromflag", func(f *configs.File) any { return f.Proxy.Username }, "fromflag"},
 		{"password-file", pass, func(f *configs.File) any { return f.Proxy.PasswordFile }, pass},
 	} {
 		t.Run(tc.flag, func(t *testing.T) {
-			fromFile, err := loadProxyConfig(proxyFlagSet(t), file)
+			fromFile, err := proxySettings(t).load(file)
 			if err != nil {
 				t.Fatal(err)
 			}
-			f, err := loadProxyConfig(proxyFlagSet(t, "--"+tc.flag, tc.value), file)
+			f, err := proxySettings(t, "--"+tc.flag, tc.value).load(file)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -67,7 +67,7 @@ func TestProxyEndToEnd(t *testing.T) {
 
 	f := configs.Default()
 	f.Control.Interval.Duration = e2eInterval
-	f.Metrics.Address = ""
+	f.Metrics.Address = configs.Address{}
 	d, err := newDaemon(f, log, new(slog.LevelVar))
 	if err != nil {
 		t.Fatal(err)

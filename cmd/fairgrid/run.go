@@ -16,7 +16,7 @@ import (
 	"github.com/fairgrid/fairgrid/throttle"
 )
 
-const runSynopsis = `[--config FILE] [--check-config [FILE]] [--interface IFACE] [--controller C] [--segment S] [--interval D] [--dry-run] [--metrics ADDR] [--log-level L]
+const runSynopsis = `[--config FILE] [--check-config [FILE]] [--interface IFACE] [--controller C] [--segment S] [--interval D] [--dry-run] [--metrics ADDR] [--log-level L] [--log-format F]
        fairgrid run --demo [--duration D] [--link RATE,DELAY,LOSS,BUFFER] [--controller window|tfrc|viewer] [--segment mean|nominal] [--interval D] [--format text|json]
 
 The sidecar daemon: it captures the viewer's circuits on an interface,
@@ -48,25 +48,18 @@ the verdict for the intervals that ran and exits 0.
 
 Flags of one mode are errors in the other: --duration, --link and
 --format are the demo's; --config, --check-config, --interface,
---dry-run, --metrics and --log-level the daemon's.`
+--dry-run, --metrics, --log-level and --log-format the daemon's.`
 
 func runRun(args []string, s stdio) int {
 	fs := newFlagSet("run", runSynopsis, s)
 	demoMode := fs.Bool("demo", false, "run the embedded default: region, link emulator and viewer in one process")
 	duration := fs.Duration("duration", 60*time.Second, "how long the demo runs")
 	linkSpec := fs.String("link", "1M,50ms,1%,100", "the emulated link: RATE,DELAY,LOSS,BUFFER (the thesis's 3 %: 2M,50ms,3%,100)")
-	// A string, not a TextVar: the daemon's error names the key the flag
-	// overrides (control.controller), from the same parser.
-	controllerFlag := fs.String("controller", string(throttle.DefaultController), "vtcp (virtual TCP, calibrated against real TCP), window (window tracking), tfrc, or viewer (the stock rule)")
-	segmentFlag := segmentFlag(fs)
-	interval := fs.Duration("interval", 5*time.Second, "decision interval")
 	format := formatFlag(fs, "output format: `text` or json (one object per interval, then a summary)")
-	configPath := fs.String("config", "", "configuration file (default: the built-in defaults, as in configs/fairgrid.toml)")
-	check := fs.Bool("check-config", false, "validate the configuration and exit")
-	fs.String("interface", "auto", "interface to capture on (auto: the default route's)")
-	fs.Bool("dry-run", false, "measure, decide, log and export; send nothing")
-	fs.String("metrics", "127.0.0.1:9101", "Prometheus metrics address (empty: none)")
-	fs.String("log-level", "info", "debug, info, warn or error")
+	configPath, check := configFlags(fs)
+	// The demo reads controller, segment and interval too.
+	set := bindSettings(fs, append(frontEndSettings(metricsKey("run")), dryRunSetting,
+		setting{"interface", "capture.interface", "interface to capture on (auto: the default route's)"})...)
 	if c, ok := parseFlagsArgs(fs, runSynopsis, args, s); !ok {
 		return c
 	}
@@ -88,7 +81,7 @@ func runRun(args []string, s stdio) int {
 		return exitUsage
 	}
 	if !*demoMode {
-		return runDaemon(fs, *configPath, *check, s)
+		return runDaemon(set, *configPath, *check, s)
 	}
 	cfg, err := demoConfig(*linkSpec)
 	if err != nil {
@@ -100,29 +93,20 @@ func runRun(args []string, s stdio) int {
 		return exitUsage
 	}
 	cfg.Duration = *duration
-	var controller throttle.ControllerName
-	if err := controller.UnmarshalText([]byte(*controllerFlag)); err != nil {
-		fmt.Fprintf(s.err, "fairgrid run: --controller %v\n", err)
-		return exitUsage
-	}
-	var segment throttle.Segment
-	if err := segment.UnmarshalText([]byte(*segmentFlag)); err != nil {
-		fmt.Fprintf(s.err, "fairgrid run: --segment %v\n", err)
-		return exitUsage
-	}
-	cfg.Loop = throttle.Config{Controller: controller, Segment: segment, Interval: *interval}
+	c := set.values.Control
+	cfg.Loop = throttle.Config{Controller: c.Controller, Segment: c.Segment, Interval: c.Interval.Duration}
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintf(s.err, "fairgrid run: --demo: %v\n", err)
 		return exitUsage
 	}
-	return runDemo(cfg, *linkSpec, controller, *format, s)
+	return runDemo(cfg, *linkSpec, c.Controller, *format, s)
 }
 
 // Flags only one mode of run reads; the other refuses them rather than
 // dropping them silently.
 var (
 	demoOnlyFlags   = map[string]bool{"duration": true, "link": true, "format": true}
-	daemonOnlyFlags = map[string]bool{"interface": true, "metrics": true, "dry-run": true, "config": true, "check-config": true, "log-level": true}
+	daemonOnlyFlags = map[string]bool{"interface": true, "metrics": true, "dry-run": true, "config": true, "check-config": true, "log-level": true, "log-format": true}
 )
 
 // flagOfOtherMode names a flag the user set that the chosen mode ignores.

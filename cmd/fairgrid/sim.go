@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"math"
 	"net"
 	"net/netip"
@@ -11,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fairgrid/fairgrid/configs"
 	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/opensim"
 	"github.com/fairgrid/fairgrid/opensim/region"
@@ -20,7 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-const simSynopsis = `[--listen ADDR] [--activity A] [--allow CODE:AGENT:SESSION,...] [--client-max BPS] [--scene-max BPS] [--avatar-priority] [--stress] [--metrics ADDR] [--duration D] [--max-pending N] [--pending-timeout D] [--circuit-rate R] [--circuit-burst N] [--cpuprofile F] [--blockprofile F] [--mutexprofile F] [--trace F]
+const simSynopsis = `[--listen ADDR] [--activity A] [--allow CODE:AGENT:SESSION,...] [--client-max BPS] [--scene-max BPS] [--avatar-priority] [--stress] [--metrics ADDR] [--log-format F] [--duration D] [--max-pending N] [--pending-timeout D] [--circuit-rate R] [--circuit-burst N] [--cpuprofile F] [--blockprofile F] [--mutexprofile F] [--trace F]
 
 A test region simulator speaking LLUDP: viewers log in with UseCircuitCode
 (any circuit code unless --allow restricts them), and it sends them the
@@ -55,6 +55,8 @@ func runSim(args []string, s stdio) int {
 	pendingTimeout := fs.Duration("pending-timeout", region.DefaultPendingTimeout, "close a circuit that has not completed the handshake in this long")
 	circuitRate := fs.Float64("circuit-rate", region.DefaultCircuitRate, "new circuits a second per source /24 (IPv4) or /64 (IPv6)")
 	circuitBurst := fs.Int("circuit-burst", region.DefaultCircuitBurst, "new circuits at once per source /24 or /64")
+	logFormat := configs.Default().Log.Format
+	fs.TextVar(&logFormat, "log-format", logFormat, logFormatUsage)
 	profiles := addProfileFlags(fs)
 	if code, ok := parseFlags(fs, simSynopsis, args, s); !ok {
 		return code
@@ -68,7 +70,7 @@ func runSim(args []string, s stdio) int {
 		fmt.Fprintf(s.err, "fairgrid sim: %v\n", err)
 		return exitUsage
 	}
-	log := slog.New(slog.NewTextHandler(s.err, nil))
+	log := newLogger(s.err, logFormat, nil)
 	srv, err := region.New(cfg, log)
 	if err != nil {
 		fmt.Fprintf(s.err, "fairgrid sim: %v\n", err)

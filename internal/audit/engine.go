@@ -138,7 +138,11 @@ func New(cfg Config) (*Auditor, error) {
 		// The replay is reported only with the series; without them its
 		// three controllers' work per datagram would be wasted.
 		tc.NewController = func(circuit.Key) ratecalc.Controller {
-			r, _ := newReplay(a.loop) // checked above with the same configuration
+			r, err := newReplay(a.loop)
+			if err != nil {
+				// New built one with the same configuration.
+				panic("audit BUG: the replay built in New fails now: " + err.Error())
+			}
 			return r
 		}
 	}

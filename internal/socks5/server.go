@@ -25,12 +25,32 @@ type Auth struct {
 	Password string
 }
 
+// MaxCredential is RFC 1929's bound on a username and on a password: each
+// has one length octet (§2).
+const MaxCredential = 255
+
+// CheckCredential is the one check of a username or a password: 1 to
+// MaxCredential bytes. The server, the client and the proxy's
+// configuration all use it.
+func CheckCredential(v string) error {
+	if v == "" {
+		return errors.New("empty")
+	}
+	if len(v) > MaxCredential {
+		return fmt.Errorf("%d bytes: at most %d bytes (RFC 1929)", len(v), MaxCredential)
+	}
+	return nil
+}
+
 func (a *Auth) validate() error {
 	if a == nil {
 		return nil
 	}
-	if len(a.Username) == 0 || len(a.Username) > 255 || len(a.Password) == 0 || len(a.Password) > 255 {
-		return errors.New("socks5: username and password must each be 1 to 255 bytes (RFC 1929 §2)")
+	if err := CheckCredential(a.Username); err != nil {
+		return fmt.Errorf("socks5: username: %w", err)
+	}
+	if err := CheckCredential(a.Password); err != nil {
+		return fmt.Errorf("socks5: password: %w", err)
 	}
 	return nil
 }

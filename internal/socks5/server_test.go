@@ -589,3 +589,20 @@ func TestNewRejects(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckCredential: the one RFC 1929 check, as the server and the
+// client apply it to their Auth.
+func TestCheckCredential(t *testing.T) {
+	for _, tc := range []struct {
+		v    string
+		want string
+	}{{"viewer", ""}, {strings.Repeat("u", MaxCredential), ""}, {"", "empty"}, {strings.Repeat("u", 256), "256 bytes: at most 255 bytes (RFC 1929)"}} {
+		err := CheckCredential(tc.v)
+		if (err == nil) != (tc.want == "") || err != nil && err.Error() != tc.want {
+			t.Errorf("%d bytes: %v; want %q", len(tc.v), err, tc.want)
+		}
+	}
+	if err := (&Auth{Username: "viewer"}).validate(); err == nil || err.Error() != "socks5: password: empty" {
+		t.Errorf("no password: %v", err)
+	}
+}

@@ -61,22 +61,22 @@ const (
 	DefaultHalfCloseTimeout = socks5.DefaultHalfCloseTimeout
 )
 
-// maxCredential is RFC 1929's bound on a username and a password (one
-// length octet each, §2).
-const maxCredential = 255
-
 // ErrPasswordFileAlone: a password file without a username to go with it.
 var ErrPasswordFileAlone = errors.New("proxy.password_file (--password-file) needs proxy.username (--user)")
 
 // CheckUsername checks the credentials' settings that need no password:
-// the username's length, and that a password file comes with a username.
-// The configuration's validation and Credentials both use it.
+// the username (socks5.CheckCredential), and that a password file comes
+// with a username. The configuration's validation and Credentials both
+// use it.
 func CheckUsername(user, passwordFile string) error {
-	if len(user) > maxCredential {
-		return fmt.Errorf("proxy.username (--user): %d bytes: at most %d bytes (RFC 1929)", len(user), maxCredential)
+	if user == "" {
+		if passwordFile != "" {
+			return ErrPasswordFileAlone
+		}
+		return nil
 	}
-	if passwordFile != "" && user == "" {
-		return ErrPasswordFileAlone
+	if err := socks5.CheckCredential(user); err != nil {
+		return fmt.Errorf("proxy.username (--user): %w", err)
 	}
 	return nil
 }
@@ -104,8 +104,8 @@ func Credentials(user, passwordFile, envPassword, envName string) (username, pas
 	if password == "" {
 		return "", "", fmt.Errorf("proxy.username (--user) %q needs a password: proxy.password_file (--password-file FILE) or $%s", user, envName)
 	}
-	if len(password) > maxCredential {
-		return "", "", fmt.Errorf("the password is %d bytes: at most %d bytes (RFC 1929)", len(password), maxCredential)
+	if err := socks5.CheckCredential(password); err != nil {
+		return "", "", fmt.Errorf("the password: %w", err)
 	}
 	return user, password, nil
 }
