@@ -90,6 +90,10 @@ func TestRunDaemonLive(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a 15-second run on loopback")
 	}
+	// Parallel beside the proxy's end-to-end run, which waits on the clock
+	// as this does. The SIGTERM below reaches every run() in the process:
+	// no other parallel test may start one.
+	t.Parallel()
 	type appliedThrottle struct {
 		bps float64
 		at  time.Time
