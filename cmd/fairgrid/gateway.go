@@ -49,7 +49,7 @@ func runGateway(args []string, s stdio) int {
 	check := fs.Bool("check-config", false, "validate the configuration and exit")
 	fs.String("listen", "", "public UDP address viewers reach (the region's ExternalHostName and port); with --region, one more route")
 	fs.String("region", "", "the region's internal UDP address (InternalAddress:InternalPort); with --listen")
-	fs.String("controller", "window", "the fair rate's controller by name: window, tfrc, or viewer; control.controller")
+	fs.String("controller", string(throttle.DefaultController), "the fair rate's controller by name: vtcp, window, tfrc, or viewer; control.controller")
 	segmentFlag(fs)
 	fs.Duration("interval", 5*time.Second, "decision interval; control.interval")
 	fs.String("scene-max", "50M", "the gateway's uplink, bits/s, shared by every viewer; gateway.scene_bps")

@@ -1,20 +1,23 @@
 package gateway
 
 import (
-	"github.com/fairgrid/fairgrid/capture/circuit"
+	"cmp"
 	"math"
 	"testing"
 	"time"
 
+	"github.com/fairgrid/fairgrid/capture/circuit"
 	"github.com/fairgrid/fairgrid/ratecalc"
 	"github.com/fairgrid/fairgrid/throttle"
 )
 
 // tcpFair is the TCP-fair rate of what a simulated viewer received after
-// the warm-up, from the link's ground truth: the TFRC equation (RFC 5348
-// §3.1) at the loss event rate of the dropped originals grouped by the
-// link's round trip, that round trip, and the mean datagram received (s
-// as the audit and the sidecar take it by default); and what it received.
+// the warm-up by the TFRC equation at the viewer's own packets: RFC 5348
+// §3.1 at the loss event rate of the dropped originals grouped by the
+// link's round trip, that round trip, and the mean datagram received (s as
+// RFC 5348 and window tracking take it by default); and what it received.
+// docs/fairness.md shows this per-packet rate starving a viewer beside real
+// TCP: it is what tfrc and window aim at, not one share (tcpShare).
 func tcpFair(v *simViewer, rtt, d time.Duration) (fair, received ratecalc.Rate, p float64) {
 	w := &v.after
 	p = float64(truthEvents(w.dropped, rtt)) / float64(w.originals)
@@ -22,38 +25,73 @@ func tcpFair(v *simViewer, rtt, d time.Duration) (fair, received ratecalc.Rate, 
 	return ratecalc.TFRCRate(s, rtt, p), ratecalc.RateFromDelta(float64(w.bytes), d), p
 }
 
+// tcpShare is one TCP share on the simulated link, the project's
+// TCP-fair rate (docs/fairness.md; the audit's Circuit.FairTCP): the TFRC
+// equation for a bulk flow of 1,460-byte segments, at the loss event rate
+// per segment of the bytes the viewer received (no more events than whole
+// segments' worth of bytes were dropped: ratecalc.SegmentLossEventRateOver),
+// from the link's ground truth, and the link's round trip. At random loss
+// a segment is lost as often per byte as the viewer's datagrams, so this
+// is what a TCP flow beside it gets; the audit's estimate of it was
+// 0.78–0.97 of a real gVisor CUBIC flow at 3 % loss (docs/fairness.md).
+func tcpShare(v *simViewer, rtt time.Duration) (share ratecalc.Rate, pSeg float64) {
+	w := &v.after
+	s := w.payload / float64(w.deliveredOrigins)
+	pSeg = ratecalc.SegmentLossEventRateOver(float64(w.bytes), float64(len(w.dropped)), float64(truthEvents(w.dropped, rtt)), s)
+	return ratecalc.TFRCRate(ratecalc.NominalSegmentSize, rtt, pSeg), pSeg
+}
+
 // TestStockViewerGetsFairRate: a stock viewer asking for 1,500 kbit/s on
 // a link with 3 % loss each way and 50 ms each way (the demo's delay; a
 // 100 ms round trip) receives within ±20 % of the TCP-fair rate through
-// the gateway, where without it the region would send what it asks
-// (README: about 2.4× at 3 %). Each controller the gateway can take by
-// name; virtual time, 120 s of which the last 80 are judged.
+// the gateway, where without it the region would send what it asks.
+// Virtual time, 120 s of which the last 80 are judged, three seeds.
 //
-// TFRC holds ±20 %. Window tracking emulates Reno, whose steady state is
-// the Mathis rate, 1.22·s/(R·√p): at p ≈ 3 % that is about 1.2× the TFRC
-// equation, whose RTO term the Mathis rate lacks (congestion.md §6.7), and
-// the window's halving at most once per RTT adds to it; it is held to
-// [0.8, 1.5] here and the ±20 % is not claimed for it.
+// The TCP-fair rate is one TCP share (tcpShare), the project's and the
+// issue's: the stock viewer's 1,500 kbit/s is 2.2–2.4× it here, the issue's
+// "about 2.4×". The default controller, vtcp, is held to ±20 % of it. The
+// baselines aim elsewhere and are held to their own models: tfrc to ±20 %
+// of the TFRC equation at the viewer's mean datagram (tcpFair), window
+// tracking to [0.8, 1.5] of it (Reno's steady state is the Mathis rate,
+// 1.22·s/(R·√p), about 1.25× the TFRC equation at p ≈ 2.5 %, whose RTO
+// term Mathis lacks). Both are 0.4–0.6 of one share: the equation at the
+// viewer's 570-byte mean datagram is 0.39 of the same equation at 1,460
+// bytes. With the nominal segment (control.segment = "nominal", TFRC-SP's
+// s) tfrc reaches one share at random loss too; at drop-tail loss it does
+// not (docs/fairness.md), which is why vtcp is the default.
 func TestStockViewerGetsFairRate(t *testing.T) {
 	const delay = 50 * time.Millisecond
 	ask := ratecalc.RateFromBits(1_500_000)
 	for _, tc := range []struct {
-		ctl    throttle.ControllerName
-		lo, hi float64
-	}{{throttle.TFRC, 0.8, 1.2}, {throttle.Window, 0.8, 1.5}} {
-		ctl := tc.ctl
-		t.Run(string(ctl), func(t *testing.T) {
+		ctl     throttle.ControllerName
+		segment throttle.Segment
+		share   bool // judged against one share (tcpShare), else the equation at the mean datagram (tcpFair)
+		lo, hi  float64
+	}{
+		{throttle.VirtualTCP, "", true, 0.8, 1.2},
+		{throttle.TFRC, throttle.SegmentNominal, true, 0.8, 1.2},
+		{throttle.TFRC, "", false, 0.8, 1.2},
+		{throttle.Window, "", false, 0.8, 1.5},
+	} {
+		t.Run(string(tc.ctl)+"/"+cmp.Or(string(tc.segment), "default"), func(t *testing.T) {
 			for _, seed := range seeds(3, 5, 9) {
-				r := runSim(t, simConfig{loss: 0.03, delay: delay, viewers: []ratecalc.Rate{ask}, ctl: ctl,
+				r := runSim(t, simConfig{loss: 0.03, delay: delay, viewers: []ratecalc.Rate{ask}, ctl: tc.ctl, segment: tc.segment,
 					run: 120 * time.Second, warmup: 40 * time.Second, seed: seed})
 				fair, got, p := tcpFair(r.viewers[0], 2*delay, 80*time.Second)
+				share, pSeg := tcpShare(r.viewers[0], 2*delay)
 				st := r.stats[0]
-				t.Logf("seed %d: received %.0f bit/s, TCP-fair %.0f bit/s at p %.4f (%.2f×); asked %.0f; gateway: fair %.0f, p %.4f, RTT %v",
-					seed, got.BitsPerSecond(), fair.BitsPerSecond(), p, float64(got/fair), ask.BitsPerSecond(), st.Fair.BitsPerSecond(), st.Controller.LossEventRate, st.RTT)
+				t.Logf("seed %d: received %.0f bit/s: %.2f× one share (%.0f bit/s at p %.4f per segment), %.2f× the equation at the mean datagram (%.0f bit/s at p %.4f); "+
+					"the ask is %.2f× one share; gateway: fair %.0f, p %.4f, RTT %v",
+					seed, got.BitsPerSecond(), float64(got/share), share.BitsPerSecond(), pSeg, float64(got/fair), fair.BitsPerSecond(), p,
+					float64(ask/share), st.Fair.BitsPerSecond(), st.Controller.LossEventRate, st.RTT)
 				k := r.core.Counters()
 				t.Logf("seed %d: %d AgentThrottles asserted, %d rewritten, %d datagrams dropped at full queues", seed, k.Asserts, k.Rewrites, k.Drops[QueueFull])
-				if q := float64(got / fair); q < tc.lo || q > tc.hi {
-					t.Errorf("seed %d: received %.2f× the TCP-fair rate", seed, q)
+				q := float64(got / fair)
+				if tc.share {
+					q = float64(got / share)
+				}
+				if q < tc.lo || q > tc.hi {
+					t.Errorf("seed %d: received %.2f× the rate it is judged against, want %.2f–%.2f", seed, q, tc.lo, tc.hi)
 				}
 			}
 		})

@@ -1,0 +1,81 @@
+package gatewaylab
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRun runs both arms briefly on the demo's link: 4 s of warm-up and
+// 8 s measured, the gateway deciding every second (its default is 5 s,
+// too slow for so short a run). Real time, two arms at once: on a loaded
+// machine the rates move, so what is asserted holds whatever the load —
+// what crosses the link fits in it, each arm's viewer is served and the
+// download moves, and the gateway carried the circuit, measured it and
+// kept the region at its rate — and the comparison is logged.
+func TestRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real time: 12 s")
+	}
+	cfg := Config{Warmup: 4 * time.Second, Duration: 8 * time.Second, Interval: time.Second}
+	r, err := Run(context.Background(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := WriteText(&out, r); err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + out.String())
+	for _, a := range r.Arms {
+		if a.Seconds < 7 {
+			t.Errorf("%s: measured %.1f s of 8", a.Arm, a.Seconds)
+		}
+		if a.ViewerBPS <= 0 || a.DownloadBPS <= 0 {
+			t.Errorf("%s: viewer %.0f bit/s, download %.0f bit/s: want both served", a.Arm, a.ViewerBPS, a.DownloadBPS)
+		}
+		// Goodput is below the wire rate (TCP/IP headers), and the
+		// viewer's rate is on the wire: together at most the link, plus
+		// what was queued at the start of the measurement (100 datagrams).
+		queued := 100 * 1500 * 8 / a.Seconds
+		if sum := a.DownloadBPS + a.ViewerBPS; sum > r.LinkBPS+queued {
+			t.Errorf("%s: %.0f bit/s crossed a %.0f bit/s link", a.Arm, sum, r.LinkBPS)
+		}
+	}
+	gw, ok := r.Arm(Gateway)
+	if !ok || gw.Gateway == nil {
+		t.Fatalf("no gateway arm: %+v", r.Arms)
+	}
+	v := gw.Gateway
+	if v.FairBPS <= 0 || v.RTTms < 2*r.DelayMs || v.Asserts == 0 {
+		t.Errorf("the gateway did not measure and decide: %+v", v)
+	}
+	// The rate in force is the lesser of the request and the fair rate.
+	if v.RateBPS > v.FairBPS*1.001 && v.RateBPS > gw.ViewerRequestBPS*1.001 {
+		t.Errorf("rate in force %.0f above both the fair rate %.0f and the request %.0f", v.RateBPS, v.FairBPS, gw.ViewerRequestBPS)
+	}
+	if !strings.Contains(out.String(), "gateway") || !strings.Contains(out.String(), "stock") {
+		t.Errorf("the report lacks an arm:\n%s", out.String())
+	}
+}
+
+// TestValidate: what Run refuses, it refuses before starting anything.
+func TestValidate(t *testing.T) {
+	for _, cfg := range []Config{
+		{Duration: time.Millisecond},
+		{Warmup: -time.Second},
+		{Arms: []Arm{Gateway, Gateway}},
+		{Arms: []Arm{"sidecar"}},
+		{Controller: "cubic"},
+		{Interval: time.Millisecond},
+	} {
+		if _, err := Run(context.Background(), cfg, nil); err == nil {
+			t.Errorf("%+v: no error", cfg)
+		}
+	}
+	if err := (Config{}).Validate(); err != nil {
+		t.Errorf("the defaults: %v", err)
+	}
+}
