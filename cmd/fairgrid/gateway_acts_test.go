@@ -3,10 +3,7 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"runtime"
 	"testing"
@@ -15,6 +12,7 @@ import (
 	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/opensim"
 	"github.com/fairgrid/fairgrid/opensim/gateway"
+	"github.com/fairgrid/fairgrid/opensim/gateway/gatewaytest"
 	"github.com/fairgrid/fairgrid/ratecalc"
 	"github.com/fairgrid/fairgrid/throttle"
 )
@@ -22,254 +20,19 @@ import (
 // Each [gateway] key acting on a running gateway (gatewayKeyCases): a
 // gateway on loopback built from the file's Config, in front of a stand-in
 // region — a UDP socket that records what reaches it and sends what the
-// case says — and test viewers sending LLUDP from sockets of their own.
-
-// actWait bounds every wait for a datagram or a state on a loaded machine.
-const actWait = 10 * time.Second
-
-// regionGot is a datagram that reached the stand-in region.
-type regionGot struct {
-	from netip.AddrPort
-	b    []byte
-}
-
-// standInRegion is a region's UDP socket: what reaches it is recorded.
-type standInRegion struct {
-	conn *net.UDPConn
-	got  chan regionGot
-}
-
-func startStandInRegion(t *testing.T) *standInRegion {
-	t.Helper()
-	conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.0.0.1:0")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &standInRegion{conn: conn, got: make(chan regionGot, 4096)}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		buf := make([]byte, 8192)
-		for {
-			n, from, err := conn.ReadFromUDPAddrPort(buf)
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			if err == nil {
-				select {
-				case r.got <- regionGot{from, append([]byte(nil), buf[:n]...)}:
-				default:
-				}
-			}
-		}
-	}()
-	t.Cleanup(func() { conn.Close(); <-done })
-	return r
-}
-
-func (r *standInRegion) addr() netip.AddrPort { return r.conn.LocalAddr().(*net.UDPAddr).AddrPort() }
-
-// next is the next datagram to reach the region.
-func (r *standInRegion) next(t *testing.T) regionGot {
-	t.Helper()
-	select {
-	case g := <-r.got:
-		return g
-	case <-time.After(actWait):
-		t.Fatal("nothing reached the region")
-		return regionGot{}
-	}
-}
-
-// nextOf is the next datagram of message id to reach the region.
-func (r *standInRegion) nextOf(t *testing.T, id lludp.MessageID) regionGot {
-	t.Helper()
-	for {
-		g := r.next(t)
-		if h, _, _, err := lludp.ParseHeader(g.b); err == nil && h.ID == id {
-			return g
-		}
-	}
-}
-
-// send sends a region datagram of message id, size bytes, to a circuit's
-// endpoint at the gateway.
-func (r *standInRegion) send(t *testing.T, to netip.AddrPort, id lludp.MessageID, seq uint32, flags lludp.Flags, size int) {
-	t.Helper()
-	payload := lludp.AppendMessageNumber(nil, id)
-	payload = append(payload, make([]byte, size-len(payload)-lludp.HeaderSize)...)
-	if _, err := r.conn.WriteToUDPAddrPort(lludp.AppendPacket(nil, lludp.Header{Flags: flags, Sequence: seq}, payload, nil), to); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// gatewayUnderTest is a running gateway, its region, and the sources its
-// tap has seen datagrams from, in the order it handled them.
-type gatewayUnderTest struct {
-	gw     *gateway.Gateway
-	region *standInRegion
-	seen   chan netip.AddrPort
-}
-
-// runTestGateway runs a gateway with cfg in front of a stand-in region
-// (cfg's routes, if it has none: one to region) until the test ends.
-func runTestGateway(t *testing.T, cfg gateway.Config, region *standInRegion) *gatewayUnderTest {
-	t.Helper()
-	if region == nil {
-		region = startStandInRegion(t)
-	}
-	if len(cfg.Routes) == 0 {
-		cfg.Routes = []gateway.Route{{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Region: region.addr()}}
-	}
-	u := &gatewayUnderTest{region: region, seen: make(chan netip.AddrPort, 4096)}
-	// The tap runs as the gateway handles each viewer datagram, in order.
-	cfg.Tap = func(d lludp.Datagram) {
-		select {
-		case u.seen <- d.Src:
-		default:
-		}
-	}
-	gw, err := gateway.New(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.gw = gw
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- gw.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("gateway: %v", err)
-		}
-	})
-	return u
-}
-
-// handledFresh returns once the gateway has handled every datagram sent
-// so far from endpoints it had no circuit for: those wait in one queue, in
-// order, so when a marker sent after them from a fresh endpoint reaches
-// the tap, they have been handled.
-func (u *gatewayUnderTest) handledFresh(t *testing.T) {
-	t.Helper()
-	marker := newTestViewer(t, u.gw.Addr(0), 999, netip.MustParseAddr("127.0.0.1"))
-	marker.send(t, &lludp.AgentUpdate{}, 0)
-	deadline := time.After(actWait)
-	for {
-		select {
-		case src := <-u.seen:
-			if src == marker.addr() {
-				return
-			}
-		case <-deadline:
-			t.Fatal("the gateway never handled the marker")
-		}
-	}
-}
-
-// testViewer sends LLUDP to the gateway from a socket of its own.
-type testViewer struct {
-	conn *net.UDPConn
-	to   netip.AddrPort
-	code uint32
-	seq  uint32
-}
-
-func newTestViewer(t *testing.T, to netip.AddrPort, code uint32, src netip.Addr) *testViewer {
-	t.Helper()
-	conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(src, 0)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return &testViewer{conn: conn, to: to, code: code}
-}
-
-func (v *testViewer) addr() netip.AddrPort { return v.conn.LocalAddr().(*net.UDPAddr).AddrPort() }
-
-func (v *testViewer) agent() lludp.AgentData {
-	return lludp.AgentData{AgentID: lludp.UUID{1, byte(v.code)}, SessionID: lludp.UUID{2, byte(v.code)}}
-}
-
-func (v *testViewer) send(t *testing.T, m lludp.Typed, flags lludp.Flags) {
-	t.Helper()
-	v.seq++
-	b, err := lludp.AppendMessage(nil, lludp.Header{Sequence: v.seq, Flags: flags}, m, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := v.conn.WriteToUDPAddrPort(b, v.to); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func (v *testViewer) useCircuitCode(t *testing.T) {
-	ad := v.agent()
-	v.send(t, &lludp.UseCircuitCode{Code: v.code, AgentID: ad.AgentID, SessionID: ad.SessionID}, lludp.FlagReliable)
-}
-
-func (v *testViewer) throttle(t *testing.T, th [lludp.NumCategories]float32) {
-	v.send(t, &lludp.AgentThrottle{AgentData: v.agent(), CircuitCode: v.code, Throttles: th}, 0)
-}
-
-// recv is the next datagram from the gateway, and when it arrived.
-func (v *testViewer) recv(t *testing.T) (lludp.Header, time.Time) {
-	t.Helper()
-	buf := make([]byte, 8192)
-	v.conn.SetReadDeadline(time.Now().Add(actWait))
-	n, err := v.conn.Read(buf)
-	if err != nil {
-		t.Fatalf("viewer: %v", err)
-	}
-	h, _, _, err := lludp.ParseHeader(buf[:n])
-	if err != nil {
-		t.Fatalf("viewer: %v", err)
-	}
-	return h, time.Now()
-}
-
-// loggedIn logs v in through u and returns the endpoint the region sees
-// for it; with th, the viewer's AgentThrottle has reached the region too
-// (so the gateway applied it).
-func (u *gatewayUnderTest) loggedIn(t *testing.T, v *testViewer, th *[lludp.NumCategories]float32) netip.AddrPort {
-	t.Helper()
-	v.useCircuitCode(t)
-	from := u.region.nextOf(t, lludp.UseCircuitCodeID).from
-	if th != nil {
-		v.throttle(t, *th)
-		u.region.nextOf(t, lludp.AgentThrottleID)
-	}
-	return from
-}
-
-// waitUntil waits for cond, looking every 10 ms: a timeout on real
-// sockets shows only in its effect, which no event announces.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(actWait)
-	for !cond() {
-		select {
-		case <-tick.C:
-		case <-deadline:
-			t.Fatalf("%s: not within %v", what, actWait)
-		}
-	}
-}
-
-var loopbackAddr = netip.MustParseAddr("127.0.0.1")
+// case says — and test viewers sending LLUDP from sockets of their own
+// (package gatewaytest).
 
 // routesAct: the configured route is what the gateway serves: a viewer's
 // UseCircuitCode at its public address reaches that region from a socket
 // of the gateway's; with the default, no routes, there is no gateway.
 func routesAct(t *testing.T, _, def gateway.Config) {
-	region := startStandInRegion(t)
-	cfg := gatewayFileConfig(t, fmt.Sprintf(`routes = ["127.0.0.1:0=%v"]`, region.addr()))
-	u := runTestGateway(t, cfg, region)
-	v := newTestViewer(t, u.gw.Addr(0), 1, loopbackAddr)
-	if from := u.loggedIn(t, v, nil); from == v.addr() || !from.IsValid() {
-		t.Errorf("the region saw the viewer at %v, its own address %v", from, v.addr())
+	region := gatewaytest.StartRegion(t)
+	cfg := gatewayFileConfig(t, fmt.Sprintf(`routes = ["127.0.0.1:0=%v"]`, region.Addr()))
+	u := gatewaytest.Start(t, cfg, region)
+	v := gatewaytest.NewViewer(t, u.GW.Addr(0), 1, gatewaytest.Loopback)
+	if from := u.LoggedIn(t, v, nil); from == v.Addr() || !from.IsValid() {
+		t.Errorf("the region saw the viewer at %v, its own address %v", from, v.Addr())
 	}
 	if _, err := gateway.New(def, nil); err == nil {
 		t.Error("the default configuration (no routes) made a gateway")
@@ -284,9 +47,9 @@ func bindAct(t *testing.T, changed, def gateway.Config) {
 	for _, tc := range []struct {
 		cfg  gateway.Config
 		want netip.Addr
-	}{{changed, netip.MustParseAddr("127.0.0.2")}, {def, loopbackAddr}} {
-		u := runTestGateway(t, tc.cfg, nil)
-		if from := u.loggedIn(t, newTestViewer(t, u.gw.Addr(0), 1, loopbackAddr), nil); from.Addr() != tc.want {
+	}{{changed, netip.MustParseAddr("127.0.0.2")}, {def, gatewaytest.Loopback}} {
+		u := gatewaytest.Start(t, tc.cfg, nil)
+		if from := u.LoggedIn(t, gatewaytest.NewViewer(t, u.GW.Addr(0), 1, gatewaytest.Loopback), nil); from.Addr() != tc.want {
 			t.Errorf("bind %v: the region saw the circuit from %v, want %v", tc.cfg.Bind, from, tc.want)
 		}
 	}
@@ -302,15 +65,15 @@ var askFast = throttle.ViewerSplit(ratecalc.RateFromBits(2_000_000))
 // 0.55 s (asserted: 0.4 s); at the default caps, in a fraction of that.
 func rateCapAct(t *testing.T, changed, def gateway.Config) {
 	span := func(cfg gateway.Config) time.Duration {
-		u := runTestGateway(t, cfg, nil)
-		v := newTestViewer(t, u.gw.Addr(0), 1, loopbackAddr)
-		at := u.loggedIn(t, v, &askFast)
+		u := gatewaytest.Start(t, cfg, nil)
+		v := gatewaytest.NewViewer(t, u.GW.Addr(0), 1, gatewaytest.Loopback)
+		at := u.LoggedIn(t, v, &askFast)
 		for i := range 8 {
-			u.region.send(t, at, lludp.ImagePacketID, uint32(10+i), lludp.FlagReliable, 1000)
+			u.Region.Send(t, at, gatewaytest.Datagram(lludp.ImagePacketID, uint32(10+i), lludp.FlagReliable, 1000, nil))
 		}
 		var first, last time.Time
 		for i := 0; i < 8; {
-			h, when := v.recv(t)
+			h, _, when := v.Recv(t)
 			if h.ID != lludp.ImagePacketID {
 				continue
 			}
@@ -341,20 +104,20 @@ func rateCapAct(t *testing.T, changed, def gateway.Config) {
 // all been queued or dropped.
 func queueBoundAct(t *testing.T, changed, def gateway.Config) {
 	refused := func(cfg gateway.Config) uint64 {
-		u := runTestGateway(t, cfg, nil)
-		v := newTestViewer(t, u.gw.Addr(0), 1, loopbackAddr)
+		u := gatewaytest.Start(t, cfg, nil)
+		v := gatewaytest.NewViewer(t, u.GW.Addr(0), 1, gatewaytest.Loopback)
 		slow := throttle.ViewerSplit(ratecalc.RateFromBits(64_000))
-		at := u.loggedIn(t, v, &slow)
+		at := u.LoggedIn(t, v, &slow)
 		for i := range 20 {
-			u.region.send(t, at, lludp.ImagePacketID, uint32(10+i), lludp.FlagReliable, 1000)
+			u.Region.Send(t, at, gatewaytest.Datagram(lludp.ImagePacketID, uint32(10+i), lludp.FlagReliable, 1000, nil))
 		}
-		u.region.send(t, at, lludp.StartPingCheckID, 30, 0, 18)
+		u.Region.Send(t, at, gatewaytest.Datagram(lludp.StartPingCheckID, 30, 0, 18, nil))
 		for {
-			if h, _ := v.recv(t); h.ID == lludp.StartPingCheckID {
+			if h, _, _ := v.Recv(t); h.ID == lludp.StartPingCheckID {
 				break
 			}
 		}
-		c := u.gw.Circuits()
+		c := u.GW.Circuits()
 		if len(c) != 1 {
 			t.Fatalf("%d circuits", len(c))
 		}
@@ -378,18 +141,18 @@ func avatarPriorityAct(t *testing.T, changed, def gateway.Config) {
 	th[lludp.Task] = 40_000
 	th[lludp.Texture] = 360_000
 	texturesAhead := func(cfg gateway.Config) int {
-		u := runTestGateway(t, cfg, nil)
-		v := newTestViewer(t, u.gw.Addr(0), 1, loopbackAddr)
-		at := u.loggedIn(t, v, &th)
+		u := gatewaytest.Start(t, cfg, nil)
+		v := gatewaytest.NewViewer(t, u.GW.Addr(0), 1, gatewaytest.Loopback)
+		at := u.LoggedIn(t, v, &th)
 		for i := range 20 {
-			u.region.send(t, at, lludp.ImagePacketID, uint32(10+i), lludp.FlagReliable, 1000)
+			u.Region.Send(t, at, gatewaytest.Datagram(lludp.ImagePacketID, uint32(10+i), lludp.FlagReliable, 1000, nil))
 		}
 		for i := range 10 {
-			u.region.send(t, at, lludp.ImprovedTerseObjectUpdateID, uint32(30+i), 0, 120)
+			u.Region.Send(t, at, gatewaytest.Datagram(lludp.ImprovedTerseObjectUpdateID, uint32(30+i), 0, 120, nil))
 		}
 		textures, ahead := 0, 0
 		for avatars := 0; avatars < 10; {
-			h, _ := v.recv(t)
+			h, _, _ := v.Recv(t)
 			switch h.ID {
 			case lludp.ImagePacketID:
 				textures++
@@ -415,18 +178,18 @@ func avatarPriorityAct(t *testing.T, changed, def gateway.Config) {
 func capAct(activate, evict bool) func(t *testing.T, changed, def gateway.Config) {
 	return func(t *testing.T, changed, def gateway.Config) {
 		run := func(cfg gateway.Config) gateway.Counters {
-			u := runTestGateway(t, cfg, nil)
+			u := gatewaytest.Start(t, cfg, nil)
 			for code := range uint32(2) {
-				v := newTestViewer(t, u.gw.Addr(0), code+1, loopbackAddr)
-				u.loggedIn(t, v, nil)
+				v := gatewaytest.NewViewer(t, u.GW.Addr(0), code+1, gatewaytest.Loopback)
+				u.LoggedIn(t, v, nil)
 				if activate {
-					v.send(t, &lludp.CompleteAgentMovement{AgentData: v.agent(), CircuitCode: v.code}, lludp.FlagReliable)
-					u.region.nextOf(t, lludp.CompleteAgentMovementID)
+					v.Send(t, &lludp.CompleteAgentMovement{AgentData: v.Agent(), CircuitCode: v.Code()}, lludp.FlagReliable)
+					u.Region.NextOf(t, lludp.CompleteAgentMovementID)
 				}
 			}
-			newTestViewer(t, u.gw.Addr(0), 3, loopbackAddr).useCircuitCode(t)
-			u.handledFresh(t)
-			return u.gw.Counters()
+			gatewaytest.NewViewer(t, u.GW.Addr(0), 3, gatewaytest.Loopback).UseCircuitCode(t)
+			u.HandledFresh(t)
+			return u.GW.Counters()
 		}
 		capped, free := run(changed), run(def)
 		t.Logf("capped: %d circuits (%d pending), %d refused, %d evicted; defaults: %d circuits (%d pending), %d refused, %d evicted",
@@ -459,30 +222,30 @@ const (
 // when it has, the default one still carries it.
 func timeoutAct(s silence) func(t *testing.T, changed, def gateway.Config) {
 	return func(t *testing.T, changed, def gateway.Config) {
-		var us [2]*gatewayUnderTest
+		var us [2]*gatewaytest.Gateway
 		var last [2]time.Time
 		for i, cfg := range []gateway.Config{changed, def} {
-			u := runTestGateway(t, cfg, nil)
-			v := newTestViewer(t, u.gw.Addr(0), 1, loopbackAddr)
+			u := gatewaytest.Start(t, cfg, nil)
+			v := gatewaytest.NewViewer(t, u.GW.Addr(0), 1, gatewaytest.Loopback)
 			// The clock starts before the viewer's last datagram is sent:
 			// the gateway's timeout runs from no earlier.
 			last[i] = time.Now()
-			u.loggedIn(t, v, nil)
+			u.LoggedIn(t, v, nil)
 			if s >= goSilent {
 				last[i] = time.Now()
-				v.send(t, &lludp.CompleteAgentMovement{AgentData: v.agent(), CircuitCode: v.code}, lludp.FlagReliable)
-				u.region.nextOf(t, lludp.CompleteAgentMovementID)
+				v.Send(t, &lludp.CompleteAgentMovement{AgentData: v.Agent(), CircuitCode: v.Code()}, lludp.FlagReliable)
+				u.Region.NextOf(t, lludp.CompleteAgentMovementID)
 			}
 			if s == closeCircuit {
 				last[i] = time.Now()
-				v.send(t, &lludp.CloseCircuit{}, 0)
-				u.region.nextOf(t, lludp.CloseCircuitID)
+				v.Send(t, &lludp.CloseCircuit{}, 0)
+				u.Region.NextOf(t, lludp.CloseCircuitID)
 			}
 			us[i] = u
 		}
-		waitUntil(t, "the changed timeout closes the circuit", func() bool { return us[0].gw.Counters().Expired == 1 })
+		gatewaytest.WaitUntil(t, "the changed timeout closes the circuit", func() bool { return us[0].GW.Counters().Expired == 1 })
 		took := time.Since(last[0])
-		other := us[1].gw.Counters()
+		other := us[1].GW.Counters()
 		t.Logf("closed %v after the viewer's last datagram; the default gateway carries %d circuits", took, other.Viewers)
 		if took < 300*time.Millisecond {
 			t.Errorf("closed after %v, before its 300 ms", took)
