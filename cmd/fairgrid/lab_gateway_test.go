@@ -19,6 +19,7 @@ func TestLabGatewayCommandLine(t *testing.T) {
 		{"negative warm-up", []string{"lab", "gateway", "--warmup", "-1s"}, "warm-up"},
 		{"bad interval", []string{"lab", "gateway", "--interval", "1ms"}, "interval"},
 		{"bad loss", []string{"lab", "gateway", "--loss", "1.5"}, "link"},
+		{"unknown arm", []string{"lab", "gateway", "--arms", "gateway,proxy"}, `arm "proxy"`},
 		{"bad format", []string{"lab", "gateway", "--format", "xml"}, "want text or json"},
 		{"positional", []string{"lab", "gateway", "extra"}, "unexpected argument"},
 	} {

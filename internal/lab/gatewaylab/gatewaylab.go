@@ -1,17 +1,20 @@
 package gatewaylab
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/netip"
 	"time"
 
 	"github.com/fairgrid/fairgrid/internal/lab/link"
 	"github.com/fairgrid/fairgrid/internal/lab/tcpflow"
 	"github.com/fairgrid/fairgrid/internal/lab/viewer"
+	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/opensim"
 	"github.com/fairgrid/fairgrid/opensim/gateway"
 	"github.com/fairgrid/fairgrid/opensim/region"
@@ -38,6 +41,11 @@ const (
 	// Gateway: the viewer through fairgrid's gateway at the region's
 	// public address.
 	Gateway Arm = "gateway"
+	// Sidecar: through the gateway, with fairgrid's client side at the
+	// viewer as well (the sidecar: measure what arrives, send the
+	// viewer's AgentThrottle every interval, across the link), with the
+	// gateway's controller and interval.
+	Sidecar Arm = "gateway+sidecar"
 )
 
 // Config describes a run. Zero fields take the defaults named.
@@ -89,12 +97,14 @@ func (c Config) Validate() error {
 	}
 	seen := map[Arm]bool{}
 	for _, a := range c.Arms {
-		if a != Stock && a != Gateway || seen[a] {
-			errs = append(errs, fmt.Errorf("arm %q: want %s or %s, once each", a, Gateway, Stock))
+		if a != Stock && a != Gateway && a != Sidecar || seen[a] {
+			errs = append(errs, fmt.Errorf("arm %q: want %s, %s or %s, once each", a, Gateway, Sidecar, Stock))
 		}
 		seen[a] = true
 	}
 	if _, err := c.gatewayConfig(netip.MustParseAddrPort("127.0.0.1:9")).WithDefaults(); err != nil {
+		errs = append(errs, err)
+	} else if _, err := throttle.New(c.sidecarConfig(), nil); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
@@ -103,6 +113,13 @@ func (c Config) Validate() error {
 func (c Config) gatewayConfig(sim netip.AddrPort) gateway.Config {
 	return gateway.Config{Routes: []gateway.Route{{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Region: sim}},
 		Control: throttle.Config{Controller: c.Controller, Interval: c.Interval}}
+}
+
+// sidecarConfig is the client side's: the gateway's controller and
+// interval.
+func (c Config) sidecarConfig() throttle.Config {
+	gc := c.gatewayDefaults()
+	return throttle.Config{Controller: gc.Control.Controller, Interval: gc.Control.Interval}
 }
 
 // ArmResult is one arm over the measured part of its run.
@@ -150,6 +167,22 @@ type GatewayView struct {
 	// region and the viewer's it rewrote, over the whole run.
 	Asserts  uint64 `json:"asserts"`
 	Rewrites uint64 `json:"rewrites"`
+	// PerSecond samples the circuit once a second over the measured part:
+	// the request the gateway saw (the viewer's, or the client side's),
+	// its fair rate, and the rate in force, bits/s. RateCV is the rate in
+	// force's coefficient of variation over them: how much it moves.
+	PerSecond []RateSample `json:"per_second"`
+	RateCV    float64      `json:"rate_cv"`
+	// ClientRequests counts the client side's requests (the sidecar arm).
+	ClientRequests uint64 `json:"client_requests,omitempty"`
+}
+
+// RateSample is the gateway's view of the circuit at one moment, bits/s.
+type RateSample struct {
+	T        float64 `json:"t_s"`
+	AskedBPS float64 `json:"asked_bps"`
+	FairBPS  float64 `json:"fair_bps"`
+	RateBPS  float64 `json:"rate_bps"`
 }
 
 // Result is a run.
@@ -253,7 +286,7 @@ func RunArm(ctx context.Context, cfg Config, arm Arm, log *slog.Logger) (ArmResu
 	g.Add(sim.Run, nil)
 	upstream := sim.Addr()
 	var gw *gateway.Gateway
-	if arm == Gateway {
+	if arm != Stock {
 		if gw, err = gateway.New(cfg.gatewayConfig(sim.Addr()), log.With("component", "gateway")); err != nil {
 			closeRegion(sim)
 			return ArmResult{}, err
@@ -263,7 +296,17 @@ func RunArm(ctx context.Context, cfg Config, arm Arm, log *slog.Logger) (ArmResu
 	}
 	// The relay puts the viewer's datagrams on the bottleneck as flows
 	// "lludp VIEWER up" and "lludp VIEWER down".
-	relay, err := link.New(link.Config{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Upstream: upstream, Shared: b}, log)
+	var source *throttle.PushSource
+	var tap func(link.Datagram)
+	if arm == Sidecar {
+		// The client side sees what the viewer's host sees; the payload
+		// is only lent.
+		source = throttle.NewChanSource(4096)
+		tap = func(d link.Datagram) {
+			source.Push(lludp.Datagram{At: d.At, Src: d.Src, Dst: d.Dst, Payload: bytes.Clone(d.Payload)})
+		}
+	}
+	relay, err := link.New(link.Config{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Upstream: upstream, Shared: b, Tap: tap}, log)
 	if err != nil {
 		closeRegion(sim)
 		closeGateway(gw)
@@ -278,16 +321,35 @@ func RunArm(ctx context.Context, cfg Config, arm Arm, log *slog.Logger) (ArmResu
 	}
 	g.Add(relay.Run, nil)
 	g.Add(v.Run, nil)
+	var loop *throttle.Loop
+	if arm == Sidecar {
+		if loop, err = throttle.New(cfg.sidecarConfig(), log); err == nil {
+			var sc *throttle.Sidecar
+			if sc, err = throttle.NewSidecar(throttle.SidecarConfig{Loop: loop, Source: source, Sender: relaySender{relay}, Log: log}); err == nil {
+				sc.AddTo(&g)
+			}
+		}
+		if err != nil {
+			closeRegion(sim)
+			closeGateway(gw)
+			closeRelay(relay)
+			return ArmResult{}, err
+		}
+	}
 	downName := fmt.Sprintf("lludp %v down", v.Addr())
 
 	var first, last link.BottleneckStats
 	var read0, read1 uint64
 	var gw0, gw1 gateway.CircuitStats
+	var samples []RateSample
 	g.Add(func(ctx context.Context) error {
 		warm := time.NewTimer(cfg.Warmup)
 		defer warm.Stop()
 		end := time.NewTimer(cfg.Warmup + cfg.Duration)
 		defer end.Stop()
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		var warmAt time.Time
 		for {
 			select {
 			case <-ctx.Done():
@@ -295,6 +357,12 @@ func RunArm(ctx context.Context, cfg Config, arm Arm, log *slog.Logger) (ArmResu
 			case <-warm.C:
 				first, read0 = b.Stats(), download.Read(link.Down)
 				gw0, _ = circuit(gw)
+				warmAt = time.Now()
+			case now := <-tick.C:
+				if c, ok := circuit(gw); ok && !warmAt.IsZero() {
+					samples = append(samples, RateSample{T: now.Sub(warmAt).Seconds(), AskedBPS: c.Asked.BitsPerSecond(),
+						FairBPS: c.Fair.BitsPerSecond(), RateBPS: c.Rate.BitsPerSecond()})
+				}
 			case <-end.C:
 				last, read1 = b.Stats(), download.Read(link.Down)
 				gw1, _ = circuit(gw)
@@ -327,8 +395,45 @@ func RunArm(ctx context.Context, cfg Config, arm Arm, log *slog.Logger) (ArmResu
 		}
 		k := gw.Counters()
 		r.Gateway = gatewayView(cfg, gw0, gw1, k)
+		r.Gateway.PerSecond, r.Gateway.RateCV = samples, rateCV(samples)
+		if loop != nil {
+			r.Gateway.ClientRequests = loop.Stats().Requests
+		}
 	}
 	return r, nil
+}
+
+// relaySender sends the client side's AgentThrottle from the viewer's
+// host, across the link.
+type relaySender struct{ r *link.Relay }
+
+func (s relaySender) Send(_ context.Context, req throttle.Request) error {
+	b, err := req.Encode()
+	if err != nil {
+		return err
+	}
+	s.r.InjectUp(req.Circuit.Viewer, b)
+	return nil
+}
+
+// rateCV is the coefficient of variation of the rate in force: its
+// standard deviation over its mean.
+func rateCV(samples []RateSample) float64 {
+	if len(samples) == 0 {
+		return 0
+	}
+	var sum, sq float64
+	for _, x := range samples {
+		sum += x.RateBPS
+	}
+	mean := sum / float64(len(samples))
+	for _, x := range samples {
+		sq += (x.RateBPS - mean) * (x.RateBPS - mean)
+	}
+	if mean == 0 {
+		return 0
+	}
+	return math.Sqrt(sq/float64(len(samples))) / mean
 }
 
 // circuit is the gateway's one circuit, if it carries one.
