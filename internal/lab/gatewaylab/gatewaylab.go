@@ -325,7 +325,7 @@ func RunArm(ctx context.Context, cfg Config, arm Arm, log *slog.Logger) (ArmResu
 	if arm == Sidecar {
 		if loop, err = throttle.New(cfg.sidecarConfig(), log); err == nil {
 			var sc *throttle.Sidecar
-			if sc, err = throttle.NewSidecar(throttle.SidecarConfig{Loop: loop, Source: source, Sender: relaySender{relay}, Log: log}); err == nil {
+			if sc, err = throttle.NewSidecar(throttle.SidecarConfig{Loop: loop, Source: source, Sender: throttle.InjectSender(relay.InjectUp), Log: log}); err == nil {
 				sc.AddTo(&g)
 			}
 		}
@@ -401,19 +401,6 @@ func RunArm(ctx context.Context, cfg Config, arm Arm, log *slog.Logger) (ArmResu
 		}
 	}
 	return r, nil
-}
-
-// relaySender sends the client side's AgentThrottle from the viewer's
-// host, across the link.
-type relaySender struct{ r *link.Relay }
-
-func (s relaySender) Send(_ context.Context, req throttle.Request) error {
-	b, err := req.Encode()
-	if err != nil {
-		return err
-	}
-	s.r.InjectUp(req.Circuit.Viewer, b)
-	return nil
 }
 
 // rateCV is the coefficient of variation of the rate in force: its
