@@ -38,7 +38,14 @@ type Region struct {
 // StartRegion binds a stand-in region on loopback until the test ends.
 func StartRegion(t testing.TB) *Region {
 	t.Helper()
-	conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(Loopback, 0)))
+	return StartRegionAt(t, netip.AddrPortFrom(Loopback, 0))
+}
+
+// StartRegionAt binds a stand-in region at addr until the test ends or
+// Close: a region restarting at the address it had.
+func StartRegionAt(t testing.TB, addr netip.AddrPort) *Region {
+	t.Helper()
+	conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(addr))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,6 +72,9 @@ func StartRegion(t testing.TB) *Region {
 	t.Cleanup(func() { conn.Close(); <-done })
 	return r
 }
+
+// Close closes the region's socket: the region is down.
+func (r *Region) Close() { r.conn.Close() }
 
 // Addr is the region's address: a route's Region.
 func (r *Region) Addr() netip.AddrPort { return r.conn.LocalAddr().(*net.UDPAddr).AddrPort() }
@@ -217,6 +227,11 @@ func NewViewer(t testing.TB, to netip.AddrPort, code uint32, src netip.Addr) *Vi
 	t.Cleanup(func() { conn.Close() })
 	return &Viewer{conn: conn, to: to, code: code, buf: make([]byte, 8192)}
 }
+
+// NewCircuit makes the viewer's next UseCircuitCode a new circuit's, with
+// circuit code code (and the agent and session derived from it), its
+// sequence numbers starting again: a new login from the same endpoint.
+func (v *Viewer) NewCircuit(code uint32) { v.code, v.seq = code, 0 }
 
 // Addr is the viewer's endpoint.
 func (v *Viewer) Addr() netip.AddrPort { return v.conn.LocalAddr().(*net.UDPAddr).AddrPort() }
