@@ -259,6 +259,10 @@ func downloadFlow() tcpflow.FlowConfig {
 // throttle.Group: the first failure ends the run and is returned. The
 // demo can call it for its gateway line (the Gateway arm on its link).
 func RunArm(ctx context.Context, cfg Config, arm Arm, log *slog.Logger) (ArmResult, error) {
+	cfg.Arms = []Arm{arm}
+	if err := cfg.Validate(); err != nil {
+		return ArmResult{}, fmt.Errorf("gatewaylab: %w", err)
+	}
 	cfg = cfg.withDefaults()
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

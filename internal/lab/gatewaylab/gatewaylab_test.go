@@ -90,6 +90,9 @@ func TestValidate(t *testing.T) {
 			t.Errorf("%+v: no error", cfg)
 		}
 	}
+	if _, err := RunArm(context.Background(), Config{}, "proxy", nil); err == nil {
+		t.Error("RunArm ran an unknown arm")
+	}
 	if err := (Config{}).Validate(); err != nil {
 		t.Errorf("the defaults: %v", err)
 	}
