@@ -159,6 +159,12 @@ func Start(t testing.TB, cfg gateway.Config, region *Region) *Gateway {
 	for i := range cfg.Routes {
 		public[gw.Addr(i)] = true // before Run: the tap only reads it
 	}
+	Run(t, gw)
+	return u
+}
+
+// Run runs gw until the test ends; its Run's error fails the test.
+func Run(t testing.TB, gw *gateway.Gateway) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- gw.Run(ctx) }()
@@ -168,7 +174,6 @@ func Start(t testing.TB, cfg gateway.Config, region *Region) *Gateway {
 			t.Errorf("gateway: %v", err)
 		}
 	})
-	return u
 }
 
 // HandledFresh returns once the gateway has handled every datagram sent
