@@ -337,6 +337,7 @@ func RunArm(ctx context.Context, cfg Config, arm Arm, log *slog.Logger) (ArmResu
 			closeRegion(sim)
 			closeGateway(gw)
 			closeRelay(relay)
+			endedRun(v.Run)
 			return ArmResult{}, err
 		}
 	}
