@@ -17,52 +17,65 @@ import (
 )
 
 // The [gateway] keys act on fairgrid gateway, not on the daemon: each is
-// shown reaching the gateway's Config from the file (what the gateway runs
-// with), and the test of package opensim/gateway or opensim named beside
-// it shows that field changing what the gateway does.
+// shown reaching the gateway's Config from the file, and then acting on a
+// running gateway on loopback built from that Config, beside one built from
+// the defaults (gateway_acts_test.go).
 func init() {
 	for key, c := range gatewayKeyCases {
-		behaviourCases[key] = behaviourCase{"", func(t *testing.T, _, _ scenario) { gatewayKeyReaches(t, key, c) }}
+		behaviourCases[key] = behaviourCase{"", func(t *testing.T, _, _ scenario) {
+			t.Parallel() // each case runs its own gateways and sockets
+			gatewayKeyReaches(t, key, c)
+			c.acts(t, gatewayFileConfig(t, c.toml), configs.Default().GatewayConfig())
+		}}
 	}
 }
 
 type gatewayKeyCase struct {
 	toml    string
 	reached func(gateway.Config) bool
-	actsIn  string // the test that shows the field acting
+	// acts runs gateways with the changed configuration and the default
+	// one (each given its routes by the case) and shows the difference.
+	acts func(t *testing.T, changed, def gateway.Config)
 }
 
 var gatewayKeyCases = map[string]gatewayKeyCase{
-	"gateway.routes": {`routes = ["127.0.0.1:9300=127.0.0.1:9000"]`, func(c gateway.Config) bool {
+	"gateway.routes": {`routes = ["127.0.0.1:0=127.0.0.1:9000"]`, func(c gateway.Config) bool {
 		return len(c.Routes) == 1 && c.Routes[0].Region == netip.MustParseAddrPort("127.0.0.1:9000")
-	}, "opensim/gateway TestCircuitsThrough"},
-	"gateway.bind":            {`bind = "127.0.0.2"`, func(c gateway.Config) bool { return c.Bind == netip.MustParseAddr("127.0.0.2") }, "cmd/fairgrid TestGatewayFlags"},
-	"gateway.scene_bps":       {`scene_bps = 8000000`, func(c gateway.Config) bool { return c.Scheduler.SceneMax == 1_000_000 }, "opensim/gateway TestSceneShares"},
-	"gateway.client_max_bps":  {`client_max_bps = 800000`, func(c gateway.Config) bool { return c.Scheduler.ClientMax == 100_000 }, "opensim scheduler tests (ClientMax)"},
-	"gateway.queue_bytes":     {`queue_bytes = 65536`, func(c gateway.Config) bool { return c.Scheduler.QueueBytes == 65536 }, "opensim scheduler tests (QueueBytes)"},
-	"gateway.queue_packets":   {`queue_packets = 64`, func(c gateway.Config) bool { return c.Scheduler.QueuePackets == 64 }, "opensim scheduler tests (QueuePackets)"},
-	"gateway.avatar_priority": {`avatar_priority = true`, func(c gateway.Config) bool { return c.Scheduler.AvatarPriority }, "opensim scheduler tests (AvatarPriority)"},
-	"gateway.max_viewers":     {`max_viewers = 7`, func(c gateway.Config) bool { return c.MaxViewers == 7 }, "opensim/gateway TestAdmission"},
-	"gateway.max_pending":     {`max_pending = 9`, func(c gateway.Config) bool { return c.MaxPending == 9 }, "opensim/gateway TestAdmission"},
-	"gateway.max_per_prefix":  {`max_per_prefix = 11`, func(c gateway.Config) bool { return c.MaxPerPrefix == 11 }, "opensim/gateway TestAdmission"},
-	"gateway.pending_timeout": {`pending_timeout = "3s"`, func(c gateway.Config) bool { return c.PendingTimeout == 3*time.Second }, "opensim/gateway TestTimeouts"},
-	"gateway.idle_timeout":    {`idle_timeout = "20s"`, func(c gateway.Config) bool { return c.IdleTimeout == 20*time.Second }, "opensim/gateway TestTimeouts"},
-	"gateway.linger":          {`linger = "5s"`, func(c gateway.Config) bool { return c.Linger == 5*time.Second }, "opensim/gateway TestTimeouts (linger after logout)"},
+	}, routesAct},
+	"gateway.bind":            {`bind = "127.0.0.2"`, func(c gateway.Config) bool { return c.Bind == netip.MustParseAddr("127.0.0.2") }, bindAct},
+	"gateway.scene_bps":       {`scene_bps = 80000`, func(c gateway.Config) bool { return c.Scheduler.SceneMax == 10_000 }, rateCapAct},
+	"gateway.client_max_bps":  {`client_max_bps = 80000`, func(c gateway.Config) bool { return c.Scheduler.ClientMax == 10_000 }, rateCapAct},
+	"gateway.queue_bytes":     {`queue_bytes = 8192`, func(c gateway.Config) bool { return c.Scheduler.QueueBytes == 8192 }, queueBoundAct},
+	"gateway.queue_packets":   {`queue_packets = 4`, func(c gateway.Config) bool { return c.Scheduler.QueuePackets == 4 }, queueBoundAct},
+	"gateway.avatar_priority": {`avatar_priority = true`, func(c gateway.Config) bool { return c.Scheduler.AvatarPriority }, avatarPriorityAct},
+	"gateway.max_viewers":     {`max_viewers = 2`, func(c gateway.Config) bool { return c.MaxViewers == 2 }, capAct(true, false)},
+	"gateway.max_pending":     {`max_pending = 2`, func(c gateway.Config) bool { return c.MaxPending == 2 }, capAct(false, true)},
+	"gateway.max_per_prefix":  {`max_per_prefix = 2`, func(c gateway.Config) bool { return c.MaxPerPrefix == 2 }, capAct(false, false)},
+	"gateway.pending_timeout": {`pending_timeout = "300ms"`, func(c gateway.Config) bool { return c.PendingTimeout == 300*time.Millisecond }, timeoutAct(stayPending)},
+	"gateway.idle_timeout":    {`idle_timeout = "300ms"`, func(c gateway.Config) bool { return c.IdleTimeout == 300*time.Millisecond }, timeoutAct(goSilent)},
+	"gateway.linger":          {`linger = "300ms"`, func(c gateway.Config) bool { return c.Linger == 300*time.Millisecond }, timeoutAct(closeCircuit)},
+}
+
+// gatewayFileConfig is the gateway's Config from a [gateway] table
+// holding toml.
+func gatewayFileConfig(t *testing.T, toml string) gateway.Config {
+	t.Helper()
+	f, err := configs.Parse([]byte("[gateway]\n" + toml + "\n"))
+	if err != nil {
+		t.Fatalf("%s: %v", toml, err)
+	}
+	return f.GatewayConfig()
 }
 
 // gatewayKeyReaches: the key, changed from its default in the file, changes
 // the gateway's Config as it says, and nothing reads it as the default.
 func gatewayKeyReaches(t *testing.T, key string, c gatewayKeyCase) {
 	t.Helper()
-	f, err := configs.Parse([]byte("[gateway]\n" + c.toml + "\n"))
-	if err != nil {
-		t.Fatalf("%s: %v", key, err)
-	}
 	if c.reached(configs.Default().GatewayConfig()) {
 		t.Fatalf("%s: the default already reads as the changed value: the case shows nothing", key)
 	}
-	if !c.reached(f.GatewayConfig()) {
-		t.Errorf("%s = %s did not reach the gateway's Config (its effect: %s)", key, c.toml, c.actsIn)
+	if !c.reached(gatewayFileConfig(t, c.toml)) {
+		t.Errorf("%s = %s did not reach the gateway's Config", key, c.toml)
 	}
 }
 

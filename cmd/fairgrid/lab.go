@@ -39,13 +39,17 @@ func labScenarios() string {
 		fmt.Fprintf(&b, "  %-17s %s\n", s.Name, s.Summary)
 	}
 	fmt.Fprintf(&b, "  %-17s %s\n", "all", "every scenario, then one summary table (docs/lab.md says how long)")
-	fmt.Fprintf(&b, "  %-17s %s", "fairness", "the viewer's share beside TCP over a grid of links (own flags: lab fairness --help)")
+	fmt.Fprintf(&b, "  %-17s %s\n", "fairness", "the viewer's share beside TCP over a grid of links (own flags: lab fairness --help)")
+	fmt.Fprintf(&b, "  %-17s %s", "gateway", "the stock viewer through fairgrid gateway beside it alone, each with a download (own flags: lab gateway --help)")
 	return b.String()
 }
 
 func runLab(args []string, s stdio) int {
 	if len(args) > 0 && args[0] == "fairness" {
 		return runLabFairness(args[1:], s)
+	}
+	if len(args) > 0 && args[0] == "gateway" {
+		return runLabGateway(args[1:], s)
 	}
 	synopsis := fmt.Sprintf(labSynopsis, labScenarios())
 	fs := newFlagSet("lab", synopsis, s)

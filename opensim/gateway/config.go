@@ -34,9 +34,10 @@ type Config struct {
 	// route; QueueBytes and QueuePackets bound each channel of each
 	// viewer.
 	Scheduler opensim.Config
-	// Control picks the fair-rate controller by name (Controller), the
-	// segment size, the clamps, the decision Interval, MinChange and
-	// ResendEvery, as for the sidecar. Its other fields are not used.
+	// Control picks the fair-rate controller by name (Controller; default
+	// throttle.DefaultController, as for run and proxy), the segment size,
+	// the clamps, the decision Interval, MinChange and ResendEvery, as for
+	// the sidecar. Its other fields are not used.
 	Control throttle.Config
 	// MaxViewers bounds the circuits carried at once, pending or not
 	// (default 4096). MaxPending bounds the circuits whose viewer has not
@@ -79,7 +80,7 @@ func (c Config) WithDefaults() (Config, error) {
 	c.PendingTimeout = cmp.Or(c.PendingTimeout, DefaultPendingTimeout)
 	c.IdleTimeout = cmp.Or(c.IdleTimeout, DefaultIdleTimeout)
 	c.Linger = cmp.Or(c.Linger, DefaultLinger)
-	c.Control.Controller = cmp.Or(c.Control.Controller, throttle.Window)
+	c.Control.Controller = cmp.Or(c.Control.Controller, throttle.DefaultController)
 	c.Control.Interval = cmp.Or(c.Control.Interval, 5*time.Second)
 	c.Control.MinChange = cmp.Or(c.Control.MinChange, 0.05)
 	c.Control.ResendEvery = cmp.Or(c.Control.ResendEvery, 3)

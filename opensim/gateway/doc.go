@@ -80,7 +80,10 @@
 //     delay, 100 ms in the Second Life viewer) and never used to control.
 //
 // The fair rate comes from the same ratecalc controllers the sidecar uses,
-// by name (throttle.Config.NewController), every Control.Interval.
+// by name (throttle.Config.NewController; by default
+// throttle.DefaultController, vtcp: one TCP share of 1,460-byte segments,
+// where the per-packet equations of tfrc and window starve a viewer of
+// small datagrams, docs/fairness.md), every Control.Interval.
 //
 // # The rate
 //

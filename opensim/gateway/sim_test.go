@@ -111,6 +111,7 @@ type simConfig struct {
 	delay   time.Duration // one way
 	viewers []ratecalc.Rate
 	ctl     throttle.ControllerName
+	segment throttle.Segment
 	scene   int64         // bytes/s; 0: the scheduler's default
 	hold    ratecalc.Rate // if set, the controller's Min and Max: the rate held there
 	// sidecar, if set, runs fairgrid's client side at each viewer as well
@@ -132,7 +133,7 @@ type simResult struct {
 func runSim(t *testing.T, sc simConfig) simResult {
 	t.Helper()
 	core, err := NewCore(Config{Routes: []Route{{Listen: netip.MustParseAddrPort("127.0.0.1:9000"), Region: netip.MustParseAddrPort("10.0.0.1:9000")}},
-		Scheduler: opensim.Config{SceneMax: sc.scene}, Control: throttle.Config{Controller: sc.ctl, Min: sc.hold, Max: sc.hold}})
+		Scheduler: opensim.Config{SceneMax: sc.scene}, Control: throttle.Config{Controller: sc.ctl, Segment: sc.segment, Min: sc.hold, Max: sc.hold}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestLabGatewayCommandLine: lab gateway refuses what its rig would, before
+// running anything, and lab --help lists it. (The rig itself runs in
+// internal/lab/gatewaylab's TestRun.)
+func TestLabGatewayCommandLine(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown controller", []string{"lab", "gateway", "--controller", "cubic"}, `"cubic"`},
+		{"short duration", []string{"lab", "gateway", "--duration", "10ms"}, "duration"},
+		{"negative warm-up", []string{"lab", "gateway", "--warmup", "-1s"}, "warm-up"},
+		{"bad interval", []string{"lab", "gateway", "--interval", "1ms"}, "interval"},
+		{"bad loss", []string{"lab", "gateway", "--loss", "1.5"}, "link"},
+		{"unknown arm", []string{"lab", "gateway", "--arms", "gateway,proxy"}, `arm "proxy"`},
+		{"bad format", []string{"lab", "gateway", "--format", "xml"}, "want text or json"},
+		{"positional", []string{"lab", "gateway", "extra"}, "unexpected argument"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, errOut := runCmd(t, "", tc.args...)
+			if code != exitUsage || !strings.Contains(errOut, tc.want) {
+				t.Errorf("%v: exit %d, stderr %q; want exit %d and %q", tc.args, code, errOut, exitUsage, tc.want)
+			}
+		})
+	}
+	code, out, _ := runCmd(t, "", "lab", "gateway", "--help")
+	if code != exitOK || !strings.Contains(out, "--controller") || !strings.Contains(out, "gateway") {
+		t.Errorf("lab gateway --help: exit %d, %q", code, out)
+	}
+	if code, out, _ := runCmd(t, "", "lab", "--help"); code != exitOK || !strings.Contains(out, "gateway") {
+		t.Errorf("lab --help does not list gateway: exit %d, %q", code, out)
+	}
+}
