@@ -74,7 +74,7 @@ interop-deps:
 # machine.
 REALTIME_P ?= 3
 LAB_P ?= 3
-REALTIME_LAB := ./internal/lab/scenario ./internal/lab/demo ./internal/lab/fairness
+REALTIME_LAB := ./internal/lab/scenario ./internal/lab/demo ./internal/lab/fairness ./internal/lab/gatewaylab
 REALTIME := ./cmd/fairgrid ./internal/audit ./internal/socks5 ./internal/benchrelay ./internal/lab/kerneltcp \
 	./internal/lab/link ./internal/lab/tcpflow ./internal/lab/viewer ./opensim/region ./opensim/gateway ./throttle ./throttle/proxy ./capture
 # Run without the race detector (scale), which would measure itself.
@@ -90,7 +90,7 @@ unit:
 scale:
 	$(GO) test -count=1 -run 'TestThousandViewers|TestStress' ./internal/lab/viewer
 	$(GO) test -count=1 -run 'TestSimFlood$$|$(SCALE_ONLY)' ./cmd/fairgrid
-	$(GO) test -count=1 -run 'TestBadInput$$|TestEstimatorGroundTruth|TestStockViewerGetsFairRate|TestClientSideBehindGateway' ./opensim/gateway
+	$(GO) test -count=1 -run 'TestBadInput$$|TestEstimatorGroundTruth|TestStockViewerGetsFairRate|TestClientSideBehindGateway|TestChannelBoundOnSockets' ./opensim/gateway
 	@$(GO) test -count=1 -run 'TestSingleFlowFillsBottleneck|TestTwoFlowsShare|TestViewerBesideTCP|TestReceiveBufferLimitsFlow' ./internal/lab/tcpflow & flows=$$!; \
 		$(GO) test -count=1 -p $(LAB_P) $(REALTIME_LAB); lab=$$?; \
 		wait $$flows; flows=$$?; [ $$lab = 0 ] && [ $$flows = 0 ]
