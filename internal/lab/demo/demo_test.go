@@ -13,6 +13,7 @@ import (
 
 	"github.com/fairgrid/fairgrid/capture"
 	"github.com/fairgrid/fairgrid/internal/lab/link"
+	"github.com/fairgrid/fairgrid/internal/lab/scenario"
 	"github.com/fairgrid/fairgrid/ratecalc"
 	"github.com/fairgrid/fairgrid/throttle"
 )
@@ -40,8 +41,9 @@ func TestDemo(t *testing.T) {
 		err error
 	}
 	harm := make(chan harmResult, 1)
+	var stockTicks []scenario.RigTick // the stock rig's decisions; read once harm has sent
 	go func() {
-		sum, err := Run(context.Background(), Config{}, nil, nil)
+		sum, err := Run(context.Background(), Config{afterStockTick: func(tick scenario.RigTick) { stockTicks = append(stockTicks, tick) }}, nil, nil)
 		harm <- harmResult{sum, err}
 	}()
 	var rows []Row
@@ -90,6 +92,7 @@ func TestDemo(t *testing.T) {
 			t.Fatal(r.err)
 		}
 		checkHarm(t, r.sum)
+		checkStockFair(t, r.sum, stockTicks)
 	})
 }
 
@@ -287,6 +290,39 @@ func checkHarm(t *testing.T, sum Summary) {
 		fg.ViewerOverDownload, st.ViewerOverDownload, fg.DownloadBPS/st.DownloadBPS)
 	if !(fg.QueueDelayMeanMs < st.QueueDelayMeanMs) {
 		t.Errorf("the viewer's queueing delay was %.0f ms with fairgrid, %.0f ms without: want less", fg.QueueDelayMeanMs, st.QueueDelayMeanMs)
+	}
+}
+
+// checkStockFair: the comparison's two TCP-fair shares stand on one
+// yardstick, the model and the segment size the summary names (vtcp's, in
+// the default demo): the stock row's is the mean, over the judged half's
+// decisions, of the fair rate by that model at what the stock viewer's
+// circuit measured, as the fairgrid row's is over its rows. (It was
+// Mathis's at the mean payload whatever the controller: beside vtcp's
+// 1460-byte segments, about half of it.)
+func checkStockFair(t *testing.T, sum Summary, ticks []scenario.RigTick) {
+	t.Helper()
+	if sum.Stock == nil {
+		t.Fatal("no comparison")
+	}
+	controller := throttle.DefaultController
+	judged := sum.Intervals / 2
+	if len(ticks) <= judged {
+		t.Fatalf("%d decisions of the stock rig's loop, want more than %d", len(ticks), judged)
+	}
+	var fair float64
+	n := 0
+	for _, tick := range ticks[judged:min(len(ticks), sum.Intervals)] {
+		if f, ok := fairRate(controller, tick.Circuit); tick.Measured && ok {
+			fair += f.BitsPerSecond()
+			n++
+		}
+	}
+	if n == 0 {
+		t.Fatalf("the stock viewer's circuit has no %s fair rate in the judged half, yet the comparison shows %.0f bit/s", sum.FairModel, sum.Stock.FairBPS)
+	}
+	if want := fair / float64(n); math.Abs(sum.Stock.FairBPS/want-1) > 1e-9 {
+		t.Errorf("the stock row's TCP-fair share is %.0f bit/s; by the %s model at the stock circuit's own loss and RTT it is %.0f", sum.Stock.FairBPS, sum.FairModel, want)
 	}
 }
 
