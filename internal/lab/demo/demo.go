@@ -212,7 +212,10 @@ type Summary struct {
 
 // Side is one viewer beside the download.
 type Side struct {
-	// DownloadBPS is what the download's receiver read.
+	// DownloadBPS is what the download's data carried through the link
+	// towards its receiver, on the wire (headers and retransmissions
+	// included), as ViewerBPS is the viewer's: one share is the same
+	// bytes/s on the wire, as the lab measures it.
 	DownloadBPS float64 `json:"download_bps"`
 	// ViewerBPS is what reached the viewer, on the wire.
 	ViewerBPS float64 `json:"viewer_bps"`
@@ -514,7 +517,7 @@ func side(m scenario.Measurement, fair float64) *Side {
 	v := m.Viewer.Down
 	s := &Side{ViewerBPS: v.ThroughputBPS, QueueDelayMeanMs: v.QueueDelayMeanMs, QueueDelayP95Ms: v.QueueDelayP95Ms, FairBPS: fair}
 	if len(m.TCP) > 0 {
-		s.DownloadBPS = m.TCP[0].GoodputBPS
+		s.DownloadBPS = m.TCP[0].Data.ThroughputBPS
 	}
 	if s.DownloadBPS > 0 {
 		s.ViewerOverDownload = s.ViewerBPS / s.DownloadBPS

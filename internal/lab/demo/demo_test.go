@@ -391,3 +391,17 @@ func TestFairRateNeedsItsModelsLoss(t *testing.T) {
 		t.Errorf("vtcp with a segment loss rate: fair %v, %v; want a rate below 10 Mbit/s", fair, ok)
 	}
 }
+
+// TestSideOnTheWire: the comparison's viewer ÷ download is the lab's
+// measure of one share (scenario's coexistence table): both flows' bytes
+// through the link, on the wire. The download's goodput leaves out its IP
+// and TCP headers and its retransmissions, where the viewer's bytes on
+// the wire keep its IP and UDP headers: the ratio overstated the viewer.
+func TestSideOnTheWire(t *testing.T) {
+	m := scenario.Measurement{Viewer: &scenario.ViewerResult{Down: scenario.FlowResult{ThroughputBPS: 500_000}},
+		TCP: []scenario.TCPResult{{GoodputBPS: 450_000, Data: scenario.FlowResult{ThroughputBPS: 500_000}}}}
+	s := side(m, 400_000)
+	if s.ViewerOverDownload != 1 || s.DownloadBPS != 500_000 || s.ViewerBPS != 500_000 || s.FairBPS != 400_000 {
+		t.Errorf("%+v: want the download's 500 kbit/s on the wire, and viewer ÷ download 1", *s)
+	}
+}
