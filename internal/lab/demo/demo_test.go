@@ -1,10 +1,13 @@
 package demo
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"math"
 	"net/netip"
+	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -404,4 +407,82 @@ func TestSideOnTheWire(t *testing.T) {
 	if s.ViewerOverDownload != 1 || s.DownloadBPS != 500_000 || s.ViewerBPS != 500_000 || s.FairBPS != 400_000 {
 		t.Errorf("%+v: want the download's 500 kbit/s on the wire, and viewer ÷ download 1", *s)
 	}
+}
+
+// TestDemoLeavesNothing: once Run returns — interrupted with both rigs and
+// their downloads running, ended by a member's failure, or at its end —
+// every goroutine it started has returned and every socket it opened is
+// closed: each rig's members are awaited and each rig closed.
+func TestDemoLeavesNothing(t *testing.T) {
+	before, fds := goroutines(), openFiles(t)
+	short := throttle.Config{Interval: 100 * time.Millisecond}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rows := 0
+	if _, err := Run(ctx, Config{Duration: time.Hour, Loop: short}, nil, func(Row) {
+		if rows++; rows == 2 {
+			cancel()
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	src := &failingSource{fail: make(chan struct{}), closed: make(chan struct{}), err: errors.New("capture broke")}
+	close(src.fail)
+	if _, err := Run(context.Background(), Config{Duration: time.Hour, Loop: short, source: func(netip.AddrPort) (throttle.Source, error) { return src, nil }}, nil, nil); !errors.Is(err, src.err) {
+		t.Fatalf("Run: %v, want the source's failure", err)
+	}
+	if _, err := Run(context.Background(), Config{Duration: 300 * time.Millisecond, Loop: short}, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Group.Run has awaited every member; a member's goroutine may still be
+	// between handing over its result and returning.
+	var left []string
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); runtime.Gosched() {
+		if left = newGoroutines(before); len(left) == 0 {
+			break
+		}
+	}
+	for _, g := range left {
+		t.Errorf("a goroutine outlived Run:\n%s", g)
+	}
+	if after := openFiles(t); after != fds {
+		t.Errorf("%d open files before, %d after", fds, after)
+	}
+}
+
+// goroutines are the stacks of the goroutines running now, by id.
+func goroutines() map[string]string {
+	buf := make([]byte, 1<<20)
+	for n := runtime.Stack(buf, true); n == len(buf); n = runtime.Stack(buf, true) {
+		buf = make([]byte, 2*len(buf))
+	}
+	all := map[string]string{}
+	for _, g := range strings.Split(string(bytes.TrimRight(buf, "\x00")), "\n\n") {
+		if f := strings.Fields(g); len(f) > 1 {
+			all[f[1]] = g
+		}
+	}
+	return all
+}
+
+// newGoroutines are those running now that were not in before, but the
+// test's own.
+func newGoroutines(before map[string]string) []string {
+	var out []string
+	for id, g := range goroutines() {
+		if _, ok := before[id]; !ok && !strings.Contains(g, "TestDemoLeavesNothing") {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// openFiles counts the process's open files (Linux's /proc).
+func openFiles(t *testing.T) int {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("no /proc/self/fd to count open files: %v", err)
+	}
+	return len(fds)
 }
