@@ -178,7 +178,7 @@ func TestGatewayReload(t *testing.T) {
 	c := gatewayFlags(stdio{nil, io.Discard, io.Discard})
 	c.configPath = &path
 	load := c.load
-	_, cfg, err := load()
+	start, cfg, err := load()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,13 +191,13 @@ func TestGatewayReload(t *testing.T) {
 	r := newReloadGauges()
 	level := new(slog.LevelVar)
 	write("[gateway]\nroutes = [\"127.0.0.1:0=127.0.0.1:9001\"]\n[control]\ncontroller = \"tfrc\"\n[log]\nlevel = \"debug\"\nformat = \"json\"\n")
-	reloadGateway(gw, load, configs.LogText, level, r, log)
+	reloadGateway(gw, load, start, level, r, log)
 	if !strings.Contains(logged.String(), "needs_restart=routes,log.format") || !strings.Contains(logged.String(), "controller=tfrc") || level.Level() != slog.LevelDebug {
 		t.Errorf("reload: %s (level %v)", logged.String(), level.Level())
 	}
 	logged.Reset()
 	write("[gateway]\nmax_viewers = 0\n")
-	reloadGateway(gw, load, configs.LogText, level, r, log)
+	reloadGateway(gw, load, start, level, r, log)
 	if !strings.Contains(logged.String(), "reload failed") {
 		t.Errorf("bad reload: %s", logged.String())
 	}
