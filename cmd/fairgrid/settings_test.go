@@ -4,14 +4,10 @@ package main
 
 import (
 	"encoding/json"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/fairgrid/fairgrid/opensim/gateway"
 )
 
 func init() {
@@ -123,37 +119,5 @@ func TestSettingDefaults(t *testing.T) {
 	_, help, _ = runCmd(t, "", "proxy", "--help")
 	if !strings.Contains(help, "(default 80,443,8002,9000-13100,12043,12046)") || !strings.Contains(help, "(default 127.0.0.1:1080)") {
 		t.Errorf("proxy --help lacks allow_ports' or listen's default:\n%s", help)
-	}
-}
-
-// TestGatewayReloadNamesMetrics: the gateway's metrics listener and its
-// collector's circuit limit are made at start, so a reload that changes
-// metrics.gateway_address or metrics.max_circuits names them as needing a
-// restart, as run and proxy name theirs (configs.NeedsRestart), instead
-// of saying the reload applied everything.
-func TestGatewayReloadNamesMetrics(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "gw.toml")
-	write := func(s string) {
-		if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	route := "[gateway]\nroutes = [\"127.0.0.1:0=127.0.0.1:9000\"]\n"
-	write(route)
-	c := gatewayFlags(stdio{nil, io.Discard, io.Discard})
-	c.configPath = &path
-	start, cfg, err := c.load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw, err := gateway.New(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var logged strings.Builder
-	write(route + "[metrics]\ngateway_address = \"127.0.0.1:9203\"\nmax_circuits = 7\n")
-	reloadGateway(gw, c.load, start, new(slog.LevelVar), newReloadGauges(), slog.New(slog.NewTextHandler(&logged, nil)))
-	if !strings.Contains(logged.String(), "needs_restart=metrics.gateway_address,metrics.max_circuits") {
-		t.Errorf("reload: %s", logged.String())
 	}
 }
