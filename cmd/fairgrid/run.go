@@ -17,7 +17,7 @@ import (
 )
 
 const runSynopsis = `[--config FILE] [--check-config [FILE]] [--interface IFACE] [--controller C] [--segment S] [--interval D] [--dry-run] [--metrics ADDR] [--log-level L] [--log-format F]
-       fairgrid run --demo [--duration D] [--link RATE,DELAY,LOSS,BUFFER] [--controller window|tfrc|viewer] [--segment mean|nominal] [--interval D] [--format text|json]
+       fairgrid run --demo [--duration D] [--link RATE,DELAY,LOSS,BUFFER] [--controller vtcp|window|tfrc|viewer] [--segment mean|nominal] [--interval D] [--format text|json]
 
 The sidecar daemon: it captures the viewer's circuits on an interface,
 measures loss and RTT, and every interval asks each simulator for a

@@ -44,9 +44,10 @@ type Config struct {
 	// Duration of the run (default 60 s): at least two intervals, so that
 	// there is a second half to judge.
 	Duration time.Duration
-	// Loop configures the control loop (default window tracking, 5 s, the
-	// segment size throttle's default). The TCP-fair rates the demo shows
-	// stand on the loop's segment size, as its controller's do.
+	// Loop configures the control loop (default throttle's: its
+	// DefaultController, 5 s, its default segment size). The TCP-fair
+	// rates the demo shows stand on the loop's segment size, as its
+	// controller's do.
 	Loop throttle.Config
 	// ViewerThrottle is the stock viewer's request (default 1,500 kbps of
 	// 1024 bit/s); the viewer follows the stock ±10 % rule from it.
