@@ -203,22 +203,24 @@ func explainFlagError(fs *flag.FlagSet, err error) string {
 		name = strings.TrimSuffix(name, ":")
 		reason := msg[strings.Index(msg, name+":")+len(name)+1:]
 		reason = strings.TrimSpace(reason)
+		// A setting's flag names its key.
+		key := ""
+		if f := fs.Lookup(name); f != nil && flagKey(f) != "" {
+			key = " (" + flagKey(f) + ")"
+		}
 		if f := fs.Lookup(name); f != nil {
 			if _, derr := time.ParseDuration(f.DefValue); derr == nil {
 				if _, nerr := strconv.ParseFloat(value, 64); nerr == nil {
-					return fmt.Sprintf("--%s %s: a duration needs a unit, such as %sms or %ss", name, value, value, value)
+					return fmt.Sprintf("--%s %s%s: a duration needs a unit, such as %sms or %ss", name, value, key, value, value)
 				}
-				return fmt.Sprintf("--%s %q: want a duration such as 100ms, 5s or 1m", name, value)
+				return fmt.Sprintf("--%s %q%s: want a duration such as 100ms, 5s or 1m", name, value, key)
 			}
 		}
-		// A setting's flag names its key; a reason that quotes the
-		// value (a typed value's UnmarshalText) is not given it twice.
-		quoted, key := fmt.Sprintf(" %q", value), ""
+		// A reason that quotes the value (a typed value's UnmarshalText)
+		// is not given it twice.
+		quoted := fmt.Sprintf(" %q", value)
 		if strings.Contains(reason, strconv.Quote(value)) {
 			quoted = ""
-		}
-		if f := fs.Lookup(name); f != nil && flagKey(f) != "" {
-			key = " (" + flagKey(f) + ")"
 		}
 		return fmt.Sprintf("--%s%s%s: %s", name, quoted, key, reason)
 	}

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -122,7 +123,7 @@ func runGateway(args []string, s stdio) int {
 			case <-ctx.Done():
 				return nil
 			case <-hup:
-				reloadGateway(gw, c.load, f.Log.Format, level, reloads, log)
+				reloadGateway(gw, c.load, f, level, reloads, log)
 			}
 		}
 	}, nil)
@@ -154,16 +155,24 @@ func newReloadGauges() reloadGauges {
 	return r
 }
 
+// gatewayStartKeys are the keys outside [gateway] that the gateway reads
+// once, at start: its log's format, its metrics listener and its
+// collector's circuit limit.
+var gatewayStartKeys = []string{"log.format", "metrics.gateway_address", "metrics.max_circuits"}
+
 // reloadGateway applies the file anew (SIGHUP): what can change live
-// does, and the log names what needs a restart (the log's format, made
-// at start, among them).
-func reloadGateway(gw *gateway.Gateway, load func() (*configs.File, gateway.Config, error), format configs.LogFormat, level *slog.LevelVar, r reloadGauges, log *slog.Logger) {
+// does, and the log names what needs a restart (gateway.Reconfigure's,
+// and gatewayStartKeys that differ from start, the configuration the
+// gateway started with).
+func reloadGateway(gw *gateway.Gateway, load func() (*configs.File, gateway.Config, error), start *configs.File, level *slog.LevelVar, r reloadGauges, log *slog.Logger) {
 	f, cfg, err := load()
 	if err == nil {
 		var restart []string
 		if restart, err = gw.Reconfigure(cfg); err == nil {
-			if f.Log.Format != format {
-				restart = append(restart, "log.format")
+			for _, key := range configs.Changed(start, f) {
+				if slices.Contains(gatewayStartKeys, key) {
+					restart = append(restart, key)
+				}
 			}
 			level.Set(f.Log.Level.Level())
 			r.ok.Set(1)

@@ -164,7 +164,7 @@ func TestGatewayCommand(t *testing.T) {
 }
 
 // TestGatewayReload: a reload applies the new controller and names a new
-// route as needing a restart; a bad file keeps the old configuration and
+// route, log format and metrics address or limit as needing a restart; a bad file keeps the old configuration and
 // says the reload failed.
 func TestGatewayReload(t *testing.T) {
 	dir := t.TempDir()
@@ -178,7 +178,7 @@ func TestGatewayReload(t *testing.T) {
 	c := gatewayFlags(stdio{nil, io.Discard, io.Discard})
 	c.configPath = &path
 	load := c.load
-	_, cfg, err := load()
+	start, cfg, err := load()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,14 +190,17 @@ func TestGatewayReload(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(&logged, nil))
 	r := newReloadGauges()
 	level := new(slog.LevelVar)
-	write("[gateway]\nroutes = [\"127.0.0.1:0=127.0.0.1:9001\"]\n[control]\ncontroller = \"tfrc\"\n[log]\nlevel = \"debug\"\nformat = \"json\"\n")
-	reloadGateway(gw, load, configs.LogText, level, r, log)
-	if !strings.Contains(logged.String(), "needs_restart=routes,log.format") || !strings.Contains(logged.String(), "controller=tfrc") || level.Level() != slog.LevelDebug {
+	// The log's format, the metrics listener and the collector's limit
+	// are made at start: named too, as run and proxy name theirs.
+	write("[gateway]\nroutes = [\"127.0.0.1:0=127.0.0.1:9001\"]\n[control]\ncontroller = \"tfrc\"\n[log]\nlevel = \"debug\"\nformat = \"json\"\n" +
+		"[metrics]\ngateway_address = \"127.0.0.1:9203\"\nmax_circuits = 7\n")
+	reloadGateway(gw, load, start, level, r, log)
+	if !strings.Contains(logged.String(), "needs_restart=routes,metrics.gateway_address,metrics.max_circuits,log.format") || !strings.Contains(logged.String(), "controller=tfrc") || level.Level() != slog.LevelDebug {
 		t.Errorf("reload: %s (level %v)", logged.String(), level.Level())
 	}
 	logged.Reset()
 	write("[gateway]\nmax_viewers = 0\n")
-	reloadGateway(gw, load, configs.LogText, level, r, log)
+	reloadGateway(gw, load, start, level, r, log)
 	if !strings.Contains(logged.String(), "reload failed") {
 		t.Errorf("bad reload: %s", logged.String())
 	}

@@ -17,7 +17,7 @@ import (
 )
 
 const runSynopsis = `[--config FILE] [--check-config [FILE]] [--interface IFACE] [--controller C] [--segment S] [--interval D] [--dry-run] [--metrics ADDR] [--log-level L] [--log-format F]
-       fairgrid run --demo [--duration D] [--link RATE,DELAY,LOSS,BUFFER] [--controller window|tfrc|viewer] [--segment mean|nominal] [--interval D] [--format text|json]
+       fairgrid run --demo [--duration D] [--link RATE,DELAY,LOSS,BUFFER] [--controller vtcp|window|tfrc|viewer] [--segment mean|nominal] [--interval D] [--format text|json]
 
 The sidecar daemon: it captures the viewer's circuits on an interface,
 measures loss and RTT, and every interval asks each simulator for a
@@ -193,6 +193,7 @@ func runDemo(cfg demo.Config, linkSpec string, controller throttle.ControllerNam
 		fmt.Fprintf(out, "Over the last half of the run the viewer received %.0f kbit/s; no loss was measured, so there is no TCP-fair rate to compare it with.\n",
 			sum.MeanRateBPS/1000)
 		fmt.Fprintf(out, "%s.\n", overrides(sum.Reasserts, sum.MaxOverrideMs))
+		writeDemoComparison(out, sum)
 		return out.finish(s, "run", exitOK)
 	}
 	if sum.Settled {

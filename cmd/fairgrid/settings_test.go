@@ -88,6 +88,8 @@ func TestSettingErrors(t *testing.T) {
 	}{
 		{[]string{"run", "--controller", "cubic"}, `fairgrid run: --controller (control.controller): "cubic": want vtcp, window, tfrc or viewer; see fairgrid run --help`},
 		{[]string{"run", "--log-format", "logfmt"}, `--log-format (log.format): "logfmt": want text or json`},
+		{[]string{"run", "--interval", "5"}, `--interval 5 (control.interval): a duration needs a unit, such as 5ms or 5s`},
+		{[]string{"gateway", "--interval", "soon"}, `--interval "soon" (control.interval): want a duration such as 100ms, 5s or 1m`},
 		{[]string{"proxy", "--allow-ports", "80,http"}, `--allow-ports "80,http" (proxy.allow_ports): "http": want a port or a range such as 9000-13100`},
 		{[]string{"proxy", "--metrics", "everywhere"}, `--metrics (metrics.proxy_address): "everywhere": want ip:port, or empty`},
 		{[]string{"gateway", "--scene-max", "0"}, `--scene-max "0" (gateway.scene_bps): want a positive rate such as 50M`},

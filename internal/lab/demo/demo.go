@@ -44,9 +44,10 @@ type Config struct {
 	// Duration of the run (default 60 s): at least two intervals, so that
 	// there is a second half to judge.
 	Duration time.Duration
-	// Loop configures the control loop (default window tracking, 5 s, the
-	// segment size throttle's default). The TCP-fair rates the demo shows
-	// stand on the loop's segment size, as its controller's do.
+	// Loop configures the control loop (default throttle's: its
+	// DefaultController, 5 s, its default segment size). The TCP-fair
+	// rates the demo shows stand on the loop's segment size, as its
+	// controller's do.
 	Loop throttle.Config
 	// ViewerThrottle is the stock viewer's request (default 1,500 kbps of
 	// 1024 bit/s); the viewer follows the stock ±10 % rule from it.
@@ -65,6 +66,10 @@ type Config struct {
 	// source, if set, opens the sidecar's source in place of the rig's
 	// tap (scenario.RigViewer.Source): the tests' failing source.
 	source func(relay netip.AddrPort) (throttle.Source, error)
+	// afterStockTick, if set, sees each decision of the stock rig's
+	// measuring loop (scenario.RigViewer.AfterTick): the tests' view of
+	// what the stock side's fair share stands on.
+	afterStockTick func(scenario.RigTick)
 }
 
 // MinCompareDuration is the shortest demo that gets the download and the
@@ -208,16 +213,21 @@ type Summary struct {
 
 // Side is one viewer beside the download.
 type Side struct {
-	// DownloadBPS is what the download's receiver read.
+	// DownloadBPS is what the download's data carried through the link
+	// towards its receiver, on the wire (headers and retransmissions
+	// included), as ViewerBPS is the viewer's: one share is the same
+	// bytes/s on the wire, as the lab measures it.
 	DownloadBPS float64 `json:"download_bps"`
 	// ViewerBPS is what reached the viewer, on the wire.
 	ViewerBPS float64 `json:"viewer_bps"`
 	// The viewer's datagrams' wait in the link's queue towards it.
 	QueueDelayMeanMs float64 `json:"queue_delay_mean_ms"`
 	QueueDelayP95Ms  float64 `json:"queue_delay_p95_ms"`
-	// FairBPS is the viewer's TCP-fair share at the loss and RTT it
-	// measured, with the segment size Summary.Segment names (the model
-	// FairModel names; Mathis for the stock viewer); 0 without loss.
+	// FairBPS is the viewer's TCP-fair share at the loss and RTT its
+	// circuit measured, by the model FairModel names with the segment size
+	// Summary.Segment names, for both viewers (the stock viewer's circuit
+	// is measured by the same controller, which sends nothing): the mean
+	// over the decisions of the measured half; 0 without loss.
 	FairBPS float64 `json:"fair_bps"`
 	// ViewerOverDownload is ViewerBPS ÷ DownloadBPS: the promise, measured
 	// (TCP-fair means one share: 0.8–1.25); 0 when the download moved
@@ -342,6 +352,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, onRow func(Row)) (Su
 	var (
 		start       time.Time
 		rows        []Row
+		stockFair   []*float64 // the stock viewer's TCP-fair rate at each decision, as rows' FairBPS
 		lastRequest *float64
 		lastRow     = make(chan struct{})
 	)
@@ -366,13 +377,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, onRow func(Row)) (Su
 				bps := r.Total.BitsPerSecond()
 				lastRequest = &bps
 			}
-			row := Row{T: tick.Now.Sub(start).Seconds(), FairgridRequestBPS: lastRequest, ViewerRequestBPS: tick.ViewerRequestBPS}
+			row := Row{T: tick.Now.Sub(start).Seconds(), FairgridRequestBPS: lastRequest, ViewerRequestBPS: tick.ViewerRequestBPS, FairBPS: tickFair(loop, tick)}
 			if st := tick.Circuit; tick.Measured {
 				row.RateBPS, row.LossEventRate = st.ReceiveRate.BitsPerSecond(), st.LossEventRate
-				if fair, ok := fairRate(loop.Config().Controller, st); ok {
-					f := fair.BitsPerSecond()
-					row.FairBPS = &f
-				}
 				if st.RTTSamples > 0 {
 					ms := float64(st.SRTT) / float64(time.Millisecond)
 					row.RTTms = &ms
@@ -414,7 +421,21 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, onRow func(Row)) (Su
 	if !cfg.Alone {
 		// The stock viewer's run beside this one: the same link and
 		// download, measured over the same last half.
-		stock := &scenario.RigViewer{Mode: scenario.Stock, Throttle: cfg.ViewerThrottle, Activity: cfg.Activity, Interval: interval}
+		// Its loop is fairgrid's controller, measuring and sending
+		// nothing, so that both sides' fair shares stand on one model.
+		stockLoop, err := throttle.New(cfg.Loop, log)
+		if err != nil {
+			return Summary{}, err
+		}
+		stock := &scenario.RigViewer{Mode: scenario.Stock, Loop: stockLoop, Throttle: cfg.ViewerThrottle, Activity: cfg.Activity,
+			AfterTick: func(tick scenario.RigTick) {
+				if len(stockFair) < intervals {
+					stockFair = append(stockFair, tickFair(stockLoop, tick))
+				}
+				if cfg.afterStockTick != nil {
+					cfg.afterStockTick(tick)
+				}
+			}}
 		if stockRig, err = scenario.NewRig(ctx, rigConfig(stock), log); err != nil {
 			return Summary{}, err
 		}
@@ -450,13 +471,45 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, onRow func(Row)) (Su
 		}
 		return Summary{}, fmt.Errorf("the comparison: %w", errors.Join(ferr, serr))
 	}
-	sum.Fairgrid = side(fm, sum.MeanFairBPS)
-	fair := sm.Viewer.FairMeanBPS
-	if sum.Segment == throttle.SegmentNominal {
-		fair = sm.Viewer.FairNominalBPS
+	// The rigs measure from the judged half's first interval on: both
+	// fair shares are the mean over its decisions (the last half of the
+	// rows, unless interrupted).
+	judged := intervals / 2
+	fairgridFair := make([]*float64, len(rows))
+	for i, r := range rows {
+		fairgridFair[i] = r.FairBPS
 	}
-	sum.Stock = side(sm, fair)
+	sum.Fairgrid = side(fm, meanFair(fairgridFair, judged))
+	sum.Stock = side(sm, meanFair(stockFair, judged))
 	return sum, nil
+}
+
+// tickFair is the TCP-fair rate at one of loop's decisions, by the model
+// its controller follows (fairRate); nil until it has one.
+func tickFair(loop *throttle.Loop, tick scenario.RigTick) *float64 {
+	fair, ok := fairRate(loop.Config().Controller, tick.Circuit)
+	if !tick.Measured || !ok {
+		return nil
+	}
+	f := fair.BitsPerSecond()
+	return &f
+}
+
+// meanFair is the mean of the fair rates from the decision judged on; 0
+// when there is none.
+func meanFair(fairs []*float64, judged int) float64 {
+	var sum float64
+	n := 0
+	for _, f := range fairs[min(judged, len(fairs)):] {
+		if f != nil {
+			sum += *f
+			n++
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return sum / float64(n)
 }
 
 // side is one rig's viewer and download over its measured half, against
@@ -465,7 +518,7 @@ func side(m scenario.Measurement, fair float64) *Side {
 	v := m.Viewer.Down
 	s := &Side{ViewerBPS: v.ThroughputBPS, QueueDelayMeanMs: v.QueueDelayMeanMs, QueueDelayP95Ms: v.QueueDelayP95Ms, FairBPS: fair}
 	if len(m.TCP) > 0 {
-		s.DownloadBPS = m.TCP[0].GoodputBPS
+		s.DownloadBPS = m.TCP[0].Data.ThroughputBPS
 	}
 	if s.DownloadBPS > 0 {
 		s.ViewerOverDownload = s.ViewerBPS / s.DownloadBPS

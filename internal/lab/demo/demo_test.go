@@ -1,10 +1,13 @@
 package demo
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"math"
 	"net/netip"
+	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,6 +16,7 @@ import (
 
 	"github.com/fairgrid/fairgrid/capture"
 	"github.com/fairgrid/fairgrid/internal/lab/link"
+	"github.com/fairgrid/fairgrid/internal/lab/scenario"
 	"github.com/fairgrid/fairgrid/ratecalc"
 	"github.com/fairgrid/fairgrid/throttle"
 )
@@ -40,8 +44,9 @@ func TestDemo(t *testing.T) {
 		err error
 	}
 	harm := make(chan harmResult, 1)
+	var stockTicks []scenario.RigTick // the stock rig's decisions; read once harm has sent
 	go func() {
-		sum, err := Run(context.Background(), Config{}, nil, nil)
+		sum, err := Run(context.Background(), Config{afterStockTick: func(tick scenario.RigTick) { stockTicks = append(stockTicks, tick) }}, nil, nil)
 		harm <- harmResult{sum, err}
 	}()
 	var rows []Row
@@ -90,6 +95,7 @@ func TestDemo(t *testing.T) {
 			t.Fatal(r.err)
 		}
 		checkHarm(t, r.sum)
+		checkStockFair(t, r.sum, stockTicks)
 	})
 }
 
@@ -290,6 +296,39 @@ func checkHarm(t *testing.T, sum Summary) {
 	}
 }
 
+// checkStockFair: the comparison's two TCP-fair shares stand on one
+// yardstick, the model and the segment size the summary names (vtcp's, in
+// the default demo): the stock row's is the mean, over the judged half's
+// decisions, of the fair rate by that model at what the stock viewer's
+// circuit measured, as the fairgrid row's is over its rows. (It was
+// Mathis's at the mean payload whatever the controller: beside vtcp's
+// 1460-byte segments, about half of it.)
+func checkStockFair(t *testing.T, sum Summary, ticks []scenario.RigTick) {
+	t.Helper()
+	if sum.Stock == nil {
+		t.Fatal("no comparison")
+	}
+	controller := throttle.DefaultController
+	judged := sum.Intervals / 2
+	if len(ticks) <= judged {
+		t.Fatalf("%d decisions of the stock rig's loop, want more than %d", len(ticks), judged)
+	}
+	var fair float64
+	n := 0
+	for _, tick := range ticks[judged:min(len(ticks), sum.Intervals)] {
+		if f, ok := fairRate(controller, tick.Circuit); tick.Measured && ok {
+			fair += f.BitsPerSecond()
+			n++
+		}
+	}
+	if n == 0 {
+		t.Fatalf("the stock viewer's circuit has no %s fair rate in the judged half, yet the comparison shows %.0f bit/s", sum.FairModel, sum.Stock.FairBPS)
+	}
+	if want := fair / float64(n); math.Abs(sum.Stock.FairBPS/want-1) > 1e-9 {
+		t.Errorf("the stock row's TCP-fair share is %.0f bit/s; by the %s model at the stock circuit's own loss and RTT it is %.0f", sum.Stock.FairBPS, sum.FairModel, want)
+	}
+}
+
 // TestFairRateSegment: the TCP-fair column stands on the s the controller
 // uses. The same circuit of 300-byte datagrams through the loop's
 // controller with s = the mean and with the nominal 1460 B: the fair rate
@@ -354,4 +393,96 @@ func TestFairRateNeedsItsModelsLoss(t *testing.T) {
 	if fair, ok := fairRate(throttle.VirtualTCP, st); !ok || fair.BitsPerSecond() > 10e6 {
 		t.Errorf("vtcp with a segment loss rate: fair %v, %v; want a rate below 10 Mbit/s", fair, ok)
 	}
+}
+
+// TestSideOnTheWire: the comparison's viewer ÷ download is the lab's
+// measure of one share (scenario's coexistence table): both flows' bytes
+// through the link, on the wire. The download's goodput leaves out its IP
+// and TCP headers and its retransmissions, where the viewer's bytes on
+// the wire keep its IP and UDP headers: the ratio overstated the viewer.
+func TestSideOnTheWire(t *testing.T) {
+	m := scenario.Measurement{Viewer: &scenario.ViewerResult{Down: scenario.FlowResult{ThroughputBPS: 500_000}},
+		TCP: []scenario.TCPResult{{GoodputBPS: 450_000, Data: scenario.FlowResult{ThroughputBPS: 500_000}}}}
+	s := side(m, 400_000)
+	if s.ViewerOverDownload != 1 || s.DownloadBPS != 500_000 || s.ViewerBPS != 500_000 || s.FairBPS != 400_000 {
+		t.Errorf("%+v: want the download's 500 kbit/s on the wire, and viewer ÷ download 1", *s)
+	}
+}
+
+// TestDemoLeavesNothing: once Run returns — interrupted with both rigs and
+// their downloads running, ended by a member's failure, or at its end —
+// every goroutine it started has returned and every socket it opened is
+// closed: each rig's members are awaited and each rig closed.
+func TestDemoLeavesNothing(t *testing.T) {
+	before, fds := goroutines(), openFiles(t)
+	short := throttle.Config{Interval: 100 * time.Millisecond}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rows := 0
+	if _, err := Run(ctx, Config{Duration: time.Hour, Loop: short}, nil, func(Row) {
+		if rows++; rows == 2 {
+			cancel()
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	src := &failingSource{fail: make(chan struct{}), closed: make(chan struct{}), err: errors.New("capture broke")}
+	close(src.fail)
+	if _, err := Run(context.Background(), Config{Duration: time.Hour, Loop: short, source: func(netip.AddrPort) (throttle.Source, error) { return src, nil }}, nil, nil); !errors.Is(err, src.err) {
+		t.Fatalf("Run: %v, want the source's failure", err)
+	}
+	if _, err := Run(context.Background(), Config{Duration: 300 * time.Millisecond, Loop: short}, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Group.Run has awaited every member; a member's goroutine may still be
+	// between handing over its result and returning.
+	var left []string
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); runtime.Gosched() {
+		if left = newGoroutines(before); len(left) == 0 {
+			break
+		}
+	}
+	for _, g := range left {
+		t.Errorf("a goroutine outlived Run:\n%s", g)
+	}
+	if after := openFiles(t); after != fds {
+		t.Errorf("%d open files before, %d after", fds, after)
+	}
+}
+
+// goroutines are the stacks of the goroutines running now, by id.
+func goroutines() map[string]string {
+	buf := make([]byte, 1<<20)
+	for n := runtime.Stack(buf, true); n == len(buf); n = runtime.Stack(buf, true) {
+		buf = make([]byte, 2*len(buf))
+	}
+	all := map[string]string{}
+	for _, g := range strings.Split(string(bytes.TrimRight(buf, "\x00")), "\n\n") {
+		if f := strings.Fields(g); len(f) > 1 {
+			all[f[1]] = g
+		}
+	}
+	return all
+}
+
+// newGoroutines are those running now that were not in before, but the
+// test's own.
+func newGoroutines(before map[string]string) []string {
+	var out []string
+	for id, g := range goroutines() {
+		if _, ok := before[id]; !ok && !strings.Contains(g, "TestDemoLeavesNothing") {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// openFiles counts the process's open files (Linux's /proc).
+func openFiles(t *testing.T) int {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("no /proc/self/fd to count open files: %v", err)
+	}
+	return len(fds)
 }

@@ -63,8 +63,9 @@ type RigViewer struct {
 
 	// Loop, if set, is fairgrid's loop as the caller built it, in place of
 	// the one Mode, Interval, Floor and Segment describe (which must then
-	// be zero, and Mode not Stock: Mode only names the viewer in the
-	// result).
+	// be zero: Mode only names the viewer in the result, and a Stock
+	// viewer's loop measures and sends nothing, as a Stock rig's own). The
+	// demo measures its stock viewer with the controller it compares.
 	Loop *throttle.Loop
 	// Source, if set, opens the sidecar's source in place of the relay's
 	// tap, given where the viewer sends (the relay's address): the demo's
@@ -499,8 +500,8 @@ type viewerRig struct {
 // loopFor is the loop cfg describes, or the caller's.
 func loopFor(cfg RigViewer, log *slog.Logger) (*throttle.Loop, error) {
 	if cfg.Loop != nil {
-		if cfg.Mode == Stock || cfg.Interval != 0 || cfg.Floor != 0 || cfg.Segment != "" {
-			return nil, fmt.Errorf("scenario: a viewer with its own loop takes no mode %q, interval, floor or segment", Stock)
+		if cfg.Interval != 0 || cfg.Floor != 0 || cfg.Segment != "" {
+			return nil, errors.New("scenario: a viewer with its own loop takes no interval, floor or segment")
 		}
 		return cfg.Loop, nil
 	}
