@@ -40,7 +40,8 @@ const progressEvery = 1 << 16
 
 // BeginFile starts a file whose datagrams the following Observe calls
 // carry, for a caller that reads datagrams itself; it returns its index in
-// Report().Files.
+// Report().Files. Its Datagrams and Bytes count what Observe was given
+// (payload bytes).
 func (a *Auditor) BeginFile(name string) int {
 	a.files = append(a.files, FileResult{Name: name})
 	a.file = len(a.files) - 1

@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -148,4 +149,43 @@ func TestRealCaptureDuckDB(t *testing.T) {
 	if len(res["rank"]) != 0 {
 		t.Errorf("the ranking ranks %d circuits with no known fair rate: %v", len(res["rank"]), res["rank"])
 	}
+}
+
+// observedReport is the real capture audited as the lab audits its
+// viewer's datagrams: handed to Observe one by one under a file begun
+// with BeginFile, with every 40th downstream datagram dropped, as a lossy
+// bottleneck would, so the figures of a lossy circuit are drawn.
+func observedReport(t testing.TB) *audit.Report {
+	t.Helper()
+	f, err := os.Open(realCapturePath)
+	if err != nil {
+		t.Skipf("skipped: the real capture is not beside the repository: %v", err)
+	}
+	defer f.Close()
+	rd, err := capture.NewReader(f, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := audit.New(audit.Config{Series: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.BeginFile("viewer")
+	var down int
+	for {
+		d, err := rd.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Src.Port() == 9000 {
+			if down++; down%40 == 0 {
+				continue
+			}
+		}
+		a.Observe(d)
+	}
+	return a.Report()
 }

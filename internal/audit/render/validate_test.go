@@ -251,13 +251,13 @@ func TestHTMLValid(t *testing.T) {
 			name:     "circuits only",
 			report:   &audit.Report{Circuits: makeReport(3, 2, 10).Circuits, Files: []audit.FileResult{{Name: "-"}}},
 			figures:  []string{"per-connection"},
-			contains: []string{"No figure over time", "no second has traffic"},
+			contains: []string{"No figure over time", "the report holds no per-second rows"},
 		},
 		{
 			name:     "more circuits than the table shows",
 			report:   &audit.Report{Circuits: make([]audit.Circuit, maxTableRows+7)},
 			figures:  nil,
-			contains: []string{fmt.Sprintf("The table shows the first %d; the other 7 are in the CSV, JSON and Parquet outputs.", maxTableRows)},
+			contains: []string{fmt.Sprintf("The tables show the first %d; the other 7 are in the CSV, JSON and Parquet outputs.", maxTableRows)},
 		},
 		{
 			name:     "empty",

@@ -84,9 +84,24 @@ func (l *viewerLog) add(d lludp.Datagram) {
 // writeAudit audits the viewer's circuit with fairgrid audit's engine and
 // writes its HTML report.
 func (l *viewerLog) writeAudit(dir, name string) error {
-	a, err := audit.New(audit.Config{})
+	r, err := l.audit(fileName(name))
+	if err != nil {
+		return err
+	}
+	f, err := os.Create(filepath.Join(dir, fileName(name)+".html"))
 	if err != nil {
 		return fmt.Errorf("audit: %w", err)
+	}
+	err = render.WriteHTML(f, r)
+	return errors.Join(err, f.Close())
+}
+
+// audit is the audit's report of the datagrams kept, as one file called
+// name, with the per-second series the HTML report's figures draw.
+func (l *viewerLog) audit(name string) (*audit.Report, error) {
+	a, err := audit.New(audit.Config{Series: true})
+	if err != nil {
+		return nil, fmt.Errorf("audit: %w", err)
 	}
 	l.mu.Lock()
 	ds := l.ds
@@ -94,13 +109,9 @@ func (l *viewerLog) writeAudit(dir, name string) error {
 	// The audit takes datagrams in time order; the tap saw them in the
 	// order they left or arrived, nearly so.
 	slices.SortStableFunc(ds, func(a, b lludp.Datagram) int { return a.At.Compare(b.At) })
+	a.BeginFile(name)
 	for _, d := range ds {
 		a.Observe(d)
 	}
-	f, err := os.Create(filepath.Join(dir, fileName(name)+".html"))
-	if err != nil {
-		return fmt.Errorf("audit: %w", err)
-	}
-	err = render.WriteHTML(f, a.Report())
-	return errors.Join(err, f.Close())
+	return a.Report(), nil
 }
