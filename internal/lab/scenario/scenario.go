@@ -43,6 +43,21 @@ type Options struct {
 	// time but light on CPU, a few thousand packets a second.
 	Parallel int
 	Log      *slog.Logger
+	// Progress, if set, is called as each run ends, but for runs the
+	// context's end stopped (from the run's goroutine, one call at a
+	// time), with the runs ended and the total of the scenario running.
+	Progress func(done, total int, run string)
+}
+
+// Interrupted is the error of a scenario whose context ended before its
+// runs did: the Result it comes with holds the runs that finished (no
+// comparisons, which need every run).
+type Interrupted struct {
+	Finished, Total int
+}
+
+func (e *Interrupted) Error() string {
+	return fmt.Sprintf("interrupted: %d of %d runs finished", e.Finished, e.Total)
 }
 
 func (o Options) withDefaults() Options {
@@ -134,6 +149,12 @@ func all() Scenario {
 			var errs []error
 			for _, s := range Scenarios() {
 				r, err := s.Run(ctx, o)
+				if ir := (*Interrupted)(nil); errors.As(err, &ir) {
+					// what finished, and the scenarios not begun
+					res.Runs = append(res.Runs, r.Runs...)
+					res.Seconds = time.Since(start).Seconds()
+					return res, err
+				}
 				if err != nil {
 					errs = append(errs, fmt.Errorf("%s: %w", s.Name, err))
 					continue
@@ -258,6 +279,23 @@ func runSeeded(ctx context.Context, o Options, mk func(o Options) []job, result 
 		ends = append(ends, len(all))
 	}
 	runs, err := runAll(ctx, o, all)
+	if ctx.Err() != nil {
+		// Interrupted: the runs that finished, and the errors of any that
+		// failed before.
+		res := Result{Seconds: time.Since(start).Seconds()}
+		var failed []error
+		for _, e := range unwrapJoined(err) {
+			if _, ok := e.(failedBefore); ok {
+				failed = append(failed, e)
+			}
+		}
+		for _, r := range runs {
+			if r.Name != "" {
+				res.Runs = append(res.Runs, r)
+			}
+		}
+		return res, errors.Join(append(failed, &Interrupted{Finished: len(res.Runs), Total: len(runs)})...)
+	}
 	if err != nil {
 		return Result{}, err
 	}
@@ -273,7 +311,7 @@ func runSeeded(ctx context.Context, o Options, mk func(o Options) []job, result 
 }
 
 // runAll runs jobs, o.Parallel at a time, and returns their measurements
-// in order. With o.OutDir set each writes the audit's report of its
+// in order; a run that did not finish has no name. With o.OutDir set each writes the audit's report of its
 // viewer's circuit there, and with o.Pcap its capture too.
 func runAll(ctx context.Context, o Options, jobs []job) ([]RunResult, error) {
 	out := make([]RunResult, len(jobs))
@@ -285,7 +323,9 @@ func runAll(ctx context.Context, o Options, jobs []job) ([]RunResult, error) {
 		j := jobs[i]
 		if j.custom != nil {
 			m, err := j.custom(ctx, tap, o.Log)
-			out[i] = RunResult{Name: j.name, Measurement: m}
+			if err == nil {
+				out[i] = RunResult{Name: j.name, Measurement: m}
+			}
 			return err
 		}
 		cfg := j.cfg
@@ -317,6 +357,17 @@ func runEach(ctx context.Context, o Options, names []string, run func(i int, tap
 	errs := make([]error, len(names))
 	sem := make(chan struct{}, o.Parallel)
 	var wg sync.WaitGroup
+	var mu sync.Mutex
+	done := 0
+	ended := func(name string) {
+		if o.Progress == nil {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		done++
+		o.Progress(done, len(names), name)
+	}
 	for i, name := range names {
 		wg.Go(func() {
 			select {
@@ -342,11 +393,34 @@ func runEach(ctx context.Context, o Options, names []string, run func(i int, tap
 			}
 			if err != nil {
 				errs[i] = fmt.Errorf("run %s: %w", name, err)
+				if ctx.Err() == nil {
+					errs[i] = failedBefore{errs[i]}
+					ended(name)
+				}
 				return
 			}
+			ended(name)
 			o.Log.Info("run done", "run", name)
 		})
 	}
 	wg.Wait()
 	return errors.Join(errs...)
 }
+
+// unwrapJoined lists the errors errors.Join joined (err itself when it
+// joins none).
+func unwrapJoined(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+// failedBefore is the error of a run that failed while its context was
+// still live: a failure, not the interruption's doing.
+type failedBefore struct{ error }
+
+func (f failedBefore) Unwrap() error { return f.error }

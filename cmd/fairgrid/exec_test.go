@@ -1,0 +1,218 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The binary the user runs, built once for the tests that exec it.
+var (
+	builtOnce sync.Once
+	builtPath string
+	builtErr  error
+)
+
+// builtBinary builds cmd/fairgrid once per test binary and returns its
+// path; skipped with -short, and when the go tool is missing.
+func builtBinary(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("skipped with -short: builds and runs the binary")
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skipf("skipped: the go tool is needed to build the binary: %v", err)
+	}
+	builtOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "fairgrid-bin-")
+		if err != nil {
+			builtErr = err
+			return
+		}
+		builtPath = filepath.Join(dir, "fairgrid")
+		if out, err := exec.Command(goTool, "build", "-o", builtPath, ".").CombinedOutput(); err != nil {
+			builtErr = errors.New("go build: " + err.Error() + "\n" + string(out))
+		}
+	})
+	if builtErr != nil {
+		t.Fatal(builtErr)
+	}
+	return builtPath
+}
+
+// removeBuiltBinary removes the binary builtBinary built (TestMain calls
+// it after the tests).
+func removeBuiltBinary() {
+	if builtPath != "" {
+		os.RemoveAll(filepath.Dir(builtPath))
+	}
+}
+
+// started is a command run as a user would, its stderr read line by line.
+type started struct {
+	cmd    *exec.Cmd
+	stdout bytes.Buffer
+	lines  chan string
+	stderr bytes.Buffer
+	mu     sync.Mutex
+}
+
+func startBinary(t *testing.T, timeout time.Duration, args ...string) *started {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
+	t.Cleanup(cancel)
+	s := &started{cmd: exec.CommandContext(ctx, builtBinary(t), args...), lines: make(chan string, 1000)}
+	s.cmd.Stdout = &s.stdout
+	pr, err := s.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer close(s.lines)
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			s.mu.Lock()
+			s.stderr.WriteString(sc.Text() + "\n")
+			s.mu.Unlock()
+			s.lines <- sc.Text()
+		}
+		io.Copy(io.Discard, pr)
+	}()
+	return s
+}
+
+// waitLine reads stderr until a line matches re; false if stderr ends
+// first.
+func (s *started) waitLine(re *regexp.Regexp) bool {
+	for l := range s.lines {
+		if re.MatchString(l) {
+			return true
+		}
+	}
+	return false
+}
+
+// interrupt sends SIGINT, as Ctrl-C does, and waits for the exit.
+func (s *started) interrupt(t *testing.T) (code int, stdout, stderr string) {
+	t.Helper()
+	if err := s.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	for range s.lines { // drain
+	}
+	err := s.cmd.Wait()
+	code = s.cmd.ProcessState.ExitCode()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return code, s.stdout.String(), s.stderr.String()
+}
+
+// TestLabInterrupted: Ctrl-C during a lab scenario prints what the runs
+// that finished measured, writes it with --out, says how many did not
+// finish, exits 0, and logs no "context canceled". Its progress shows on
+// stderr as each run ends.
+func TestLabInterrupted(t *testing.T) {
+	out := t.TempDir()
+	s := startBinary(t, 2*time.Minute, "lab", "wireless-buffers", "--duration", "5s", "--parallel", "1", "--out", out)
+	if !s.waitLine(regexp.MustCompile(`^fairgrid lab: wireless-buffers: run 1 of \d+ done \(wireless terminals=2 ap-buffer=37\), \d+:\d\d in$`)) {
+		_, _, errOut := s.interrupt(t)
+		t.Fatalf("no progress line on stderr:\n%s", errOut)
+	}
+	code, stdout, stderr := s.interrupt(t)
+	if code != exitOK {
+		t.Errorf("exit %d after Ctrl-C, want 0\n%s", code, stderr)
+	}
+	if !regexp.MustCompile(`(?m)^Interrupted after \d+ s: [12] of 17 runs of wireless-buffers finished; what they measured`).MatchString(stdout) ||
+		!regexp.MustCompile(`(?m)^wireless terminals=2 ap-buffer=37 +2 flows|terminal 1 upload \d+ kbit/s, terminal 2 upload \d+ kbit/s`).MatchString(stdout) {
+		t.Errorf("stdout does not give the finished run's measurement:\n%s", stdout)
+	}
+	if strings.Contains(stderr, "context canceled") {
+		t.Errorf("stderr logs the interruption as errors:\n%s", stderr)
+	}
+	b, err := os.ReadFile(filepath.Join(out, "wireless-buffers.json"))
+	if err != nil || !strings.Contains(string(b), `"name": "wireless terminals=2 ap-buffer=37"`) {
+		t.Errorf("--out has no JSON of the finished run: %v\n%s", err, b)
+	}
+}
+
+// TestAuditInterrupted: Ctrl-C while the audit reads a capture that is
+// still being written (a FIFO) ends the read, prints the report of what
+// was read with a warning that says so, and exits 0.
+func TestAuditInterrupted(t *testing.T) {
+	realPath := auditRealCapture(t)
+	capture, err := os.ReadFile(realPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(t.TempDir(), "growing.pcap")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("skipped: no FIFO: %v", err)
+	}
+	s := startBinary(t, time.Minute, "audit", fifo)
+	w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	// Half the capture; the pipe's writes return once the audit has read
+	// all but what the pipe and its buffers hold. The writer stays open:
+	// no end of file, as with a capture still running.
+	if _, err := w.Write(capture[:len(capture)/2]); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := s.interrupt(t)
+	if code != exitOK {
+		t.Errorf("exit %d after Ctrl-C, want 0\n%s", code, stderr)
+	}
+	if !regexp.MustCompile(`fairgrid audit: warning: interrupted \(Ctrl-C\) after \d+ bytes: the report covers the datagrams read before`).MatchString(stderr) {
+		t.Errorf("stderr does not say the report is partial:\n%s", stderr)
+	}
+	m := regexp.MustCompile(`growing.pcap: (\d+) bytes, (\d+) UDP datagrams`).FindStringSubmatch(stdout)
+	if m == nil || m[2] == "0" || !strings.Contains(stdout, "127.0.0.1:55436 > 127.0.0.1:9000") {
+		t.Errorf("the report of what was read is missing:\n%s", stdout)
+	}
+}
+
+// TestLabProgress: on a terminal the line is redrawn with the runs done,
+// the time spent and an estimate of the time left, and cleared at the
+// end; elsewhere a line per run.
+func TestLabProgress(t *testing.T) {
+	at := time.Unix(1000, 0)
+	now := func() time.Time { return at }
+	var term bytes.Buffer
+	p := newLabProgress(&term, "mongoose", true, now)
+	at = at.Add(30 * time.Second)
+	p.update(3, 10, "loss=3% stock")
+	p.done()
+	want := "\r\x1b[Kfairgrid lab: mongoose: 3 of 10 runs done, 0:30 in, about 1:10 left (Ctrl-C stops and prints what finished)"
+	if got := term.String(); !strings.HasPrefix(got, want) || !strings.HasSuffix(got, "\r\x1b[K") {
+		t.Errorf("terminal: %q, want %q then the line cleared", got, want)
+	}
+	var log bytes.Buffer
+	p = newLabProgress(&log, "mongoose", false, now)
+	at = at.Add(65 * time.Second)
+	p.update(4, 10, "loss=3% window")
+	p.done()
+	if got, want := log.String(), "fairgrid lab: mongoose: run 4 of 10 done (loss=3% window), 1:05 in\n"; got != want {
+		t.Errorf("not a terminal: %q, want %q", got, want)
+	}
+}
