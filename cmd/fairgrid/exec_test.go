@@ -216,3 +216,34 @@ func TestLabProgress(t *testing.T) {
 		t.Errorf("not a terminal: %q, want %q", got, want)
 	}
 }
+
+// TestViewerLastLineVerdict: the viewer's output, run as a user runs it
+// against fairgrid sim, ends with a verdict in words, and its rates carry
+// their unit.
+func TestViewerLastLineVerdict(t *testing.T) {
+	sim := startBinary(t, time.Minute, "sim", "--listen", "127.0.0.1:0", "--metrics", "127.0.0.1:0", "--duration", "20s")
+	addr := regexp.MustCompile(`msg="region listening" addr=(127\.0\.0\.1:\d+)`)
+	var simAddr string
+	for l := range sim.lines {
+		if m := addr.FindStringSubmatch(l); m != nil {
+			simAddr = m[1]
+			break
+		}
+	}
+	if simAddr == "" {
+		t.Fatal("fairgrid sim did not say where it listens")
+	}
+	out, err := exec.Command(builtBinary(t), "viewer", "--sim", simAddr, "--duration", "2s").Output()
+	if err != nil {
+		t.Fatalf("viewer: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	last := lines[len(lines)-1]
+	if !regexp.MustCompile(`^127\.0\.0\.1:\d+: verdict: no loss: the path had room to spare, so no TCP-fair rate bounds it$`).MatchString(last) {
+		t.Errorf("last line %q is no verdict", last)
+	}
+	if !regexp.MustCompile(`received \d+\.\d kbit/s \(asked 1536\.0 kbit/s\)`).MatchString(lines[0]) {
+		t.Errorf("rates without their unit: %q", lines[0])
+	}
+	sim.interrupt(t)
+}

@@ -156,6 +156,11 @@ func (a *Auditor) circuitRow(fs *flowState) (Circuit, bool) {
 	return row, true
 }
 
+// Verdict says in words how far received was from fair, r the ratio of
+// received to fair when state is FairKnown: what every circuit row of the
+// report says.
+func Verdict(state string, r *float64) string { return verdict(state, r) }
+
 // verdict says in words how far received was from fair.
 func verdict(state string, r *float64) string {
 	switch {

@@ -169,13 +169,20 @@ func all() Scenario {
 		}}
 }
 
+// DocumentNames names the source documents the comparisons cite by file
+// name, for a reader who has only the output.
+const DocumentNames = `The documents: 000_6377d885c127798c.txt is Saldana, Suznjevic, Sequeira et al., "The Effect of TCP Variants on the Coexistence of MMORPG and Best-Effort Traffic"; ` +
+	`001_e9d8247e49fbaed2.txt J. Saldana's preliminary NS2 results on multiplexed game TCP flows (tcmtf list, for CCNC 2014); ` +
+	`002_de6dcb7b65c28c7b.txt Iain Oliver's PhD thesis (St Andrews, 2011), chapters 7 and 8; ` +
+	`003_0f0edd6803f39f4d.txt Ando, Murase, Oguchi, "Characteristics of QoS-Guaranteed TCP on Real Mobile Terminal in Wireless LAN" (CQR 2011).`
+
 // summaryColumns are the summary's columns, in text, JSON and markdown.
 var summaryColumns = []string{"scenario", "case", "metric", "source", "published", "measured", "differs", "verdict"}
 
 // SummaryTable is every comparison in one table.
 func SummaryTable(cs []Comparison) Table {
 	t := Table{Title: "Summary: measured beside published", Columns: summaryColumns,
-		Notes: []string{"source: the document's FILE:LINE in ../shared/seeds (README.md there names each), the figure standing on that line; \"ours\": a figure no document gives.",
+		Notes: []string{"source: the document's FILE:LINE, the figure standing on that line; \"ours\": a figure no document gives. " + DocumentNames,
 			"measured: the median over the seeds, with the range and their number when more than one."}}
 	for _, c := range cs {
 		t.Rows = append(t.Rows, []string{c.Scenario, c.Case, c.Metric, c.Source, c.PublishedText, c.spread(), c.Differs, c.Verdict})
