@@ -247,3 +247,47 @@ func TestViewerLastLineVerdict(t *testing.T) {
 	}
 	sim.interrupt(t)
 }
+
+// TestDurationsNeedUnits: every duration a command takes, given as a bare
+// number as users type it, is refused in one line that suggests the unit
+// (exit 2); so are the durations and loss rates inside string flags.
+func TestDurationsNeedUnits(t *testing.T) {
+	bin := builtBinary(t)
+	durationFlag := regexp.MustCompile(`(?m)^\s+-([a-z0-9-]+) duration\b`)
+	type tc struct {
+		args []string
+		want string
+	}
+	var cases []tc
+	for _, c := range append(commands(), command{name: "lab fairness"}) {
+		if c.name == "version" {
+			continue
+		}
+		args := strings.Fields(c.name)
+		help, _ := exec.Command(bin, append(args, "--help")...).CombinedOutput()
+		for _, m := range durationFlag.FindAllStringSubmatch(string(help), -1) {
+			cases = append(cases, tc{append(append([]string(nil), args...), "--"+m[1], "7"), "--" + m[1] + " 7: a duration needs a unit, such as 7ms or 7s"})
+		}
+	}
+	if len(cases) < 12 {
+		t.Fatalf("found %d duration flags in the commands' help: the pattern missed them", len(cases))
+	}
+	cases = append(cases,
+		tc{[]string{"link", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:9", "--delay", "50"}, `--delay "50": a duration needs a unit, such as 50ms or 50s`},
+		tc{[]string{"run", "--demo", "--link", "2M,50,3%,100"}, `--link delay "50": a duration needs a unit, such as 50ms or 50s`},
+		tc{[]string{"run", "--demo", "--link", "2M,50ms,3,100"}, "for 3 %, write 3%"},
+		tc{[]string{"rate", "--loss", "3", "--rtt", "100ms"}, "for 3 %, write 3%"},
+		tc{[]string{"link", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:9", "--loss", "3"}, "for 3 %, write 3%"},
+	)
+	for _, c := range cases {
+		cmd := exec.Command(bin, c.args...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		code := cmd.ProcessState.ExitCode()
+		lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+		if code != exitUsage || len(lines) != 1 || !strings.Contains(lines[0], c.want) {
+			t.Errorf("fairgrid %s: exit %d (%v), stderr %q; want exit 2 and one line with %q", strings.Join(c.args, " "), code, err, stderr.String(), c.want)
+		}
+	}
+}
