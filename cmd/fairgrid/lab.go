@@ -60,7 +60,7 @@ func runLab(args []string, s stdio) int {
 	pcap := fs.Bool("pcap", false, "with --out, also write each run's capture (pcap)")
 	seed := fs.Uint64("seed", 1, "seed of the links' loss and the TCP stacks (the first, with --seeds)")
 	seeds := fs.Int("seeds", 1, "run every set-up with this many seeds (seed, seed+1, …): median and spread")
-	duration := fs.Duration("duration", 0, "each run's measured part (0: the scenario's default)")
+	duration := fs.Duration("duration", 0, "each run's measured part, at least 5s (0: the scenario's default)")
 	full := fs.Bool("full", false, "run the documents' published durations")
 	parallel := fs.Int("parallel", 4, "runs at once")
 	if c, ok := parseFlagsArgs(fs, synopsis, args, s); !ok {
