@@ -143,6 +143,20 @@ var funcs = template.FuncMap{
 		}
 		return number(*bps/1000, 1)
 	},
+	// the verdict's TCP estimate, which a known fair rate can still lack
+	// (no whole segment's worth of bytes lost): said as the verdict says it
+	"tcpKbit": func(bps *float64, state string) string {
+		if bps == nil || !finite(*bps) {
+			return tcpUnknown(state)
+		}
+		return number(*bps/1000, 1)
+	},
+	"tcpRatio": func(x *float64, state string) string {
+		if x == nil || !finite(*x) {
+			return tcpUnknown(state)
+		}
+		return strconv.FormatFloat(*x, 'f', 2, 64)
+	},
 	"ratio": func(x *float64, unknown string) string {
 		if x == nil || !finite(*x) {
 			return unknown
@@ -191,6 +205,13 @@ var funcs = template.FuncMap{
 		}
 		return c.AgentID
 	},
+}
+
+func tcpUnknown(state string) string {
+	if state == audit.FairKnown {
+		return audit.FairNoData
+	}
+	return state
 }
 
 // number writes x with thousands separated by a thin space, which reads
@@ -267,14 +288,14 @@ The figures' TCP-fair rate is TFRC's with s = {{.Segment}}; the circuits table s
 <div class="scroll"><table id="circuit-table">
 <thead><tr><th class="text">verdict</th><th class="text">circuit</th><th class="text">direction</th><th>packets</th><th>mean (kbit/s)</th><th>loss event rate</th><th>RTT, pings (ms)</th><th>TCP flow's rate, est. (kbit/s)</th><th>received / TCP est.</th><th>last request (kbit/s)</th></tr></thead>
 <tbody>
-{{range .Circuits}}{{$state := fairState .}}<tr><td class="verdict">{{.Verdict}}</td><td class="text">{{.Circuit}}</td><td class="text">{{.Direction}}</td><td>{{int .Packets}}</td><td>{{kbit .MeanBitPerS}}</td><td>{{pct .LossEventRate}}</td><td>{{ms .RTTMs "unknown: no ping pairs"}}</td><td>{{optKbit .FairTCP $state}}</td><td>{{ratio .ReceivedOverTCP $state}}</td><td>{{if eq .Direction "down"}}{{optKbit .LastRequestBitPerS "none seen"}}{{end}}</td></tr>
+{{range .Circuits}}{{$state := fairState .}}<tr><td class="verdict">{{.Verdict}}</td><td class="text">{{.Circuit}}</td><td class="text">{{.Direction}}</td><td>{{int .Packets}}</td><td>{{kbit .MeanBitPerS}}</td><td>{{pct .LossEventRate}}</td><td>{{ms .RTTMs "unknown: no ping pairs"}}</td><td>{{tcpKbit .FairTCP $state}}</td><td>{{tcpRatio .ReceivedOverTCP $state}}</td><td>{{if eq .Direction "down"}}{{optKbit .LastRequestBitPerS "none seen"}}{{end}}</td></tr>
 {{end}}</tbody>
 </table></div>
 <details id="circuit-details"><summary>Every column ({{len .Circuits}} rows): agent, file, peak rate, loss rate, spurious resends, duplicates, RTT from acks, the fair rates by TFRC and Mathis, the per-second ratios and the requests</summary>
 <div class="scroll"><table id="circuit-table-full">
 <thead><tr><th class="text">verdict</th><th class="text">circuit</th><th class="text">direction</th><th class="text">agent</th><th class="text">file</th><th>duration (s)</th><th>packets</th><th>mean (kbit/s)</th><th>peak 1 s (kbit/s)</th><th>loss rate</th><th>loss event rate</th><th>spurious resends</th><th>duplicates</th><th>RTT, pings (ms)</th><th>RTT, acks (ms)</th><th>TCP flow's rate, est. (kbit/s)</th><th>received / TCP est.</th><th>fair, mean s (kbit/s)</th><th>fair, s = 1460 B (kbit/s)</th><th>Mathis (kbit/s)</th><th>received / fair</th><th>per-second ratio: median [25 %, 75 %]</th><th>requests</th><th>last request (kbit/s)</th><th>requested / fair</th></tr></thead>
 <tbody>
-{{range .Circuits}}{{$state := fairState .}}<tr><td class="verdict">{{.Verdict}}</td><td class="text">{{.Circuit}}</td><td class="text">{{.Direction}}</td><td class="text">{{agent .}}</td><td class="text">{{.File}}</td><td>{{sec .DurationS}}</td><td>{{int .Packets}}</td><td>{{kbit .MeanBitPerS}}</td><td>{{kbit .PeakBitPerS}}</td><td>{{pct .LossRate}}</td><td>{{pct .LossEventRate}}</td><td>{{int .SpuriousResends}}</td><td>{{int .Duplicates}}</td><td>{{ms .RTTMs "unknown: no ping pairs"}}</td><td>{{ms .AckRTTMs "not measured"}}</td><td>{{optKbit .FairTCP $state}}</td><td>{{ratio .ReceivedOverTCP $state}}</td><td>{{optKbit .FairMeanS $state}}</td><td>{{optKbit .FairNominal $state}}</td><td>{{optKbit .Mathis $state}}</td><td>{{ratio .ReceivedOverFair $state}}</td><td>{{ratio .RatioMedian $state}}{{if .RatioMedian}} [{{ratio .RatioP25 "?"}}, {{ratio .RatioP75 "?"}}]{{end}}</td><td>{{.Requests}}</td><td>{{optKbit .LastRequestBitPerS "none seen"}}</td><td>{{ratio .RequestedOverFair (or (and .LastRequestBitPerS $state) "no request")}}</td></tr>
+{{range .Circuits}}{{$state := fairState .}}<tr><td class="verdict">{{.Verdict}}</td><td class="text">{{.Circuit}}</td><td class="text">{{.Direction}}</td><td class="text">{{agent .}}</td><td class="text">{{.File}}</td><td>{{sec .DurationS}}</td><td>{{int .Packets}}</td><td>{{kbit .MeanBitPerS}}</td><td>{{kbit .PeakBitPerS}}</td><td>{{pct .LossRate}}</td><td>{{pct .LossEventRate}}</td><td>{{int .SpuriousResends}}</td><td>{{int .Duplicates}}</td><td>{{ms .RTTMs "unknown: no ping pairs"}}</td><td>{{ms .AckRTTMs "not measured"}}</td><td>{{tcpKbit .FairTCP $state}}</td><td>{{tcpRatio .ReceivedOverTCP $state}}</td><td>{{optKbit .FairMeanS $state}}</td><td>{{optKbit .FairNominal $state}}</td><td>{{optKbit .Mathis $state}}</td><td>{{ratio .ReceivedOverFair $state}}</td><td>{{ratio .RatioMedian $state}}{{if .RatioMedian}} [{{ratio .RatioP25 "?"}}, {{ratio .RatioP75 "?"}}]{{end}}</td><td>{{.Requests}}</td><td>{{optKbit .LastRequestBitPerS "none seen"}}</td><td>{{ratio .RequestedOverFair (or (and .LastRequestBitPerS $state) "no request")}}</td></tr>
 {{end}}</tbody>
 </table></div>
 </details>

@@ -133,6 +133,8 @@ func makeReport(seed uint64, circuits, seconds int) *audit.Report {
 			mathis := ratecalc.MathisRate(payload, rtt, p).BitsPerSecond()
 			ratio := c.MeanBitPerS / fairMean
 			c.FairMeanS, c.FairNominal, c.Mathis, c.ReceivedOverFair = &fairMean, &fairNominal, &mathis, &ratio
+			// the verdict's TCP estimate, here the fair rate itself
+			c.FairTCP, c.ReceivedOverTCP = &fairMean, &ratio
 			m, med, q1, q3 := mean(secRatios), quantile(secRatios, 0.5), quantile(secRatios, 0.25), quantile(secRatios, 0.75)
 			c.RatioMean, c.RatioMedian, c.RatioP25, c.RatioP75 = &m, &med, &q1, &q3
 			c.Verdict = fmt.Sprintf("%.1f× its TCP-fair rate", ratio)
