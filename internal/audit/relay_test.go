@@ -1,9 +1,7 @@
 package audit
 
 import (
-	"io"
 	"net/netip"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -18,25 +16,12 @@ import (
 // simulator), 1 ms later, as fairgrid proxy or link forwards them.
 func relayed(t *testing.T, relay netip.AddrPort) []lludp.Datagram {
 	t.Helper()
-	f, err := os.Open(realCapture(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rd, err := capture.NewReader(f, nil)
+	ds, err := capture.ReadFile(realCapture(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []lludp.Datagram
-	for {
-		d, err := rd.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		d.Payload = append([]byte(nil), d.Payload...)
+	for _, d := range ds {
 		leg := d
 		leg.At = d.At.Add(time.Millisecond)
 		if d.Dst.Port() == 9000 { // up: the viewer sends to the relay, the relay to the simulator

@@ -1,8 +1,9 @@
 package render
 
 import (
+	"errors"
 	"fmt"
-	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -157,12 +158,10 @@ func TestRealCaptureDuckDB(t *testing.T) {
 // bottleneck would, so the figures of a lossy circuit are drawn.
 func observedReport(t testing.TB) *audit.Report {
 	t.Helper()
-	f, err := os.Open(realCapturePath)
-	if err != nil {
+	ds, err := capture.ReadFile(realCapturePath, nil)
+	if errors.Is(err, fs.ErrNotExist) {
 		t.Skipf("skipped: the real capture is not beside the repository: %v", err)
 	}
-	defer f.Close()
-	rd, err := capture.NewReader(f, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,14 +171,7 @@ func observedReport(t testing.TB) *audit.Report {
 	}
 	a.BeginFile("viewer")
 	var down int
-	for {
-		d, err := rd.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, d := range ds {
 		if d.Src.Port() == 9000 {
 			if down++; down%40 == 0 {
 				continue
