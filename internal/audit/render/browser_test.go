@@ -350,22 +350,8 @@ const laptopWidth = 1366
 // whole report: hidden is how many circuits the tables leave out).
 func (d *devtools) checkLayout(t *testing.T, hidden int) (layout, []string) {
 	t.Helper()
-	var eval struct {
-		Result struct {
-			Value string `json:"value"`
-		} `json:"result"`
-		ExceptionDetails json.RawMessage `json:"exceptionDetails"`
-	}
-	if err := d.call("Runtime.evaluate", map[string]any{"expression": layoutCheck, "returnByValue": true}, &eval); err != nil {
-		t.Fatal(err)
-	}
-	if eval.ExceptionDetails != nil {
-		t.Fatalf("checking the layout: %s", eval.ExceptionDetails)
-	}
 	var l layout
-	if err := json.Unmarshal([]byte(eval.Result.Value), &l); err != nil {
-		t.Fatalf("%v: %s", err, eval.Result.Value)
-	}
+	d.evalJSON(t, "checking the layout", layoutCheck, &l)
 	var bad []string
 	if l.Right > laptopWidth || l.ScrollWidth > laptopWidth {
 		bad = append(bad, fmt.Sprintf("the page is %.0f px wide (scroll width %.0f; widest element %s), the screen %d", l.Right, l.ScrollWidth, l.Widest, laptopWidth))
@@ -529,23 +515,30 @@ func (d *devtools) render(t *testing.T, path string) []figureBox {
 	if err := d.waitEvent("Page.loadEventFired"); err != nil {
 		t.Fatal(err)
 	}
+	var boxes []figureBox
+	d.evalJSON(t, "measuring the figures", measure, &boxes)
+	return boxes
+}
+
+// evalJSON runs expression, which returns a JSON string, in the page and
+// decodes its value into v; what names the step in errors.
+func (d *devtools) evalJSON(t *testing.T, what, expression string, v any) {
+	t.Helper()
 	var eval struct {
 		Result struct {
 			Value string `json:"value"`
 		} `json:"result"`
 		ExceptionDetails json.RawMessage `json:"exceptionDetails"`
 	}
-	if err := d.call("Runtime.evaluate", map[string]any{"expression": measure, "returnByValue": true}, &eval); err != nil {
+	if err := d.call("Runtime.evaluate", map[string]any{"expression": expression, "returnByValue": true}, &eval); err != nil {
 		t.Fatal(err)
 	}
 	if eval.ExceptionDetails != nil {
-		t.Fatalf("measuring the figures: %s", eval.ExceptionDetails)
+		t.Fatalf("%s: %s", what, eval.ExceptionDetails)
 	}
-	var boxes []figureBox
-	if err := json.Unmarshal([]byte(eval.Result.Value), &boxes); err != nil {
-		t.Fatalf("%v: %s", err, eval.Result.Value)
+	if err := json.Unmarshal([]byte(eval.Result.Value), v); err != nil {
+		t.Fatalf("%s: %v: %s", what, err, eval.Result.Value)
 	}
-	return boxes
 }
 
 // screenshot returns a PNG of the figure's box on the page.
