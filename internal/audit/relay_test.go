@@ -43,15 +43,11 @@ func TestRelayLegsWarning(t *testing.T) {
 	relay := netip.MustParseAddrPort("127.0.0.1:9100")
 	ds := relayed(t, relay)
 	audit := func(cfg Config) *Report {
-		a, err := New(cfg)
+		r, err := Datagrams(cfg, "relay.pcap", ds)
 		if err != nil {
 			t.Fatal(err)
 		}
-		a.BeginFile("relay.pcap")
-		for _, d := range ds {
-			a.Observe(d)
-		}
-		return a.Report()
+		return r
 	}
 	r := audit(Config{})
 	if len(r.Circuits) != 8 {

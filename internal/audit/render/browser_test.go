@@ -386,7 +386,7 @@ func TestHTMLInBrowser(t *testing.T) {
 	}{
 		{"grid", func(*testing.T) *audit.Report { return makeReport(1, 12, 600) }},
 		{"real", func(t *testing.T) *audit.Report { return realReport(t) }},
-		{"observed", func(t *testing.T) *audit.Report { return observedReport(t) }},
+		{"lab", func(t *testing.T) *audit.Report { return observedReport(t) }},
 	}
 	d := startChromium(t, chromium)
 	for _, c := range []struct {

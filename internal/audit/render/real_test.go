@@ -12,6 +12,7 @@ import (
 
 	"github.com/fairgrid/fairgrid/capture"
 	"github.com/fairgrid/fairgrid/internal/audit"
+	"github.com/fairgrid/fairgrid/lludp"
 )
 
 // realCapturePath is the OpenSim 0.9.2.2 capture of two TestClients on
@@ -153,9 +154,9 @@ func TestRealCaptureDuckDB(t *testing.T) {
 }
 
 // observedReport is the real capture audited as the lab audits its
-// viewer's datagrams: handed to Observe one by one under a file begun
-// with BeginFile, with every 40th downstream datagram dropped, as a lossy
-// bottleneck would, so the figures of a lossy circuit are drawn.
+// viewer's datagrams (audit.Datagrams, the lab's report), with every 40th
+// downstream datagram dropped, as a lossy bottleneck would, so the
+// figures of a lossy circuit are drawn.
 func observedReport(t testing.TB) *audit.Report {
 	t.Helper()
 	ds, err := capture.ReadFile(realCapturePath, nil)
@@ -165,11 +166,7 @@ func observedReport(t testing.TB) *audit.Report {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := audit.New(audit.Config{Series: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.BeginFile("viewer")
+	var kept []lludp.Datagram
 	var down int
 	for _, d := range ds {
 		if d.Src.Port() == 9000 {
@@ -177,7 +174,11 @@ func observedReport(t testing.TB) *audit.Report {
 				continue
 			}
 		}
-		a.Observe(d)
+		kept = append(kept, d)
 	}
-	return a.Report()
+	r, err := audit.Datagrams(audit.Config{Series: true}, "viewer", kept)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

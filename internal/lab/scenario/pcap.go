@@ -6,7 +6,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 
@@ -99,19 +98,12 @@ func (l *viewerLog) writeAudit(dir, name string) error {
 // audit is the audit's report of the datagrams kept, as one file called
 // name, with the per-second series the HTML report's figures draw.
 func (l *viewerLog) audit(name string) (*audit.Report, error) {
-	a, err := audit.New(audit.Config{Series: true})
-	if err != nil {
-		return nil, fmt.Errorf("audit: %w", err)
-	}
 	l.mu.Lock()
 	ds := l.ds
 	l.mu.Unlock()
-	// The audit takes datagrams in time order; the tap saw them in the
-	// order they left or arrived, nearly so.
-	slices.SortStableFunc(ds, func(a, b lludp.Datagram) int { return a.At.Compare(b.At) })
-	a.BeginFile(name)
-	for _, d := range ds {
-		a.Observe(d)
+	r, err := audit.Datagrams(audit.Config{Series: true}, name, ds)
+	if err != nil {
+		return nil, fmt.Errorf("audit: %w", err)
 	}
-	return a.Report(), nil
+	return r, nil
 }
