@@ -368,12 +368,15 @@ func (d *devtools) checkLayout(t *testing.T, hidden int) (layout, []string) {
 	return l, bad
 }
 
-// TestHTMLInBrowser opens reports in headless Chromium (one browser, a
-// page per report: the synthetic grid and, when it is there, the real
-// OpenSim capture), checks that every figure renders with a non-empty SVG
-// bounding box and that the browser reports no console error, and saves a
-// screenshot of each figure (FAIRGRID_ARTIFACTS, or the test's temporary
-// directory).
+// TestHTMLInBrowser opens reports in headless Chromium on a 1,366 px wide
+// laptop screen (one browser, a page per report: the synthetic grid and,
+// when it is there, the real OpenSim capture, as the audit and as the lab
+// reports it), checks that every figure renders with a non-empty SVG
+// bounding box, that nothing is wider than the screen, that every
+// figure's data lie inside its plot box, that the counts the page states
+// are its tables', and that the browser reports no console error, and
+// saves a screenshot of each figure (FAIRGRID_ARTIFACTS, or the test's
+// temporary directory).
 func TestHTMLInBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipped with -short: starts a browser")
