@@ -77,7 +77,7 @@ func metricsAddress(f *configs.File, command string) *string {
 type dryRunSender struct{ log *slog.Logger }
 
 func (d dryRunSender) Send(_ context.Context, r throttle.Request) error {
-	d.log.Info("dry run: not sent", "circuit", r.Circuit, "rate", r.Total, "rate_bps", math.Round(r.Total.BitsPerSecond()), "reason", r.Reason)
+	d.log.Info("dry run: not sent", "circuit", r.Circuit, "rate", r.Total, "rate_bps", int64(math.Round(r.Total.BitsPerSecond())), "reason", r.Reason)
 	return nil
 }
 

@@ -185,7 +185,7 @@ func TestLabProgress(t *testing.T) {
 
 // TestViewerLastLineVerdict: the viewer's output, run as a user runs it
 // against fairgrid sim, ends with a verdict in words, and its rates carry
-// their unit.
+// their unit; the sim, stopped with Ctrl-C, says what happened in words.
 func TestViewerLastLineVerdict(t *testing.T) {
 	sim := startBinary(t, time.Minute, "sim", "--listen", "127.0.0.1:0", "--metrics", "127.0.0.1:0", "--duration", "20s")
 	addr := regexp.MustCompile(`msg="region listening" addr=(127\.0\.0\.1:\d+)`)
@@ -211,7 +211,11 @@ func TestViewerLastLineVerdict(t *testing.T) {
 	if !regexp.MustCompile(`received \d+\.\d kbit/s \(asked 1536\.0 kbit/s\)`).MatchString(lines[0]) {
 		t.Errorf("rates without their unit: %q", lines[0])
 	}
-	sim.interrupt(t)
+	// the region's own last words: counts in words, no Go struct
+	code, simOut, simErr := sim.interrupt(t)
+	if code != exitOK || !strings.Contains(simOut, "circuits ended: 1 logged out") || regexp.MustCompile(`\{[A-Z]\w*:`).MatchString(simOut+simErr) {
+		t.Errorf("fairgrid sim ended %d:\n%s%s", code, simOut, simErr)
+	}
 }
 
 // TestDurationsNeedUnits: every duration a command takes, given as a bare
