@@ -5,16 +5,22 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/fairgrid/fairgrid/capture"
+	"github.com/fairgrid/fairgrid/capture/capturetest"
 )
 
 // The binary the user runs, built once for the tests that exec it.
@@ -260,4 +266,77 @@ func TestDurationsNeedUnits(t *testing.T) {
 			t.Errorf("fairgrid %s: exit %d (%v), stderr %q; want exit 2 and one line with %q", strings.Join(c.args, " "), code, err, stderr.String(), c.want)
 		}
 	}
+}
+
+// TestAuditRelayCapture: auditing a capture made on a relay's host (both
+// legs of each session, as the issue's loopback capture of sim, link and
+// viewer had) warns and names the flag that keeps one leg; with that flag
+// the warning is gone and every datagram of the kept leg is counted.
+// Upstream rows get no verdict, in the table and in the HTML page, and the
+// page states the counts its tables hold.
+func TestAuditRelayCapture(t *testing.T) {
+	bin := builtBinary(t)
+	ds, err := capture.ReadFile(auditRealCapture(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := make([]capturetest.Datagram, len(ds))
+	for i, d := range ds {
+		in[i] = capturetest.Datagram(d)
+	}
+	relay := netip.MustParseAddrPort("127.0.0.1:9100")
+	both := capturetest.Relay(in, relay, 9000)
+	dir := t.TempDir()
+	pcap := filepath.Join(dir, "relay.pcap")
+	f, err := os.Create(pcap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := capturetest.Write(f, capturetest.Pcap, both); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	audit := func(args ...string) (int, string, string) {
+		cmd := exec.Command(bin, append([]string{"audit"}, args...)...)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		cmd.Run()
+		return cmd.ProcessState.ExitCode(), stdout.String(), stderr.String()
+	}
+	html := filepath.Join(dir, "report.html")
+	code, out, errOut := audit("--html", html, pcap)
+	warn := regexp.MustCompile(`fairgrid audit: warning: agent \S+ is on two circuits at once, .*both legs of a relay.*--sim 127\.0\.0\.1:9100`)
+	if code != exitOK || len(warn.FindAllString(errOut, -1)) != 2 {
+		t.Errorf("exit %d; stderr does not warn about each agent's two legs:\n%s", code, errOut)
+	}
+	if n := strings.Count(out, "no verdict: upstream, not throttled"); n != 4 {
+		t.Errorf("%d upstream rows without a verdict, want 4:\n%s", n, out)
+	}
+	page, err := os.ReadFile(html)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := regexp.MustCompile(`1 file\(s\), ([0-9\x{2009}]+) datagrams, 8 circuit directions`).FindStringSubmatch(string(page))
+	if !strings.Contains(string(page), "both legs of a relay") || counts == nil || strings.ReplaceAll(counts[1], "\u2009", "") != strconv.Itoa(len(both)) {
+		t.Errorf("the page lacks the warning or the counts of %d datagrams and 8 circuit directions: %q", len(both), counts)
+	}
+	code, out, errOut = audit("--sim", relay.String(), pcap)
+	if code != exitOK || strings.Contains(errOut, "relay") {
+		t.Errorf("--sim %s: exit %d, stderr:\n%s", relay, code, errOut)
+	}
+	if rows := regexp.MustCompile(`(?m)^\S.* > 127\.0\.0\.1:9100 `).FindAllString(out, -1); len(rows) != 4 || strings.Contains(out, "> 127.0.0.1:9000 ") {
+		t.Errorf("--sim %s keeps %d rows of the relay's leg, want 4 and none of the other:\n%s", relay, len(rows), out)
+	}
+	if !strings.Contains(out, fmt.Sprintf("relay.pcap: %d bytes, %d UDP datagrams", mustSize(t, pcap), len(both))) {
+		t.Errorf("not every datagram counted:\n%s", out)
+	}
+}
+
+func mustSize(t *testing.T, path string) int64 {
+	t.Helper()
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Size()
 }

@@ -4,34 +4,27 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/fairgrid/fairgrid/capture"
+	"github.com/fairgrid/fairgrid/capture/capturetest"
 	"github.com/fairgrid/fairgrid/lludp"
 )
 
-// relayed reads the real capture and returns its datagrams as a capture
-// on the host of a relay would hold them: each one on the viewer's leg
-// (viewer to relay, at relay) and again on the relay's leg (relay to the
-// simulator), 1 ms later, as fairgrid proxy or link forwards them.
+// relayed is the real capture as a capture on the host of a relay would
+// hold it: both legs of each session (capturetest.Relay).
 func relayed(t *testing.T, relay netip.AddrPort) []lludp.Datagram {
 	t.Helper()
 	ds, err := capture.ReadFile(realCapture(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	in := make([]capturetest.Datagram, len(ds))
+	for i, d := range ds {
+		in[i] = capturetest.Datagram(d)
+	}
 	var out []lludp.Datagram
-	for _, d := range ds {
-		leg := d
-		leg.At = d.At.Add(time.Millisecond)
-		if d.Dst.Port() == 9000 { // up: the viewer sends to the relay, the relay to the simulator
-			out = append(out, lludp.Datagram{At: d.At, Src: d.Src, Dst: relay, Payload: d.Payload})
-			leg.Src = netip.AddrPortFrom(relay.Addr(), relay.Port()+d.Src.Port()%100)
-		} else { // down: the simulator sends to the relay, the relay to the viewer
-			out = append(out, lludp.Datagram{At: d.At, Src: d.Src, Dst: netip.AddrPortFrom(relay.Addr(), relay.Port()+d.Dst.Port()%100), Payload: d.Payload})
-			leg.Src = relay
-		}
-		out = append(out, leg)
+	for _, d := range capturetest.Relay(in, relay, 9000) {
+		out = append(out, lludp.Datagram(d))
 	}
 	return out
 }
