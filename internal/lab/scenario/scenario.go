@@ -286,7 +286,7 @@ func runSeeded(ctx context.Context, o Options, mk func(o Options) []job, result 
 		ends = append(ends, len(all))
 	}
 	runs, err := runAll(ctx, o, all)
-	if ctx.Err() != nil {
+	if err != nil && ctx.Err() != nil {
 		// Interrupted: the runs that finished, and the errors of any that
 		// failed before.
 		res := Result{Seconds: time.Since(start).Seconds()}
