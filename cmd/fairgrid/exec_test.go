@@ -102,15 +102,15 @@ func startBinary(t *testing.T, timeout time.Duration, args ...string) *started {
 	return s
 }
 
-// waitLine reads stderr until a line matches re; false if stderr ends
-// first.
-func (s *started) waitLine(re *regexp.Regexp) bool {
+// waitLine reads stderr until a line matches re and returns its first
+// submatch; "" if stderr ends first.
+func (s *started) waitLine(re *regexp.Regexp) string {
 	for l := range s.lines {
-		if re.MatchString(l) {
-			return true
+		if m := re.FindStringSubmatch(l); m != nil {
+			return m[1]
 		}
 	}
-	return false
+	return ""
 }
 
 // interrupt sends SIGINT, as Ctrl-C does, and waits for the exit.
@@ -144,13 +144,7 @@ func TestLabInterrupted(t *testing.T) {
 	out := t.TempDir()
 	s := startBinary(t, 2*time.Minute, "lab", "wireless-buffers", "--duration", "5s", "--parallel", "1", "--out", out)
 	progress := regexp.MustCompile(`^fairgrid lab: wireless-buffers: run 1 of 17 done \((wireless [^)]+)\), \d+:\d\d in$`)
-	var run string
-	for l := range s.lines {
-		if m := progress.FindStringSubmatch(l); m != nil {
-			run = m[1]
-			break
-		}
-	}
+	run := s.waitLine(progress)
 	if run == "" {
 		_, _, errOut := s.interrupt(t)
 		t.Fatalf("no progress line on stderr:\n%s", errOut)
@@ -203,13 +197,7 @@ func TestLabProgress(t *testing.T) {
 func TestViewerLastLineVerdict(t *testing.T) {
 	sim := startBinary(t, time.Minute, "sim", "--listen", "127.0.0.1:0", "--metrics", "127.0.0.1:0", "--duration", "20s")
 	addr := regexp.MustCompile(`msg="region listening" addr=(127\.0\.0\.1:\d+)`)
-	var simAddr string
-	for l := range sim.lines {
-		if m := addr.FindStringSubmatch(l); m != nil {
-			simAddr = m[1]
-			break
-		}
-	}
+	simAddr := sim.waitLine(addr)
 	if simAddr == "" {
 		t.Fatal("fairgrid sim did not say where it listens")
 	}
