@@ -270,6 +270,10 @@ func (p *labProgress) update(ended, runs int, run string) {
 		p.draw()
 		return
 	}
+	if ended == 0 {
+		fmt.Fprintf(p.w, "fairgrid lab: %s: %d runs, in real time\n", p.name, runs)
+		return
+	}
 	fmt.Fprintf(p.w, "fairgrid lab: %s: run %d of %d done (%s), %s in\n", p.name, ended, runs, run, clock(p.now().Sub(p.start)))
 }
 

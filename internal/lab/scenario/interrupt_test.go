@@ -55,7 +55,7 @@ func TestInterrupted(t *testing.T) {
 	if len(res.Runs) != 1 || res.Runs[0].Name != "quick" || res.Runs[0].Measurement.Seconds != 3 {
 		t.Errorf("runs %+v, want the quick one's measurement", res.Runs)
 	}
-	if len(calls) != 2 || calls[1] != 2 {
-		t.Errorf("progress calls %v, want 1, 2: the run the interruption stopped did not end", calls)
+	if len(calls) != 3 || calls[0] != 0 || calls[2] != 2 {
+		t.Errorf("progress calls %v, want 0, 1, 2: the run the interruption stopped did not end", calls)
 	}
 }

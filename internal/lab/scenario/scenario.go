@@ -43,9 +43,10 @@ type Options struct {
 	// time but light on CPU, a few thousand packets a second.
 	Parallel int
 	Log      *slog.Logger
-	// Progress, if set, is called as each run ends, but for runs the
-	// context's end stopped (from the run's goroutine, one call at a
-	// time), with the runs ended and the total of the scenario running.
+	// Progress, if set, is called with 0 runs ended as a scenario's runs
+	// begin, then as each run ends, but for runs the context's end stopped
+	// (from the run's goroutine, one call at a time), with the runs ended,
+	// the total of the scenario running and the run's name.
 	Progress func(done, total int, run string)
 }
 
@@ -374,6 +375,9 @@ func runEach(ctx context.Context, o Options, names []string, run func(i int, tap
 		defer mu.Unlock()
 		done++
 		o.Progress(done, len(names), name)
+	}
+	if o.Progress != nil {
+		o.Progress(0, len(names), "")
 	}
 	for i, name := range names {
 		wg.Go(func() {
