@@ -183,11 +183,12 @@ func TestLabProgress(t *testing.T) {
 	}
 	var log bytes.Buffer
 	p = newLabProgress(&log, "mongoose", false, now)
+	p.planned = 100 * time.Second
 	p.update(0, 10, "")
 	at = at.Add(65 * time.Second)
 	p.update(4, 10, "loss=3% window")
 	p.done()
-	if got, want := log.String(), "fairgrid lab: mongoose: 10 runs, in real time\nfairgrid lab: mongoose: run 4 of 10 done (loss=3% window), 1:05 in\n"; got != want {
+	if got, want := log.String(), "fairgrid lab: mongoose: 10 runs, about 1:40 in real time\nfairgrid lab: mongoose: run 4 of 10 done (loss=3% window), 1:05 in\n"; got != want {
 		t.Errorf("not a terminal: %q, want %q", got, want)
 	}
 }

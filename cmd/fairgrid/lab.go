@@ -40,12 +40,36 @@ Scenarios:
 
 func labScenarios() string {
 	var b strings.Builder
+	defaults := labscenario.Options{Parallel: labParallel}
 	for _, s := range labscenario.Scenarios() {
 		fmt.Fprintf(&b, "  %-17s %s\n", s.Name, s.Summary)
+		fmt.Fprintf(&b, "  %-17s %s\n", "", planText(s.Plan(defaults)))
 	}
-	fmt.Fprintf(&b, "  %-17s %s\n", "all", "every scenario, then one summary table (docs/lab.md says how long)")
+	all, _ := labscenario.Find("all")
+	fmt.Fprintf(&b, "  %-17s %s\n", "all", "every scenario, then one summary table")
+	fmt.Fprintf(&b, "  %-17s %s\n", "", planText(all.Plan(defaults)))
 	fmt.Fprintf(&b, "  %-17s %s", "fairness", "the viewer's share beside TCP over a grid of links (own flags: lab fairness --help)")
 	return b.String()
+}
+
+// labParallel is --parallel's default.
+const labParallel = 4
+
+// planText says how long a scenario takes with the defaults.
+func planText(p labscenario.Plan) string {
+	return fmt.Sprintf("(%d runs, about %s in real time with the defaults)", p.Runs, minutes(p.Wall))
+}
+
+// minutes is a duration of minutes as people say it.
+func minutes(d time.Duration) string {
+	switch m := int(d.Round(time.Minute).Minutes()); {
+	case d < time.Minute:
+		return fmt.Sprintf("%.0f s", d.Seconds())
+	case m < 60:
+		return fmt.Sprintf("%d min", m)
+	default:
+		return fmt.Sprintf("%d h %d min", m/60, m%60)
+	}
 }
 
 func runLab(args []string, s stdio) int {
@@ -62,7 +86,7 @@ func runLab(args []string, s stdio) int {
 	seeds := fs.Int("seeds", 1, "run every set-up with this many seeds (seed, seed+1, …): median and spread")
 	duration := fs.Duration("duration", 0, "each run's measured part, at least 5s (0: the scenario's default)")
 	full := fs.Bool("full", false, "run the documents' published durations")
-	parallel := fs.Int("parallel", 4, "runs at once")
+	parallel := fs.Int("parallel", labParallel, "runs at once")
 	if c, ok := parseFlagsArgs(fs, synopsis, args, s); !ok {
 		return c
 	}
@@ -107,8 +131,11 @@ func runLab(args []string, s stdio) int {
 	defer stop()
 	// Once interrupted, the runs' complaints about their ending are noise.
 	log := slog.New(quietAfter{ctx, slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: slog.LevelWarn})})
+	opts := labscenario.Options{Seed: *seed, Seeds: *seeds, Duration: *duration, Full: *full, OutDir: *out, Pcap: *pcap, Parallel: *parallel, Log: log}
 	bar := newLabProgress(s.err, sc.Name, stderrIsTerminal(s.err), progressClock)
-	res, err := sc.Run(ctx, labscenario.Options{Seed: *seed, Seeds: *seeds, Duration: *duration, Full: *full, OutDir: *out, Pcap: *pcap, Parallel: *parallel, Log: log, Progress: bar.update})
+	bar.planned = sc.Plan(opts).Wall
+	opts.Progress = bar.update
+	res, err := sc.Run(ctx, opts)
 	bar.done()
 	if ir := (*labscenario.Interrupted)(nil); errors.As(err, &ir) {
 		return labInterrupted(s, sc.Name, res, err, ir, *out)
@@ -229,6 +256,10 @@ type labProgress struct {
 	now      func() time.Time
 	start    time.Time
 
+	// planned is the scenario's planned length (Scenario.Plan), the time
+	// left before a run has ended.
+	planned time.Duration
+
 	mu          sync.Mutex
 	ended, runs int
 	drawn       bool
@@ -271,7 +302,7 @@ func (p *labProgress) update(ended, runs int, run string) {
 		return
 	}
 	if ended == 0 {
-		fmt.Fprintf(p.w, "fairgrid lab: %s: %d runs, in real time\n", p.name, runs)
+		fmt.Fprintf(p.w, "fairgrid lab: %s: %d runs, about %s in real time\n", p.name, runs, clock(p.planned))
 		return
 	}
 	fmt.Fprintf(p.w, "fairgrid lab: %s: run %d of %d done (%s), %s in\n", p.name, ended, runs, run, clock(p.now().Sub(p.start)))
@@ -283,9 +314,12 @@ func (p *labProgress) draw() {
 	line := fmt.Sprintf("fairgrid lab: %s: %s in", p.name, clock(spent))
 	if p.runs > 0 {
 		line = fmt.Sprintf("fairgrid lab: %s: %d of %d runs done, %s in", p.name, p.ended, p.runs, clock(spent))
-		if p.ended > 0 && p.ended < p.runs {
+		switch {
+		case p.ended > 0 && p.ended < p.runs:
 			left := time.Duration(float64(spent) / float64(p.ended) * float64(p.runs-p.ended))
 			line += ", about " + clock(left) + " left"
+		case p.ended == 0 && p.planned > spent:
+			line += ", about " + clock(p.planned-spent) + " left"
 		}
 	}
 	fmt.Fprintf(p.w, "\r\x1b[K%s (Ctrl-C stops and prints what finished)", line)

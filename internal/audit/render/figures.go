@@ -670,6 +670,7 @@ func lossFigure(r *audit.Report) (*figure, *missing, error) {
 				float64(rtt)/float64(time.Millisecond), size, segmentName(r))
 		}
 	}
+	logLegendRoom(p)
 	svg, err := svgOf(p)
 	if err != nil {
 		return nil, nil, err

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fairgrid/fairgrid/internal/lab/link"
 )
@@ -57,5 +58,35 @@ func TestInterrupted(t *testing.T) {
 	}
 	if len(calls) != 3 || calls[0] != 0 || calls[2] != 2 {
 		t.Errorf("progress calls %v, want 0, 1, 2: the run the interruption stopped did not end", calls)
+	}
+}
+
+// TestPlan: a scenario's plan counts its runs (every seed's) and lays
+// them on the parallel slots as runEach does; multiplexing's cap holds.
+func TestPlan(t *testing.T) {
+	w, _ := Find("wireless-buffers")
+	p := w.Plan(Options{Duration: 5 * time.Second, Parallel: 4})
+	// 7 of the document's set-ups and 10 of ours, each 10 s of warm-up
+	// and 5 s measured: 5 rounds of 4 slots
+	if p.Runs != 17 || p.Wall != 75*time.Second {
+		t.Errorf("wireless-buffers: %+v, want 17 runs in 75 s", p)
+	}
+	if p2 := w.Plan(Options{Duration: 5 * time.Second, Parallel: 4, Seeds: 2}); p2.Runs != 34 || p2.Wall != 135*time.Second {
+		t.Errorf("wireless-buffers, 2 seeds: %+v, want 34 runs in 135 s", p2)
+	}
+	m, _ := Find("multiplexing")
+	one := m.Plan(Options{Duration: 5 * time.Second, Parallel: 1})
+	capped := m.Plan(Options{Duration: 5 * time.Second, Parallel: 100})
+	if one.Runs == 0 || capped.Runs != one.Runs || capped.Wall != time.Duration((one.Runs+multiplexParallel-1)/multiplexParallel)*(multiplexWarmup+5*time.Second) {
+		t.Errorf("multiplexing: %+v alone, %+v at --parallel 100 (at most %d at once)", one, capped, multiplexParallel)
+	}
+	a, _ := Find("all")
+	var sum Plan
+	for _, s := range Scenarios() {
+		q := s.Plan(Options{})
+		sum.Runs, sum.Wall = sum.Runs+q.Runs, sum.Wall+q.Wall
+	}
+	if got := a.Plan(Options{}); got != sum {
+		t.Errorf("all: %+v, want the scenarios' sum %+v", got, sum)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -264,6 +265,51 @@ type job struct {
 	name   string
 	cfg    RigConfig
 	custom func(ctx context.Context, tap func(link.Event), log *slog.Logger) (Measurement, error)
+	// length is a custom run's real time (a rig's is its warm-up and
+	// duration), for Plan.
+	length time.Duration
+}
+
+// runLength is how long a job runs in real time.
+func (j job) runLength() time.Duration {
+	if j.custom != nil {
+		return j.length
+	}
+	return j.cfg.Warmup + j.cfg.Duration
+}
+
+// Plan is what a scenario would run with o: how many runs, and about how
+// long they take in real time, o.Parallel at a time (setting up each run
+// and writing its report come on top).
+type Plan struct {
+	Runs int
+	Wall time.Duration
+}
+
+type planKey struct{}
+
+// errPlanned ends a scenario's Run once its runs are planned.
+var errPlanned = errors.New("planned")
+
+// Plan says how many runs s makes with o and about how long they take,
+// without running any.
+func (s Scenario) Plan(o Options) Plan {
+	var p Plan
+	ctx := context.WithValue(context.Background(), planKey{}, &p)
+	s.Run(ctx, o) // ends with errPlanned from each runSeeded
+	return p
+}
+
+// plan adds jobs to the plan: each goes to the first of parallel slots
+// to come free, as runEach's semaphore hands them out.
+func (p *Plan) add(jobs []job, parallel int) {
+	slots := make([]time.Duration, max(parallel, 1))
+	for _, j := range jobs {
+		i := slices.Index(slots, slices.Min(slots))
+		slots[i] += j.runLength()
+	}
+	p.Runs += len(jobs)
+	p.Wall += slices.Max(slots)
 }
 
 // runSeeded makes a scenario's jobs for each of o's seeds (mk), runs them
@@ -285,6 +331,10 @@ func runSeeded(ctx context.Context, o Options, mk func(o Options) []job, result 
 		}
 		all = append(all, jobs...)
 		ends = append(ends, len(all))
+	}
+	if p, ok := ctx.Value(planKey{}).(*Plan); ok {
+		p.add(all, o.Parallel)
+		return Result{}, errPlanned
 	}
 	runs, err := runAll(ctx, o, all)
 	if err != nil && ctx.Err() != nil {
