@@ -90,3 +90,33 @@ func TestPlan(t *testing.T) {
 		t.Errorf("all: %+v, want the scenarios' sum %+v", got, sum)
 	}
 }
+
+// TestWriteRuns: the finished runs' lines, with the columns some run has
+// and the rates with their unit; many flows summarised.
+func TestWriteRuns(t *testing.T) {
+	var flows []TCPResult
+	for i := range 5 {
+		flows = append(flows, TCPResult{Name: "t", GoodputBPS: float64(100_000 * (i + 1))})
+	}
+	var b strings.Builder
+	err := WriteRuns(&b, []RunResult{
+		{Name: "viewer run", Measurement: Measurement{Viewer: &ViewerResult{Down: FlowResult{ThroughputBPS: 812_000}, LossEventRate: 0.0123, RTTms: 104.4},
+			TCP: []TCPResult{{Name: "reno download", GoodputBPS: 1_500_000}}}},
+		{Name: "five uploads", Measurement: Measurement{TCP: flows}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"run           viewer received  viewer p  viewer RTT  TCP flows' goodput",
+		"viewer run    812 kbit/s       0.0123    104 ms      reno download 1500 kbit/s",
+		"five uploads  -                -         -           5 flows: mean 300 kbit/s, 100 kbit/s to 500 kbit/s",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("missing %q in:\n%s", want, b.String())
+		}
+	}
+	if strings.Contains(b.String(), "branches") {
+		t.Errorf("a column no run has:\n%s", b.String())
+	}
+}
