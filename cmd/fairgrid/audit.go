@@ -29,9 +29,10 @@ time order as one trace so that circuits keep their identity across them;
 - is stdin. The table's first column is the verdict: "3.1× its TCP-fair
 rate", "within ±10 %", "no loss: fair rate unbounded", "unknown: no RTT".
 A damaged capture is audited up to the damage, and the report says where
-it stopped; Ctrl-C stops reading and reports what was read (exit 0). The exit code is 1 if an input could not be opened or held
-nothing readable, if no LLUDP circuit was found, or if the output could
-not be written; 2 for a bad command line.`
+it stopped; Ctrl-C stops reading and reports what was read (exit 0). The
+exit code is 1 if an input could not be opened or held nothing readable,
+if no LLUDP circuit was found, or if the output could not be written; 2
+for a bad command line.`
 
 // progressClock is the progress bar's clock; tests replace it.
 var progressClock = time.Now

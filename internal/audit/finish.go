@@ -256,15 +256,17 @@ const VerdictUp = "no verdict: upstream, not throttled"
 // are counted in the last one.
 const maxRelayWarnings = 3
 
-// relayLegs warns about agents seen on more than one circuit at the same
-// time: a capture on the host of a relay (fairgrid proxy, link, a SOCKS
-// proxy) holds the viewer's leg and the relay's leg to the simulator, so
-// the session is counted twice, once before the relay's losses and once
-// after. It names the flags that keep one leg.
+// relayLegs warns about agents seen on two circuits at the same time
+// that share neither end: a capture on the host of a relay (fairgrid
+// proxy, link, a SOCKS proxy) holds the viewer's leg and the relay's leg
+// to the simulator, so the session is counted twice, once before the
+// relay's losses and once after. (A viewer in neighbouring regions keeps
+// one agent on circuits to several simulators, but from the same address
+// and port.) It names the flags that keep one leg.
 func relayLegs(cs []Circuit) []string {
 	type leg struct {
-		circuit, sim string
-		first, last  int64
+		circuit, viewer, sim string
+		first, last          int64
 	}
 	byAgent := map[string][]leg{}
 	var agents []string
@@ -275,7 +277,7 @@ func relayLegs(cs []Circuit) []string {
 		if _, ok := byAgent[c.AgentID]; !ok {
 			agents = append(agents, c.AgentID)
 		}
-		byAgent[c.AgentID] = append(byAgent[c.AgentID], leg{c.Circuit, c.Sim, c.StartUnixMs, c.StartUnixMs + int64(c.DurationS*1000)})
+		byAgent[c.AgentID] = append(byAgent[c.AgentID], leg{c.Circuit, c.Viewer, c.Sim, c.StartUnixMs, c.StartUnixMs + int64(c.DurationS*1000)})
 	}
 	var out []string
 	more := 0
@@ -285,7 +287,8 @@ func relayLegs(cs []Circuit) []string {
 	find:
 		for i := range legs {
 			for j := i + 1; j < len(legs); j++ {
-				if legs[i].sim != legs[j].sim && legs[i].first <= legs[j].last && legs[j].first <= legs[i].last {
+				a, b := legs[i], legs[j]
+				if a.sim != b.sim && a.viewer != b.viewer && a.first <= b.last && b.first <= a.last {
 					pair = []leg{legs[i], legs[j]}
 					break find
 				}

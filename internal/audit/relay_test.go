@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fairgrid/fairgrid/capture"
 	"github.com/fairgrid/fairgrid/capture/capturetest"
@@ -33,6 +34,7 @@ func relayed(t *testing.T, relay netip.AddrPort) []lludp.Datagram {
 // count each session twice, with the flags that keep one leg; with --sim
 // one leg is audited and the warning is gone.
 func TestRelayLegsWarning(t *testing.T) {
+	t.Run("neighbouring regions are no relay", testNeighbours)
 	relay := netip.MustParseAddrPort("127.0.0.1:9100")
 	ds := relayed(t, relay)
 	audit := func(cfg Config) *Report {
@@ -77,5 +79,42 @@ func TestRelayLegsWarning(t *testing.T) {
 	}
 	if got, want := one.Files[0].Datagrams, int64(len(ds)); got != want {
 		t.Errorf("file counts %d datagrams, %d were observed", got, want)
+	}
+}
+
+// testNeighbours: one viewer socket in two regions at once, the real
+// capture's circuits with their simulator moved to a second address for
+// one of them, as a viewer's child agent in a neighbouring region: the
+// same agent, no relay, no warning.
+func testNeighbours(t *testing.T) {
+	ds, err := capture.ReadFile(realCapture(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim, neighbour := netip.MustParseAddrPort("127.0.0.1:9000"), netip.MustParseAddrPort("127.0.0.1:9001")
+	var both []lludp.Datagram
+	for _, d := range ds {
+		both = append(both, d)
+		n := d
+		n.At = d.At.Add(time.Millisecond)
+		switch sim {
+		case d.Src:
+			n.Src = neighbour
+		case d.Dst:
+			n.Dst = neighbour
+		}
+		both = append(both, n)
+	}
+	r, err := Datagrams(Config{}, "neighbours.pcap", both)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Circuits) != 8 {
+		t.Fatalf("%d circuit rows, want 2 agents × 2 regions × 2 directions", len(r.Circuits))
+	}
+	for _, w := range r.Warnings {
+		if strings.Contains(w, "relay") {
+			t.Errorf("a viewer in two regions is taken for a relay: %s", w)
+		}
 	}
 }

@@ -814,8 +814,8 @@ func busiest(r *audit.Report, n int) (picked []series, of int) {
 	return picked, of
 }
 
-// oneLegPerAgent keeps, of the circuits one agent is on, the one that
-// lost most: a capture on a relay's host holds the viewer's leg and the
+// oneLegPerAgent keeps, of the legs of a relay one agent is on, the one
+// that lost most: a capture on a relay's host holds the viewer's leg and the
 // relay's leg to the simulator (the report warns), and the leg after the
 // bottleneck is what the viewer received, while the one before it carries
 // more bytes and no loss.
@@ -828,7 +828,7 @@ func oneLegPerAgent(cs []*audit.Circuit) []*audit.Circuit {
 			continue
 		}
 		i, ok := best[c.AgentID]
-		if !ok || !overlap(out[i], c) { // a later session of the same agent
+		if !ok || !relayLeg(out[i], c) { // another region, or a later session
 			best[c.AgentID] = len(out)
 			out = append(out, c)
 			continue
@@ -840,9 +840,12 @@ func oneLegPerAgent(cs []*audit.Circuit) []*audit.Circuit {
 	return out
 }
 
-func overlap(a, b *audit.Circuit) bool {
+// relayLeg says whether two circuits of one agent are the legs of a relay:
+// at the same time and sharing neither end (a viewer in two regions keeps
+// its address and port), as the report's warning judges them.
+func relayLeg(a, b *audit.Circuit) bool {
 	end := func(c *audit.Circuit) int64 { return c.StartUnixMs + int64(c.DurationS*1000) }
-	return a.StartUnixMs <= end(b) && b.StartUnixMs <= end(a)
+	return a.Viewer != b.Viewer && a.Sim != b.Sim && a.StartUnixMs <= end(b) && b.StartUnixMs <= end(a)
 }
 
 // bucket averages consecutive seconds so a series keeps at most
