@@ -310,6 +310,12 @@ const layoutCheck = `JSON.stringify((() => {
     const boxEl = f.querySelector('rect.plot-box');
     if (!boxEl) { outside.push(f.id + ': no plot box'); continue; }
     const box = boxEl.getBoundingClientRect();
+    const frame = f.querySelector('svg').getBoundingClientRect();
+    for (const e of f.querySelectorAll('svg text')) {
+      const r = e.getBoundingClientRect();
+      if (r.width > 0 && (r.left < frame.left - 1 || r.right > frame.right + 1))
+        outside.push(f.id + ': text "' + e.textContent + '" cut at the figure\'s edge');
+    }
     const tol = 6;
     for (const g of f.querySelectorAll('g.data')) for (const e of g.querySelectorAll('path, line, circle, rect, polygon, polyline')) {
       const r = e.getBoundingClientRect();
@@ -390,6 +396,7 @@ func TestHTMLInBrowser(t *testing.T) {
 		{"grid", func(*testing.T) *audit.Report { return makeReport(1, 12, 600) }},
 		{"real", func(t *testing.T) *audit.Report { return realReport(t) }},
 		{"lab", func(t *testing.T) *audit.Report { return observedReport(t) }},
+		{"ipv6", func(*testing.T) *audit.Report { return ipv6Report() }},
 	}
 	d := startChromium(t, chromium)
 	for _, c := range []struct {
@@ -453,7 +460,7 @@ func TestHTMLInBrowser(t *testing.T) {
 			if l.Points == 0 && len(boxes) > 0 {
 				t.Errorf("no data drawn in %d figures: the plot boxes check nothing", len(boxes))
 			}
-			t.Logf("page %.0f px wide; %d data elements inside their plots; counts %v", l.Right, l.Points, l.Said)
+			t.Logf("page %.0f px wide (widest: %s); %d data elements inside their plots; counts %v", l.Right, l.Widest, l.Points, l.Said)
 			// A last round trip, so that messages logged late are in.
 			if err := d.call("Runtime.evaluate", map[string]any{"expression": "1"}, nil); err != nil {
 				t.Fatal(err)
@@ -494,14 +501,14 @@ func checkBrowserCatches(t *testing.T, d *devtools, dir string) {
 <table id="circuit-table"><tbody><tr><td>x</td></tr><tr><td>y</td></tr></tbody></table>
 <table id="circuit-table-full"><tbody><tr><td>x</td></tr><tr><td>y</td></tr></tbody></table>
 <div style="width: 2000px">wide</div>
-<figure id="fig-out"><svg width="100pt" height="100pt" viewBox="0 0 100 100"><rect class="plot-box" x="10" y="10" width="50" height="50" style="fill:none" /><g class="data"><path d="M70,70L90,90" style="stroke:#000" /></g></svg></figure>
+<figure id="fig-out"><svg width="100pt" height="100pt" viewBox="0 0 100 100"><rect class="plot-box" x="10" y="10" width="50" height="50" style="fill:none" /><g class="data"><path d="M70,70L90,90" style="stroke:#000" /></g><text x="5" y="95">a title far too long for its figure</text></svg></figure>
 </body></html>`
 	if err := os.WriteFile(path, []byte(page), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	d.render(t, path)
 	_, bad := d.checkLayout(t, 0)
-	for _, want := range []string{"px wide", "outside its plot", "the page says"} {
+	for _, want := range []string{"px wide", "outside its plot", "cut at the figure's edge", "the page says"} {
 		if !strings.Contains(strings.Join(bad, "\n"), want) {
 			t.Errorf("the layout check missed %q on a page made to fail it; it found: %q", want, bad)
 		}

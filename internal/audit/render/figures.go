@@ -923,7 +923,10 @@ func addRuns(p *plot.Plot, runs []plotter.XYs, name string, c color.Color, width
 // AgentThrottle requests seen and replayed, and its TCP-fair rate.
 func rateFigure(r *audit.Report, s *series, idx int) (*figure, error) {
 	c := s.circuit
-	title := "Rate, requests and TCP-fair rate: " + c.Circuit
+	// The plot's own title leaves the circuit to the heading and the
+	// caption: an IPv6 circuit's name is wider than the figure.
+	const short = "Rate, requests and TCP-fair rate"
+	title := short + ": " + c.Circuit
 	received, width := s.bucket(func(x *audit.Second) (float64, bool) { return kbit(x.BitPerS), true })
 	fair, _ := s.bucket(func(x *audit.Second) (float64, bool) {
 		if x.FairBitPerS == nil {
@@ -977,7 +980,7 @@ func rateFigure(r *audit.Report, s *series, idx int) (*figure, error) {
 		}
 	}
 	logScale := hi > 30*lo
-	p := newPlot(title, s.timeLabel(), "rate (kbit/s)")
+	p := newPlot(short, s.timeLabel(), "rate (kbit/s)")
 	p.Title.TextStyle.Font.Size = vg.Points(10)
 	p.Legend.Left = false
 	if logScale {
@@ -1057,8 +1060,9 @@ func positiveRuns(runs []plotter.XYs) []plotter.XYs {
 // channels, stacked.
 func channelFigure(s *series, idx int) (*figure, error) {
 	c := s.circuit
-	title := "Received rate per channel: " + c.Circuit
-	p := newPlot(title, s.timeLabel(), "rate (kbit/s), stacked")
+	const short = "Received rate per channel"
+	title := short + ": " + c.Circuit
+	p := newPlot(short, s.timeLabel(), "rate (kbit/s), stacked")
 	p.Title.TextStyle.Font.Size = vg.Points(10)
 	p.Legend.Left = false
 	p.Y.Min = 0
@@ -1101,7 +1105,8 @@ func channelFigure(s *series, idx int) (*figure, error) {
 // its loss event rate over time.
 func rttFigure(s *series, idx int) (*figure, *missing, error) {
 	c := s.circuit
-	title := "RTT from ping pairs: " + c.Circuit
+	const short = "RTT from ping pairs"
+	title := short + ": " + c.Circuit
 	runs, width := s.bucket(func(x *audit.Second) (float64, bool) {
 		if x.RTTMs == nil {
 			return 0, false
@@ -1111,7 +1116,7 @@ func rttFigure(s *series, idx int) (*figure, *missing, error) {
 	if len(runs) == 0 {
 		return nil, &missing{title, "no ping pair was seen, so there is no RTT."}, nil
 	}
-	p := newPlot(title, s.timeLabel(), "RTT (ms)")
+	p := newPlot(short, s.timeLabel(), "RTT (ms)")
 	p.Title.TextStyle.Font.Size = vg.Points(10)
 	p.Y.Min = 0
 	if err := addRuns(p, runs, "", okBlue, 1.2); err != nil {
@@ -1127,9 +1132,10 @@ func rttFigure(s *series, idx int) (*figure, *missing, error) {
 
 func lossRateFigure(s *series, idx int) (*figure, error) {
 	c := s.circuit
-	title := "Loss event rate: " + c.Circuit
+	const short = "Loss event rate"
+	title := short + ": " + c.Circuit
 	runs, width := s.bucket(func(x *audit.Second) (float64, bool) { return x.LossEventRate * 100, true })
-	p := newPlot(title, s.timeLabel(), "loss event rate (%)")
+	p := newPlot(short, s.timeLabel(), "loss event rate (%)")
 	p.Title.TextStyle.Font.Size = vg.Points(10)
 	p.Y.Min = 0
 	if err := addRuns(p, runs, "", okVermil, 1.2); err != nil {

@@ -254,6 +254,7 @@ td.text, th.text { text-align: left; }
 td.text { white-space: nowrap; }
 td.wrap { text-align: left; max-width: 30em; overflow-wrap: anywhere; }
 td.verdict { text-align: left; font-weight: bold; white-space: nowrap; }
+td.circuit { text-align: left; min-width: 14em; }
 .scroll { overflow-x: auto; max-width: 100%; }
 details { margin: 0 0 1.5em; }
 summary { cursor: pointer; font-size: 0.9em; }
@@ -288,7 +289,7 @@ The figures' TCP-fair rate is TFRC's with s = {{.Segment}}; the circuits table s
 <div class="scroll"><table id="circuit-table">
 <thead><tr><th class="text">verdict</th><th class="text">circuit</th><th class="text">direction</th><th>packets</th><th>mean (kbit/s)</th><th>loss event rate</th><th>RTT, pings (ms)</th><th>TCP flow's rate, est. (kbit/s)</th><th>received / TCP est.</th><th>last request (kbit/s)</th></tr></thead>
 <tbody>
-{{range .Circuits}}{{$state := fairState .}}<tr><td class="verdict">{{.Verdict}}</td><td class="text">{{.Circuit}}</td><td class="text">{{.Direction}}</td><td>{{int .Packets}}</td><td>{{kbit .MeanBitPerS}}</td><td>{{pct .LossEventRate}}</td><td>{{ms .RTTMs "unknown: no ping pairs"}}</td><td>{{tcpKbit .FairTCP $state}}</td><td>{{tcpRatio .ReceivedOverTCP $state}}</td><td>{{if eq .Direction "down"}}{{optKbit .LastRequestBitPerS "none seen"}}{{end}}</td></tr>
+{{range .Circuits}}{{$state := fairState .}}<tr><td class="verdict">{{.Verdict}}</td><td class="circuit">{{.Circuit}}</td><td class="text">{{.Direction}}</td><td>{{int .Packets}}</td><td>{{kbit .MeanBitPerS}}</td><td>{{pct .LossEventRate}}</td><td>{{ms .RTTMs "unknown: no ping pairs"}}</td><td>{{tcpKbit .FairTCP $state}}</td><td>{{tcpRatio .ReceivedOverTCP $state}}</td><td>{{if eq .Direction "down"}}{{optKbit .LastRequestBitPerS "none seen"}}{{end}}</td></tr>
 {{end}}</tbody>
 </table></div>
 <details id="circuit-details"><summary>Every column ({{len .Circuits}} rows): agent, file, peak rate, loss rate, spurious resends, duplicates, RTT from acks, the fair rates by TFRC and Mathis, the per-second ratios and the requests</summary>

@@ -218,3 +218,25 @@ func quantile(xs []float64, q float64) float64 {
 	}
 	return s[lo] + (pos-float64(lo))*(s[lo+1]-s[lo])
 }
+
+// ipv6Report is the synthetic grid with IPv6 endpoints, the widest
+// circuit names a report shows.
+func ipv6Report() *audit.Report {
+	r := makeReport(2, 6, 60)
+	names := map[string]string{}
+	for i := range r.Circuits {
+		c := &r.Circuits[i]
+		if _, ok := names[c.Circuit]; !ok {
+			n := len(names)
+			names[c.Circuit] = fmt.Sprintf("[2001:db8:1234:5678:9abc:def0:%x:1]:%d > [2001:db8:1234:5678:9abc:def0:ffff:2]:9000", n, 50000+n)
+		}
+		c.Circuit = names[c.Circuit]
+	}
+	for i := range r.Seconds {
+		r.Seconds[i].Circuit = names[r.Seconds[i].Circuit]
+	}
+	for i := range r.Requests {
+		r.Requests[i].Circuit = names[r.Requests[i].Circuit]
+	}
+	return r
+}
