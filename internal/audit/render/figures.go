@@ -95,6 +95,11 @@ func lossBand(p float64) int {
 	return len(lossBands) - 1
 }
 
+// down is the direction the figures across circuits draw: what the
+// simulator sends, which AgentThrottle governs; the viewer's own
+// datagrams are in the tables.
+const down = "down"
+
 // figure is one inline SVG with its caption.
 type figure struct {
 	ID      string
@@ -374,6 +379,9 @@ func perSecondFigure(r *audit.Report) (*figure, *missing, error) {
 	var zero int
 	for i := range r.Seconds {
 		s := &r.Seconds[i]
+		if s.Direction != down {
+			continue
+		}
 		if s.FairBitPerS == nil || !loggable(*s.FairBitPerS) {
 			states[s.FairState]++
 			continue
@@ -418,7 +426,7 @@ func perSecondFigure(r *audit.Report) (*figure, *missing, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	caption := fmt.Sprintf("Each point is one circuit in one second (%s); above the line a circuit received more than a TCP flow would at that second's loss event rate and RTT (the thesis's figure 7.13 a/b).%s",
+	caption := fmt.Sprintf("Each point is one downstream circuit (simulator → viewer) in one second (%s); above the line a circuit received more than a TCP flow would at that second's loss event rate and RTT (the thesis's figure 7.13 a/b).%s",
 		sampled(len(pts), kept), left)
 	return &figure{ID: "per-second", Title: title, SVG: svg, Caption: caption}, nil, nil
 }
@@ -491,6 +499,9 @@ func perConnectionFigure(r *audit.Report) (*figure, *missing, error) {
 	lo, hi := math.Inf(1), 0.0
 	for i := range r.Circuits {
 		c := &r.Circuits[i]
+		if c.Direction != down {
+			continue
+		}
 		fair := fairOf(r, c)
 		if fair == nil || !loggable(*fair) {
 			states[c.FairState]++
@@ -558,7 +569,7 @@ func perConnectionFigure(r *audit.Report) (*figure, *missing, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	caption := fmt.Sprintf("One bar per circuit and direction (%d): the median of its per-second received rates with the 25th to 75th percentiles, and the mean (×), against the TCP-fair rate at its loss event rate and RTT over the whole connection (s = %s; the thesis's figure 7.13 c/d).%s",
+	caption := fmt.Sprintf("One bar per downstream circuit (simulator → viewer; %d): the median of its per-second received rates with the 25th to 75th percentiles, and the mean (×), against the TCP-fair rate at its loss event rate and RTT over the whole connection (s = %s; the thesis's figure 7.13 c/d).%s",
 		n, segmentName(r), left)
 	return &figure{ID: "per-connection", Title: title, SVG: svg, Caption: caption}, nil, nil
 }
@@ -614,6 +625,8 @@ func lossFigure(r *audit.Report) (*figure, *missing, error) {
 	for i := range r.Seconds {
 		s := &r.Seconds[i]
 		switch {
+		case s.Direction != down:
+			continue
 		case !loggable(s.LossEventRate):
 			lossless++
 		case !loggable(s.BitPerS):
@@ -675,7 +688,7 @@ func lossFigure(r *audit.Report) (*figure, *missing, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	caption := fmt.Sprintf("Each point is one circuit in one second (%s), at the loss event rate the estimator held at the second's end (the thesis's figure 7.14). %s%s",
+	caption := fmt.Sprintf("Each point is one downstream circuit in one second (%s), at the loss event rate the estimator held at the second's end (the thesis's figure 7.14). %s%s",
 		sampled(len(pts), kept), equation, left)
 	return &figure{ID: "loss", Title: title, SVG: svg, Caption: caption}, nil, nil
 }
@@ -688,7 +701,7 @@ func boxFigure(r *audit.Report) (*figure, *missing, error) {
 	var lossless plotter.Values
 	for i := range r.Seconds {
 		s := &r.Seconds[i]
-		if !loggable(s.BitPerS) {
+		if s.Direction != down || !loggable(s.BitPerS) {
 			continue
 		}
 		if !loggable(s.LossEventRate) {
@@ -734,7 +747,7 @@ func boxFigure(r *audit.Report) (*figure, *missing, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	caption := fmt.Sprintf("Box plots of the per-second received rates of every circuit, by the loss event rate of that second: the box spans the 25th to 75th percentiles with the median inside, whiskers reach the furthest value within 1.5 box heights, points beyond are drawn alone. Seconds per level: %s.",
+	caption := fmt.Sprintf("Box plots of the per-second received rates of every downstream circuit, by the loss event rate of that second: the box spans the 25th to 75th percentiles with the median inside, whiskers reach the furthest value within 1.5 box heights, points beyond are drawn alone. Seconds per level: %s.",
 		joinList(counts))
 	return &figure{ID: "loss-levels", Title: title, SVG: svg, Caption: caption}, nil, nil
 }
