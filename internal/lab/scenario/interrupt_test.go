@@ -120,3 +120,17 @@ func TestWriteRuns(t *testing.T) {
 		t.Errorf("a column no run has:\n%s", b.String())
 	}
 }
+
+// TestAllInterrupted: `all` interrupted counts the runs of every
+// scenario, not only of the one it was in.
+func TestAllInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // Ctrl-C before anything ran
+	a, _ := Find("all")
+	o := Options{Duration: 5 * time.Second}
+	_, err := a.Run(ctx, o)
+	var ir *Interrupted
+	if !errors.As(err, &ir) || ir.Finished != 0 || ir.Total != a.Plan(o).Runs {
+		t.Errorf("error %v, want interrupted with 0 of %d runs finished", err, a.Plan(o).Runs)
+	}
+}

@@ -152,9 +152,14 @@ func all() Scenario {
 			for _, s := range Scenarios() {
 				r, err := s.Run(ctx, o)
 				if ir := (*Interrupted)(nil); errors.As(err, &ir) {
-					// what finished, and the scenarios not begun
+					// what finished, of every scenario's runs
 					res.Runs = append(res.Runs, r.Runs...)
 					res.Seconds = time.Since(start).Seconds()
+					total := 0
+					for _, s := range Scenarios() {
+						total += s.Plan(o).Runs
+					}
+					ir.Finished, ir.Total = len(res.Runs), total
 					return res, err
 				}
 				if err != nil {
