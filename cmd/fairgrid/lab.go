@@ -23,12 +23,12 @@ this process and without root: a test region and a synthetic viewer
 userspace Reno and CUBIC; as root, Linux's), and prints each figure
 beside the one its source document published, with the document's
 FILE:LINE ("ours" for figures no document gives; the summary's notes
-name each document), how our set-up differs, and a verdict. Runs are real time: --duration sets
-each run's measured part (warm-ups come on top), --full runs the
-documents' published durations instead (coexistence 1,000 s, the last
-200 s measured; multiplexing 200 s), --seeds repeats every run with that
-many seeds (the median and the spread are reported), and --parallel sets
-how many runs go at once. --format markdown prints the summary table
+name each document), how our set-up differs, and a verdict. Runs are
+real time: --duration sets each run's measured part (warm-ups come on
+top), --full runs the documents' published durations instead
+(coexistence 1,000 s, the last 200 s measured; multiplexing 200 s),
+--seeds repeats every run with that many seeds (the median and the
+spread are reported), and --parallel sets how many runs go at once. --format markdown prints the summary table
 docs/lab.md holds. With --out, the results (JSON) and the audit's HTML
 report of each viewer circuit go into DIR; --pcap adds each run's
 capture (what the bottleneck delivered: about 1 GB for all). Progress
