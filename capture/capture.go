@@ -184,6 +184,29 @@ func OpenFile(path string, ports Ports) (*Reader, error) {
 	return r, nil
 }
 
+// ReadFile reads every UDP datagram of a capture file on the selected
+// ports, each payload a copy of its own: for captures small enough to hold
+// in memory.
+func ReadFile(path string, ports Ports) ([]Datagram, error) {
+	r, err := OpenFile(path, ports)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	var ds []Datagram
+	for {
+		d, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return ds, nil
+		}
+		if err != nil {
+			return ds, fmt.Errorf("%s: %w", path, err)
+		}
+		d.Payload = bytes.Clone(d.Payload)
+		ds = append(ds, d)
+	}
+}
+
 func noEOF(err error) error {
 	if errors.Is(err, io.EOF) {
 		return io.ErrUnexpectedEOF

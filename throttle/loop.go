@@ -322,9 +322,9 @@ func (l *Loop) Tick(now time.Time) []Request {
 		s := c.Controller.Stats()
 		// Rates read "235.0 kbit/s" for people, with whole bits/s beside
 		// them for machines; no figure carries more digits than it means.
-		l.log.Info("throttle decision", "circuit", c.Key, "rate", target, "rate_bps", math.Round(target.BitsPerSecond()), "reason", reason,
+		l.log.Info("throttle decision", "circuit", c.Key, "rate", target, "rate_bps", int64(math.Round(target.BitsPerSecond())), "reason", reason,
 			"loss_event_rate", roundSignificant(s.LossEventRate, 3), "rtt_ms", math.Round(float64(s.SRTT)/1e5)/10,
-			"received", s.ReceiveRate, "receive_bps", math.Round(s.ReceiveRate.BitsPerSecond()))
+			"received", s.ReceiveRate, "receive_bps", int64(math.Round(s.ReceiveRate.BitsPerSecond())))
 		out = append(out, r)
 	}
 	l.summarize(len(out))

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -27,9 +28,10 @@ time order as one trace so that circuits keep their identity across them;
 - is stdin. The table's first column is the verdict: "3.1× its TCP-fair
 rate", "within ±10 %", "no loss: fair rate unbounded", "unknown: no RTT".
 A damaged capture is audited up to the damage, and the report says where
-it stopped. The exit code is 1 if an input could not be opened or held
-nothing readable, if no LLUDP circuit was found, or if the output could
-not be written; 2 for a bad command line.`
+it stopped; Ctrl-C stops reading and reports what was read (exit 0). The
+exit code is 1 if an input could not be opened or held nothing readable,
+if no LLUDP circuit was found, or if the output could not be written; 2
+for a bad command line.`
 
 // progressClock is the progress bar's clock; tests replace it.
 var progressClock = time.Now
@@ -94,6 +96,7 @@ func runAudit(args []string, s stdio) int {
 	}
 
 	failed := false
+	var interrupted string
 	if *live != "" {
 		failed = !auditLive(a, *live, *duration, ports, s)
 	} else {
@@ -112,12 +115,28 @@ func runAudit(args []string, s stdio) int {
 		if len(opened) == 0 {
 			return exitFail // each reason is on stderr; an empty report would say nothing more
 		}
+		// Ctrl-C stops reading: the report covers what was read, and says
+		// so. A read blocked on a slow file (a FIFO) ends with its close.
+		ctx, stop := runContext(0)
+		defer stop()
+		asked := func() bool { return ctx.Err() != nil }
 		inputs := make([]audit.Input, len(opened))
 		var total int64
 		for i, oc := range opened {
-			inputs[i] = audit.Input{Name: oc.name, Reader: oc.reader, Counter: oc.counter}
+			oc.counter.R = interruptible{ctx, oc.counter.R}
+			inputs[i] = audit.Input{Name: oc.name, Reader: oc.reader, Counter: oc.counter, Asked: asked}
 			total += oc.size
 		}
+		readDone := make(chan struct{})
+		go func() {
+			select {
+			case <-ctx.Done():
+				for _, oc := range opened {
+					oc.Close()
+				}
+			case <-readDone:
+			}
+		}()
 		var bar *audit.Progress
 		if stderrIsTerminal(s.err) {
 			bar = audit.NewProgress(s.err, total, progressClock)
@@ -126,10 +145,26 @@ func runAudit(args []string, s stdio) int {
 			}
 		}
 		a.Read(inputs, bar.Update)
+		close(readDone)
 		bar.Done()
+		if ctx.Err() != nil {
+			var read int64
+			for _, oc := range opened {
+				read += oc.counter.N
+			}
+			interrupted = fmt.Sprintf("interrupted (Ctrl-C) after %d bytes", read)
+			if total > 0 {
+				interrupted += fmt.Sprintf(" of %d", total)
+			}
+			interrupted += ": the report covers the datagrams read before"
+		}
+		stop() // a second Ctrl-C ends the program
 	}
 
 	r := a.Report()
+	if interrupted != "" {
+		r.Warnings = append(r.Warnings, interrupted)
+	}
 	if reportUnread(r, s) {
 		failed = true
 	}
@@ -306,4 +341,18 @@ func fileNames(r *audit.Report) string {
 		return "the input"
 	}
 	return strings.Join(names, ", ")
+}
+
+// interruptible ends a read once ctx has: the capture reader then stops
+// as at the end of its input.
+type interruptible struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (i interruptible) Read(p []byte) (int, error) {
+	if err := i.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return i.r.Read(p)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 
 	"github.com/fairgrid/fairgrid/capture"
 	"github.com/fairgrid/fairgrid/configs"
@@ -30,7 +31,7 @@ func metricsKey(command string) string {
 type dryRunSender struct{ log *slog.Logger }
 
 func (d dryRunSender) Send(_ context.Context, r throttle.Request) error {
-	d.log.Info("dry run: not sent", "circuit", r.Circuit, "rate_bps", r.Total.BitsPerSecond(), "reason", r.Reason)
+	d.log.Info("dry run: not sent", "circuit", r.Circuit, "rate", r.Total, "rate_bps", int64(math.Round(r.Total.BitsPerSecond())), "reason", r.Reason)
 	return nil
 }
 

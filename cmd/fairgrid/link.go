@@ -97,7 +97,7 @@ func linkConfig(listen, upstream, rate, delay, loss, buffer, burst string, seed 
 			return link.PipeConfig{Delay: p.Delay}.Validate()
 		}},
 		{"--loss", loss, "0", func(p *link.PipeConfig, v string) (err error) {
-			p.Loss, err = ratecalc.ParseLoss(v)
+			p.Loss, err = parseLoss(v)
 			return err
 		}},
 		{"--buffer", buffer, "1000", func(p *link.PipeConfig, v string) (err error) {
@@ -173,7 +173,33 @@ func parseDelay(v string) (time.Duration, error) {
 	if v == "0" {
 		return 0, nil
 	}
-	return time.ParseDuration(v)
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		if _, nerr := strconv.ParseFloat(v, 64); nerr == nil {
+			return 0, fmt.Errorf("a duration needs a unit, such as %sms or %ss", v, v)
+		}
+		return 0, fmt.Errorf("want a duration such as 50ms or 1s")
+	}
+	return d, nil
+}
+
+// parseLoss is ratecalc.ParseLoss, with a hint when a number above 1 was
+// surely meant as a percentage.
+func parseLoss(v string) (float64, error) {
+	p, err := ratecalc.ParseLoss(v)
+	if err != nil {
+		return 0, lossHint(v, err)
+	}
+	return p, nil
+}
+
+// lossHint adds to a loss value's error the percentage a number above 1
+// surely meant.
+func lossHint(v string, err error) error {
+	if x, nerr := strconv.ParseFloat(v, 64); nerr == nil && x > 1 && x <= 100 {
+		return fmt.Errorf("%w; for %s %%, write %s%%", err, v, v)
+	}
+	return err
 }
 
 func printLinkStats(w io.Writer, format string, down, up link.PipeStats) {

@@ -31,7 +31,9 @@ func TestMain(m *testing.M) {
 	if path := os.Getenv(peakRSSFileEnv); path != "" {
 		os.Exit(runMeasured(path, os.Args[1:]))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	removeBuiltBinary()
+	os.Exit(code)
 }
 
 func runMeasured(path string, argv []string) int {

@@ -27,7 +27,7 @@ func runRate(args []string, s stdio) int {
 		return code
 	}
 	var problems []string
-	loss, err := ratecalc.ParseLoss(*lossFlag)
+	loss, err := parseLoss(*lossFlag)
 	switch {
 	case *lossFlag == "":
 		problems = append(problems, "--loss: required, for example 0.03 or 3%")

@@ -292,7 +292,7 @@ func demoConfig(spec string) (demo.Config, error) {
 		return cfg, fmt.Errorf("--link delay %q: %w", f[1], err)
 	}
 	if cfg.Link.Loss, err = ratecalc.ParseLoss(f[2]); err != nil {
-		return cfg, fmt.Errorf("--link loss: %w", err)
+		return cfg, fmt.Errorf("--link loss: %w", lossHint(f[2], err))
 	}
 	if cfg.Link.Buffer, err = linkBuffer(f[3]); err != nil {
 		return cfg, fmt.Errorf("--link buffer %q: %w", f[3], err)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fairgrid/fairgrid/internal/audit"
 	"github.com/fairgrid/fairgrid/internal/lab/viewer"
 	"github.com/fairgrid/fairgrid/internal/socks5"
 	"github.com/fairgrid/fairgrid/ratecalc"
@@ -151,12 +152,13 @@ func runViewer(args []string, s stdio) int {
 			enc.Encode(r)
 			continue
 		}
-		rtt := "-"
+		rtt := "unknown (no ping answered)"
 		if r.RTTms != nil {
 			rtt = fmt.Sprintf("%.2f ms", *r.RTTms)
 		}
-		fmt.Fprintf(out, "%s: received %.1f kbit/s (asked %.1f), %d lost in %d loss events, RTT %s, %d reliable (%d duplicates)\n",
-			r.Viewer, r.RateBPS/1000, r.ThrottleBPS/1000, r.Lost, r.LossEvents, rtt, r.ReliableReceived, r.ReliableDuplicates)
+		fmt.Fprintf(out, "%s: received %s (asked %s), %d lost in %d loss events, RTT %s, %d reliable (%d duplicates)\n",
+			r.Viewer, ratecalc.Rate(r.RateBPS/8), ratecalc.Rate(r.ThrottleBPS/8), r.Lost, r.LossEvents, rtt, r.ReliableReceived, r.ReliableDuplicates)
+		fmt.Fprintf(out, "%s: verdict: %s\n", r.Viewer, viewerVerdict(r))
 	}
 	if failed > 0 {
 		fmt.Fprintf(s.err, "fairgrid viewer: %d of %d viewers did not log in\n", failed, len(vs))
@@ -297,4 +299,28 @@ func neighboursAt(metrics string) string {
 		return "viewers, so losses are missed; --sim-metrics counts them at the region"
 	}
 	return "region"
+}
+
+// viewerVerdict judges what a synthetic viewer received as the audit
+// judges a circuit: against the rate a TCP flow would get at its loss
+// (counted by bytes, per 1,460-byte segment) and ping RTT.
+func viewerVerdict(r viewer.Report) string {
+	switch {
+	case !r.LoggedIn:
+		return "did not log in: nothing to judge"
+	case r.Received == 0:
+		return "nothing received: nothing to judge"
+	case r.RTTms == nil:
+		return audit.Verdict(audit.FairNoRTT, nil)
+	case r.LossEvents == 0:
+		return "no loss: the path had room to spare, so no TCP-fair rate bounds it"
+	}
+	rtt := time.Duration(*r.RTTms * float64(time.Millisecond))
+	p := ratecalc.SegmentLossEventRateOver(float64(r.Bytes), float64(r.Lost), float64(r.LossEvents), float64(r.Bytes)/float64(r.Received))
+	if !(p > 0) || rtt <= 0 {
+		return audit.Verdict(audit.FairNoData, nil)
+	}
+	fair := ratecalc.TFRCRate(audit.NominalSegmentBytes, rtt, p)
+	ratio := r.RateBPS / fair.BitsPerSecond()
+	return fmt.Sprintf("%s (a TCP flow would get about %s here)", audit.Verdict(audit.FairKnown, &ratio), fair)
 }

@@ -171,6 +171,10 @@ func (a *Auditor) Observe(d lludp.Datagram) error {
 		a.tick(at)
 	}
 	f := &a.files[a.file]
+	// Counted here for a caller that observes datagrams itself (the lab);
+	// Read replaces both with its reader's counts at the file's end.
+	f.Datagrams++
+	f.Bytes += int64(len(d.Payload))
 	if f.FirstUnixMs == 0 {
 		f.FirstUnixMs = at / 1e6
 	}

@@ -39,6 +39,7 @@ func (a *Auditor) Report() *Report {
 	}
 	r.JainIndex = jainOfCircuits(r.Circuits)
 	r.Warnings = slices.Clone(a.warnings)
+	r.Warnings = append(r.Warnings, relayLegs(r.Circuits)...)
 	for _, f := range r.Files {
 		if f.StoppedAt != nil {
 			r.Warnings = append(r.Warnings, fmt.Sprintf("%s: stopped at byte %d: %s; the %d datagrams before it are measured",
@@ -147,8 +148,18 @@ func (a *Auditor) circuitRow(fs *flowState) (Circuit, bool) {
 		}
 	}
 	row.Verdict = verdict(row.FairState, row.ReceivedOverTCP)
+	if fs.dir == circuit.Up {
+		// AgentThrottle governs what the simulator sends: the viewer's own
+		// datagrams are not its to judge.
+		row.Verdict = VerdictUp
+	}
 	return row, true
 }
+
+// Verdict says in words how far received was from fair, r the ratio of
+// received to fair when state is FairKnown: what every circuit row of the
+// report says.
+func Verdict(state string, r *float64) string { return verdict(state, r) }
 
 // verdict says in words how far received was from fair.
 func verdict(state string, r *float64) string {
@@ -233,6 +244,68 @@ func channelNames() []string {
 	out := make([]string, opensim.NumChannels)
 	for i := range out {
 		out[i] = opensim.Channel(i).String()
+	}
+	return out
+}
+
+// VerdictUp is the verdict of every upstream row: the viewer throttles
+// what the simulator sends, not its own datagrams.
+const VerdictUp = "no verdict: upstream, not throttled"
+
+// maxRelayWarnings bounds the relay warnings to a few agents; the rest
+// are counted in the last one.
+const maxRelayWarnings = 3
+
+// relayLegs warns about agents seen on two circuits at the same time
+// that share neither end: a capture on the host of a relay (fairgrid
+// proxy, link, a SOCKS proxy) holds the viewer's leg and the relay's leg
+// to the simulator, so the session is counted twice, once before the
+// relay's losses and once after. (A viewer in neighbouring regions keeps
+// one agent on circuits to several simulators, but from the same address
+// and port.) It names the flags that keep one leg.
+func relayLegs(cs []Circuit) []string {
+	type leg struct {
+		circuit, viewer, sim string
+		first, last          int64
+	}
+	byAgent := map[string][]leg{}
+	var agents []string
+	for _, c := range cs {
+		if c.AgentID == "" || c.Direction != circuit.Down.String() {
+			continue
+		}
+		if _, ok := byAgent[c.AgentID]; !ok {
+			agents = append(agents, c.AgentID)
+		}
+		byAgent[c.AgentID] = append(byAgent[c.AgentID], leg{c.Circuit, c.Viewer, c.Sim, c.StartUnixMs, c.StartUnixMs + int64(c.DurationS*1000)})
+	}
+	var out []string
+	more := 0
+	for _, agent := range agents {
+		legs := byAgent[agent]
+		var pair []leg
+	find:
+		for i := range legs {
+			for j := i + 1; j < len(legs); j++ {
+				a, b := legs[i], legs[j]
+				if a.sim != b.sim && a.viewer != b.viewer && a.first <= b.last && b.first <= a.last {
+					pair = []leg{legs[i], legs[j]}
+					break find
+				}
+			}
+		}
+		if pair == nil {
+			continue
+		}
+		if len(out) == maxRelayWarnings {
+			more++
+			continue
+		}
+		out = append(out, fmt.Sprintf("agent %s is on two circuits at once, %s and %s: the capture holds both legs of a relay (viewer to relay, relay to simulator), so one session is counted twice; audit one leg with --sim %s or --sim %s (or --ports with that port)",
+			agent, pair[0].circuit, pair[1].circuit, pair[0].sim, pair[1].sim))
+	}
+	if more > 0 {
+		out = append(out, fmt.Sprintf("%d more agent(s) are on two circuits at once: the same relay", more))
 	}
 	return out
 }

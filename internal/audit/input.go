@@ -3,6 +3,7 @@ package audit
 import (
 	"errors"
 	"io"
+	"slices"
 
 	"github.com/fairgrid/fairgrid/capture"
 	"github.com/fairgrid/fairgrid/capture/circuit"
@@ -40,11 +41,29 @@ const progressEvery = 1 << 16
 
 // BeginFile starts a file whose datagrams the following Observe calls
 // carry, for a caller that reads datagrams itself; it returns its index in
-// Report().Files.
+// Report().Files. Its Datagrams and Bytes count what Observe was given
+// (payload bytes).
 func (a *Auditor) BeginFile(name string) int {
 	a.files = append(a.files, FileResult{Name: name})
 	a.file = len(a.files) - 1
 	return a.file
+}
+
+// Datagrams audits datagrams held in memory as one file called name (the
+// lab's viewer, as its host saw it): sorted by time first, since a tap
+// sees them in the order they left or arrived, nearly so. ds is sorted in
+// place.
+func Datagrams(cfg Config, name string, ds []lludp.Datagram) (*Report, error) {
+	a, err := New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortStableFunc(ds, func(x, y lludp.Datagram) int { return x.At.Compare(y.At) })
+	a.BeginFile(name)
+	for _, d := range ds {
+		a.Observe(d)
+	}
+	return a.Report(), nil
 }
 
 // Read audits the inputs, merged in time order so that a circuit keeps

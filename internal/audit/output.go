@@ -42,6 +42,9 @@ func WriteText(w io.Writer, r *Report) error {
 	}
 	for _, f := range r.Files {
 		fmt.Fprintf(w, "%s: %d bytes, %d UDP datagrams, %d not LLUDP, %d undecoded", f.Name, f.Bytes, f.Datagrams, f.NotLLUDP, f.Undecoded)
+		if other := f.UndecodedBy["other_port"]; other > 0 {
+			fmt.Fprintf(w, " (%d of the not LLUDP on ports --ports leaves out)", other)
+		}
 		if f.StoppedAt != nil {
 			fmt.Fprintf(w, "; stopped at byte %d: %s", *f.StoppedAt, f.StopReason)
 		}

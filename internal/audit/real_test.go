@@ -79,7 +79,7 @@ func TestRealCapture(t *testing.T) {
 				if c.FairState != FairUnbounded || c.FairMeanS != nil || c.FairNominal != nil || c.Mathis != nil || c.ReceivedOverFair != nil {
 					t.Errorf("%s: fair %q %v %v %v, want stated unbounded and no number", name, c.FairState, c.FairMeanS, c.FairNominal, c.Mathis)
 				}
-				if c.Verdict != "no loss: fair rate unbounded" {
+				if want := map[string]string{"down": "no loss: fair rate unbounded", "up": VerdictUp}[c.Direction]; c.Verdict != want {
 					t.Errorf("%s: verdict %q", name, c.Verdict)
 				}
 				if c.AgentID == "" || c.SessionID == "" {

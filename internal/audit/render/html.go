@@ -76,8 +76,12 @@ func WriteHTML(w io.Writer, r *audit.Report) error {
 		pg.Messages = pg.Messages[:maxMessageRows]
 	}
 
-	for _, draw := range []func(*audit.Report) (*figure, *missing, error){perSecondFigure, perConnectionFigure, lossFigure, boxFigure} {
+	for i, draw := range []func(*audit.Report) (*figure, *missing, error){perSecondFigure, perConnectionFigure, lossFigure, boxFigure} {
 		f, m, err := draw(r)
+		if m != nil && len(r.Seconds) == 0 && i != 1 { // all but the per-connection figure draw seconds
+			// said once for what it is, not as "no second has traffic"
+			m.Reason = "the report holds no per-second rows (fairgrid audit keeps them with --html, --csv, --parquet or --seconds)."
+		}
 		if err != nil {
 			return fmt.Errorf("html: %w", err)
 		}
@@ -139,6 +143,20 @@ var funcs = template.FuncMap{
 		}
 		return number(*bps/1000, 1)
 	},
+	// the verdict's TCP estimate, which a known fair rate can still lack
+	// (no whole segment's worth of bytes lost): said as the verdict says it
+	"tcpKbit": func(bps *float64, state string) string {
+		if bps == nil || !finite(*bps) {
+			return tcpUnknown(state)
+		}
+		return number(*bps/1000, 1)
+	},
+	"tcpRatio": func(x *float64, state string) string {
+		if x == nil || !finite(*x) {
+			return tcpUnknown(state)
+		}
+		return strconv.FormatFloat(*x, 'f', 2, 64)
+	},
 	"ratio": func(x *float64, unknown string) string {
 		if x == nil || !finite(*x) {
 			return unknown
@@ -189,6 +207,13 @@ var funcs = template.FuncMap{
 	},
 }
 
+func tcpUnknown(state string) string {
+	if state == audit.FairKnown {
+		return audit.FairNoData
+	}
+	return state
+}
+
 // number writes x with thousands separated by a thin space, which reads
 // the same in every locale.
 func number(x float64, decimals int) string {
@@ -221,32 +246,37 @@ var pageTemplate = template.Must(template.New("page").Funcs(funcs).Parse(`<!DOCT
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>fairgrid audit: TCP-fairness of LLUDP circuits</title>
 <style>
-body { font-family: "Liberation Sans", Arial, Helvetica, sans-serif; margin: 1.5em; color: #111; max-width: 1400px; }
+body { font-family: "Liberation Sans", Arial, Helvetica, sans-serif; margin: 1.5em; color: #111; }
 table { border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0 1.5em; }
 th, td { border: 1px solid #ccc; padding: 0.2em 0.5em; text-align: right; vertical-align: top; }
 th { background: #f0f0f0; }
 td.text, th.text { text-align: left; }
 td.text { white-space: nowrap; }
+td.wrap { text-align: left; max-width: 30em; overflow-wrap: anywhere; }
 td.verdict { text-align: left; font-weight: bold; white-space: nowrap; }
-.scroll { overflow-x: auto; }
-figure { display: inline-block; margin: 0 1em 1.5em 0; max-width: 100%; vertical-align: top; }
-figure svg { max-width: 100%; height: auto; border: 1px solid #eee; }
-figcaption { font-size: 0.85em; max-width: 34em; }
+td.circuit { text-align: left; min-width: 14em; }
+.scroll { overflow-x: auto; max-width: 100%; }
+details { margin: 0 0 1.5em; }
+summary { cursor: pointer; font-size: 0.9em; }
+.figures { display: grid; grid-template-columns: repeat(auto-fill, minmax(min(100%, 36em), 1fr)); gap: 1em 1.5em; margin-bottom: 1.5em; }
+figure { margin: 0; min-width: 0; }
+figure svg { display: block; box-sizing: border-box; width: 100%; height: auto; border: 1px solid #eee; }
+figcaption { font-size: 0.85em; }
 p.note { font-size: 0.9em; color: #333; max-width: 60em; }
-ul.warnings { color: #8a2b00; font-weight: bold; }
+ul.warnings { color: #8a2b00; font-weight: bold; max-width: 70em; overflow-wrap: anywhere; }
 </style>
 </head>
 <body>
 <h1>fairgrid audit</h1>
 <p>{{len .Report.Files}} file(s), {{int .Datagrams}} datagrams, {{len .Report.Circuits}} circuit directions.
 Jain's fairness index of received/fair over the circuits with a known fair rate: <b>{{.Jain}}</b>.
-The verdict's TCP-fair rate uses s = {{.Segment}}; the circuits table gives both.</p>
+The figures' TCP-fair rate is TFRC's with s = {{.Segment}}; the circuits table says what the verdicts compare with.</p>
 
 <h2 id="files">Files</h2>
-<div class="scroll"><table>
+<div class="scroll"><table id="file-table">
 <thead><tr><th class="text">file</th><th>bytes</th><th>datagrams</th><th>not LLUDP</th><th>undecoded</th><th class="text">not decoded, by reason</th><th class="text">first and last datagram (UTC)</th><th class="text">where reading stopped</th></tr></thead>
 <tbody>
-{{range .Report.Files}}<tr><td class="text">{{.Name}}</td><td>{{int .Bytes}}</td><td>{{int .Datagrams}}</td><td>{{int .NotLLUDP}}</td><td>{{int .Undecoded}}</td><td class="text">{{reasons .UndecodedBy}}</td><td class="text">{{span .}}</td><td class="text">{{stop .}}</td></tr>
+{{range .Report.Files}}<tr><td class="wrap">{{.Name}}</td><td>{{int .Bytes}}</td><td>{{int .Datagrams}}</td><td>{{int .NotLLUDP}}</td><td>{{int .Undecoded}}</td><td class="wrap">{{reasons .UndecodedBy}}</td><td class="wrap">{{span .}}</td><td class="wrap">{{stop .}}</td></tr>
 {{end}}</tbody>
 </table></div>
 {{if .Report.Warnings}}<ul class="warnings">
@@ -255,28 +285,40 @@ The verdict's TCP-fair rate uses s = {{.Segment}}; the circuits table gives both
 {{end}}{{if .Incomplete}}<p class="note">{{.Incomplete}} file(s) could not be read to the end: the report covers everything before the damage.</p>{{end}}
 
 <h2 id="circuits">Circuits</h2>
-<p class="note">One row per circuit and direction. Rates in kbit/s; "fair" is the TCP-fair rate by TFRC's equation (RFC 5348 §3.1) at the circuit's loss event rate and ping RTT, with s = the circuit's mean datagram payload and with TFRC-SP's nominal s = 1460 B (RFC 4828); Mathis is beside it. Where RTT or loss could not be measured the fair rate is unknown, and with no loss it is unbounded: both are said in words, never given as a number.{{if .Hidden}} The table shows the first {{len .Circuits}}; the other {{.Hidden}} are in the CSV, JSON and Parquet outputs.{{end}}</p>
+<p class="note">One row per circuit and direction. The verdict compares what the simulator sent with the rate a TCP flow would get at the circuit's loss and ping RTT (losses counted by bytes, 1460-byte segments); the viewer throttles only that direction, so upstream rows have none. Where RTT or loss could not be measured the rate is unknown, and with no loss it is unbounded: both are said in words, never given as a number. Every other column, TFRC's fair rate with s = the circuit's mean datagram payload and with TFRC-SP's nominal s = 1460 B (RFC 5348 §3.1, RFC 4828) among them, is in the full table below.{{if .Hidden}} The tables show the first {{len .Circuits}}; the other {{.Hidden}} are in the CSV, JSON and Parquet outputs.{{end}}</p>
 <div class="scroll"><table id="circuit-table">
-<thead><tr><th class="text">verdict</th><th class="text">circuit</th><th class="text">direction</th><th class="text">agent</th><th class="text">file</th><th>duration (s)</th><th>packets</th><th>mean (kbit/s)</th><th>peak 1 s (kbit/s)</th><th>loss rate</th><th>loss event rate</th><th>spurious resends</th><th>duplicates</th><th>RTT, pings (ms)</th><th>RTT, acks (ms)</th><th>fair, mean s (kbit/s)</th><th>fair, s = 1460 B (kbit/s)</th><th>Mathis (kbit/s)</th><th>received / fair</th><th>per-second ratio: median [25 %, 75 %]</th><th>requests</th><th>last request (kbit/s)</th><th>requested / fair</th></tr></thead>
+<thead><tr><th class="text">verdict</th><th class="text">circuit</th><th class="text">direction</th><th>packets</th><th>mean (kbit/s)</th><th>loss event rate</th><th>RTT, pings (ms)</th><th>TCP flow's rate, est. (kbit/s)</th><th>received / TCP est.</th><th>last request (kbit/s)</th></tr></thead>
 <tbody>
-{{range .Circuits}}{{$state := fairState .}}<tr><td class="verdict">{{.Verdict}}</td><td class="text">{{.Circuit}}</td><td class="text">{{.Direction}}</td><td class="text">{{agent .}}</td><td class="text">{{.File}}</td><td>{{sec .DurationS}}</td><td>{{int .Packets}}</td><td>{{kbit .MeanBitPerS}}</td><td>{{kbit .PeakBitPerS}}</td><td>{{pct .LossRate}}</td><td>{{pct .LossEventRate}}</td><td>{{int .SpuriousResends}}</td><td>{{int .Duplicates}}</td><td>{{ms .RTTMs "unknown: no ping pairs"}}</td><td>{{ms .AckRTTMs "not measured"}}</td><td>{{optKbit .FairMeanS $state}}</td><td>{{optKbit .FairNominal $state}}</td><td>{{optKbit .Mathis $state}}</td><td>{{ratio .ReceivedOverFair $state}}</td><td>{{ratio .RatioMedian $state}}{{if .RatioMedian}} [{{ratio .RatioP25 "?"}}, {{ratio .RatioP75 "?"}}]{{end}}</td><td>{{.Requests}}</td><td>{{optKbit .LastRequestBitPerS "none seen"}}</td><td>{{ratio .RequestedOverFair (or (and .LastRequestBitPerS $state) "no request")}}</td></tr>
+{{range .Circuits}}{{$state := fairState .}}<tr><td class="verdict">{{.Verdict}}</td><td class="circuit">{{.Circuit}}</td><td class="text">{{.Direction}}</td><td>{{int .Packets}}</td><td>{{kbit .MeanBitPerS}}</td><td>{{pct .LossEventRate}}</td><td>{{ms .RTTMs "unknown: no ping pairs"}}</td><td>{{tcpKbit .FairTCP $state}}</td><td>{{tcpRatio .ReceivedOverTCP $state}}</td><td>{{if eq .Direction "down"}}{{optKbit .LastRequestBitPerS "none seen"}}{{end}}</td></tr>
 {{end}}</tbody>
 </table></div>
+<details id="circuit-details"><summary>Every column ({{len .Circuits}} rows): agent, file, peak rate, loss rate, spurious resends, duplicates, RTT from acks, the fair rates by TFRC and Mathis, the per-second ratios and the requests</summary>
+<div class="scroll"><table id="circuit-table-full">
+<thead><tr><th class="text">verdict</th><th class="text">circuit</th><th class="text">direction</th><th class="text">agent</th><th class="text">file</th><th>duration (s)</th><th>packets</th><th>mean (kbit/s)</th><th>peak 1 s (kbit/s)</th><th>loss rate</th><th>loss event rate</th><th>spurious resends</th><th>duplicates</th><th>RTT, pings (ms)</th><th>RTT, acks (ms)</th><th>TCP flow's rate, est. (kbit/s)</th><th>received / TCP est.</th><th>fair, mean s (kbit/s)</th><th>fair, s = 1460 B (kbit/s)</th><th>Mathis (kbit/s)</th><th>received / fair</th><th>per-second ratio: median [25 %, 75 %]</th><th>requests</th><th>last request (kbit/s)</th><th>requested / fair</th></tr></thead>
+<tbody>
+{{range .Circuits}}{{$state := fairState .}}<tr><td class="verdict">{{.Verdict}}</td><td class="text">{{.Circuit}}</td><td class="text">{{.Direction}}</td><td class="text">{{agent .}}</td><td class="text">{{.File}}</td><td>{{sec .DurationS}}</td><td>{{int .Packets}}</td><td>{{kbit .MeanBitPerS}}</td><td>{{kbit .PeakBitPerS}}</td><td>{{pct .LossRate}}</td><td>{{pct .LossEventRate}}</td><td>{{int .SpuriousResends}}</td><td>{{int .Duplicates}}</td><td>{{ms .RTTMs "unknown: no ping pairs"}}</td><td>{{ms .AckRTTMs "not measured"}}</td><td>{{tcpKbit .FairTCP $state}}</td><td>{{tcpRatio .ReceivedOverTCP $state}}</td><td>{{optKbit .FairMeanS $state}}</td><td>{{optKbit .FairNominal $state}}</td><td>{{optKbit .Mathis $state}}</td><td>{{ratio .ReceivedOverFair $state}}</td><td>{{ratio .RatioMedian $state}}{{if .RatioMedian}} [{{ratio .RatioP25 "?"}}, {{ratio .RatioP75 "?"}}]{{end}}</td><td>{{.Requests}}</td><td>{{optKbit .LastRequestBitPerS "none seen"}}</td><td>{{ratio .RequestedOverFair (or (and .LastRequestBitPerS $state) "no request")}}</td></tr>
+{{end}}</tbody>
+</table></div>
+</details>
 
 <h2 id="across">Across circuits</h2>
+{{if .Across}}<div class="figures">
 {{range .Across}}<figure id="fig-{{.ID}}">
 {{.SVG}}<figcaption><b>{{.Title}}.</b> {{.Caption}}</figcaption>
 </figure>
+{{end}}</div>
 {{end}}{{range .Missing}}<p class="note"><b>{{.Title}}:</b> no figure, {{.Reason}}</p>
 {{end}}
 <h2 id="over-time">Over time: the busiest circuits</h2>
 {{if .Busy}}<p class="note">The {{len .Busy}} downstream circuit(s) that carried most bytes, of {{.BusyOf}} with per-second data; the others are in the seconds and requests tables of the CSV, JSON and Parquet outputs. Long captures are averaged over consecutive seconds so each line keeps at most {{.MaxSeries}} points; the captions say where.</p>
 {{else}}<p class="note">No figure over time: the report has no per-second data for a downstream circuit.</p>
 {{end}}{{range .Busy}}<h3>{{.Circuit.Circuit}} ({{.Circuit.Direction}}): {{.Circuit.Verdict}}</h3>
+<div class="figures">
 {{range .Figures}}<figure id="fig-{{.ID}}">
 {{.SVG}}<figcaption><b>{{.Title}}.</b> {{.Caption}}</figcaption>
 </figure>
-{{end}}{{range .Missing}}<p class="note"><b>{{.Title}}:</b> no figure, {{.Reason}}</p>
+{{end}}</div>
+{{range .Missing}}<p class="note"><b>{{.Title}}:</b> no figure, {{.Reason}}</p>
 {{end}}{{end}}
 <h2 id="messages">Message types</h2>
 <table>

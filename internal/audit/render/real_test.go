@@ -1,7 +1,9 @@
 package render
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/fairgrid/fairgrid/capture"
 	"github.com/fairgrid/fairgrid/internal/audit"
+	"github.com/fairgrid/fairgrid/lludp"
 )
 
 // realCapturePath is the OpenSim 0.9.2.2 capture of two TestClients on
@@ -148,4 +151,34 @@ func TestRealCaptureDuckDB(t *testing.T) {
 	if len(res["rank"]) != 0 {
 		t.Errorf("the ranking ranks %d circuits with no known fair rate: %v", len(res["rank"]), res["rank"])
 	}
+}
+
+// observedReport is the real capture audited as the lab audits its
+// viewer's datagrams (audit.Datagrams, the lab's report), with every 40th
+// downstream datagram dropped, as a lossy bottleneck would, so the
+// figures of a lossy circuit are drawn.
+func observedReport(t testing.TB) *audit.Report {
+	t.Helper()
+	ds, err := capture.ReadFile(realCapturePath, nil)
+	if errors.Is(err, fs.ErrNotExist) {
+		t.Skipf("skipped: the real capture is not beside the repository: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept []lludp.Datagram
+	var down int
+	for _, d := range ds {
+		if d.Src.Port() == 9000 {
+			if down++; down%40 == 0 {
+				continue
+			}
+		}
+		kept = append(kept, d)
+	}
+	r, err := audit.Datagrams(audit.Config{Series: true}, "viewer", kept)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

@@ -204,7 +204,7 @@ func losslessReport() *audit.Report {
 	for i := range r.Circuits {
 		c := &r.Circuits[i]
 		c.LossRate, c.LossEventRate, c.Lost, c.LossEvents, c.FairState, c.Verdict = 0, 0, 0, 0, audit.FairUnbounded, "fair rate unbounded: no loss"
-		c.FairMeanS, c.FairNominal, c.Mathis, c.ReceivedOverFair = nil, nil, nil, nil
+		c.FairMeanS, c.FairNominal, c.Mathis, c.ReceivedOverFair, c.FairTCP, c.ReceivedOverTCP = nil, nil, nil, nil, nil, nil
 		c.RatioMean, c.RatioMedian, c.RatioP25, c.RatioP75, c.RequestedOverFair = nil, nil, nil, nil, nil
 	}
 	for i := range r.Requests {
@@ -251,13 +251,13 @@ func TestHTMLValid(t *testing.T) {
 			name:     "circuits only",
 			report:   &audit.Report{Circuits: makeReport(3, 2, 10).Circuits, Files: []audit.FileResult{{Name: "-"}}},
 			figures:  []string{"per-connection"},
-			contains: []string{"No figure over time", "no second has traffic"},
+			contains: []string{"No figure over time", "the report holds no per-second rows"},
 		},
 		{
 			name:     "more circuits than the table shows",
 			report:   &audit.Report{Circuits: make([]audit.Circuit, maxTableRows+7)},
 			figures:  nil,
-			contains: []string{fmt.Sprintf("The table shows the first %d; the other 7 are in the CSV, JSON and Parquet outputs.", maxTableRows)},
+			contains: []string{fmt.Sprintf("The tables show the first %d; the other 7 are in the CSV, JSON and Parquet outputs.", maxTableRows)},
 		},
 		{
 			name:     "empty",
@@ -328,5 +328,29 @@ func TestValidatorCatches(t *testing.T) {
 	good := `<!DOCTYPE html><html><head><meta charset="utf-8"><title>t</title></head><body><figure id="a">` + svg + `</figure></body></html>`
 	if _, err := checkPage([]byte(good)); err != nil {
 		t.Errorf("rejected a good page: %v", err)
+	}
+}
+
+// negativeTick is a tick label below zero in a figure's SVG.
+var negativeTick = regexp.MustCompile(`>[-−][0-9][0-9.]*</text>`)
+
+// TestNoAxisBelowZero: rates, RTTs and loss rates are never negative, so
+// no figure's axis reaches below zero: not the loss rate of a lossless
+// circuit (gonum widens a flat series by ±1), nor any other.
+func TestNoAxisBelowZero(t *testing.T) {
+	if !negativeTick.MatchString(`<text x="1" y="2">-1</text>`) {
+		t.Fatal("the pattern misses a negative tick label: the test cannot fail")
+	}
+	for name, r := range map[string]*audit.Report{"lossless": losslessReport(), "grid": makeReport(5, 6, 120)} {
+		var b bytes.Buffer
+		if err := WriteHTML(&b, r); err != nil {
+			t.Fatal(err)
+		}
+		if m := negativeTick.FindAllString(b.String(), 5); m != nil {
+			t.Errorf("%s: tick labels below zero: %q", name, m)
+		}
+		if name == "lossless" && !strings.Contains(b.String(), `id="fig-loss-rate-0"`) {
+			t.Errorf("%s: no loss rate figure to check", name)
+		}
 	}
 }

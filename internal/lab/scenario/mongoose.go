@@ -126,7 +126,7 @@ func mongooseResult(jobs []job, runs []RunResult) Result {
 	t := Table{Title: "mongoose: received vs TCP-fair at the thesis's loss levels (10 Mbit/s, 50 ms one way, a Reno download beside)",
 		Columns: []string{"loss", "viewer", "p measured", "RTT ms", "s B", "received kbit/s", "fair kbit/s", "received/fair", "median second/fair", "seconds above fair", "Reno kbit/s"},
 		Notes: []string{
-			"fair: the Mathis rate (Reno, congestion.md §6.7) for the stock viewer and window tracking, the TFRC equation for TFRC, at the loss event rate, RTT and mean payload s fairgrid measured.",
+			"fair: the Mathis rate (Reno: Mathis, Semke, Mahdavi, Ott, CCR 1997) for the stock viewer and window tracking, the TFRC equation for TFRC, at the loss event rate, RTT and mean payload s fairgrid measured.",
 			"per connection: received/fair over the measured part; per second: each second's received rate against the run's fair rate.",
 			"every RTT: a decision every 100 ms (the link's round trip; the thesis's \"no interval\" client).",
 			"the thesis, chapter 7 (figures 7.13 and 7.14): the stock client TCP-fair at very low loss, not above 0.5 % (" + thesisStockLowLoss.Source() + "); the no-interval client calculates a fair rate but cannot control the server (" + thesisNoInterval.Source() + "); the 5 s client still over the line above 3 %, much closer (" + thesisFiveSecond.Source() + "). The summary judges each.",

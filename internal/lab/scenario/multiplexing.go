@@ -143,6 +143,7 @@ func multiplexJobs(seed uint64, dur time.Duration, cases []multiplexCase, varian
 	for _, c := range cases {
 		for _, v := range variants {
 			jobs = append(jobs, job{name: fmt.Sprintf("multiplexing case=%s branch=%s rate=%dk flows=%d+%d T=%v", c.name, v, c.rate/1000, c.flows, c.flows, c.period),
+				length: multiplexWarmup + dur,
 				custom: func(ctx context.Context, tap func(link.Event), log *slog.Logger) (Measurement, error) {
 					return runMultiplexCase(ctx, c, v, seed, dur, tap, log)
 				}})

@@ -6,7 +6,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 
@@ -84,23 +83,27 @@ func (l *viewerLog) add(d lludp.Datagram) {
 // writeAudit audits the viewer's circuit with fairgrid audit's engine and
 // writes its HTML report.
 func (l *viewerLog) writeAudit(dir, name string) error {
-	a, err := audit.New(audit.Config{})
+	r, err := l.audit(fileName(name))
 	if err != nil {
-		return fmt.Errorf("audit: %w", err)
-	}
-	l.mu.Lock()
-	ds := l.ds
-	l.mu.Unlock()
-	// The audit takes datagrams in time order; the tap saw them in the
-	// order they left or arrived, nearly so.
-	slices.SortStableFunc(ds, func(a, b lludp.Datagram) int { return a.At.Compare(b.At) })
-	for _, d := range ds {
-		a.Observe(d)
+		return err
 	}
 	f, err := os.Create(filepath.Join(dir, fileName(name)+".html"))
 	if err != nil {
 		return fmt.Errorf("audit: %w", err)
 	}
-	err = render.WriteHTML(f, a.Report())
+	err = render.WriteHTML(f, r)
 	return errors.Join(err, f.Close())
+}
+
+// audit is the audit's report of the datagrams kept, as one file called
+// name, with the per-second series the HTML report's figures draw.
+func (l *viewerLog) audit(name string) (*audit.Report, error) {
+	l.mu.Lock()
+	ds := l.ds
+	l.mu.Unlock()
+	r, err := audit.Datagrams(audit.Config{Series: true}, name, ds)
+	if err != nil {
+		return nil, fmt.Errorf("audit: %w", err)
+	}
+	return r, nil
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -43,6 +44,22 @@ type Options struct {
 	// time but light on CPU, a few thousand packets a second.
 	Parallel int
 	Log      *slog.Logger
+	// Progress, if set, is called with 0 runs ended as a scenario's runs
+	// begin, then as each run ends, but for runs the context's end stopped
+	// (from the run's goroutine, one call at a time), with the runs ended,
+	// the total of the scenario running and the run's name.
+	Progress func(done, total int, run string)
+}
+
+// Interrupted is the error of a scenario whose context ended before its
+// runs did: the Result it comes with holds the runs that finished (no
+// comparisons, which need every run).
+type Interrupted struct {
+	Finished, Total int
+}
+
+func (e *Interrupted) Error() string {
+	return fmt.Sprintf("interrupted: %d of %d runs finished", e.Finished, e.Total)
 }
 
 func (o Options) withDefaults() Options {
@@ -134,6 +151,17 @@ func all() Scenario {
 			var errs []error
 			for _, s := range Scenarios() {
 				r, err := s.Run(ctx, o)
+				if ir := (*Interrupted)(nil); errors.As(err, &ir) {
+					// what finished, of every scenario's runs
+					res.Runs = append(res.Runs, r.Runs...)
+					res.Seconds = time.Since(start).Seconds()
+					total := 0
+					for _, s := range Scenarios() {
+						total += s.Plan(o).Runs
+					}
+					ir.Finished, ir.Total = len(res.Runs), total
+					return res, err
+				}
 				if err != nil {
 					errs = append(errs, fmt.Errorf("%s: %w", s.Name, err))
 					continue
@@ -148,13 +176,20 @@ func all() Scenario {
 		}}
 }
 
+// DocumentNames names the source documents the comparisons cite by file
+// name, for a reader who has only the output.
+const DocumentNames = `The documents: 000_6377d885c127798c.txt is Saldana, Suznjevic, Sequeira et al., "The Effect of TCP Variants on the Coexistence of MMORPG and Best-Effort Traffic"; ` +
+	`001_e9d8247e49fbaed2.txt J. Saldana's preliminary NS2 results on multiplexed game TCP flows (tcmtf list, for CCNC 2014); ` +
+	`002_de6dcb7b65c28c7b.txt Iain Oliver's PhD thesis (St Andrews, 2011), chapters 7 and 8; ` +
+	`003_0f0edd6803f39f4d.txt Ando, Murase, Oguchi, "Characteristics of QoS-Guaranteed TCP on Real Mobile Terminal in Wireless LAN" (CQR 2011).`
+
 // summaryColumns are the summary's columns, in text, JSON and markdown.
 var summaryColumns = []string{"scenario", "case", "metric", "source", "published", "measured", "differs", "verdict"}
 
 // SummaryTable is every comparison in one table.
 func SummaryTable(cs []Comparison) Table {
 	t := Table{Title: "Summary: measured beside published", Columns: summaryColumns,
-		Notes: []string{"source: the document's FILE:LINE in ../shared/seeds (README.md there names each), the figure standing on that line; \"ours\": a figure no document gives.",
+		Notes: []string{"source: the document's FILE:LINE, the figure standing on that line; \"ours\": a figure no document gives. " + DocumentNames,
 			"measured: the median over the seeds, with the range and their number when more than one."}}
 	for _, c := range cs {
 		t.Rows = append(t.Rows, []string{c.Scenario, c.Case, c.Metric, c.Source, c.PublishedText, c.spread(), c.Differs, c.Verdict})
@@ -235,6 +270,51 @@ type job struct {
 	name   string
 	cfg    RigConfig
 	custom func(ctx context.Context, tap func(link.Event), log *slog.Logger) (Measurement, error)
+	// length is a custom run's real time (a rig's is its warm-up and
+	// duration), for Plan.
+	length time.Duration
+}
+
+// runLength is how long a job runs in real time.
+func (j job) runLength() time.Duration {
+	if j.custom != nil {
+		return j.length
+	}
+	return j.cfg.Warmup + j.cfg.Duration
+}
+
+// Plan is what a scenario would run with o: how many runs, and about how
+// long they take in real time, o.Parallel at a time (setting up each run
+// and writing its report come on top).
+type Plan struct {
+	Runs int
+	Wall time.Duration
+}
+
+type planKey struct{}
+
+// errPlanned ends a scenario's Run once its runs are planned.
+var errPlanned = errors.New("planned")
+
+// Plan says how many runs s makes with o and about how long they take,
+// without running any.
+func (s Scenario) Plan(o Options) Plan {
+	var p Plan
+	ctx := context.WithValue(context.Background(), planKey{}, &p)
+	s.Run(ctx, o) // ends with errPlanned from each runSeeded
+	return p
+}
+
+// plan adds jobs to the plan: each goes to the first of parallel slots
+// to come free, as runEach's semaphore hands them out.
+func (p *Plan) add(jobs []job, parallel int) {
+	slots := make([]time.Duration, max(parallel, 1))
+	for _, j := range jobs {
+		i := slices.Index(slots, slices.Min(slots))
+		slots[i] += j.runLength()
+	}
+	p.Runs += len(jobs)
+	p.Wall += slices.Max(slots)
 }
 
 // runSeeded makes a scenario's jobs for each of o's seeds (mk), runs them
@@ -257,7 +337,28 @@ func runSeeded(ctx context.Context, o Options, mk func(o Options) []job, result 
 		all = append(all, jobs...)
 		ends = append(ends, len(all))
 	}
+	if p, ok := ctx.Value(planKey{}).(*Plan); ok {
+		p.add(all, o.Parallel)
+		return Result{}, errPlanned
+	}
 	runs, err := runAll(ctx, o, all)
+	if err != nil && ctx.Err() != nil {
+		// Interrupted: the runs that finished, and the errors of any that
+		// failed before.
+		res := Result{Seconds: time.Since(start).Seconds()}
+		var failed []error
+		for _, e := range unwrapJoined(err) {
+			if _, ok := e.(failedBefore); ok {
+				failed = append(failed, e)
+			}
+		}
+		for _, r := range runs {
+			if r.Name != "" {
+				res.Runs = append(res.Runs, r)
+			}
+		}
+		return res, errors.Join(append(failed, &Interrupted{Finished: len(res.Runs), Total: len(runs)})...)
+	}
 	if err != nil {
 		return Result{}, err
 	}
@@ -273,7 +374,7 @@ func runSeeded(ctx context.Context, o Options, mk func(o Options) []job, result 
 }
 
 // runAll runs jobs, o.Parallel at a time, and returns their measurements
-// in order. With o.OutDir set each writes the audit's report of its
+// in order; a run that did not finish has no name. With o.OutDir set each writes the audit's report of its
 // viewer's circuit there, and with o.Pcap its capture too.
 func runAll(ctx context.Context, o Options, jobs []job) ([]RunResult, error) {
 	out := make([]RunResult, len(jobs))
@@ -285,7 +386,9 @@ func runAll(ctx context.Context, o Options, jobs []job) ([]RunResult, error) {
 		j := jobs[i]
 		if j.custom != nil {
 			m, err := j.custom(ctx, tap, o.Log)
-			out[i] = RunResult{Name: j.name, Measurement: m}
+			if err == nil {
+				out[i] = RunResult{Name: j.name, Measurement: m}
+			}
 			return err
 		}
 		cfg := j.cfg
@@ -317,6 +420,20 @@ func runEach(ctx context.Context, o Options, names []string, run func(i int, tap
 	errs := make([]error, len(names))
 	sem := make(chan struct{}, o.Parallel)
 	var wg sync.WaitGroup
+	var mu sync.Mutex
+	done := 0
+	ended := func(name string) {
+		if o.Progress == nil {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		done++
+		o.Progress(done, len(names), name)
+	}
+	if o.Progress != nil {
+		o.Progress(0, len(names), "")
+	}
 	for i, name := range names {
 		wg.Go(func() {
 			select {
@@ -342,11 +459,34 @@ func runEach(ctx context.Context, o Options, names []string, run func(i int, tap
 			}
 			if err != nil {
 				errs[i] = fmt.Errorf("run %s: %w", name, err)
+				if ctx.Err() == nil {
+					errs[i] = failedBefore{errs[i]}
+					ended(name)
+				}
 				return
 			}
+			ended(name)
 			o.Log.Info("run done", "run", name)
 		})
 	}
 	wg.Wait()
 	return errors.Join(errs...)
 }
+
+// unwrapJoined lists the errors errors.Join joined (err itself when it
+// joins none).
+func unwrapJoined(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+// failedBefore is the error of a run that failed while its context was
+// still live: a failure, not the interruption's doing.
+type failedBefore struct{ error }
+
+func (f failedBefore) Unwrap() error { return f.error }

@@ -20,6 +20,7 @@ type Report struct {
 	ReliableReceived   uint64             `json:"reliable_received"`
 	ReliableDuplicates uint64             `json:"reliable_duplicates"`
 	Received           uint64             `json:"packets_received"`
+	Bytes              uint64             `json:"bytes_received"`
 }
 
 // Report summarises what the viewer has measured so far.
@@ -41,7 +42,7 @@ func (v *Viewer) Report() Report {
 		}
 	}
 	r.Lost, r.LossEvents, r.LossEventRate = down.Lost, down.LossEvents, down.LossEventRate
-	r.ReliableReceived, r.Received = down.Reliable, down.Packets
+	r.ReliableReceived, r.Received, r.Bytes = down.Reliable, down.Packets, down.Bytes
 	r.ReliableDuplicates = down.SpuriousResends + down.Duplicates
 	if c.RTT().Samples() > 0 {
 		ms := float64(c.RTT().SRTT().Microseconds()) / 1000
