@@ -230,7 +230,7 @@ func TestDurationsNeedUnits(t *testing.T) {
 	durationFlag := regexp.MustCompile(`(?m)^\s+-([a-z0-9-]+) duration\b`)
 	type tc struct {
 		args []string
-		want string
+		want string // a regular expression
 	}
 	var cases []tc
 	for _, c := range append(commands(), command{name: "lab fairness"}) {
@@ -240,19 +240,22 @@ func TestDurationsNeedUnits(t *testing.T) {
 		args := strings.Fields(c.name)
 		help, _ := exec.Command(bin, append(args, "--help")...).CombinedOutput()
 		for _, m := range durationFlag.FindAllStringSubmatch(string(help), -1) {
-			cases = append(cases, tc{append(append([]string(nil), args...), "--"+m[1], "7"), "--" + m[1] + " 7: a duration needs a unit, such as 7ms or 7s"})
+			// A setting's flag names its key too: "--interval 7 (control.interval): …".
+			cases = append(cases, tc{append(append([]string(nil), args...), "--"+m[1], "7"), regexp.QuoteMeta("--"+m[1]+" 7") + `( \([a-z_.]+\))?: ` + regexp.QuoteMeta("a duration needs a unit, such as 7ms or 7s")})
 		}
 	}
 	if len(cases) < 12 {
 		t.Fatalf("found %d duration flags in the commands' help: the pattern missed them", len(cases))
 	}
-	cases = append(cases,
-		tc{[]string{"link", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:9", "--delay", "50"}, `--delay "50": a duration needs a unit, such as 50ms or 50s`},
-		tc{[]string{"run", "--demo", "--link", "2M,50,3%,100"}, `--link delay "50": a duration needs a unit, such as 50ms or 50s`},
-		tc{[]string{"run", "--demo", "--link", "2M,50ms,3,100"}, "for 3 %, write 3%"},
-		tc{[]string{"rate", "--loss", "3", "--rtt", "100ms"}, "for 3 %, write 3%"},
-		tc{[]string{"link", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:9", "--loss", "3"}, "for 3 %, write 3%"},
-	)
+	for _, c := range []tc{
+		{[]string{"link", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:9", "--delay", "50"}, `--delay "50": a duration needs a unit, such as 50ms or 50s`},
+		{[]string{"run", "--demo", "--link", "2M,50,3%,100"}, `--link delay "50": a duration needs a unit, such as 50ms or 50s`},
+		{[]string{"run", "--demo", "--link", "2M,50ms,3,100"}, "for 3 %, write 3%"},
+		{[]string{"rate", "--loss", "3", "--rtt", "100ms"}, "for 3 %, write 3%"},
+		{[]string{"link", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:9", "--loss", "3"}, "for 3 %, write 3%"},
+	} {
+		cases = append(cases, tc{c.args, regexp.QuoteMeta(c.want)})
+	}
 	for _, c := range cases {
 		cmd := exec.Command(bin, c.args...)
 		var stderr bytes.Buffer
@@ -260,7 +263,7 @@ func TestDurationsNeedUnits(t *testing.T) {
 		err := cmd.Run()
 		code := cmd.ProcessState.ExitCode()
 		lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
-		if code != exitUsage || len(lines) != 1 || !strings.Contains(lines[0], c.want) {
+		if code != exitUsage || len(lines) != 1 || !regexp.MustCompile(c.want).MatchString(lines[0]) {
 			t.Errorf("fairgrid %s: exit %d (%v), stderr %q; want exit 2 and one line with %q", strings.Join(c.args, " "), code, err, stderr.String(), c.want)
 		}
 	}
