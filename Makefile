@@ -75,12 +75,18 @@ interop-deps:
 REALTIME_P ?= 3
 LAB_P ?= 3
 REALTIME_LAB := ./internal/lab/scenario ./internal/lab/demo ./internal/lab/fairness ./internal/lab/gatewaylab
-REALTIME := ./cmd/fairgrid ./internal/audit ./internal/socks5 ./internal/benchrelay ./internal/lab/kerneltcp \
+# Of those, the ones whose checks are finest run alone: the golden traces
+# (loss events grouped by RTT: 62 against the viewer's 55 at 10 % when
+# run three at a time under load 4.6) and two kernel TCP flows' share
+# (Jain 0.900 then, against at least 0.90).
+REALTIME_ALONE := ./internal/audit ./internal/lab/kerneltcp
+REALTIME := ./cmd/fairgrid ./internal/socks5 ./internal/benchrelay \
 	./internal/lab/link ./internal/lab/tcpflow ./internal/lab/viewer ./opensim/region ./opensim/gateway ./throttle ./throttle/proxy ./capture
 # Run without the race detector (scale), which would measure itself.
 SCALE_ONLY := TestDecodeFloodCapture
 unit:
-	$(GO) test $(RACE) -count=1 -p 2 $$($(GO) list $(PKGS) | grep -v $(foreach p,$(REALTIME) $(REALTIME_LAB),-e '$(patsubst ./%,/%,$(p))$$'))
+	$(GO) test $(RACE) -count=1 -p 2 $$($(GO) list $(PKGS) | grep -v $(foreach p,$(REALTIME_ALONE) $(REALTIME) $(REALTIME_LAB),-e '$(patsubst ./%,/%,$(p))$$'))
+	$(GO) test $(RACE) -count=1 -p 1 $(REALTIME_ALONE)
 	$(GO) test $(RACE) -count=1 -p $(REALTIME_P) -skip '^($(SCALE_ONLY))$$' $(REALTIME)
 
 # Scale tests run without the race detector, which would measure itself.

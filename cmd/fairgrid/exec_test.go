@@ -141,6 +141,7 @@ func (s *started) interrupt(t *testing.T) (code int, stdout, stderr string) {
 // finish, exits 0, and logs no "context canceled". Its progress shows on
 // stderr as each run ends.
 func TestLabInterrupted(t *testing.T) {
+	t.Parallel() // a separate process; its SIGINT goes to that process alone
 	out := t.TempDir()
 	s := startBinary(t, 2*time.Minute, "lab", "wireless-buffers", "--duration", "5s", "--parallel", "1", "--out", out)
 	progress := regexp.MustCompile(`^fairgrid lab: wireless-buffers: run 1 of 17 done \((wireless [^)]+)\), \d+:\d\d in$`)

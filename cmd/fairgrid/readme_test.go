@@ -64,6 +64,7 @@ func readmeRunnable(t *testing.T, path string) []readmeBlock {
 // The root examples are skipped, with the reason, when not root.
 func TestReadmeRunnable(t *testing.T) {
 	bin := builtBinary(t)
+	t.Parallel() // separate processes, waiting on their clocks
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skipf("skipped: the README's examples are shell commands and there is no bash: %v", err)
 	}
