@@ -210,7 +210,7 @@ func TestShares(t *testing.T) {
 			// 3 % loss: logged, the hard bounds asserted. The viewer takes
 			// what the TFRC equation gives a TCP flow at its loss event
 			// rate; gVisor's CUBIC gets less there, and the ratio measured
-			// 1.29–1.43 pooled over five seeds in four batches
+			// 1.35–1.43 pooled over five seeds in six batches
 			// (docs/fairness.md): one share is not reached in this cell.
 			reached := "reaches"
 			if m+2*se < 0.8 || m-2*se > 1.25 {
@@ -251,9 +251,10 @@ func TestShares(t *testing.T) {
 
 // severalFloor is the lowest share of the TCP flow's bytes each of three
 // viewers may take before the test fails. It is NOT one share: three
-// viewers beside one gVisor CUBIC flow took 0.56–0.77× each (pooled over
-// three seeds, four batches; docs/fairness.md), below 0.8, so the band is
-// logged and this floor catches a viewer starving.
+// viewers beside one gVisor CUBIC flow took 0.93–0.99× each on a quieter
+// machine but 0.66–0.69× at load averages of 5–9 (pooled over three
+// seeds; docs/fairness.md), so the band is logged and this floor catches
+// a viewer starving.
 const severalFloor = 0.5
 
 // checkSeveral: three viewers share within Jain ≥ 0.95 (pooled over the
