@@ -51,8 +51,9 @@ func BenchmarkReadAndTrack(b *testing.B) {
 	}
 }
 
-// BenchmarkObserve is the tracker alone, on datagrams already in memory.
-func BenchmarkObserve(b *testing.B) {
+// benchDatagrams is ten circuits' 100,000 datagrams, 1 % lost, in memory.
+func benchDatagrams(b *testing.B) []capture.Datagram {
+	b.Helper()
 	ds, err := capturetest.Session{Circuits: 10, Datagrams: 100_000, Loss: 0.01, Seed: 2}.Generate()
 	if err != nil {
 		b.Fatal(err)
@@ -61,6 +62,12 @@ func BenchmarkObserve(b *testing.B) {
 	for i, d := range ds {
 		cds[i] = capture.Datagram{At: d.At, Src: d.Src, Dst: d.Dst, Payload: d.Payload}
 	}
+	return cds
+}
+
+// BenchmarkObserve is the tracker alone, on datagrams already in memory.
+func BenchmarkObserve(b *testing.B) {
+	cds := benchDatagrams(b)
 	tr := NewTracker(Config{})
 	b.ReportAllocs()
 	i := 0
@@ -77,14 +84,7 @@ func BenchmarkObserve(b *testing.B) {
 // nothing here: Rate is the loop's, every few seconds): the default,
 // vtcp, beside window tracking and TFRC, per datagram.
 func BenchmarkObserveController(b *testing.B) {
-	ds, err := capturetest.Session{Circuits: 10, Datagrams: 100_000, Loss: 0.01, Seed: 2}.Generate()
-	if err != nil {
-		b.Fatal(err)
-	}
-	cds := make([]capture.Datagram, len(ds))
-	for i, d := range ds {
-		cds[i] = capture.Datagram{At: d.At, Src: d.Src, Dst: d.Dst, Payload: d.Payload}
-	}
+	cds := benchDatagrams(b)
 	for _, tc := range []struct {
 		name string
 		make func() ratecalc.Controller
