@@ -55,9 +55,13 @@ type Stats struct {
 	Received             uint64 // packets received
 	Lost                 uint64 // packets declared lost
 	SRTT                 time.Duration
-	RTTVar               time.Duration
-	RTTSamples           uint64
-	SegmentSize          float64 // s, bytes: the mean received payload
+	// PathRTT is the RTT VirtualTCP's window runs on (SRTT's gain
+	// compounded over the round trips between sparse samples); 0 for the
+	// others.
+	PathRTT     time.Duration
+	RTTVar      time.Duration
+	RTTSamples  uint64
+	SegmentSize float64 // s, bytes: the mean received payload
 	// FairSegmentSize is the s the rate equations stand on: Config's
 	// NominalSegment when set, else SegmentSize. A TCP-fair rate computed
 	// outside the controller (a demo's column, an audit) uses it to agree

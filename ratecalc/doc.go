@@ -36,9 +36,10 @@
 //   - VirtualTCP: the congestion window of a virtual CUBIC flow of full
 //     1,460-byte segments (RFC 8312, with its Reno-friendly region),
 //     whose loss events count lost bytes — a segment's worth per event,
-//     one event per SRTT — so that a flow of small, smooth datagrams gets
+//     one event per RTT — so that a flow of small, smooth datagrams gets
 //     one TCP share of bytes where per-packet loss event rates starve it
-//     (Rhee and Xu 2005; RFC 4828); rate = cwnd·1460/SRTT, at most the
+//     (Rhee and Xu 2005; RFC 4828); rate = cwnd·1460/RTT, the RTT
+//     smoothed by elapsed time, not per sample (pings are sparse), at most the
 //     TFRC equation at its per-segment loss event rate and the smallest
 //     RTT. SegmentLossEventRateOver is the same count over a connection's
 //     counters, for audits. Where it holds against real TCP and where it

@@ -21,9 +21,11 @@ type VirtualTCPConfig struct {
 
 // VirtualTCP runs, at the receiver, the congestion window of a bulk TCP
 // flow of full 1,460-byte segments on the viewer's path, and requests the
-// rate that window implies, cwnd·1460/SRTT, with SRTT measured through the
-// same queue (pings), so that it includes the queueing delay TCP's RTT
-// has. It is how a flow of small, smooth datagrams gets one TCP share of
+// rate that window implies, cwnd·1460/RTT, with the RTT measured through
+// the same queue (pings), so that it includes the queueing delay TCP's RTT
+// has, and smoothed by elapsed time rather than per sample (pathRTTGain:
+// RFC 6298's per-sample gain on one ping per 5 s remembers the empty
+// queue of the first sample for most of a minute). It is how a flow of small, smooth datagrams gets one TCP share of
 // bytes beside TCP, where per-packet loss event rates give it a fraction
 // (Rhee and Xu, SIGCOMM 2005; RFC 4828 §3):
 //
@@ -34,7 +36,7 @@ type VirtualTCPConfig struct {
 //     byte as a real one; in a drop-tail overflow the viewer loses bytes in
 //     proportion to the bytes it sends, as TCP does, so below TCP's rate it
 //     loses less than a segment per overflow, skips the event and grows.
-//   - Losses within one SRTT of an event's start belong to it (one
+//   - Losses within one RTT of an event's start belong to it (one
 //     reduction per window, RFC 5681 §3.2).
 //   - The window is CUBIC's (RFC 8312 §4: β = 0.7, C = 0.4, fast
 //     convergence) with its TCP-friendly region (§4.2: never below Reno's
@@ -76,6 +78,11 @@ type VirtualTCP struct {
 
 	lastGrowth time.Time
 	appLimited bool
+
+	// pathRTT is the RTT the window runs on (pathRTTGain says why it is
+	// not SRTT); pathRTTAt is its latest sample's time.
+	pathRTT   time.Duration
+	pathRTTAt time.Time
 }
 
 var _ Controller = (*VirtualTCP)(nil)
@@ -138,7 +145,7 @@ func (v *VirtualTCP) OnPacket(p Packet) {
 // onLoss adds a lost datagram's share of a segment and starts a loss
 // event when a whole segment has been lost.
 func (v *VirtualTCP) onLoss(at time.Time) {
-	if v.events > 0 && at.Sub(v.epochStart) <= v.srtt() {
+	if v.events > 0 && at.Sub(v.epochStart) <= v.pRTT() {
 		return // the current event's recovery
 	}
 	v.lostMass += v.s / NominalSegmentSize
@@ -166,7 +173,7 @@ func (v *VirtualTCP) onLoss(at time.Time) {
 
 // grow advances the window by elapsed; arriving is the receive rate.
 func (v *VirtualTCP) grow(at time.Time, elapsed time.Duration, arriving Rate) {
-	rtt := v.srtt().Seconds()
+	rtt := v.pRTT().Seconds()
 	dt := elapsed.Seconds()
 	next := v.cwnd
 	if v.slowStart {
@@ -238,14 +245,64 @@ func (v *VirtualTCP) segmentLossEventRate() float64 {
 }
 
 func (v *VirtualTCP) windowRate() Rate {
-	return Rate(v.cwnd * NominalSegmentSize / v.srtt().Seconds())
+	return Rate(v.cwnd * NominalSegmentSize / v.pRTT().Seconds())
 }
 
 func (v *VirtualTCP) maxWindow() float64 {
-	return max(float64(v.cfg.Max)*v.srtt().Seconds()/NominalSegmentSize, v.cfg.MinWindow)
+	return max(float64(v.cfg.Max)*v.pRTT().Seconds()/NominalSegmentSize, v.cfg.MinWindow)
 }
 
-func (v *VirtualTCP) OnRTT(sample time.Duration, at time.Time) { v.onRTT(sample, at) }
+func (v *VirtualTCP) OnRTT(sample time.Duration, at time.Time) {
+	v.onRTT(sample, at)
+	if sample <= 0 {
+		return
+	}
+	sample = min(sample, MaxRTT)
+	at = v.now // onRTT's clock: never backwards
+	if v.pathRTT == 0 {
+		v.pathRTT, v.pathRTTAt = sample, at
+		return
+	}
+	g := pathRTTGain(at.Sub(v.pathRTTAt), v.pathRTT)
+	v.pathRTT = time.Duration((1-g)*float64(v.pathRTT) + g*float64(sample))
+	v.pathRTTAt = at
+}
+
+// pathRTTGain is the weight of an RTT sample taken elapsed after the
+// previous one, when the estimate is rtt: RFC 6298's α = 1/8 per round
+// trip, compounded over the round trips between the samples, and at most
+// maxPathRTTGain.
+//
+// RFC 6298's per-sample gain assumes a sample per round trip, a memory of
+// about eight round trips. A viewer's pings come one per 5 s
+// (StartPingCheck), and at 1/8 per sample SRTT remembers 40 s: it keeps
+// the first sample, often taken before the queue filled, for most of a
+// minute, while TCP's RTT, and so its rate cwnd/RTT, follows the queue
+// within a second. cwnd·1460/SRTT then overstates what the window
+// delivers by the queueing delay SRTT has yet to absorb. Compounding the
+// gain by the round trips elapsed gives sparse samples the weight the
+// samples TCP would have taken in between would have had; the cap keeps
+// one sample of a queue that swings from replacing the estimate outright
+// (a mean over about the last three).
+func pathRTTGain(elapsed, rtt time.Duration) float64 {
+	if elapsed <= 0 || rtt <= 0 {
+		return rttAlpha
+	}
+	g := 1 - math.Pow(1-rttAlpha, float64(elapsed)/float64(rtt))
+	return min(max(g, rttAlpha), maxPathRTTGain)
+}
+
+// maxPathRTTGain bounds pathRTTGain.
+const maxPathRTTGain = 0.5
+
+// pRTT is the RTT the virtual flow runs on: pathRTT, or SRTT (the initial
+// RTT) before the first sample.
+func (v *VirtualTCP) pRTT() time.Duration {
+	if v.pathRTT == 0 {
+		return v.srtt()
+	}
+	return v.pathRTT
+}
 
 func (v *VirtualTCP) Rate(now time.Time) Rate {
 	v.closeInterval(now)
@@ -261,6 +318,7 @@ func (v *VirtualTCP) Stats() Stats {
 	st := v.stats()
 	st.Rate, st.Window, st.SlowStart, st.AppLimited = v.rate, v.cwnd, v.slowStart, v.appLimited
 	st.FairSegmentSize = NominalSegmentSize
+	st.PathRTT = v.pRTT()
 	st.SegmentLossEventRate = v.segmentLossEventRate()
 	st.EquationRate = 0
 	if st.SegmentLossEventRate > 0 {

@@ -1,6 +1,7 @@
 package ratecalc
 
 import (
+	"math"
 	"testing"
 	"time"
 )
@@ -73,6 +74,55 @@ func TestSegmentLossEventRateOver(t *testing.T) {
 	} {
 		if got := SegmentLossEventRateOver(tc.bytes, tc.lost, tc.events, tc.s); got != tc.want {
 			t.Errorf("SegmentLossEventRateOver(%v, %v, %v, %v) = %v, want %v", tc.bytes, tc.lost, tc.events, tc.s, got, tc.want)
+		}
+	}
+}
+
+// TestVirtualTCPPathRTT: with a ping every 5 s, the RTT the window runs
+// on follows a queue that filled after the first sample within three
+// samples, where RFC 6298's SRTT (what Stats.SRTT still reports) keeps
+// most of the first; with a sample per round trip the two agree, and the
+// requested rate is the window over the path's RTT.
+func TestVirtualTCPPathRTT(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	v := mustVirtualTCP(t, VirtualTCPConfig{})
+	v.OnRTT(40*time.Millisecond, t0)
+	for i := 1; i <= 3; i++ {
+		v.OnRTT(130*time.Millisecond, t0.Add(time.Duration(i)*5*time.Second))
+	}
+	st := v.Stats()
+	if got := st.PathRTT; got < 115*time.Millisecond || got > 130*time.Millisecond {
+		t.Errorf("sparse samples: path RTT %v after three samples of 130 ms, want 115–130 ms", got)
+	}
+	if st.SRTT > 80*time.Millisecond {
+		t.Errorf("sparse samples: SRTT %v, want RFC 6298's (below 80 ms after three samples)", st.SRTT)
+	}
+	want := Rate(st.Window * NominalSegmentSize / st.PathRTT.Seconds())
+	if got := v.Rate(t0.Add(16 * time.Second)); relErr(got, want) > 1e-9 || relErr(got, want) < -1e-9 {
+		t.Errorf("rate %v, want window ÷ path RTT %v", got, want)
+	}
+
+	dense := mustVirtualTCP(t, VirtualTCPConfig{})
+	for i := range 200 {
+		sample := time.Duration(60+i%50) * time.Millisecond
+		dense.OnRTT(sample, t0.Add(time.Duration(i)*80*time.Millisecond))
+	}
+	if st := dense.Stats(); relErr(Rate(st.PathRTT), Rate(st.SRTT)) > 0.01 || relErr(Rate(st.PathRTT), Rate(st.SRTT)) < -0.01 {
+		t.Errorf("a sample per round trip: path RTT %v, SRTT %v, want within 1 %%", st.PathRTT, st.SRTT)
+	}
+
+	for _, tc := range []struct {
+		elapsed, rtt time.Duration
+		want         float64
+	}{
+		{0, 100 * time.Millisecond, rttAlpha},
+		{100 * time.Millisecond, 100 * time.Millisecond, rttAlpha},
+		{200 * time.Millisecond, 100 * time.Millisecond, 1 - (1-rttAlpha)*(1-rttAlpha)},
+		{5 * time.Second, 100 * time.Millisecond, maxPathRTTGain},
+		{time.Second, 0, rttAlpha},
+	} {
+		if got := pathRTTGain(tc.elapsed, tc.rtt); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("pathRTTGain(%v, %v) = %v, want %v", tc.elapsed, tc.rtt, got, tc.want)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/fairgrid/fairgrid/capture"
 	"github.com/fairgrid/fairgrid/capture/capturetest"
+	"github.com/fairgrid/fairgrid/ratecalc"
 )
 
 func syntheticCapture(b testing.TB, n, circuits int) []byte {
@@ -50,8 +51,9 @@ func BenchmarkReadAndTrack(b *testing.B) {
 	}
 }
 
-// BenchmarkObserve is the tracker alone, on datagrams already in memory.
-func BenchmarkObserve(b *testing.B) {
+// benchDatagrams is ten circuits' 100,000 datagrams, 1 % lost, in memory.
+func benchDatagrams(b *testing.B) []capture.Datagram {
+	b.Helper()
 	ds, err := capturetest.Session{Circuits: 10, Datagrams: 100_000, Loss: 0.01, Seed: 2}.Generate()
 	if err != nil {
 		b.Fatal(err)
@@ -60,6 +62,12 @@ func BenchmarkObserve(b *testing.B) {
 	for i, d := range ds {
 		cds[i] = capture.Datagram{At: d.At, Src: d.Src, Dst: d.Dst, Payload: d.Payload}
 	}
+	return cds
+}
+
+// BenchmarkObserve is the tracker alone, on datagrams already in memory.
+func BenchmarkObserve(b *testing.B) {
+	cds := benchDatagrams(b)
 	tr := NewTracker(Config{})
 	b.ReportAllocs()
 	i := 0
@@ -68,6 +76,35 @@ func BenchmarkObserve(b *testing.B) {
 		if i++; i == len(cds) {
 			i, tr = 0, NewTracker(Config{}) // a replay would only see duplicates
 		}
+	}
+}
+
+// BenchmarkObserveController is BenchmarkObserve with each circuit's
+// controller fed, as the sidecar's tracker feeds it (a decision costs
+// nothing here: Rate is the loop's, every few seconds): the default,
+// vtcp, beside window tracking and TFRC, per datagram.
+func BenchmarkObserveController(b *testing.B) {
+	cds := benchDatagrams(b)
+	for _, tc := range []struct {
+		name string
+		make func() ratecalc.Controller
+	}{
+		{"vtcp", func() ratecalc.Controller { c, _ := ratecalc.NewVirtualTCP(ratecalc.VirtualTCPConfig{}); return c }},
+		{"window", func() ratecalc.Controller { c, _ := ratecalc.NewWindow(ratecalc.WindowConfig{}); return c }},
+		{"tfrc", func() ratecalc.Controller { c, _ := ratecalc.NewTFRC(ratecalc.TFRCConfig{}); return c }},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			cfg := Config{NewController: func(Key) ratecalc.Controller { return tc.make() }}
+			tr := NewTracker(cfg)
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				tr.Observe(cds[i])
+				if i++; i == len(cds) {
+					i, tr = 0, NewTracker(cfg)
+				}
+			}
+		})
 	}
 }
 

@@ -42,8 +42,8 @@ type Config struct {
 	Series bool
 	// Replay is the control loop whose controllers are replayed on the
 	// trace: its Interval, Min, Max, Floor and ViewerSetting, defaults
-	// filled in as throttle.New does. Its Controller is ignored: all three
-	// are replayed.
+	// filled in as throttle.New does. Its Controller is ignored: every
+	// controller is replayed (replayed).
 	Replay throttle.Config
 }
 
@@ -76,7 +76,7 @@ type Auditor struct {
 	file     int // index of the file whose datagram is in hand
 	seconds  []Second
 	requests []Request
-	replayed [3]bool // which sources appear
+	replayed [len(replayed)]bool // which sources appear
 	warnings []string
 	unknown  uint64
 	decoded  uint64
@@ -88,7 +88,7 @@ type circuitState struct {
 	name string
 	file string
 	dirs [2]flowState
-	// replay holds the three controllers the tracker feeds.
+	// replay holds the controllers the tracker feeds.
 	replay *replayController
 	// The viewer's AgentThrottles seen (and any sidecar's: both come from
 	// the viewer's endpoint).

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fairgrid/fairgrid/capture/circuit"
+	"github.com/fairgrid/fairgrid/throttle"
 )
 
 // TestJain: the examples of congestion.md §10.2.
@@ -146,6 +147,28 @@ func TestDist(t *testing.T) {
 			if got := d.quantile(q); math.Abs(got-want) > tol*want {
 				t.Errorf("n=%d q=%v: %v, want %v", n, q, got, want)
 			}
+		}
+	}
+}
+
+// TestReplayDefaultFirst: the replay's first controller, whose Rate and
+// Stats the tracker sees, is the live loop's default, so that the audit
+// replays what `fairgrid run` would have done; every controller name is
+// replayed once.
+func TestReplayDefaultFirst(t *testing.T) {
+	if replayed[0] != throttle.DefaultController {
+		t.Errorf("first replayed controller %q, want the default %q", replayed[0], throttle.DefaultController)
+	}
+	seen := map[throttle.ControllerName]bool{}
+	for i, name := range replayed {
+		if seen[name] || replaySources[i] == "" {
+			t.Errorf("replayed[%d] = %q: repeated or without a source", i, name)
+		}
+		seen[name] = true
+	}
+	for _, name := range []throttle.ControllerName{throttle.VirtualTCP, throttle.Window, throttle.TFRC, throttle.ViewerRule} {
+		if !seen[name] {
+			t.Errorf("%q is not replayed", name)
 		}
 	}
 }

@@ -310,7 +310,7 @@ func checkGolden(t *testing.T, tr *goldenTrace, r *Report, down *Circuit) {
 			t.Errorf("captured request %.0f bit/s, the viewer sends %.0f", q.TotalBitPerS, viewer.DefaultThrottle.BitsPerSecond())
 		}
 	}
-	for _, src := range []string{SourceCapture, SourceReplayWindow, SourceReplayTFRC, SourceReplayStock} {
+	for _, src := range []string{SourceCapture, SourceReplayVTCP, SourceReplayWindow, SourceReplayTFRC, SourceReplayStock} {
 		if sources[src] == 0 {
 			t.Errorf("no %s request: %v", src, sources)
 		}

@@ -10,18 +10,19 @@ import (
 )
 
 // replayed are the controllers replayed, in the order of
-// replayController.ctls, and replaySources their Request.Source.
+// replayController.ctls (the default first), and replaySources their
+// Request.Source.
 var (
-	replayed      = [3]throttle.ControllerName{throttle.Window, throttle.TFRC, throttle.ViewerRule}
-	replaySources = [3]string{SourceReplayWindow, SourceReplayTFRC, SourceReplayStock}
+	replayed      = [...]throttle.ControllerName{throttle.VirtualTCP, throttle.Window, throttle.TFRC, throttle.ViewerRule}
+	replaySources = [len(replayed)]string{SourceReplayVTCP, SourceReplayWindow, SourceReplayTFRC, SourceReplayStock}
 )
 
 // replayController hands the tracker's measurements of a circuit's down
-// direction to the three controllers fairgrid can run, so that one pass
-// over the capture replays them all, fed exactly as the live loop's
-// tracker feeds its one controller.
+// direction to every controller fairgrid can run, so that one pass over
+// the capture replays them all, fed exactly as the live loop's tracker
+// feeds its one controller.
 type replayController struct {
-	ctls [3]ratecalc.Controller
+	ctls [len(replayed)]ratecalc.Controller
 }
 
 var _ ratecalc.Controller = (*replayController)(nil)
@@ -53,8 +54,8 @@ func (r *replayController) OnRTT(sample time.Duration, at time.Time) {
 	}
 }
 
-// Rate and Stats are the window controller's, the loop's default; the
-// auditor asks each controller itself.
+// Rate and Stats are the first controller's, the loop's default
+// (throttle.DefaultController); the auditor asks each controller itself.
 func (r *replayController) Rate(now time.Time) ratecalc.Rate { return r.ctls[0].Rate(now) }
 func (r *replayController) Stats() ratecalc.Stats            { return r.ctls[0].Stats() }
 

@@ -146,6 +146,7 @@ type Second struct {
 // Request sources, for Request.Source.
 const (
 	SourceCapture      = "capture"       // an AgentThrottle seen in the capture (the viewer's or a sidecar's)
+	SourceReplayVTCP   = "replay-vtcp"   // what the default controller, the virtual TCP, would have requested
 	SourceReplayWindow = "replay-window" // what window tracking would have requested
 	SourceReplayTFRC   = "replay-tfrc"
 	SourceReplayStock  = "replay-stock" // the viewer's stock rule

@@ -43,7 +43,10 @@
 // each TCP flow's bits/s on the wire as the bottleneck delivered them, the
 // controller's loss event rate (per 1,460-byte segment for the virtual
 // TCP, per packet for the others), the TCP data's queueing delay, and the
-// per-second series of the whole run. TCPPEquiv inverts the Mathis rate
+// per-second series of the whole run (bytes and drops at the bottleneck,
+// and a gVisor TCP sender's window and RTT), with the first viewer's
+// controller state at every decision (Trace): what the ratio comes from.
+// TCPPEquiv inverts the Mathis rate
 // at the TCP flows' rate and RTT: the loss event rate a Reno flow of full
 // segments would need for the rate TCP got, to set beside the viewer's.
 // A Row folds a cell's seeds into the fields of issue #20's grid; Grid

@@ -48,18 +48,27 @@ func Summarize(runs []Result) Row {
 	row := Row{Controller: c.Controller, TCP: c.TCP, TCPFlows: c.Flows, BufferPackets: c.Buffer, Loss: c.Loss,
 		RTTms: c.RTTms, LinkBPS: c.LinkBPS, Seeds: len(runs)}
 	n := float64(len(runs))
+	var ratios float64
 	for _, r := range runs {
 		row.ViewerBPS += r.MeanViewer() / n
 		row.TCPBPSPerFlow += r.MeanTCP() / n
-		row.ViewerOverTCP += Ratio(r) / n
+		if r.MeanTCP() > 0 {
+			row.ViewerOverTCP += Ratio(r)
+			ratios++
+		}
 		row.ViewerP += r.ViewerP / n
 		row.TCPPEquiv += r.TCPPEquiv() / n
+	}
+	if ratios > 0 {
+		row.ViewerOverTCP /= ratios
 	}
 	return row
 }
 
 // Ratio is a run's viewer ÷ mean TCP flow (the first viewer's), 0 when no
-// TCP flow moved.
+// TCP flow moved: such a run (at 10 % loss gVisor's TCP can spend a whole
+// measured part in back-off) has no ratio, and Summarize and Spread leave
+// it out of theirs rather than count it as a viewer that got nothing.
 func Ratio(r Result) float64 {
 	if t := r.MeanTCP(); t > 0 && len(r.ViewerBPS) > 0 {
 		return r.ViewerBPS[0] / t
@@ -85,17 +94,23 @@ func AuditOverTCP(runs []Result) float64 {
 }
 
 // Spread is the sample standard deviation of the runs' ratios, and their
-// minimum and maximum.
+// minimum and maximum (0s when no run has a ratio).
 func Spread(runs []Result) (sd, lo, hi float64) {
 	lo, hi = math.Inf(1), math.Inf(-1)
-	var sum, sq float64
+	var sum, sq, n float64
 	for _, r := range runs {
+		if r.MeanTCP() <= 0 {
+			continue
+		}
 		x := Ratio(r)
 		sum += x
 		sq += x * x
+		n++
 		lo, hi = min(lo, x), max(hi, x)
 	}
-	n := float64(len(runs))
+	if n == 0 {
+		return 0, 0, 0
+	}
 	if n > 1 {
 		sd = math.Sqrt(max(sq-sum*sum/n, 0) / (n - 1))
 	}

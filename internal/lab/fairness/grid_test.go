@@ -80,6 +80,18 @@ func TestSummarize(t *testing.T) {
 	if lo != 0.5 || hi != 1 || math.Abs(sd-math.Sqrt(0.125)) > 1e-12 {
 		t.Errorf("spread %v %v %v", sd, lo, hi)
 	}
+	// A run whose TCP flow moved nothing has no ratio: left out of the
+	// mean and the spread, not counted as 0 (its bytes still count).
+	stalled := append(slices.Clone(runs), Result{Cell: c, Seed: 3, ViewerBPS: []float64{1e6}, TCPBPS: []float64{0}})
+	if r := Summarize(stalled); r.ViewerOverTCP != 0.75 || r.Seeds != 3 || math.Abs(r.ViewerBPS-2e6) > 1e-6 {
+		t.Errorf("with a stalled TCP run: row %+v, want the ratio 0.75 of the other two", r)
+	}
+	if sd2, lo2, hi2 := Spread(stalled); lo2 != lo || hi2 != hi || sd2 != sd {
+		t.Errorf("with a stalled TCP run: spread %v %v %v, want %v %v %v", sd2, lo2, hi2, sd, lo, hi)
+	}
+	if sd0, lo0, hi0 := Spread(stalled[2:]); sd0 != 0 || lo0 != 0 || hi0 != 0 {
+		t.Errorf("no ratio: spread %v %v %v, want 0s", sd0, lo0, hi0)
+	}
 	var b bytes.Buffer
 	if err := WriteJSON(&b, []Row{row}); err != nil {
 		t.Fatal(err)

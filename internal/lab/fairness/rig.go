@@ -179,6 +179,24 @@ type Result struct {
 	SenderShortfall float64 `json:"sender_shortfall"`
 	// Requests are the first viewer's decisions, bits/s, whole run.
 	Requests []float64 `json:"requests_bps"`
+	// ViewerDropsPerSecond and TCPDropsPerSecond are the bottleneck's
+	// drops (queue and random) in each second of the whole run, the first
+	// viewer's and the sum of the TCP flows'.
+	ViewerDropsPerSecond []float64 `json:"viewer_drops_per_second"`
+	TCPDropsPerSecond    []float64 `json:"tcp_drops_per_second"`
+	// TCPInfoPerSecond is the first gVisor TCP flow's sender state
+	// sampled each second (empty beside Linux's TCP).
+	TCPInfoPerSecond []tcpflow.TCPInfo `json:"-"`
+	// Trace is the first viewer's controller state at each decision,
+	// whole run: the per-interval series behind the ratio.
+	Trace []TracePoint `json:"-"`
+}
+
+// TracePoint is the controller's state at one decision.
+type TracePoint struct {
+	Seconds float64 // since the viewer started
+	Rate    float64 // requested bits/s
+	Stats   ratecalc.Stats
 }
 
 // MeanTCP is the mean TCP flow's bits/s (0 without flows).
@@ -321,16 +339,18 @@ func Run(ctx context.Context, cell Cell, opt Options) (Result, error) {
 	var first link.BottleneckStats
 	var prevV, prevT float64
 	warmed := false
-	snapshot := func(s link.BottleneckStats) (v, t float64) {
+	var prevVD, prevTD float64
+	snapshot := func(s link.BottleneckStats) (v, t, vd, td float64) {
 		if r, ok := s.Flow(viewerDown(0)); ok {
-			v = float64(r.DeliveredBytes)
+			v, vd = float64(r.DeliveredBytes), float64(r.Dropped())
 		}
 		for _, f := range flows {
 			if r, ok := s.Flow(f.Name() + " down"); ok {
 				t += float64(r.DeliveredBytes)
+				td += float64(r.Dropped())
 			}
 		}
-		return v, t
+		return v, t, vd, td
 	}
 wait:
 	for {
@@ -344,10 +364,16 @@ wait:
 			if !warmed && !now.Before(warmEnd) {
 				first, warmed = s, true
 			}
-			v, t := snapshot(s)
+			v, t, vd, td := snapshot(s)
 			res.ViewerPerSecond = append(res.ViewerPerSecond, (v-prevV)*8)
 			res.TCPPerSecond = append(res.TCPPerSecond, (t-prevT)*8)
-			prevV, prevT = v, t
+			res.ViewerDropsPerSecond = append(res.ViewerDropsPerSecond, vd-prevVD)
+			res.TCPDropsPerSecond = append(res.TCPDropsPerSecond, td-prevTD)
+			prevV, prevT, prevVD, prevTD = v, t, vd, td
+			if len(flows) > 0 {
+				info, _ := flows[0].Info(link.Down)
+				res.TCPInfoPerSecond = append(res.TCPInfoPerSecond, info)
+			}
 		}
 	}
 	last := b.Stats()
@@ -371,6 +397,7 @@ wait:
 		if i == 0 {
 			res.ViewerP, res.ViewerSegment, res.ViewerLossEventsPerSec, res.AuditTCPBPS, res.Requests = v.summary(warmEnd, res.Seconds)
 			res.SenderShortfall = v.shortfall
+			res.Trace = v.trace()
 		}
 	}
 	var qsum, qn float64
@@ -719,4 +746,15 @@ func (v *viewer) summary(warmEnd time.Time, seconds float64) (p, seg, eventsPerS
 	}
 
 	return p, seg, eventsPerSec, estimate, requests
+}
+
+// trace is the decisions as TracePoints.
+func (v *viewer) trace() []TracePoint {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	out := make([]TracePoint, 0, len(v.decisions))
+	for _, d := range v.decisions {
+		out = append(out, TracePoint{Seconds: d.at.Sub(v.decisions[0].at).Seconds(), Rate: d.rate.BitsPerSecond(), Stats: d.st})
+	}
+	return out
 }
