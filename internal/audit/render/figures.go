@@ -74,12 +74,14 @@ var (
 	channelColors = [opensim.NumChannels]color.RGBA{okBlue, okOrange, okGreen, okPurple, okSky}
 	sourceColors  = map[string]color.RGBA{
 		audit.SourceCapture:      black,
+		audit.SourceReplayVTCP:   okVermil,
 		audit.SourceReplayWindow: okGreen,
 		audit.SourceReplayTFRC:   brown,
 		audit.SourceReplayStock:  okPurple,
 	}
 	sourceNames = map[string]string{
 		audit.SourceCapture:      "AgentThrottle in the capture",
+		audit.SourceReplayVTCP:   "replayed: virtual TCP (the default)",
 		audit.SourceReplayWindow: "replayed: window tracking",
 		audit.SourceReplayTFRC:   "replayed: TFRC",
 		audit.SourceReplayStock:  "replayed: viewer's stock rule",
@@ -1044,7 +1046,7 @@ func rateFigure(r *audit.Report, s *series, idx int) (*figure, error) {
 	return &figure{ID: fmt.Sprintf("rate-%d", idx), Title: title, SVG: svg, Caption: caption}, nil
 }
 
-var requestSources = []string{audit.SourceCapture, audit.SourceReplayWindow, audit.SourceReplayTFRC, audit.SourceReplayStock}
+var requestSources = []string{audit.SourceCapture, audit.SourceReplayVTCP, audit.SourceReplayWindow, audit.SourceReplayTFRC, audit.SourceReplayStock}
 
 // positiveRuns splits runs where a value is not positive: a gap on a log
 // axis rather than a line down to an invented floor.

@@ -146,13 +146,19 @@ func makeReport(seed uint64, circuits, seconds int) *audit.Report {
 
 		// The viewer's own AgentThrottle every 30 s, and the replayed
 		// controllers every 5 s.
-		sources := []string{audit.SourceReplayWindow, audit.SourceReplayTFRC, audit.SourceReplayStock}
+		sources := []string{audit.SourceReplayVTCP, audit.SourceReplayWindow, audit.SourceReplayTFRC, audit.SourceReplayStock}
 		for s := 0; s < seconds; s += 5 {
 			for k, src := range sources {
 				if src == audit.SourceReplayStock && s%10 != 0 {
 					continue
 				}
-				total := base * (0.6 + 0.3*float64(k) + 0.2*rng.Float64())
+				if src == audit.SourceReplayVTCP {
+					// drawn without the generator, so that the fixture's
+					// other figures stay as they were
+					r.Requests = append(r.Requests, request(name, start, s, src, base*0.55, r.Seconds[len(r.Seconds)-seconds+s].BitPerS, c.FairMeanS))
+					continue
+				}
+				total := base * (0.6 + 0.3*float64(k-1) + 0.2*rng.Float64())
 				r.Requests = append(r.Requests, request(name, start, s, src, total, r.Seconds[len(r.Seconds)-seconds+s].BitPerS, c.FairMeanS))
 			}
 			if s%30 == 0 {
