@@ -168,6 +168,34 @@ func TestDemoInterrupted(t *testing.T) {
 	}
 }
 
+// TestDemoInterruptedComparison: a run interrupted after its measured
+// half began still ends with its comparison, the gateway's row included,
+// over what ran: here a 10 s demo of 100 ms intervals (5 s of warm-up)
+// stopped at its 60th row. The test cancels from the row callback, so it
+// waits for rows, not for time.
+func TestDemoInterruptedComparison(t *testing.T) {
+	if testing.Short() {
+		t.Skip("6 s of real time: skipped with -short")
+	}
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rows := 0
+	sum, err := Run(ctx, Config{Duration: MinCompareDuration, Loop: throttle.Config{Interval: 100 * time.Millisecond}}, nil, func(Row) {
+		if rows++; rows == 60 {
+			cancel()
+		}
+	})
+	if err != nil || !sum.Interrupted || sum.Intervals != 60 {
+		t.Fatalf("summary %+v, error %v; want 60 intervals, interrupted, no error", sum, err)
+	}
+	for name, s := range map[string]*Side{"stock": sum.Stock, "fairgrid": sum.Fairgrid, "gateway": sum.Gateway} {
+		if s == nil || s.ViewerBPS <= 0 || s.DownloadBPS <= 0 {
+			t.Errorf("%s: %+v; want its viewer and download measured over what ran", name, s)
+		}
+	}
+}
+
 // TestDemoRowsPerDuration: a run gives one row per whole interval of its
 // duration, however the last tick and the deadline fall, and says whether
 // the controller had the MinSettledIntervals its verdict needs (issue
