@@ -31,7 +31,9 @@ import (
 // 60 s (twelve intervals, the viewer's rule stepping at each) gave 5–10
 // overrides where 90 s gave 10–12 (docs/development.md). This run leaves
 // the gateway's rig out (NoGateway), which must leave its row out; the
-// default demo beside it has the row (checkGateway).
+// default demo beside it has the row (checkGateway), and so does a demo
+// interrupted after its warm-up, run meanwhile for its first seconds
+// (checkInterruptedComparison), for the same reason as the default demo.
 func TestDemo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a one-minute run: skipped with -short")
@@ -50,6 +52,12 @@ func TestDemo(t *testing.T) {
 	go func() {
 		sum, err := Run(context.Background(), Config{afterStockTick: func(tick scenario.RigTick) { stockTicks = append(stockTicks, tick) }}, nil, nil)
 		harm <- harmResult{sum, err}
+	}()
+	// And, for its first seconds, a demo interrupted with its comparison.
+	interrupted := make(chan harmResult, 1)
+	go func() {
+		sum, err := interruptedComparison()
+		interrupted <- harmResult{sum, err}
 	}()
 	var rows []Row
 	sum, err := Run(context.Background(), Config{Duration: demoTestRun, Link: ThesisLink, NoGateway: true}, nil, func(r Row) { rows = append(rows, r) })
@@ -94,6 +102,10 @@ func TestDemo(t *testing.T) {
 	if sum.Gateway != nil {
 		t.Errorf("NoGateway, yet a gateway row: %+v", *sum.Gateway)
 	}
+	t.Run("interrupted, with its comparison", func(t *testing.T) {
+		r := <-interrupted
+		checkInterruptedComparison(t, r.sum, r.err)
+	})
 	r := <-harm
 	if r.err != nil {
 		t.Fatal(r.err)
@@ -168,24 +180,24 @@ func TestDemoInterrupted(t *testing.T) {
 	}
 }
 
-// TestDemoInterruptedComparison: a run interrupted after its measured
-// half began still ends with its comparison, the gateway's row included,
-// over what ran: here a 10 s demo of 100 ms intervals (5 s of warm-up)
-// stopped at its 60th row. The test cancels from the row callback, so it
-// waits for rows, not for time.
-func TestDemoInterruptedComparison(t *testing.T) {
-	if testing.Short() {
-		t.Skip("6 s of real time: skipped with -short")
-	}
-	t.Parallel()
+// interruptedComparison is a run interrupted after its measured half
+// began: a 10 s demo of 100 ms intervals (5 s of warm-up) stopped at its
+// 60th row. It cancels from the row callback, so it waits for rows, not
+// for time.
+func interruptedComparison() (Summary, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	rows := 0
-	sum, err := Run(ctx, Config{Duration: MinCompareDuration, Loop: throttle.Config{Interval: 100 * time.Millisecond}}, nil, func(Row) {
+	return Run(ctx, Config{Duration: MinCompareDuration, Loop: throttle.Config{Interval: 100 * time.Millisecond}}, nil, func(Row) {
 		if rows++; rows == 60 {
 			cancel()
 		}
 	})
+}
+
+// checkInterruptedComparison: the interrupted run still ends with its
+// comparison, the gateway's row included, over what ran.
+func checkInterruptedComparison(t *testing.T, sum Summary, err error) {
 	if err != nil || !sum.Interrupted || sum.Intervals != 60 {
 		t.Fatalf("summary %+v, error %v; want 60 intervals, interrupted, no error", sum, err)
 	}
