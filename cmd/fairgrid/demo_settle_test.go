@@ -28,22 +28,41 @@ func TestDemoTooShortSaysSo(t *testing.T) {
 }
 
 // TestDemoLosslessComparison: on a link that loses nothing (a buffer too
-// deep to overflow in the run) there is no TCP-fair rate, but the two
-// rigs still ran side by side, and the download's throughput and the
-// viewer's queueing delay beside it are still the demo's ending. The
-// shortest run that has them (demo.MinCompareDuration) at 2 Mbit/s.
+// deep to overflow in the run) there is no TCP-fair rate, but the rigs
+// still ran side by side, and the download's throughput and the viewer's
+// queueing delay beside it are still the demo's ending. The shortest run
+// that has them (demo.MinCompareDuration) at 2 Mbit/s, with the gateway's
+// row and, with --gateway=false, without it (its rig not run: its words
+// gone from the introduction too).
 func TestDemoLosslessComparison(t *testing.T) {
 	if testing.Short() {
 		t.Skip("10 s of real time: skipped with -short")
 	}
 	t.Parallel()
-	code, out, errOut := runCmd(t, "", "run", "--demo", "--interval", "1s", "--duration", "10s", "--link", "2M,20ms,0,100000")
-	if code != exitOK {
-		t.Fatalf("exit %d: %s", code, errOut)
-	}
-	for _, want := range []string{"no loss was measured", "stock viewer ", "with fairgrid ", "viewer queueing delay"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("stdout lacks %q:\n%s", want, out)
-		}
+	for _, tc := range []struct {
+		name    string
+		flags   []string
+		gateway bool
+	}{
+		{"with the gateway", nil, true},
+		{"--gateway=false", []string{"--gateway=false"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			code, out, errOut := runCmd(t, "", append([]string{"run", "--demo", "--interval", "1s", "--duration", "10s", "--link", "2M,20ms,0,100000"}, tc.flags...)...)
+			if code != exitOK {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			for _, want := range []string{"no loss was measured", "stock viewer ", "with fairgrid ", "viewer queueing delay"} {
+				if !strings.Contains(out, want) {
+					t.Errorf("stdout lacks %q:\n%s", want, out)
+				}
+			}
+			for _, gw := range []string{"through the gateway ", "through fairgrid's gateway"} {
+				if strings.Contains(out, gw) != tc.gateway {
+					t.Errorf("%q in stdout is %v, want %v:\n%s", gw, !tc.gateway, tc.gateway, out)
+				}
+			}
+		})
 	}
 }

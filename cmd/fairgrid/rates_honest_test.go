@@ -205,6 +205,7 @@ func TestDemoFlags(t *testing.T) {
 		{[]string{"run", "--check-config", "--duration", "10s"}, "--duration"},
 		{[]string{"run", "--check-config", "--link", "2M,50ms,3%,100"}, "--link"},
 		{[]string{"run", "--check-config", "--format", "json"}, "--format"},
+		{[]string{"run", "--check-config", "--gateway=false"}, "--gateway"},
 		{[]string{"run", "--demo", "--interval", "100ms", "--duration", "150ms"}, "duration 150ms is shorter than two intervals (2 × 100ms)"},
 		{[]string{"run", "--demo", "--interval", "100ms", "--duration", "0s"}, "--duration 0s: want a positive duration"},
 		{[]string{"run", "--demo", "--duration", "9s"}, "duration 9s is shorter than two intervals (2 × 5s)"},

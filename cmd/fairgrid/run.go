@@ -17,7 +17,7 @@ import (
 )
 
 const runSynopsis = `[--config FILE] [--check-config [FILE]] [--interface IFACE] [--controller C] [--segment S] [--interval D] [--dry-run] [--metrics ADDR] [--log-level L] [--log-format F]
-       fairgrid run --demo [--duration D] [--link RATE,DELAY,LOSS,BUFFER] [--controller vtcp|window|tfrc|viewer] [--segment mean|nominal] [--interval D] [--format text|json]
+       fairgrid run --demo [--duration D] [--link RATE,DELAY,LOSS,BUFFER] [--gateway=false] [--controller vtcp|window|tfrc|viewer] [--segment mean|nominal] [--interval D] [--format text|json]
 
 The sidecar daemon: it captures the viewer's circuits on an interface,
 measures loss and RTT, and every interval asks each simulator for a
@@ -39,15 +39,17 @@ reads the viewer's traffic from the emulator and sends its AgentThrottle
 through it, so no root is needed. It prints a row per interval — received
 rate, TCP-fair rate, loss event rate, RTT, what the viewer asked for, what
 fairgrid asked for, what the region applied — and a verdict. A copy of
-the set-up runs beside it with the stock viewer alone, and the demo ends
-with both side by side: the download's throughput, the viewer's received
+the set-up runs beside it with the stock viewer alone, and another with
+the stock viewer reaching the region through fairgrid's gateway instead
+of the sidecar (--gateway=false leaves it out), and the demo ends with
+them side by side: the download's throughput, the viewer's received
 rate and queueing delay, and its TCP-fair share. Runs shorter than 10 s
 leave the download and the comparison out. --duration
 must cover at least two intervals. Interrupted (Ctrl-C, SIGTERM), it prints
 the verdict for the intervals that ran and exits 0.
 
-Flags of one mode are errors in the other: --duration, --link and
---format are the demo's; --config, --check-config, --interface,
+Flags of one mode are errors in the other: --duration, --link,
+--gateway and --format are the demo's; --config, --check-config, --interface,
 --dry-run, --metrics, --log-level and --log-format the daemon's.`
 
 func runRun(args []string, s stdio) int {
@@ -55,6 +57,7 @@ func runRun(args []string, s stdio) int {
 	demoMode := fs.Bool("demo", false, "run the embedded default: region, link emulator and viewer in one process")
 	duration := fs.Duration("duration", 60*time.Second, "how long the demo runs")
 	linkSpec := fs.String("link", "1M,50ms,1%,100", "the emulated link: RATE,DELAY,LOSS,BUFFER (the thesis's 3 %: 2M,50ms,3%,100)")
+	withGateway := fs.Bool("gateway", true, "compare with the stock viewer through fairgrid's gateway too (--gateway=false leaves that rig out)")
 	format := formatFlag(fs, "output format: `text` or json (one object per interval, then a summary)")
 	configPath, check := configFlags(fs)
 	// The demo reads controller, segment and interval too.
@@ -93,6 +96,7 @@ func runRun(args []string, s stdio) int {
 		return exitUsage
 	}
 	cfg.Duration = *duration
+	cfg.NoGateway = !*withGateway
 	c := set.values.Control
 	cfg.Loop = throttle.Config{Controller: c.Controller, Segment: c.Segment, Interval: c.Interval.Duration}
 	if err := cfg.Validate(); err != nil {
@@ -105,7 +109,7 @@ func runRun(args []string, s stdio) int {
 // Flags only one mode of run reads; the other refuses them rather than
 // dropping them silently.
 var (
-	demoOnlyFlags   = map[string]bool{"duration": true, "link": true, "format": true}
+	demoOnlyFlags   = map[string]bool{"duration": true, "link": true, "format": true, "gateway": true}
 	daemonOnlyFlags = map[string]bool{"interface": true, "metrics": true, "dry-run": true, "config": true, "check-config": true, "log-level": true, "log-format": true}
 )
 
@@ -140,7 +144,11 @@ func runDemo(cfg demo.Config, linkSpec string, controller throttle.ControllerNam
 			fmt.Fprintf(out, "fairgrid demo: link %s, controller %s, segment %s, %v; a stock viewer asks for 1,536 kbit/s\n\n", linkSpec, controller, cfg.Loop.Segment, cfg.Duration)
 		} else {
 			fmt.Fprintf(out, "fairgrid demo: link %s, controller %s, segment %s, %v; a stock viewer asks for 1,536 kbit/s beside a bulk TCP download (CUBIC);\n", linkSpec, controller, cfg.Loop.Segment, cfg.Duration)
-			fmt.Fprintf(out, "the same set-up runs beside it without fairgrid, for the comparison at the end\n\n")
+			if cfg.NoGateway {
+				fmt.Fprintf(out, "the same set-up runs beside it without fairgrid, for the comparison at the end\n\n")
+			} else {
+				fmt.Fprintf(out, "the same set-up runs beside it without fairgrid, and with the stock viewer through fairgrid's gateway, for the comparison at the end\n\n")
+			}
 		}
 		fmt.Fprintf(out, "%6s %12s %12s %8s %8s %12s %12s %12s\n", "t (s)", "received", "TCP-fair", "p", "RTT ms", "viewer asks", "fairgrid", "applied")
 	}
@@ -207,17 +215,25 @@ func runDemo(cfg demo.Config, linkSpec string, controller throttle.ControllerNam
 }
 
 // writeDemoComparison ends the demo with whom the stock viewer hurts: the
-// download beside it, without and with fairgrid.
+// download beside it, without fairgrid, with its sidecar and, unless left
+// out, through its gateway.
 func writeDemoComparison(w io.Writer, sum demo.Summary) {
 	if sum.Stock == nil || sum.Fairgrid == nil {
 		return
 	}
-	fmt.Fprintf(w, "\nBeside a bulk TCP download (CUBIC) on the same link, the stock viewer alone and with fairgrid (%s, s = %s), side by side, last half of the run:\n\n", sum.FairModel, demoSegment(sum))
-	fmt.Fprintf(w, "%-16s %14s %16s %18s %22s %16s %14s\n", "", "download", "viewer received", "viewer÷download", "viewer queueing delay", "TCP-fair share", "viewer/fair")
-	for _, r := range []struct {
+	type row struct {
 		name string
 		s    *demo.Side
-	}{{"stock viewer", sum.Stock}, {"with fairgrid", sum.Fairgrid}} {
+	}
+	rows := []row{{"stock viewer", sum.Stock}, {"with fairgrid", sum.Fairgrid}}
+	sides := "the stock viewer alone and with fairgrid"
+	if sum.Gateway != nil {
+		rows = append(rows, row{"through the gateway", sum.Gateway})
+		sides = "the stock viewer alone, with fairgrid's sidecar and through fairgrid's gateway"
+	}
+	fmt.Fprintf(w, "\nBeside a bulk TCP download (CUBIC) on the same link, %s (%s, s = %s), side by side, last half of the run:\n\n", sides, sum.FairModel, demoSegment(sum))
+	fmt.Fprintf(w, "%-20s %14s %16s %18s %22s %16s %14s\n", "", "download", "viewer received", "viewer÷download", "viewer queueing delay", "TCP-fair share", "viewer/fair")
+	for _, r := range rows {
 		fair, ratio, share := "-", "-", "-"
 		if r.s.FairBPS > 0 {
 			fair = fmt.Sprintf("%.0f kbit/s", r.s.FairBPS/1000)
@@ -226,7 +242,7 @@ func writeDemoComparison(w io.Writer, sum demo.Summary) {
 		if r.s.DownloadBPS > 0 {
 			share = fmt.Sprintf("%.2f×", r.s.ViewerOverDownload)
 		}
-		fmt.Fprintf(w, "%-16s %14s %16s %18s %22s %16s %14s\n", r.name, fmt.Sprintf("%.0f kbit/s", r.s.DownloadBPS/1000), fmt.Sprintf("%.0f kbit/s", r.s.ViewerBPS/1000),
+		fmt.Fprintf(w, "%-20s %14s %16s %18s %22s %16s %14s\n", r.name, fmt.Sprintf("%.0f kbit/s", r.s.DownloadBPS/1000), fmt.Sprintf("%.0f kbit/s", r.s.ViewerBPS/1000),
 			share, fmt.Sprintf("%.0f ms (p95 %.0f)", r.s.QueueDelayMeanMs, r.s.QueueDelayP95Ms), fair, ratio)
 	}
 	if !sum.Settled {
@@ -235,12 +251,18 @@ func writeDemoComparison(w io.Writer, sum demo.Summary) {
 	}
 	if sum.Stock.DownloadBPS > 0 {
 		fmt.Fprintf(w, "\nWith fairgrid the download got %.2f× what it got beside the stock viewer.\n", sum.Fairgrid.DownloadBPS/sum.Stock.DownloadBPS)
+		if sum.Gateway != nil {
+			fmt.Fprintf(w, "Through the gateway it got %.2f× what it got beside the stock viewer.\n", sum.Gateway.DownloadBPS/sum.Stock.DownloadBPS)
+		}
 	}
 	if sum.Stock.DownloadBPS > 0 && sum.Fairgrid.DownloadBPS > 0 {
 		// The promise, measured: one TCP share is 0.8–1.25× the download's
 		// own bytes/s on the same link, at the same time.
 		fmt.Fprintf(w, "The viewer got %.2f× the download's bytes/s with fairgrid, %.2f× as the stock viewer (one TCP share: 0.8–1.25×).\n",
 			sum.Fairgrid.ViewerOverDownload, sum.Stock.ViewerOverDownload)
+		if sum.Gateway != nil && sum.Gateway.DownloadBPS > 0 {
+			fmt.Fprintf(w, "Through the gateway the viewer got %.2f× the download's bytes/s.\n", sum.Gateway.ViewerOverDownload)
+		}
 	}
 }
 

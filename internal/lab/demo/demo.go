@@ -7,11 +7,13 @@
 // The set-up is the lab's rig (scenario.Rig: region, relay, viewer and
 // sidecar on a link.Bottleneck). The viewer shares its link with a bulk
 // TCP download (gVisor's userspace CUBIC, Linux's default), and a second
-// rig runs beside it with the stock viewer left alone, so that the demo
-// ends with whom the stock viewer hurts and what fairgrid changes: the
-// download's throughput, the viewer's received rate and queueing delay,
-// and its TCP-fair share, for each. A run too short for the controller
-// (MinSettledIntervals) says so instead of judging.
+// rig runs beside it with the stock viewer left alone, and a third
+// (internal/lab/gatewaylab's gateway arm) with the stock viewer reaching
+// the region through fairgrid's gateway instead of the sidecar, so that
+// the demo ends with whom the stock viewer hurts and what each side of
+// fairgrid changes: the download's throughput, the viewer's received rate
+// and queueing delay, and its TCP-fair share, for each. A run too short
+// for the controller (MinSettledIntervals) says so instead of judging.
 package demo
 
 import (
@@ -25,6 +27,7 @@ import (
 	"time"
 
 	"github.com/fairgrid/fairgrid/capture"
+	"github.com/fairgrid/fairgrid/internal/lab/gatewaylab"
 	"github.com/fairgrid/fairgrid/internal/lab/link"
 	"github.com/fairgrid/fairgrid/internal/lab/scenario"
 	"github.com/fairgrid/fairgrid/internal/lab/tcpflow"
@@ -62,6 +65,11 @@ type Config struct {
 	// it, and no stock run to compare with. A run shorter than
 	// MinCompareDuration is alone whatever Alone says.
 	Alone bool
+	// NoGateway leaves the gateway's rig out of the comparison: the stock
+	// viewer through fairgrid's gateway, a third region, download and
+	// link beside the other two, whose cost on a loaded machine may be
+	// more than its row is worth.
+	NoGateway bool
 
 	// source, if set, opens the sidecar's source in place of the rig's
 	// tap (scenario.RigViewer.Source): the tests' failing source.
@@ -112,8 +120,38 @@ func (c Config) withDefaults() Config {
 // loop configuration throttle.New refuses, and a run shorter than two
 // intervals, whose verdict would judge nothing.
 func (c Config) Validate() error {
-	_, err := c.withDefaults().loop(nil)
-	return err
+	c = c.withDefaults()
+	loop, err := c.loop(nil)
+	if err != nil || !c.withGateway() {
+		return err
+	}
+	return c.gatewayConfig(loop.Interval()).Validate()
+}
+
+// withGateway says whether the run has the gateway's rig.
+func (c Config) withGateway() bool {
+	return !c.NoGateway && !c.Alone && c.Duration >= MinCompareDuration
+}
+
+// gatewayConfig is the gateway rig's: the demo's link, viewer and region,
+// and the gateway deciding as the sidecar does (its controller, segment
+// and interval), measured over the same last half as the other rigs.
+func (c Config) gatewayConfig(interval time.Duration) gatewaylab.Config {
+	warmup, duration := c.measured(interval)
+	lc := c.Loop
+	return gatewaylab.Config{Link: c.Link, Warmup: warmup, Duration: duration, Seed: c.Seed, Throttle: c.ViewerThrottle, Activity: c.Activity,
+		Controller: lc.Controller, Interval: interval, Segment: lc.Segment}
+}
+
+// measured is the rigs' warm-up and measured duration: the last half of
+// the run's whole intervals, and half an interval more. The run ends
+// after its last whole interval's row; the rigs' end, half an interval
+// later, only stops a loop that fell behind: a tick at the very end of
+// the duration would otherwise race it.
+func (c Config) measured(interval time.Duration) (warmup, duration time.Duration) {
+	intervals := int(c.Duration / interval)
+	half := time.Duration(intervals-intervals/2) * interval
+	return time.Duration(intervals)*interval - half, half + interval/2
 }
 
 // loop checks c, which has its defaults, and builds its control loop.
@@ -203,12 +241,15 @@ type Summary struct {
 	// FollowIntervals: after each request changed, how many intervals until
 	// the region applied it (at most).
 	MaxFollowIntervals int `json:"max_follow_intervals"`
-	// Stock and Fairgrid compare the two runs side by side, each with a
-	// bulk CUBIC download on its own copy of the link, over the last half
-	// of the run; nil when the viewer ran alone, or when the run was
-	// interrupted before the stock run's measured half began.
+	// Stock, Fairgrid and Gateway compare the runs side by side, each
+	// with a bulk CUBIC download on its own copy of the link, over the
+	// last half of the run; nil when the viewer ran alone, or when the run
+	// was interrupted before the measured half began. Gateway is the stock
+	// viewer reaching the region through fairgrid's gateway; nil too with
+	// Config.NoGateway.
 	Stock    *Side `json:"stock,omitempty"`
 	Fairgrid *Side `json:"fairgrid,omitempty"`
+	Gateway  *Side `json:"gateway,omitempty"`
 }
 
 // Side is one viewer beside the download.
@@ -225,8 +266,9 @@ type Side struct {
 	QueueDelayP95Ms  float64 `json:"queue_delay_p95_ms"`
 	// FairBPS is the viewer's TCP-fair share at the loss and RTT its
 	// circuit measured, by the model FairModel names with the segment size
-	// Summary.Segment names, for both viewers (the stock viewer's circuit
-	// is measured by the same controller, which sends nothing): the mean
+	// Summary.Segment names, for every viewer (the stock viewer's circuit,
+	// alone and through the gateway, is measured at the viewer's host by
+	// the same controller, which sends nothing): the mean
 	// over the decisions of the measured half; 0 without loss.
 	FairBPS float64 `json:"fair_bps"`
 	// ViewerOverDownload is ViewerBPS ÷ DownloadBPS: the promise, measured
@@ -331,16 +373,13 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, onRow func(Row)) (Su
 	if err != nil {
 		return Summary{}, err
 	}
-	// The run ends after its last whole interval's row. The rigs' end,
-	// half an interval later, only stops a loop that fell behind: a tick
-	// at the very end of the duration would otherwise race it. Both sides
-	// are measured over the same last half.
+	// Every side is measured over the same last half (Config.measured).
 	interval := loop.Interval()
 	intervals := int(cfg.Duration / interval)
-	half := time.Duration(intervals-intervals/2) * interval
+	warmup, measured := cfg.measured(interval)
 	rigConfig := func(v *scenario.RigViewer) scenario.RigConfig {
 		rc := scenario.RigConfig{Up: cfg.Link, Down: cfg.Link, Seed: cfg.Seed, Viewer: v,
-			Warmup: time.Duration(intervals)*interval - half, Duration: half + interval/2}
+			Warmup: warmup, Duration: measured}
 		if !cfg.Alone {
 			rc.TCP = []tcpflow.FlowConfig{downloadFlow()}
 		}
@@ -353,6 +392,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, onRow func(Row)) (Su
 		start       time.Time
 		rows        []Row
 		stockFair   []*float64 // the stock viewer's TCP-fair rate at each decision, as rows' FairBPS
+		gatewayFair []*float64 // the same through the gateway
 		lastRequest *float64
 		lastRow     = make(chan struct{})
 	)
@@ -442,6 +482,27 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, onRow func(Row)) (Su
 		defer stockRig.Close()
 		stockRig.AddTo(&g)
 	}
+	var gatewayRig *gatewaylab.ArmRig
+	if cfg.withGateway() {
+		// The stock viewer through fairgrid's gateway, the lab's gateway
+		// arm on its own copy of the link: no sidecar at the viewer, but a
+		// loop of the same controller measuring at its host and sending
+		// nothing, for the fair share on one model.
+		gatewayLoop, err := throttle.New(cfg.Loop, log)
+		if err != nil {
+			return Summary{}, err
+		}
+		observe := &gatewaylab.Observer{Loop: gatewayLoop, AfterTick: func(now time.Time, st ratecalc.Stats, measured bool) {
+			if len(gatewayFair) < intervals {
+				gatewayFair = append(gatewayFair, tickFair(gatewayLoop, scenario.RigTick{Now: now, Circuit: st, Measured: measured}))
+			}
+		}}
+		if gatewayRig, err = gatewaylab.NewArmRig(cfg.gatewayConfig(interval), gatewaylab.Gateway, observe, log.With("rig", "gateway")); err != nil {
+			return Summary{}, err
+		}
+		defer gatewayRig.Close()
+		gatewayRig.AddTo(&g)
+	}
 	g.Add(func(ctx context.Context) error {
 		select {
 		case <-lastRow:
@@ -464,12 +525,17 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, onRow func(Row)) (Su
 	}
 	fm, ferr := fairgridRig.Measurement()
 	sm, serr := stockRig.Measurement()
-	if ferr != nil || serr != nil {
+	var gm gatewaylab.ArmResult
+	var gerr error
+	if gatewayRig != nil {
+		gm, gerr = gatewayRig.Result()
+	}
+	if ferr != nil || serr != nil || gerr != nil {
 		if sum.Interrupted {
 			// Stopped before the measured half began: no comparison.
 			return sum, nil
 		}
-		return Summary{}, fmt.Errorf("the comparison: %w", errors.Join(ferr, serr))
+		return Summary{}, fmt.Errorf("the comparison: %w", errors.Join(ferr, serr, gerr))
 	}
 	// The rigs measure from the judged half's first interval on: both
 	// fair shares are the mean over its decisions (the last half of the
@@ -481,6 +547,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, onRow func(Row)) (Su
 	}
 	sum.Fairgrid = side(fm, meanFair(fairgridFair, judged))
 	sum.Stock = side(sm, meanFair(stockFair, judged))
+	if gatewayRig != nil {
+		sum.Gateway = gatewaySide(gm, meanFair(gatewayFair, judged))
+	}
 	return sum, nil
 }
 
@@ -520,6 +589,16 @@ func side(m scenario.Measurement, fair float64) *Side {
 	if len(m.TCP) > 0 {
 		s.DownloadBPS = m.TCP[0].Data.ThroughputBPS
 	}
+	if s.DownloadBPS > 0 {
+		s.ViewerOverDownload = s.ViewerBPS / s.DownloadBPS
+	}
+	return s
+}
+
+// gatewaySide is the gateway rig's viewer and download over its measured
+// half, on the wire as side's, against the viewer's TCP-fair rate fair.
+func gatewaySide(r gatewaylab.ArmResult, fair float64) *Side {
+	s := &Side{DownloadBPS: r.DownloadWireBPS, ViewerBPS: r.ViewerBPS, QueueDelayMeanMs: r.QueueDelayMeanMs, QueueDelayP95Ms: r.QueueDelayP95Ms, FairBPS: fair}
 	if s.DownloadBPS > 0 {
 		s.ViewerOverDownload = s.ViewerBPS / s.DownloadBPS
 	}

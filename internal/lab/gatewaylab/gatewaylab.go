@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math"
 	"net/netip"
+	"sync/atomic"
 	"time"
 
 	"github.com/fairgrid/fairgrid/internal/lab/link"
@@ -67,6 +68,9 @@ type Config struct {
 	// decision interval (default: the gateway's defaults).
 	Controller throttle.ControllerName
 	Interval   time.Duration
+	// Segment is the segment size the gateway's fair rate stands on, its
+	// control.segment (default throttle's).
+	Segment throttle.Segment
 	// Arms are the arms to run, at once (default Gateway and Stock).
 	Arms []Arm
 }
@@ -112,14 +116,14 @@ func (c Config) Validate() error {
 
 func (c Config) gatewayConfig(sim netip.AddrPort) gateway.Config {
 	return gateway.Config{Routes: []gateway.Route{{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Region: sim}},
-		Control: throttle.Config{Controller: c.Controller, Interval: c.Interval}}
+		Control: throttle.Config{Controller: c.Controller, Interval: c.Interval, Segment: c.Segment}}
 }
 
 // sidecarConfig is the client side's: the gateway's controller and
 // interval.
 func (c Config) sidecarConfig() throttle.Config {
 	gc := c.gatewayDefaults()
-	return throttle.Config{Controller: gc.Control.Controller, Interval: gc.Control.Interval}
+	return throttle.Config{Controller: gc.Control.Controller, Interval: gc.Control.Interval, Segment: gc.Control.Segment}
 }
 
 // ArmResult is one arm over the measured part of its run.
@@ -129,6 +133,10 @@ type ArmResult struct {
 	Seconds float64 `json:"seconds"`
 	// DownloadBPS is what the download's receiver read, bits/s.
 	DownloadBPS float64 `json:"download_bps"`
+	// DownloadWireBPS is the download's data through the link towards its
+	// receiver on the wire (headers and retransmissions included), as
+	// ViewerBPS is the viewer's: the demo's measure of one share.
+	DownloadWireBPS float64 `json:"download_wire_bps"`
 	// ViewerBPS is what reached the viewer through the bottleneck, bits/s
 	// on the wire (payload plus IPv4 and UDP headers).
 	ViewerBPS float64 `json:"viewer_bps"`
@@ -253,159 +261,292 @@ func downloadFlow() tcpflow.FlowConfig {
 	return tcpflow.FlowConfig{Name: "cubic download", CC: tcpflow.CUBIC, Dir: tcpflow.Download}
 }
 
-// RunArm runs one arm for cfg's warm-up and duration and measures the
-// part after the warm-up. The bottleneck, the TCP stacks, the region, the
-// gateway, the relay, the viewer and the measurement are one
-// throttle.Group: the first failure ends the run and is returned. The
-// demo can call it for its gateway line (the Gateway arm on its link).
-func RunArm(ctx context.Context, cfg Config, arm Arm, log *slog.Logger) (ArmResult, error) {
+// Observer measures the viewer's circuit at the viewer's host and sends
+// nothing: a throttle.Loop fed by the relay's tap, as the lab's stock rig
+// measures its viewer, so that a caller comparing this arm with others
+// (the demo) reads every arm's TCP-fair share by one model.
+type Observer struct {
+	// Loop measures; its requests go nowhere.
+	Loop *throttle.Loop
+	// AfterTick, if set, is called after each of Loop's decisions with
+	// the circuit as it measured it (measured is false before its first
+	// datagram).
+	AfterTick func(now time.Time, circuit ratecalc.Stats, measured bool)
+}
+
+// ArmRig is one arm whose members run in the caller's throttle.Group,
+// beside whatever else the caller runs (RunArm runs it alone; the demo
+// runs it beside its two rigs and ends the group at its last row):
+// NewArmRig builds it, AddTo adds its members, Result reads the measured
+// part once the group has returned, and Close releases what it holds.
+//
+// Its measuring member returns at Warmup+Duration, which ends the group;
+// a group ended earlier after the warm-up (by the caller's context or by
+// another member) leaves what was measured until then, as
+// scenario.Rig's does, and Result says it is partial.
+type ArmRig struct {
+	cfg      Config
+	arm      Arm
+	b        *link.Bottleneck
+	tcpNet   *tcpflow.Net
+	download *tcpflow.Flow
+	gw       *gateway.Gateway
+	v        *viewer.Viewer
+	loop     *throttle.Loop // the client side's (the Sidecar arm), or nil
+	members  throttle.Group
+	started  atomic.Bool
+
+	// Written by the measuring member, read after the group returned.
+	first, last  link.BottleneckStats
+	read0, read1 uint64
+	gw0, gw1     gateway.CircuitStats
+	samples      []RateSample
+	warmedUp     bool
+	measured     bool // the snapshot at the end (or at an early end after the warm-up) is taken
+	complete     bool // the run lasted its whole duration
+	endCause     error
+}
+
+// NewArmRig builds arm's rig for cfg: it binds its sockets and starts
+// nothing. obs, if not nil, measures the viewer's circuit at its host.
+func NewArmRig(cfg Config, arm Arm, obs *Observer, log *slog.Logger) (*ArmRig, error) {
 	cfg.Arms = []Arm{arm}
 	if err := cfg.Validate(); err != nil {
-		return ArmResult{}, fmt.Errorf("gatewaylab: %w", err)
+		return nil, fmt.Errorf("gatewaylab: %w", err)
 	}
 	cfg = cfg.withDefaults()
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	b, err := link.NewBottleneck(link.BottleneckConfig{Up: cfg.Link, Down: cfg.Link, Seed: cfg.Seed}, log)
-	if err != nil {
-		return ArmResult{}, err
+	if obs != nil && (obs.Loop == nil || arm == Sidecar) {
+		return nil, errors.New("gatewaylab: an observer needs its loop, and the client side's arm has its own")
 	}
-	tcpNet, err := tcpflow.New(b, tcpflow.Config{Seed: cfg.Seed}, log)
-	if err != nil {
-		return ArmResult{}, err
+	r := &ArmRig{cfg: cfg, arm: arm}
+	var err error
+	if r.b, err = link.NewBottleneck(link.BottleneckConfig{Up: cfg.Link, Down: cfg.Link, Seed: cfg.Seed}, log); err != nil {
+		return nil, err
 	}
-	defer tcpNet.Close()
-	download, err := tcpNet.AddFlow(downloadFlow())
-	if err != nil {
-		return ArmResult{}, err
+	if r.tcpNet, err = tcpflow.New(r.b, tcpflow.Config{Seed: cfg.Seed}, log); err != nil {
+		return nil, err
 	}
+	if r.download, err = r.tcpNet.AddFlow(downloadFlow()); err != nil {
+		r.tcpNet.Close()
+		return nil, err
+	}
+	// Each member bound so far is in members: should a later one fail,
+	// running them on an ended context closes their sockets.
+	fail := func(err error) (*ArmRig, error) {
+		r.started.Store(true)
+		endedRun(r.members.Run)
+		r.tcpNet.Close()
+		return nil, err
+	}
+	r.members.Add(r.b.Run, nil)
+	r.members.Add(r.tcpNet.Run, nil)
 	sim, err := region.New(region.Config{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Activity: cfg.Activity}, log)
 	if err != nil {
-		return ArmResult{}, err
+		return fail(err)
 	}
-	var g throttle.Group
-	g.Add(b.Run, nil)
-	g.Add(tcpNet.Run, nil)
-	g.Add(sim.Run, nil)
+	r.members.Add(sim.Run, nil)
 	upstream := sim.Addr()
-	var gw *gateway.Gateway
 	if arm != Stock {
-		if gw, err = gateway.New(cfg.gatewayConfig(sim.Addr()), log.With("component", "gateway")); err != nil {
-			closeRegion(sim)
-			return ArmResult{}, err
+		if r.gw, err = gateway.New(cfg.gatewayConfig(sim.Addr()), log.With("component", "gateway")); err != nil {
+			return fail(err)
 		}
-		g.Add(gw.Run, nil)
-		upstream = gw.Addr(0)
+		r.members.Add(r.gw.Run, nil)
+		upstream = r.gw.Addr(0)
 	}
 	// The relay puts the viewer's datagrams on the bottleneck as flows
 	// "lludp VIEWER up" and "lludp VIEWER down".
 	var source *throttle.PushSource
 	var tap func(link.Datagram)
-	if arm == Sidecar {
-		// The client side sees what the viewer's host sees; the payload
-		// is only lent.
+	if arm == Sidecar || obs != nil {
+		// The client side, or the observer, sees what the viewer's host
+		// sees; the payload is only lent.
 		source = throttle.NewChanSource(4096)
 		tap = func(d link.Datagram) {
 			source.Push(lludp.Datagram{At: d.At, Src: d.Src, Dst: d.Dst, Payload: bytes.Clone(d.Payload)})
 		}
 	}
-	relay, err := link.New(link.Config{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Upstream: upstream, Shared: b, Tap: tap}, log)
+	relay, err := link.New(link.Config{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Upstream: upstream, Shared: r.b, Tap: tap}, log)
 	if err != nil {
-		closeRegion(sim)
-		closeGateway(gw)
-		return ArmResult{}, err
+		return fail(err)
 	}
-	v, err := viewer.New(viewer.Config{Sim: relay.Addr(), Throttle: cfg.Throttle, FollowViewerRule: true, CircuitCode: 4242}, log)
-	if err != nil {
-		closeRegion(sim)
-		closeGateway(gw)
-		closeRelay(relay)
-		return ArmResult{}, err
+	r.members.Add(relay.Run, nil)
+	if r.v, err = viewer.New(viewer.Config{Sim: relay.Addr(), Throttle: cfg.Throttle, FollowViewerRule: true, CircuitCode: 4242}, log); err != nil {
+		return fail(err)
 	}
-	g.Add(relay.Run, nil)
-	g.Add(v.Run, nil)
-	var loop *throttle.Loop
-	if arm == Sidecar {
-		if loop, err = throttle.New(cfg.sidecarConfig(), log); err == nil {
-			var sc *throttle.Sidecar
-			if sc, err = throttle.NewSidecar(throttle.SidecarConfig{Loop: loop, Source: source, Sender: throttle.InjectSender(relay.InjectUp), Log: log}); err == nil {
-				sc.AddTo(&g)
-			}
+	r.members.Add(r.v.Run, nil)
+	switch {
+	case arm == Sidecar:
+		if r.loop, err = throttle.New(cfg.sidecarConfig(), log); err != nil {
+			return fail(err)
 		}
+		sc, err := throttle.NewSidecar(throttle.SidecarConfig{Loop: r.loop, Source: source, Sender: throttle.InjectSender(relay.InjectUp), Log: log})
 		if err != nil {
-			closeRegion(sim)
-			closeGateway(gw)
-			closeRelay(relay)
-			endedRun(v.Run)
-			return ArmResult{}, err
+			return fail(err)
+		}
+		sc.AddTo(&r.members)
+	case obs != nil:
+		loop := obs.Loop
+		sc, err := throttle.NewSidecar(throttle.SidecarConfig{Loop: loop, Source: source, Sender: discard{}, Log: log,
+			AfterTick: func(now time.Time, _ []throttle.Request) {
+				if obs.AfterTick == nil {
+					return
+				}
+				var st ratecalc.Stats
+				measured := false
+				if keys := loop.Keys(); len(keys) > 0 {
+					_, st, measured = loop.Circuit(keys[0])
+				}
+				obs.AfterTick(now, st, measured)
+			}})
+		if err != nil {
+			return fail(err)
+		}
+		sc.AddTo(&r.members)
+	}
+	r.members.Add(r.measure, nil)
+	return r, nil
+}
+
+// discard is the observer's sender: it measures and sends nothing.
+type discard struct{}
+
+func (discard) Send(context.Context, throttle.Request) error { return nil }
+
+// AddTo adds the rig's members to g; a rig runs in one group, once.
+func (r *ArmRig) AddTo(g *throttle.Group) {
+	g.Add(func(ctx context.Context) error {
+		r.started.Store(true)
+		return r.members.Run(ctx)
+	}, nil)
+}
+
+// Close releases the rig once its group has returned, or when it never
+// ran: its members' sockets close as their Run ends, so an unstarted rig
+// runs them with an ended context.
+func (r *ArmRig) Close() {
+	if !r.started.Swap(true) {
+		endedRun(r.members.Run)
+	}
+	r.tcpNet.Close()
+}
+
+// measure snapshots the link and the gateway at the end of the warm-up,
+// the gateway's circuit every second after it, and the end; its return
+// at the end ends the run.
+func (r *ArmRig) measure(ctx context.Context) error {
+	warm := time.NewTimer(r.cfg.Warmup)
+	defer warm.Stop()
+	end := time.NewTimer(r.cfg.Warmup + r.cfg.Duration)
+	defer end.Stop()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	var warmAt time.Time
+	snapshot := func() {
+		r.last, r.read1 = r.b.Stats(), r.download.Read(link.Down)
+		// At an early end the gateway is stopping too: its circuit as the
+		// last second's sample saw it stands if it is gone now.
+		if c, ok := circuit(r.gw); ok {
+			r.gw1 = c
+		}
+		r.measured = true
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			// Ended early: after the warm-up, what was measured so far
+			// stands, and Result says it is partial.
+			r.endCause = context.Cause(ctx)
+			if r.warmedUp {
+				snapshot()
+			}
+			return nil
+		case <-warm.C:
+			r.first, r.read0 = r.b.Stats(), r.download.Read(link.Down)
+			r.gw0, _ = circuit(r.gw)
+			warmAt, r.warmedUp = time.Now(), true
+		case now := <-tick.C:
+			if c, ok := circuit(r.gw); ok && r.warmedUp {
+				r.gw1 = c
+				r.samples = append(r.samples, RateSample{T: now.Sub(warmAt).Seconds(), AskedBPS: c.Asked.BitsPerSecond(),
+					FairBPS: c.Fair.BitsPerSecond(), RateBPS: c.Rate.BitsPerSecond()})
+			}
+		case <-end.C:
+			snapshot()
+			r.complete = true
+			return nil
 		}
 	}
-	downName := fmt.Sprintf("lludp %v down", v.Addr())
+}
 
-	var first, last link.BottleneckStats
-	var read0, read1 uint64
-	var gw0, gw1 gateway.CircuitStats
-	var samples []RateSample
-	g.Add(func(ctx context.Context) error {
-		warm := time.NewTimer(cfg.Warmup)
-		defer warm.Stop()
-		end := time.NewTimer(cfg.Warmup + cfg.Duration)
-		defer end.Stop()
-		tick := time.NewTicker(time.Second)
-		defer tick.Stop()
-		var warmAt time.Time
-		for {
-			select {
-			case <-ctx.Done():
-				return fmt.Errorf("ended before its duration: %w", context.Cause(ctx))
-			case <-warm.C:
-				first, read0 = b.Stats(), download.Read(link.Down)
-				gw0, _ = circuit(gw)
-				warmAt = time.Now()
-			case now := <-tick.C:
-				if c, ok := circuit(gw); ok && !warmAt.IsZero() {
-					samples = append(samples, RateSample{T: now.Sub(warmAt).Seconds(), AskedBPS: c.Asked.BitsPerSecond(),
-						FairBPS: c.Fair.BitsPerSecond(), RateBPS: c.Rate.BitsPerSecond()})
-				}
-			case <-end.C:
-				last, read1 = b.Stats(), download.Read(link.Down)
-				gw1, _ = circuit(gw)
-				return nil
-			}
+// Complete says whether the run lasted its whole duration; a Result of a
+// run ended early after its warm-up covers what ran.
+func (r *ArmRig) Complete() bool { return r.complete }
+
+// Result is the measured part of a run whose group has returned; an
+// error when it ended before its warm-up did.
+func (r *ArmRig) Result() (ArmResult, error) {
+	if !r.measured {
+		if r.endCause != nil {
+			return ArmResult{}, fmt.Errorf("gatewaylab: ended before its warm-up: %w", r.endCause)
 		}
-	}, nil)
+		return ArmResult{}, errors.New("gatewaylab: the arm has not run")
+	}
+	d := r.last.Since(r.first)
+	downName := fmt.Sprintf("lludp %v down", r.v.Addr())
+	down, ok := d.Flow(downName)
+	if !ok {
+		return ArmResult{}, fmt.Errorf("the viewer's circuit never crossed the link (%v)", r.v.Report())
+	}
+	secs := r.last.Down.At.Sub(r.first.Down.At).Seconds()
+	ms := func(x time.Duration) float64 { return float64(x) / float64(time.Millisecond) }
+	res := ArmResult{Arm: r.arm, Seconds: secs, DownloadBPS: float64(r.read1-r.read0) * 8 / secs, ViewerBPS: float64(down.DeliveredBytes) * 8 / secs,
+		QueueDelayMeanMs: ms(down.QueueDelay.Mean()), QueueDelayP95Ms: ms(down.QueueDelay.Quantile(0.95)), ViewerDropped: down.Dropped(),
+		ViewerRequestBPS: r.v.Report().ThrottleBPS}
+	if data, ok := d.Flow(downloadFlow().Name + " " + link.Down.String()); ok {
+		res.DownloadWireBPS = data.Throughput() * 8
+	}
+	if sum := res.DownloadBPS + res.ViewerBPS; sum > 0 {
+		res.DownloadShare = res.DownloadBPS / sum
+	}
+	if res.DownloadBPS > 0 {
+		res.ViewerOverDownload = res.ViewerBPS / res.DownloadBPS
+	}
+	if r.gw != nil {
+		if !r.gw1.Viewer.IsValid() {
+			return ArmResult{}, errors.New("the gateway carried no circuit at the end of the run")
+		}
+		res.Gateway = gatewayView(r.cfg, r.gw0, r.gw1, r.gw.Counters())
+		res.Gateway.PerSecond, res.Gateway.RateCV = r.samples, rateCV(r.samples)
+		if r.loop != nil {
+			res.Gateway.ClientRequests = r.loop.Stats().Requests
+		}
+	}
+	return res, nil
+}
+
+// RunArm runs one arm for cfg's warm-up and duration and measures the
+// part after the warm-up. The bottleneck, the TCP stacks, the region, the
+// gateway, the relay, the viewer and the measurement are one
+// throttle.Group (an ArmRig's): the first failure ends the run and is
+// returned, and so is a ctx that ends before the duration.
+func RunArm(ctx context.Context, cfg Config, arm Arm, log *slog.Logger) (ArmResult, error) {
+	r, err := NewArmRig(cfg, arm, nil, log)
+	if err != nil {
+		return ArmResult{}, err
+	}
+	defer r.Close()
+	var g throttle.Group
+	r.AddTo(&g)
 	if err := g.Run(ctx); err != nil {
 		return ArmResult{}, err
 	}
-	d := last.Since(first)
-	down, ok := d.Flow(downName)
-	if !ok {
-		return ArmResult{}, fmt.Errorf("the viewer's circuit never crossed the link (%v)", v.Report())
+	if !r.Complete() {
+		return ArmResult{}, fmt.Errorf("ended before its duration: %w", context.Cause(ctx))
 	}
-	secs := last.Down.At.Sub(first.Down.At).Seconds()
-	ms := func(x time.Duration) float64 { return float64(x) / float64(time.Millisecond) }
-	r := ArmResult{Arm: arm, Seconds: secs, DownloadBPS: float64(read1-read0) * 8 / secs, ViewerBPS: float64(down.DeliveredBytes) * 8 / secs,
-		QueueDelayMeanMs: ms(down.QueueDelay.Mean()), QueueDelayP95Ms: ms(down.QueueDelay.Quantile(0.95)), ViewerDropped: down.Dropped(),
-		ViewerRequestBPS: v.Report().ThrottleBPS}
-	if sum := r.DownloadBPS + r.ViewerBPS; sum > 0 {
-		r.DownloadShare = r.DownloadBPS / sum
-	}
-	if r.DownloadBPS > 0 {
-		r.ViewerOverDownload = r.ViewerBPS / r.DownloadBPS
-	}
-	if gw != nil {
-		if !gw1.Viewer.IsValid() {
-			return ArmResult{}, errors.New("the gateway carried no circuit at the end of the run")
-		}
-		k := gw.Counters()
-		r.Gateway = gatewayView(cfg, gw0, gw1, k)
-		r.Gateway.PerSecond, r.Gateway.RateCV = samples, rateCV(samples)
-		if loop != nil {
-			r.Gateway.ClientRequests = loop.Stats().Requests
-		}
-	}
-	return r, nil
+	return r.Result()
 }
 
 // rateCV is the coefficient of variation of the rate in force: its
@@ -473,16 +614,8 @@ func (c Config) gatewayDefaults() gateway.Config {
 	return gc
 }
 
-// The members' sockets are closed by their Run once its context has
-// ended; a run that does not start runs them on an ended context.
-func closeRegion(s *region.Server) { endedRun(s.Run) }
-func closeRelay(r *link.Relay)     { endedRun(r.Run) }
-func closeGateway(g *gateway.Gateway) {
-	if g != nil {
-		endedRun(g.Run)
-	}
-}
-
+// endedRun runs a member on an ended context: the members' sockets are
+// closed by their Run once its context has ended.
 func endedRun(run func(context.Context) error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
