@@ -20,6 +20,11 @@ RACE     := $(shell command -v cc >/dev/null 2>&1 && echo -race)
 # CI once here (FuzzUDPHeader).
 FUZZTIME ?= 5000x
 FUZZMINIMIZE ?= 1s
+# Targets whose one execution costs milliseconds (a whole audit, a TOML
+# file, the reference scheduler beside the fast one: 14-33 s at FUZZTIME)
+# run FUZZSLOW executions in the smoke run; `make fuzz` gives them a
+# minute as every other.
+FUZZSLOW ?= 2000x
 # Fuzz targets run FUZZ_P at a time: each spends much of its run building
 # and starting its instrumented binary rather than fuzzing.
 FUZZ_P ?= 2
@@ -84,10 +89,16 @@ REALTIME := ./cmd/fairgrid ./internal/socks5 ./internal/benchrelay \
 	./internal/lab/link ./internal/lab/tcpflow ./internal/lab/viewer ./opensim/region ./opensim/gateway ./throttle ./throttle/proxy ./capture
 # Run without the race detector (scale), which would measure itself.
 SCALE_ONLY := TestDecodeFloodCapture
+# cmd/fairgrid's end-to-end runs (each waits out its own clock: 11-32 s)
+# run in a process of their own beside the rest of its tests, the longest
+# package's, so that the two halves overlap.
+CMD_CLOCKED := TestProxyEndToEnd|TestRunDaemonLive|TestReadmeRunnable|TestLabInterrupted|TestDemoLosslessComparison
 unit:
 	$(GO) test $(RACE) -count=1 -p 2 $$($(GO) list $(PKGS) | grep -v $(foreach p,$(REALTIME_ALONE) $(REALTIME) $(REALTIME_LAB),-e '$(patsubst ./%,/%,$(p))$$'))
 	$(GO) test $(RACE) -count=1 -p 1 $(REALTIME_ALONE)
-	$(GO) test $(RACE) -count=1 -p $(REALTIME_P) -skip '^($(SCALE_ONLY))$$' $(REALTIME)
+	@$(GO) test $(RACE) -count=1 -run '^($(CMD_CLOCKED))$$' ./cmd/fairgrid & clocked=$$!; \
+		$(GO) test $(RACE) -count=1 -p $(REALTIME_P) -skip '^($(SCALE_ONLY)|$(CMD_CLOCKED))$$' $(REALTIME); rest=$$?; \
+		wait $$clocked; clocked=$$?; [ $$rest = 0 ] && [ $$clocked = 0 ]
 
 # Scale tests run without the race detector, which would measure itself.
 # Those that load the cores (a thousand viewers, floods) run one at a
@@ -113,22 +124,23 @@ check:
 # Each fuzz target briefly, seeded from the real datagrams: package:target.
 FUZZ_TARGETS := lludp:FuzzDecode lludp:FuzzZeroCode lludp:FuzzReplaceThrottles lludp:FuzzPeekZeroCoded lludp:FuzzParseTemplate \
 	capture:FuzzUDPFrame capture:FuzzReader capture/circuit:FuzzObserve capture/circuit:FuzzFastBody \
-	opensim:FuzzScheduler opensim:FuzzSchedulerReference configs:FuzzParse \
+	opensim:FuzzScheduler opensim:FuzzSchedulerReference:$(FUZZSLOW) configs:FuzzParse:$(FUZZSLOW) \
 	ratecalc:FuzzParseBitRate ratecalc:FuzzParseLoss \
 	internal/socks5:FuzzHandshake internal/socks5:FuzzUDPHeader \
-	internal/audit:FuzzAudit internal/lab/tcpflow:FuzzClientPort internal/lab/kerneltcp:FuzzTCPPorts \
+	internal/audit:FuzzAudit:$(FUZZSLOW) internal/lab/tcpflow:FuzzClientPort internal/lab/kerneltcp:FuzzTCPPorts \
 	internal/lab/viewer:FuzzPktinfoDst internal/lab/tcm:FuzzSplitBundle internal/lab/tcm:FuzzHeaderCompression \
 	opensim/gateway:FuzzCore
 fuzz-smoke:
 	@printf '%s\n' $(FUZZ_TARGETS) | xargs -P $(FUZZ_P) -I{} sh -c '\
-		pt={}; p=$${pt%%:*}; t=$${pt#*:}; \
-		out=$$($(GO) test -run "^$$" -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./$$p 2>&1); rc=$$?; \
+		pt={}; p=$${pt%%:*}; t=$${pt#*:}; n=$(FUZZTIME); \
+		case "$$t" in *:*) n=$${t#*:}; t=$${t%%:*};; esac; \
+		out=$$($(GO) test -run "^$$" -fuzz "^$$t\$$" -fuzztime $$n -fuzzminimizetime $(FUZZMINIMIZE) ./$$p 2>&1); rc=$$?; \
 		case "$$out" in *"no fuzz tests to fuzz"*) rc=1;; esac; \
-		echo "fuzz $$p $$t ($(FUZZTIME)): $$(echo "$$out" | tail -1)"; \
+		echo "fuzz $$p $$t ($$n): $$(echo "$$out" | tail -1)"; \
 		[ $$rc = 0 ] || { echo "$$out"; exit 255; }'
 
 fuzz:
-	$(MAKE) fuzz-smoke FUZZTIME=60s
+	$(MAKE) fuzz-smoke FUZZTIME=60s FUZZSLOW=60s
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)

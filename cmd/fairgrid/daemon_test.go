@@ -24,29 +24,6 @@ import (
 	"github.com/fairgrid/fairgrid/opensim/region"
 )
 
-// lockedBuffer is an io.Writer the daemon logs into while the test reads;
-// running is closed when the daemon says it is capturing.
-type lockedBuffer struct {
-	mu      sync.Mutex
-	b       bytes.Buffer
-	running chan struct{}
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if bytes.Contains(p, []byte(`msg="fairgrid running"`)) {
-		close(l.running)
-	}
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestRunCheckConfig: --check-config validates and starts nothing; a bad
 // file is exit 2 with the key named.
 func TestRunCheckConfig(t *testing.T) {
@@ -90,10 +67,7 @@ func TestRunDaemonLive(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a 15-second run on loopback")
 	}
-	// Parallel beside the proxy's end-to-end run, which waits on the clock
-	// as this does. The SIGTERM below reaches every run() in the process:
-	// no other parallel test may start one.
-	t.Parallel()
+	t.Parallel() // it waits on the clock, as the proxy's end-to-end run does
 	type appliedThrottle struct {
 		bps float64
 		at  time.Time
@@ -127,17 +101,14 @@ func TestRunDaemonLive(t *testing.T) {
 	conf := filepath.Join(t.TempDir(), "fairgrid.toml")
 	os.WriteFile(conf, []byte(fmt.Sprintf("[capture]\ninterface = \"lo\"\nports = [\"%d\"]\n[metrics]\naddress = \"\"\n", relay.Addr().Port())), 0o644)
 
-	daemonErr := &lockedBuffer{running: make(chan struct{})}
-	exit := make(chan int, 1)
-	go func() {
-		exit <- run([]string{"run", "--config", conf, "--interval", "1s", "--controller", "tfrc"}, stdio{strings.NewReader(""), &bytes.Buffer{}, daemonErr})
-	}()
+	// The daemon is the built binary, so that its SIGTERM is its own and
+	// this test runs beside the package's other clock-bound tests.
+	daemon := startBinary(t, time.Minute, "run", "--config", conf, "--interval", "1s", "--controller", "tfrc")
 	// The viewer logs in only once the daemon captures, so that it sees the
 	// circuit's identity.
-	select {
-	case <-daemonErr.running:
-	case code := <-exit:
-		t.Fatalf("daemon exited %d before running: %s", code, daemonErr.String())
+	if daemon.waitLine(regexp.MustCompile(`(msg="fairgrid running")`)) == "" {
+		code, _, errOut := daemon.stop(t, syscall.SIGTERM)
+		t.Fatalf("daemon exited %d before running: %s", code, errOut)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
@@ -147,16 +118,10 @@ func TestRunDaemonLive(t *testing.T) {
 		go func() { defer wg.Done(); run(ctx) }()
 	}
 	wg.Wait()
-	syscall.Kill(os.Getpid(), syscall.SIGTERM) // the daemon's signal context catches it
-	select {
-	case code := <-exit:
-		if code != exitOK {
-			t.Errorf("daemon exit %d after SIGTERM", code)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("daemon still running 10 s after SIGTERM")
+	code, _, logs := daemon.stop(t, syscall.SIGTERM)
+	if code != exitOK {
+		t.Errorf("daemon exit %d after SIGTERM", code)
 	}
-	logs := daemonErr.String()
 	if !strings.Contains(logs, "fairgrid stopped") {
 		t.Errorf("no clean stop in the log:\n%s", logs)
 	}

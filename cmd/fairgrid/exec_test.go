@@ -116,11 +116,17 @@ func (s *started) waitLine(re *regexp.Regexp) string {
 // interrupt sends SIGINT, as Ctrl-C does, and waits for the exit.
 func (s *started) interrupt(t *testing.T) (code int, stdout, stderr string) {
 	t.Helper()
+	return s.stop(t, os.Interrupt)
+}
+
+// stop sends sig and waits for the exit.
+func (s *started) stop(t *testing.T, sig os.Signal) (code int, stdout, stderr string) {
+	t.Helper()
 	if runtime.GOOS == "windows" {
 		s.cmd.Process.Kill()
-		t.Skip("skipped: Windows has no SIGINT to send")
+		t.Skip("skipped: Windows has no signals to send")
 	}
-	if err := s.cmd.Process.Signal(os.Interrupt); err != nil {
+	if err := s.cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
 	for range s.lines { // drain
