@@ -21,6 +21,8 @@ func TestFlagErrorsOneLine(t *testing.T) {
 		{[]string{"rate", "--rtt", "100", "--loss", "1%"}, "--rtt 100: a duration needs a unit, such as 100ms or 100s"},
 		{[]string{"rate", "--rtt", "soon", "--loss", "1%"}, `--rtt "soon": want a duration such as 100ms, 5s or 1m`},
 		{[]string{"sim", "--listen"}, "fairgrid sim: --listen needs a value"},
+		{[]string{"rate", "--size", "1460B", "--loss", "1%", "--rtt", "100ms"}, `--size "1460B": want a number, such as 1460`},
+		{[]string{"proxy", "--max-connects", "1e3"}, `--max-connects "1e3" (proxy.max_connects): want a whole number, such as 128`},
 		{[]string{"demo"}, `fairgrid: unknown command "demo" (did you mean fairgrid run --demo?); see fairgrid --help`},
 		{[]string{"dcode", "x.pcap"}, `unknown command "dcode" (did you mean fairgrid decode?)`},
 		{[]string{"help", "raet"}, `fairgrid help: unknown command "raet" (did you mean fairgrid rate?)`},

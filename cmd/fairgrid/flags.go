@@ -216,6 +216,18 @@ func explainFlagError(fs *flag.FlagSet, err error) string {
 				return fmt.Sprintf("--%s %q%s: want a duration such as 100ms, 5s or 1m", name, value, key)
 			}
 		}
+		// The flag package's numbers say only "parse error": say what
+		// the flag takes, from its default.
+		if f := fs.Lookup(name); f != nil && reason == "parse error" {
+			if g, ok := f.Value.(flag.Getter); ok {
+				switch g.Get().(type) {
+				case int, int64, uint, uint64:
+					reason = "want a whole number, such as " + f.DefValue
+				case float64:
+					reason = "want a number, such as " + f.DefValue
+				}
+			}
+		}
 		// A reason that quotes the value (a typed value's UnmarshalText)
 		// is not given it twice.
 		quoted := fmt.Sprintf(" %q", value)
