@@ -3,6 +3,7 @@ package scenario
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -17,8 +18,10 @@ const labRun = 15 * time.Second
 
 // labParallel is how many of the checks' runs go at once: all 29 at once
 // on this 2-core machine starved the viewer's region and sidecar (the
-// QoS floor check measured 0.65× where it measures 1.2× alone).
-const labParallel = 16
+// QoS floor check measured 0.65× where it measures 1.2× alone); 18 of the
+// 31 keeps the batch at 56 s with window tracking's three mongoose seeds
+// (the floor then 1.02× and 1.40× on a quiet machine).
+const labParallel = 18
 
 // labCheck is one qualitative result: its runs and how to judge them.
 type labCheck struct {
@@ -151,11 +154,23 @@ func kernelCheck(o Options) labCheck {
 // at the loss, RTT and payload measured), as the thesis says, and window
 // tracking with a 5 s interval comes within 0.8–1.25× of it (the thesis's
 // 5 s client stayed a little over the line). 45 s measured (nine
-// decisions): over 30 s window tracking ranged from 0.90× to 1.29×.
+// decisions): over 30 s window tracking ranged from 0.90× to 1.29×, and
+// one 45 s run took 1.28× beside the other lab packages, so window
+// tracking is judged by the median of three seeds, run at once.
 func mongooseCheck(o Options) labCheck {
+	const windowSeeds = 3
 	variants := []mongooseVariant{{Stock, 0}, {Window, 5 * time.Second}}
-	jobs := mongooseJobs(o, 3*labRun, []float64{0.03}, variants)
+	jobs := mongooseJobs(o, 3*labRun, []float64{0.03}, variants[:1])
+	for s := range windowSeeds {
+		seeded := o
+		seeded.Seed = o.Seed + uint64(s)
+		for _, j := range mongooseJobs(seeded, 3*labRun, []float64{0.03}, variants[1:]) {
+			j.name = fmt.Sprintf("%s seed=%d", j.name, seeded.Seed)
+			jobs = append(jobs, j)
+		}
+	}
 	return labCheck{name: "mongoose at 3 %", jobs: jobs, judge: func(t *testing.T, jobs []job, runs []RunResult) {
+		var windowRatios []float64
 		for i, r := range runs {
 			v := r.Measurement.Viewer
 			fair := fairFor(v)
@@ -165,10 +180,22 @@ func mongooseCheck(o Options) labCheck {
 				t.Errorf("%s: no fair rate: no loss measured at 3 %%", r.Name)
 				continue
 			}
-			c, _ := mongooseComparison(variants[i], 0.03, v.Down.ThroughputBPS/fair)
+			if i > 0 {
+				windowRatios = append(windowRatios, v.Down.ThroughputBPS/fair)
+				continue
+			}
+			c, _ := mongooseComparison(variants[0], 0.03, v.Down.ThroughputBPS/fair)
 			t.Logf("%s (%s): %s", c.Case, c.Source, c.Verdict)
 			if !c.OK {
 				t.Errorf("%s: %s", c.Case, c.Verdict)
+			}
+		}
+		if len(windowRatios) == windowSeeds {
+			sort.Float64s(windowRatios)
+			c, _ := mongooseComparison(variants[1], 0.03, windowRatios[windowSeeds/2])
+			t.Logf("%s (%s), median of %v: %s", c.Case, c.Source, windowRatios, c.Verdict)
+			if !c.OK {
+				t.Errorf("%s: %s (seeds: %v)", c.Case, c.Verdict, windowRatios)
 			}
 		}
 	}}
