@@ -79,20 +79,24 @@ func BenchmarkObserve(b *testing.B) {
 	}
 }
 
+// benchControllers are the controllers the tracker's benchmarks feed: the
+// default, vtcp, beside window tracking and TFRC.
+var benchControllers = []struct {
+	name string
+	make func() ratecalc.Controller
+}{
+	{"vtcp", func() ratecalc.Controller { c, _ := ratecalc.NewVirtualTCP(ratecalc.VirtualTCPConfig{}); return c }},
+	{"window", func() ratecalc.Controller { c, _ := ratecalc.NewWindow(ratecalc.WindowConfig{}); return c }},
+	{"tfrc", func() ratecalc.Controller { c, _ := ratecalc.NewTFRC(ratecalc.TFRCConfig{}); return c }},
+}
+
 // BenchmarkObserveController is BenchmarkObserve with each circuit's
 // controller fed, as the sidecar's tracker feeds it (a decision costs
 // nothing here: Rate is the loop's, every few seconds): the default,
 // vtcp, beside window tracking and TFRC, per datagram.
 func BenchmarkObserveController(b *testing.B) {
 	cds := benchDatagrams(b)
-	for _, tc := range []struct {
-		name string
-		make func() ratecalc.Controller
-	}{
-		{"vtcp", func() ratecalc.Controller { c, _ := ratecalc.NewVirtualTCP(ratecalc.VirtualTCPConfig{}); return c }},
-		{"window", func() ratecalc.Controller { c, _ := ratecalc.NewWindow(ratecalc.WindowConfig{}); return c }},
-		{"tfrc", func() ratecalc.Controller { c, _ := ratecalc.NewTFRC(ratecalc.TFRCConfig{}); return c }},
-	} {
+	for _, tc := range benchControllers {
 		b.Run(tc.name, func(b *testing.B) {
 			cfg := Config{NewController: func(Key) ratecalc.Controller { return tc.make() }}
 			tr := NewTracker(cfg)

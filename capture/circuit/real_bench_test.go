@@ -10,6 +10,7 @@ import (
 
 	"github.com/fairgrid/fairgrid/capture"
 	"github.com/fairgrid/fairgrid/lludp"
+	"github.com/fairgrid/fairgrid/ratecalc"
 )
 
 // replay holds the real capture's datagrams in memory and moves them on to
@@ -199,5 +200,29 @@ func BenchmarkObserveReal(b *testing.B) {
 			i = 0
 			b.StartTimer()
 		}
+	}
+}
+
+// BenchmarkObserveControllerReal is BenchmarkObserveReal with each
+// circuit's controller fed (BenchmarkObserveController on the real
+// capture), per datagram.
+func BenchmarkObserveControllerReal(b *testing.B) {
+	rp := readReplay(b, realCapture(b))
+	for _, tc := range benchControllers {
+		b.Run(tc.name, func(b *testing.B) {
+			cfg := Config{NewController: func(Key) ratecalc.Controller { return tc.make() }}
+			tr := NewTracker(cfg)
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				tr.Observe(rp.ds[i])
+				if i++; i == len(rp.ds) {
+					b.StopTimer()
+					rp.next()
+					i = 0
+					b.StartTimer()
+				}
+			}
+		})
 	}
 }
