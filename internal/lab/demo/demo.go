@@ -598,11 +598,8 @@ func side(m scenario.Measurement, fair float64) *Side {
 // gatewaySide is the gateway rig's viewer and download over its measured
 // half, on the wire as side's, against the viewer's TCP-fair rate fair.
 func gatewaySide(r gatewaylab.ArmResult, fair float64) *Side {
-	s := &Side{DownloadBPS: r.DownloadWireBPS, ViewerBPS: r.ViewerBPS, QueueDelayMeanMs: r.QueueDelayMeanMs, QueueDelayP95Ms: r.QueueDelayP95Ms, FairBPS: fair}
-	if s.DownloadBPS > 0 {
-		s.ViewerOverDownload = s.ViewerBPS / s.DownloadBPS
-	}
-	return s
+	return &Side{DownloadBPS: r.DownloadWireBPS, ViewerBPS: r.ViewerBPS, ViewerOverDownload: r.ViewerOverDownload,
+		QueueDelayMeanMs: r.QueueDelayMeanMs, QueueDelayP95Ms: r.QueueDelayP95Ms, FairBPS: fair}
 }
 
 // fairModel is the TCP model a controller follows (congestion.md §6.7):

@@ -140,9 +140,10 @@ type ArmResult struct {
 	// ViewerBPS is what reached the viewer through the bottleneck, bits/s
 	// on the wire (payload plus IPv4 and UDP headers).
 	ViewerBPS float64 `json:"viewer_bps"`
-	// DownloadShare is DownloadBPS ÷ (DownloadBPS + ViewerBPS);
-	// ViewerOverDownload is ViewerBPS ÷ DownloadBPS (TCP-fair: 0.8–1.25),
-	// 0 when the download moved nothing.
+	// DownloadShare is DownloadWireBPS ÷ (DownloadWireBPS + ViewerBPS);
+	// ViewerOverDownload is ViewerBPS ÷ DownloadWireBPS (TCP-fair:
+	// 0.8–1.25): both flows' bytes on the wire, as the demo and the
+	// lab's coexistence table divide; 0 when the download moved nothing.
 	DownloadShare      float64 `json:"download_share"`
 	ViewerOverDownload float64 `json:"viewer_over_download"`
 	// The viewer's datagrams' wait in the bottleneck's FIFO towards it.
@@ -508,11 +509,11 @@ func (r *ArmRig) Result() (ArmResult, error) {
 	if data, ok := d.Flow(downloadFlow().Name + " " + link.Down.String()); ok {
 		res.DownloadWireBPS = data.Throughput() * 8
 	}
-	if sum := res.DownloadBPS + res.ViewerBPS; sum > 0 {
-		res.DownloadShare = res.DownloadBPS / sum
+	if sum := res.DownloadWireBPS + res.ViewerBPS; sum > 0 {
+		res.DownloadShare = res.DownloadWireBPS / sum
 	}
-	if res.DownloadBPS > 0 {
-		res.ViewerOverDownload = res.ViewerBPS / res.DownloadBPS
+	if res.DownloadWireBPS > 0 {
+		res.ViewerOverDownload = res.ViewerBPS / res.DownloadWireBPS
 	}
 	if r.gw != nil {
 		if !r.gw1.Viewer.IsValid() {

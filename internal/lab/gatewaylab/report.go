@@ -18,9 +18,9 @@ func WriteText(w io.Writer, r Result) error {
 		r.LinkBPS/1000, r.DelayMs, 100*r.Loss, r.Buffer, r.ThrottleBP/1000, r.Seed)
 	fmt.Fprintf(&b, "measured %.0f s after a %.0f s warm-up (real time)\n\n", r.DurationS, r.WarmupS)
 	fmt.Fprintf(&b, "%-16s %10s %10s %9s %10s %12s %12s %8s\n", "viewer", "download", "viewer", "download", "viewer ÷", "queue delay", "queue delay", "seconds")
-	fmt.Fprintf(&b, "%-16s %10s %10s %9s %10s %12s %12s %8s\n", "reaches", "kbit/s", "kbit/s", "share", "download", "mean ms", "p95 ms", "")
+	fmt.Fprintf(&b, "%-16s %10s %10s %9s %10s %12s %12s %8s\n", "reaches", "wire kb/s", "kbit/s", "share", "download", "mean ms", "p95 ms", "")
 	for _, a := range r.Arms {
-		fmt.Fprintf(&b, "%-16s %10.0f %10.0f %9.2f %10.2f %12.1f %12.1f %8.1f\n", a.Arm, a.DownloadBPS/1000, a.ViewerBPS/1000, a.DownloadShare,
+		fmt.Fprintf(&b, "%-16s %10.0f %10.0f %9.2f %10.2f %12.1f %12.1f %8.1f\n", a.Arm, a.DownloadWireBPS/1000, a.ViewerBPS/1000, a.DownloadShare,
 			a.ViewerOverDownload, a.QueueDelayMeanMs, a.QueueDelayP95Ms, a.Seconds)
 	}
 	for _, a := range r.Arms {
