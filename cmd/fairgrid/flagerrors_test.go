@@ -22,6 +22,8 @@ func TestFlagErrorsOneLine(t *testing.T) {
 		{[]string{"rate", "--rtt", "soon", "--loss", "1%"}, `--rtt "soon": want a duration such as 100ms, 5s or 1m`},
 		{[]string{"sim", "--listen"}, "fairgrid sim: --listen needs a value"},
 		{[]string{"rate", "--size", "1460B", "--loss", "1%", "--rtt", "100ms"}, `--size "1460B": want a number, such as 1460`},
+		{[]string{"run", "--demo", "--gateway=maybe"}, `fairgrid run: --gateway="maybe": want true or false (--gateway alone is true)`},
+		{[]string{"lab", "gateway", "--loss", "3"}, `fairgrid lab gateway: --loss "3": 3 is outside 0 to 1 (0% to 100%); for 3 %, write 3%`},
 		{[]string{"proxy", "--max-connects", "1e3"}, `--max-connects "1e3" (proxy.max_connects): want a whole number, such as 128`},
 		{[]string{"demo"}, `fairgrid: unknown command "demo" (did you mean fairgrid run --demo?); see fairgrid --help`},
 		{[]string{"dcode", "x.pcap"}, `unknown command "dcode" (did you mean fairgrid decode?)`},

@@ -197,8 +197,12 @@ func explainFlagError(fs *flag.FlagSet, err error) string {
 	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
 		return fmt.Sprintf("--%s needs a value", name)
 	}
-	// "invalid value "100" for flag -rtt: parse error"
+	// "invalid boolean value "maybe" for -gateway: parse error"
 	var value, name string
+	if n, _ := fmt.Sscanf(msg, "invalid boolean value %q for -%s", &value, &name); n == 2 {
+		return fmt.Sprintf("--%s=%q: want true or false (--%s alone is true)", strings.TrimSuffix(name, ":"), value, strings.TrimSuffix(name, ":"))
+	}
+	// "invalid value "100" for flag -rtt: parse error"
 	if n, _ := fmt.Sscanf(msg, "invalid value %q for flag -%s", &value, &name); n == 2 {
 		name = strings.TrimSuffix(name, ":")
 		reason := msg[strings.Index(msg, name+":")+len(name)+1:]

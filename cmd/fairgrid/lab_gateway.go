@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,7 +21,8 @@ all at once: "gateway", the viewer reaches the region (fairgrid sim's)
 through fairgrid gateway at the region's side of the link;
 "gateway+sidecar", the same with fairgrid's client side at the viewer as
 well; "stock", the viewer reaches the region directly. For each: the
-download's goodput and share, the viewer's received rate, and its
+download's rate and share and the viewer's received rate (both on the
+wire: one TCP share is viewer ÷ download 0.8–1.25), and the viewer's
 datagrams' queueing delay in the link's buffer; for the gateway, its own
 queueing delay by channel, fair rate, loss event rate and RTT, and how
 much the rate in force moved. Real time: warm-up plus duration.`
@@ -34,13 +36,17 @@ func runLabGateway(args []string, s stdio) int {
 	var controller throttle.ControllerName
 	fs.TextVar(&controller, "controller", throttle.ControllerName(""), "the gateway's controller (default: the gateway's)")
 	interval := fs.Duration("interval", 0, "the gateway's decision interval (0: its default)")
-	loss := fs.Float64("loss", gatewaylab.DefaultLink.Loss, "random loss each way, 0–1")
+	loss := fs.String("loss", strconv.FormatFloat(100*gatewaylab.DefaultLink.Loss, 'g', -1, 64)+"%", "random loss each way: a fraction or a percentage")
 	arms := fs.String("arms", "gateway,gateway+sidecar,stock", "comma-separated arms: gateway, gateway+sidecar, stock")
 	if c, ok := parseFlags(fs, labGatewaySynopsis, args, s); !ok {
 		return c
 	}
 	l := gatewaylab.DefaultLink
-	l.Loss = *loss
+	var err error
+	if l.Loss, err = parseLoss(*loss); err != nil {
+		fmt.Fprintf(s.err, "fairgrid lab gateway: --loss %q: %v\n", *loss, err)
+		return exitUsage
+	}
 	cfg := gatewaylab.Config{Link: l, Warmup: *warmup, Duration: *duration, Seed: *seed, Controller: controller, Interval: *interval}
 	for _, a := range strings.Split(*arms, ",") {
 		cfg.Arms = append(cfg.Arms, gatewaylab.Arm(strings.TrimSpace(a)))

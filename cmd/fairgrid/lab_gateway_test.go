@@ -18,7 +18,7 @@ func TestLabGatewayCommandLine(t *testing.T) {
 		{"short duration", []string{"lab", "gateway", "--duration", "10ms"}, "duration"},
 		{"negative warm-up", []string{"lab", "gateway", "--warmup", "-1s"}, "warm-up"},
 		{"bad interval", []string{"lab", "gateway", "--interval", "1ms"}, "interval"},
-		{"bad loss", []string{"lab", "gateway", "--loss", "1.5"}, "link"},
+		{"bad loss", []string{"lab", "gateway", "--loss", "1.5"}, `--loss "1.5": 1.5 is outside 0 to 1`},
 		{"unknown arm", []string{"lab", "gateway", "--arms", "gateway,proxy"}, `arm "proxy"`},
 		{"bad format", []string{"lab", "gateway", "--format", "xml"}, "want text or json"},
 		{"positional", []string{"lab", "gateway", "extra"}, "unexpected argument"},
