@@ -173,6 +173,20 @@ func TestLabInterrupted(t *testing.T) {
 	}
 }
 
+// TestLabGatewayInterrupted: Ctrl-C during lab gateway's warm-up says
+// that nothing was measured yet and exits 0.
+func TestLabGatewayInterrupted(t *testing.T) {
+	s := startBinary(t, time.Minute, "lab", "gateway", "--arms", "stock")
+	if s.waitLine(regexp.MustCompile(`^fairgrid lab gateway: (1) arms at once`)) == "" {
+		_, _, errOut := s.interrupt(t)
+		t.Fatalf("no start line on stderr:\n%s", errOut)
+	}
+	code, stdout, stderr := s.interrupt(t)
+	if code != exitOK || !strings.Contains(stdout, "Interrupted during the 20s warm-up: nothing measured yet.") || strings.Contains(stderr, "interrupt signal") {
+		t.Errorf("exit %d after Ctrl-C, stdout %q, stderr %q; want 0, the warm-up named, no error", code, stdout, stderr)
+	}
+}
+
 // TestLabProgress: on a terminal the line is redrawn with the runs done,
 // the time spent and an estimate of the time left, and cleared at the
 // end; elsewhere a line per run.

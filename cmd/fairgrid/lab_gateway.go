@@ -60,9 +60,17 @@ func runLabGateway(args []string, s stdio) int {
 	log := slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	fmt.Fprintf(s.err, "fairgrid lab gateway: %d arms at once, %v each\n", len(cfg.Arms), *warmup+*duration)
 	r, err := gatewaylab.Run(ctx, cfg, log)
+	if err != nil && ctx.Err() != nil {
+		// Ctrl-C during the warm-up: nothing was measured yet.
+		fmt.Fprintf(s.out, "Interrupted during the %v warm-up: nothing measured yet.\n", *warmup)
+		return exitOK
+	}
 	if err != nil {
 		fmt.Fprintf(s.err, "fairgrid lab gateway: %v\n", err)
 		return exitFail
+	}
+	if r.Interrupted {
+		fmt.Fprintf(s.out, "Interrupted: the arms measured less than the %v asked (seconds column); what they measured:\n\n", *duration)
 	}
 	w := &resultWriter{w: s.out}
 	if *format == "json" {

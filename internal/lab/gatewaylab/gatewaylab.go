@@ -205,6 +205,9 @@ type Result struct {
 	Seed       uint64      `json:"seed"`
 	ThrottleBP float64     `json:"viewer_throttle_bps"`
 	Arms       []ArmResult `json:"arms"`
+	// Interrupted is set when the context ended after the warm-up but
+	// before the duration: each arm's Seconds says what it measured.
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
 // Arm returns the result of arm a.
@@ -236,7 +239,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (Result, error) {
 	results := make(chan done, len(cfg.Arms))
 	for i, a := range cfg.Arms {
 		go func() {
-			r, err := RunArm(ctx, cfg, a, log.With("arm", a))
+			r, err := runArm(ctx, cfg, a, log.With("arm", a), true)
 			results <- done{i, r, err}
 		}()
 	}
@@ -253,6 +256,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (Result, error) {
 	}
 	if err := errors.Join(errs...); err != nil {
 		return Result{}, fmt.Errorf("gatewaylab: %w", err)
+	}
+	for _, a := range res.Arms {
+		res.Interrupted = res.Interrupted || a.Seconds < cfg.Duration.Seconds()*0.99
 	}
 	return res, nil
 }
@@ -534,6 +540,12 @@ func (r *ArmRig) Result() (ArmResult, error) {
 // throttle.Group (an ArmRig's): the first failure ends the run and is
 // returned, and so is a ctx that ends before the duration.
 func RunArm(ctx context.Context, cfg Config, arm Arm, log *slog.Logger) (ArmResult, error) {
+	return runArm(ctx, cfg, arm, log, false)
+}
+
+// runArm is RunArm; with partial, a run whose context ended after the
+// warm-up gives what it measured (Run's, for an interrupted command).
+func runArm(ctx context.Context, cfg Config, arm Arm, log *slog.Logger, partial bool) (ArmResult, error) {
 	r, err := NewArmRig(cfg, arm, nil, log)
 	if err != nil {
 		return ArmResult{}, err
@@ -544,7 +556,7 @@ func RunArm(ctx context.Context, cfg Config, arm Arm, log *slog.Logger) (ArmResu
 	if err := g.Run(ctx); err != nil {
 		return ArmResult{}, err
 	}
-	if !r.Complete() {
+	if !r.Complete() && !partial {
 		return ArmResult{}, fmt.Errorf("ended before its duration: %w", context.Cause(ctx))
 	}
 	return r.Result()

@@ -171,3 +171,34 @@ func TestArmRigEndedEarly(t *testing.T) {
 		t.Error("an observer beside the client side's own loop was accepted")
 	}
 }
+
+// TestRunInterrupted: Run's context ending after the warm-up gives what
+// each arm measured, marked interrupted (the command prints it, exit 0);
+// ending before the warm-up is an error (nothing was measured). Real
+// time: a 1 s warm-up of a 1 h run, ended 3 s in.
+func TestRunInterrupted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a 3 s real-time run")
+	}
+	t.Parallel()
+	cfg := Config{Warmup: time.Second, Duration: time.Hour, Interval: time.Second, Arms: []Arm{Gateway, Stock}}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	r, err := Run(ctx, cfg, nil)
+	if err != nil {
+		t.Fatalf("interrupted after the warm-up: %v, want what was measured", err)
+	}
+	if !r.Interrupted || len(r.Arms) != 2 {
+		t.Fatalf("result %+v: want two arms, interrupted", r)
+	}
+	for _, a := range r.Arms {
+		if a.Seconds <= 0 || a.Seconds > 3 || a.ViewerBPS <= 0 {
+			t.Errorf("%s: %.1f s measured, viewer %.0f bit/s: want the viewer served over the ~2 s after the warm-up", a.Arm, a.Seconds, a.ViewerBPS)
+		}
+	}
+	early, cancelEarly := context.WithCancel(context.Background())
+	cancelEarly()
+	if _, err := Run(early, cfg, nil); err == nil {
+		t.Error("ended before the warm-up: no error")
+	}
+}
