@@ -315,9 +315,10 @@ func TestDemoConfigRefused(t *testing.T) {
 }
 
 // checkHarm judges the default demo (1 Mbit/s, 1 % loss, 60 s): beside
-// the CUBIC download, the stock viewer takes more than 1.5× its TCP-fair
-// share and queues its datagrams longer than the viewer with fairgrid
-// does; the shares beside the download are reported.
+// the CUBIC download, the stock viewer takes more than the download and
+// more than 1.25× its TCP-fair share, and queues its datagrams longer
+// than the viewer with fairgrid does; the shares beside the download are
+// reported.
 func checkHarm(t *testing.T, sum Summary) {
 	if sum.Stock == nil || sum.Fairgrid == nil {
 		t.Fatalf("no comparison: %+v", sum)
@@ -328,8 +329,17 @@ func checkHarm(t *testing.T, sum Summary) {
 	if st.FairBPS <= 0 || fg.FairBPS <= 0 {
 		t.Fatal("no loss measured, so no fair share, at 1 % random loss")
 	}
-	if r := st.ViewerBPS / st.FairBPS; r < 1.5 {
-		t.Errorf("the stock viewer received %.2f× its TCP-fair share, want at least 1.5×", r)
+	// The stock viewer takes more than one share on both measures: more
+	// than the download beside it on the same link (1.22–2.95× in the
+	// demos docs/demo.md lists), and more than its TCP-fair rate at the
+	// loss it measured (1.48–3.4× in the runs docs/development.md lists).
+	// The bounds sit below those ranges: one 60 s run a side is noisy, and
+	// the harm is the direction, not its size.
+	if st.ViewerOverDownload <= 1 {
+		t.Errorf("the stock viewer got %.2f× the download's bytes/s, want more than the download", st.ViewerOverDownload)
+	}
+	if r := st.ViewerBPS / st.FairBPS; r < 1.25 {
+		t.Errorf("the stock viewer received %.2f× its TCP-fair share, want more than 1.25×", r)
 	}
 	// The shares, reported: one 60 s run a side, on two links whose random
 	// losses differ, is too little to judge them. Measured on this machine
