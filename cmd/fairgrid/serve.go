@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/signal"
@@ -11,14 +12,39 @@ import (
 	"time"
 )
 
-// runContext ends on SIGINT or SIGTERM, or after d when d > 0.
-func runContext(d time.Duration) (context.Context, context.CancelFunc) {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+// runContext ends on SIGINT or SIGTERM, or after d when d > 0. The first
+// signal asks the front-end to stop as it documents (a partial verdict, a
+// drain) and says on w, under name, that it is stopping; from then on the
+// signals have their default action, so a second one ends the program at
+// once, killed by it as if never caught: a shell shows status 130 for
+// SIGINT (128 + 2), 143 for SIGTERM, and a script running it stops too.
+func runContext(d time.Duration, w io.Writer, name string) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		select {
+		case sig := <-signals:
+			signal.Stop(signals) // before the notice: a second signal after it kills
+			fmt.Fprintf(w, "%s: %s: stopping; %s again quits at once\n", name, signalName(sig), signalName(sig))
+			cancel()
+		case <-ctx.Done():
+			signal.Stop(signals)
+		}
+	}()
 	if d <= 0 {
-		return ctx, stop
+		return ctx, cancel
 	}
-	ctx, cancel := context.WithTimeout(ctx, d)
-	return ctx, func() { cancel(); stop() }
+	timed, cancelTimed := context.WithTimeout(ctx, d)
+	return timed, func() { cancelTimed(); cancel() }
+}
+
+// signalName names a stopping signal as the user sent it.
+func signalName(sig os.Signal) string {
+	if sig == os.Interrupt {
+		return "Ctrl-C"
+	}
+	return "SIGTERM"
 }
 
 // metricsListener opens a front-end's metrics address, named by its flag

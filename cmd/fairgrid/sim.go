@@ -76,7 +76,7 @@ func runSim(args []string, s stdio) int {
 		fmt.Fprintf(s.err, "fairgrid sim: %v\n", err)
 		return exitFail
 	}
-	ctx, stop := runContext(*duration)
+	ctx, stop := runContext(*duration, s.err, "fairgrid sim")
 	defer stop()
 	var g throttle.Group
 	g.Add(srv.Run, nil)
