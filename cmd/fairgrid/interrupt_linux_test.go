@@ -3,8 +3,10 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"regexp"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -116,4 +118,26 @@ func fullPipe(t *testing.T) (r, w *os.File) {
 		t.Fatal(err)
 	}
 	return r, w
+}
+
+// TestInterruptNoticeLogged: a front-end that logs says it is stopping
+// in its log, so that a JSON log stays JSON lines.
+func TestInterruptNoticeLogged(t *testing.T) {
+	s := startBinary(t, time.Minute, "sim", "--listen", "127.0.0.1:0", "--log-format", "json", "--duration", "1m")
+	if s.waitLine(regexp.MustCompile(`"msg":"(region listening)"`)) == "" {
+		_, _, errOut := s.interrupt(t)
+		t.Fatalf("no start line on stderr:\n%s", errOut)
+	}
+	code, _, stderr := s.interrupt(t)
+	noticed := false
+	for _, l := range strings.Split(strings.TrimSpace(stderr), "\n") {
+		var rec struct{ Msg, Signal string }
+		if err := json.Unmarshal([]byte(l), &rec); err != nil {
+			t.Errorf("not a JSON line: %q", l)
+		}
+		noticed = noticed || rec.Msg == "stopping; the same signal again quits at once" && rec.Signal == "Ctrl-C"
+	}
+	if code != exitOK || !noticed {
+		t.Errorf("exit %d, notice logged %v; want 0 and the notice:\n%s", code, noticed, stderr)
+	}
 }

@@ -136,7 +136,7 @@ func flagOfOtherMode(fs *flag.FlagSet, demoMode bool) string {
 // exit 0: it is how a user stops a demo that has shown enough. A failure to
 // write the results stops it and exits 1.
 func runDemo(cfg demo.Config, linkSpec string, controller throttle.ControllerName, format string, s stdio) int {
-	ctx, stop := runContext(0, s.err, "fairgrid run")
+	ctx, stop := runContext(0, plainNotice(s.err, "fairgrid run"))
 	defer stop()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

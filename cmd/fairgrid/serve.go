@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"os/signal"
@@ -14,11 +15,12 @@ import (
 
 // runContext ends on SIGINT or SIGTERM, or after d when d > 0. The first
 // signal asks the front-end to stop as it documents (a partial verdict, a
-// drain) and says on w, under name, that it is stopping; from then on the
-// signals have their default action, so a second one ends the program at
-// once, killed by it as if never caught: a shell shows status 130 for
-// SIGINT (128 + 2), 143 for SIGTERM, and a script running it stops too.
-func runContext(d time.Duration, w io.Writer, name string) (context.Context, context.CancelFunc) {
+// drain), and notice says so, given the signal's name ("Ctrl-C" or
+// "SIGTERM"); from then on the signals have their default action, so a
+// second one ends the program at once, killed by it as if never caught: a
+// shell shows status 130 for SIGINT (128 + 2), 143 for SIGTERM, and a
+// script running it stops too.
+func runContext(d time.Duration, notice func(signal string)) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(context.Background())
 	signals := make(chan os.Signal, 1)
 	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
@@ -26,7 +28,7 @@ func runContext(d time.Duration, w io.Writer, name string) (context.Context, con
 		select {
 		case sig := <-signals:
 			signal.Stop(signals) // before the notice: a second signal after it kills
-			fmt.Fprintf(w, "%s: %s: stopping; %s again quits at once\n", name, signalName(sig), signalName(sig))
+			notice(signalName(sig))
 			cancel()
 		case <-ctx.Done():
 			signal.Stop(signals)
@@ -37,6 +39,18 @@ func runContext(d time.Duration, w io.Writer, name string) (context.Context, con
 	}
 	timed, cancelTimed := context.WithTimeout(ctx, d)
 	return timed, func() { cancelTimed(); cancel() }
+}
+
+// plainNotice is runContext's notice for a front-end whose stderr is
+// lines for people: "NAME: Ctrl-C: stopping; Ctrl-C again quits at once".
+func plainNotice(w io.Writer, name string) func(string) {
+	return func(sig string) { fmt.Fprintf(w, "%s: %s: stopping; %s again quits at once\n", name, sig, sig) }
+}
+
+// logNotice is runContext's notice for a front-end that logs (text or
+// JSON lines, which a plain line would break).
+func logNotice(log *slog.Logger) func(string) {
+	return func(sig string) { log.Info("stopping; the same signal again quits at once", "signal", sig) }
 }
 
 // signalName names a stopping signal as the user sent it.

@@ -80,7 +80,7 @@ func runSim(args []string, s stdio) int {
 		fmt.Fprintf(s.err, "fairgrid sim: %v\n", err)
 		return exitFail
 	}
-	ctx, stop := runContext(*duration, s.err, "fairgrid sim")
+	ctx, stop := runContext(*duration, logNotice(log))
 	defer stop()
 	var g throttle.Group
 	g.Add(srv.Run, nil)
