@@ -389,7 +389,7 @@ func (f *File) Throttle() throttle.Config {
 	}
 	return throttle.Config{Controller: c.Controller, Segment: c.Segment, Interval: c.Interval.Duration,
 		Min: ratecalc.RateFromBits(c.MinBPS), Max: ratecalc.RateFromBits(c.MaxBPS), Floor: ratecalc.RateFromBits(c.FloorBPS),
-		MinChange: c.MinChange, ResendEvery: c.ResendEvery, Weights: weights, Sims: addrPorts(f.Capture.Sims), SimPorts: f.Capture.Ports.Ports(), RootOnly: f.Send.Regions == RegionsRoot,
+		MinChange: new(c.MinChange), ResendEvery: c.ResendEvery, Weights: weights, Sims: addrPorts(f.Capture.Sims), SimPorts: f.Capture.Ports.Ports(), RootOnly: f.Send.Regions == RegionsRoot,
 		MaxCircuits: f.Capture.MaxCircuits, IdleTimeout: f.Capture.IdleTimeout.Duration}
 }
 

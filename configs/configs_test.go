@@ -106,3 +106,28 @@ func TestSegment(t *testing.T) {
 		}
 	}
 }
+
+// TestMinChangeZeroKept: min_change = 0 reaches the loop and the gateway
+// as 0 (every change sent), not as the 0.05 an unset value gets.
+func TestMinChangeZeroKept(t *testing.T) {
+	for _, tc := range []struct {
+		toml string
+		want float64
+	}{{"", 0.05}, {"[control]\nmin_change = 0\n", 0}, {"[control]\nmin_change = 0.2\n", 0.2}} {
+		f, err := Parse([]byte(tc.toml + "[gateway]\nroutes = [\"127.0.0.1:9000=127.0.0.1:9001\"]\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := throttle.New(f.Throttle(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gw, err := f.GatewayConfig().WithDefaults()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, gwGot := *l.Config().MinChange, *gw.Control.MinChange; got != tc.want || gwGot != tc.want {
+			t.Errorf("%q: the loop's min change %v, the gateway's %v; want %v", tc.toml, got, gwGot, tc.want)
+		}
+	}
+}

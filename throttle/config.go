@@ -33,11 +33,13 @@ type Config struct {
 	// Floor is an optional guaranteed minimum (QoS), above Min: no request
 	// goes below it.
 	Floor ratecalc.Rate
-	// MinChange is the relative change below which no new request is sent
-	// (default 0.05), and ResendEvery re-sends an unchanged request after so
-	// many intervals anyway, since an unreliable packet can be lost
-	// (default 3).
-	MinChange   float64
+	// MinChange is the relative change below which no new request is sent:
+	// nil is the default, DefaultMinChange; 0 sends every change. A
+	// pointer, because 0 is a setting (configs' min_change = 0) that must
+	// not fall back to the default. ResendEvery re-sends an unchanged
+	// request after so many intervals anyway, since an unreliable packet
+	// can be lost (default 3).
+	MinChange   *float64
 	ResendEvery int
 	// Weights, if set, split every request over the seven categories
 	// (Resend, Land, Wind, Cloud, Task, Texture, Asset) in these
@@ -206,13 +208,26 @@ var (
 // against the mean, and a switch needs those yardsticks moved first.
 const defaultSegment = SegmentMean
 
+// DefaultMinChange is Config.MinChange's default: a request moves by 5 %
+// or waits for the refresh.
+const DefaultMinChange = 0.05
+
+// MinChangeOrDefault is a copy of a MinChange (the loop keeps no pointer
+// of its caller's), or the default for nil; 0 stays 0.
+func MinChangeOrDefault(p *float64) *float64 {
+	if p == nil {
+		return new(float64(DefaultMinChange))
+	}
+	return new(*p)
+}
+
 func (c Config) withDefaults() (Config, error) {
 	c.Controller = cmp.Or(c.Controller, DefaultController)
 	c.Segment = cmp.Or(c.Segment, defaultSegment)
 	c.Interval = cmp.Or(c.Interval, 5*time.Second)
 	c.Min = cmp.Or(c.Min, defaultMin)
 	c.Max = cmp.Or(c.Max, defaultMax)
-	c.MinChange = cmp.Or(c.MinChange, 0.05)
+	c.MinChange = MinChangeOrDefault(c.MinChange)
 	c.ResendEvery = cmp.Or(c.ResendEvery, 3)
 	c.ViewerSetting = cmp.Or(c.ViewerSetting, ratecalc.ViewerDefaultSetting)
 	c.MaxCircuits = cmp.Or(c.MaxCircuits, DefaultMaxCircuits)
@@ -236,8 +251,8 @@ func (c Config) withDefaults() (Config, error) {
 	if !(c.Floor >= 0 && c.Floor <= c.Max) {
 		errs = append(errs, fmt.Errorf("floor %v outside [0, max]: %w", c.Floor, ErrConfig))
 	}
-	if !(c.MinChange >= 0 && c.MinChange < 1) || c.ResendEvery < 1 {
-		errs = append(errs, fmt.Errorf("min change %v, resend every %d: %w", c.MinChange, c.ResendEvery, ErrConfig))
+	if !(*c.MinChange >= 0 && *c.MinChange < 1) || c.ResendEvery < 1 {
+		errs = append(errs, fmt.Errorf("min change %v, resend every %d: %w", *c.MinChange, c.ResendEvery, ErrConfig))
 	}
 	if c.Weights != nil {
 		if err := CheckWeights(c.Weights); err != nil {

@@ -302,7 +302,10 @@ func (l *Loop) Tick(now time.Time) []Request {
 		if l.cfg.RootOnly && !l.isRoot(c) {
 			continue
 		}
-		changed := !st.sent || math.Abs(float64(target/st.last.Total)-1) >= l.cfg.MinChange
+		// With MinChange 0 any change is one; an unchanged rate waits
+		// for the refresh all the same.
+		moved := math.Abs(float64(target/st.last.Total) - 1)
+		changed := !st.sent || moved > 0 && moved >= *l.cfg.MinChange
 		if !changed && st.intervals < l.cfg.ResendEvery {
 			continue
 		}

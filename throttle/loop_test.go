@@ -3,6 +3,7 @@ package throttle
 import (
 	"errors"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -56,7 +57,7 @@ func (f *feed) stream(at time.Duration, n int) {
 }
 
 func TestLoopDecisions(t *testing.T) {
-	l, err := New(Config{Sims: []netip.AddrPort{simEP}, MinChange: 0.05, ResendEvery: 3}, nil)
+	l, err := New(Config{Sims: []netip.AddrPort{simEP}, MinChange: new(0.05), ResendEvery: 3}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,8 +137,51 @@ func TestLoopHysteresis(t *testing.T) {
 	}
 }
 
+// TestLoopMinChangeZero: MinChange 0 sends a rate that moved by 1 %,
+// which the default (nil, 5 %) holds back; an unchanged rate waits for
+// the refresh with either. The rate is moved by the floor, above the
+// viewer rule's loss-free cap.
+func TestLoopMinChangeZero(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		minChange *float64
+		want      []Reason // at the three ticks: the first, after a 1 % move, unchanged
+	}{
+		{"default", nil, []Reason{Changed}},
+		{"zero", new(0.0), []Reason{Changed, Changed}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := Config{Controller: "viewer", Sims: []netip.AddrPort{simEP}, Floor: ratecalc.RateFromBits(3_000_000), MinChange: tc.minChange, ResendEvery: 10}
+			l, err := New(cfg, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := &feed{t: t, l: l}
+			f.send(0, true, lludp.FlagReliable, &lludp.UseCircuitCode{Code: 1, SessionID: agent.SessionID, AgentID: agent.AgentID})
+			f.agentUpdates(0, IdentityDatagrams-1)
+			var reasons []Reason
+			var totals []float64
+			for k := 1; k <= 3; k++ {
+				if k == 2 {
+					cfg.Floor = ratecalc.RateFromBits(3_030_000)
+					if _, err := l.Reconfigure(cfg); err != nil {
+						t.Fatal(err)
+					}
+				}
+				f.stream(time.Duration(k-1)*5*time.Second, 100)
+				for _, r := range l.Tick(t0.Add(time.Duration(k) * 5 * time.Second)) {
+					reasons, totals = append(reasons, r.Reason), append(totals, r.Total.BitsPerSecond())
+				}
+			}
+			if !slices.Equal(reasons, tc.want) {
+				t.Errorf("reasons %v (totals %v bit/s), want %v", reasons, totals, tc.want)
+			}
+		})
+	}
+}
+
 func TestLoopConfig(t *testing.T) {
-	for _, cfg := range []Config{{Controller: "cubic"}, {Segment: "1460"}, {Interval: time.Millisecond}, {Min: 10, Max: 5}, {MinChange: 2}, {Floor: -1}} {
+	for _, cfg := range []Config{{Controller: "cubic"}, {Segment: "1460"}, {Interval: time.Millisecond}, {Min: 10, Max: 5}, {MinChange: new(2.0)}, {Floor: -1}} {
 		if _, err := New(cfg, nil); !errors.Is(err, ErrConfig) {
 			t.Errorf("%+v: %v", cfg, err)
 		}

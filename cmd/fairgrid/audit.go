@@ -117,7 +117,7 @@ func runAudit(args []string, s stdio) int {
 		}
 		// Ctrl-C stops reading: the report covers what was read, and says
 		// so. A read blocked on a slow file (a FIFO) ends with its close.
-		ctx, stop := runContext(0)
+		ctx, stop := runContext(0, plainNotice(s.err, "fairgrid audit"))
 		defer stop()
 		asked := func() bool { return ctx.Err() != nil }
 		inputs := make([]audit.Input, len(opened))
@@ -215,7 +215,7 @@ func auditLive(a *audit.Auditor, iface string, d time.Duration, ports capture.Po
 		fmt.Fprintf(s.err, "fairgrid audit: %v\n", err)
 		return false
 	}
-	ctx, stop := runContext(d)
+	ctx, stop := runContext(d, plainNotice(s.err, "fairgrid audit"))
 	defer stop()
 	// A blocked read returns once the socket is closed.
 	go func() { <-ctx.Done(); r.Close() }()

@@ -149,7 +149,7 @@ func runDaemon(set *settings, configPath string, check bool, s stdio) int {
 	}
 	d.metrics.Capture = sc.CaptureStats
 	d.metrics.Reloads = sc.ReloadStats
-	ctx, stop := runContext(0)
+	ctx, stop := runContext(0, logNotice(log))
 	defer stop()
 	log.Info("fairgrid running", "interface", iface, "chosen", ifaceWhy, "controller", f.Control.Controller, "dry_run", f.Send.DryRun)
 	var g throttle.Group

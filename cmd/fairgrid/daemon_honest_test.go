@@ -199,7 +199,7 @@ var reloadCases = map[string]reloadCase{
 	"control.floor_bps": {change: 200_000.0,
 		live: func(d *daemon) bool { return d.loop.Config().Floor == ratecalc.RateFromBits(200_000) }},
 	"control.min_change": {change: 0.2,
-		live: func(d *daemon) bool { return d.loop.Config().MinChange == 0.2 }},
+		live: func(d *daemon) bool { return *d.loop.Config().MinChange == 0.2 }},
 	"control.resend_every": {change: 7,
 		live: func(d *daemon) bool { return d.loop.Config().ResendEvery == 7 }},
 	"control.split": {change: configs.SplitWeights,
@@ -777,6 +777,30 @@ var behaviourCases = map[string]behaviourCase{
 		// Against resend_every = 100 alone: min_change decides.
 		if n := len(s.totals(scenarioViewerA, scenarioSim)); n != 1 {
 			t.Errorf("%d requests with min_change 0.9 and no refresh; want the first only", n)
+		}
+		// 0 is a setting, not the default's stand-in: every change is
+		// sent, one of less than the default's 5 % too, and no unchanged
+		// rate (the refresh is resend_every's).
+		steps := func(s scenario) (small, unchanged int) {
+			totals := s.totals(scenarioViewerA, scenarioSim)
+			for i := 1; i < len(totals); i++ {
+				switch d := math.Abs(totals[i]/totals[i-1] - 1); {
+				case d == 0:
+					unchanged++
+				case d < 0.05:
+					small++
+				}
+			}
+			return small, unchanged
+		}
+		zero := runScenario(t, "[control]\nmin_change = 0\nresend_every = 100\n")
+		small, unchanged := steps(zero)
+		t.Logf("min_change = 0: %d requests, %d steps under 5 %%, %d unchanged", len(zero.totals(scenarioViewerA, scenarioSim)), small, unchanged)
+		if small == 0 || unchanged != 0 {
+			t.Errorf("min_change = 0: %d steps under 5 %%, %d unchanged; want some under 5 %% and none unchanged", small, unchanged)
+		}
+		if small, _ := steps(runScenario(t, "[control]\nresend_every = 100\n")); small != 0 {
+			t.Errorf("min_change by default: %d steps under 5 %% sent", small)
 		}
 	}},
 	"control.resend_every": {"[control]\nresend_every = 1\nmin_change = 0.9\n", func(t *testing.T, def, s scenario) {

@@ -411,7 +411,7 @@ func (d *decoder) liveCapture(iface string, duration time.Duration) {
 		d.broken = true
 		return
 	}
-	ctx, stop := runContext(duration)
+	ctx, stop := runContext(duration, plainNotice(d.errOut, "fairgrid decode"))
 	defer stop()
 	// A blocked read returns once the socket is closed.
 	go func() { <-ctx.Done(); r.Close() }()

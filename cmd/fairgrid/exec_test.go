@@ -77,10 +77,20 @@ type started struct {
 
 func startBinary(t *testing.T, timeout time.Duration, args ...string) *started {
 	t.Helper()
+	return startBinaryTo(t, timeout, nil, args...)
+}
+
+// startBinaryTo is startBinary with stdout sent to out; nil keeps it for
+// what stop returns.
+func startBinaryTo(t *testing.T, timeout time.Duration, out io.Writer, args ...string) *started {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), timeout)
 	t.Cleanup(cancel)
 	s := &started{cmd: exec.CommandContext(ctx, builtBinary(t), args...), lines: make(chan string, 1000)}
 	s.cmd.Stdout = &s.stdout
+	if out != nil {
+		s.cmd.Stdout = out
+	}
 	pr, err := s.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -111,6 +121,13 @@ func (s *started) waitLine(re *regexp.Regexp) string {
 		}
 	}
 	return ""
+}
+
+// errText is stderr so far.
+func (s *started) errText() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stderr.String()
 }
 
 // interrupt sends SIGINT, as Ctrl-C does, and waits for the exit.
@@ -167,6 +184,9 @@ func TestLabInterrupted(t *testing.T) {
 	if strings.Contains(stderr, "context canceled") {
 		t.Errorf("stderr logs the interruption as errors:\n%s", stderr)
 	}
+	if !strings.Contains(stderr, "fairgrid lab: Ctrl-C: stopping; Ctrl-C again quits at once\n") {
+		t.Errorf("stderr does not say it is stopping, nor how to quit at once:\n%s", stderr)
+	}
 	b, err := os.ReadFile(filepath.Join(out, "wireless-buffers.json"))
 	if err != nil || !strings.Contains(string(b), `"name": "`+run+`"`) {
 		t.Errorf("--out has no JSON of the finished run: %v\n%s", err, b)
@@ -182,8 +202,9 @@ func TestLabGatewayInterrupted(t *testing.T) {
 		t.Fatalf("no start line on stderr:\n%s", errOut)
 	}
 	code, stdout, stderr := s.interrupt(t)
-	if code != exitOK || !strings.Contains(stdout, "Interrupted during the 20s warm-up: nothing measured yet.") || strings.Contains(stderr, "interrupt signal") {
-		t.Errorf("exit %d after Ctrl-C, stdout %q, stderr %q; want 0, the warm-up named, no error", code, stdout, stderr)
+	if code != exitOK || !strings.Contains(stdout, "Interrupted during the 20s warm-up: nothing measured yet.") || strings.Contains(stderr, "interrupt signal") ||
+		!strings.Contains(stderr, "fairgrid lab gateway: Ctrl-C: stopping; Ctrl-C again quits at once\n") {
+		t.Errorf("exit %d after Ctrl-C, stdout %q, stderr %q; want 0, the warm-up named, no error, the notice that it stops", code, stdout, stderr)
 	}
 }
 

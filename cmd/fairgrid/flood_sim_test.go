@@ -382,6 +382,10 @@ func TestSimAdmissionFlagErrors(t *testing.T) {
 		{[]string{"--circuit-rate", "+Inf"}, "--circuit-rate +Inf"},
 		{[]string{"--circuit-rate", "-1"}, "--circuit-rate -1"},
 		{[]string{"--circuit-burst", "0"}, "--circuit-burst 0: want at least 1"},
+		// 0 was silently the default 32 m; a negative one a grid of
+		// negative cells.
+		{[]string{"--stress", "--view-distance", "0"}, "--view-distance 0: want a finite view above 0 metres"},
+		{[]string{"--stress", "--view-distance", "-5"}, "--view-distance -5: want a finite view above 0 metres"},
 	} {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			code, _, errOut := runCmd(t, "", append([]string{"sim", "--listen", "127.0.0.1:0", "--duration", "1ms"}, tt.args...)...)

@@ -127,7 +127,7 @@ func runGateway(args []string, s stdio) int {
 			}
 		}
 	}, nil)
-	ctx, stop := runContext(*c.duration)
+	ctx, stop := runContext(*c.duration, logNotice(log))
 	defer stop()
 	for i, r := range cfg.Routes {
 		log.Info("fairgrid gateway listening", "listen", gw.Addr(i), "region", r.Region, "controller", cfg.Control.Controller)

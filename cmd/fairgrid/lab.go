@@ -131,7 +131,7 @@ func runLab(args []string, s stdio) int {
 			return exitUsage
 		}
 	}
-	ctx, stop := runContext(0)
+	ctx, stop := runContext(0, plainNotice(s.err, "fairgrid lab"))
 	defer stop()
 	// Once interrupted, the runs' complaints about their ending are noise.
 	log := slog.New(quietAfter{ctx, slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: slog.LevelWarn})})

@@ -105,7 +105,7 @@ func runLabFairness(args []string, s stdio) int {
 		return exitUsage
 	}
 	cells := fairness.Grid(ctls, kinds, d)
-	ctx, stop := runContext(0)
+	ctx, stop := runContext(0, plainNotice(s.err, "fairgrid lab fairness"))
 	defer stop()
 	log := slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	total, done := len(cells)**seeds, 0

@@ -55,7 +55,7 @@ func runLabGateway(args []string, s stdio) int {
 		fmt.Fprintf(s.err, "fairgrid lab gateway: %v\n", err)
 		return exitUsage
 	}
-	ctx, stop := runContext(0)
+	ctx, stop := runContext(0, plainNotice(s.err, "fairgrid lab gateway"))
 	defer stop()
 	log := slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	fmt.Fprintf(s.err, "fairgrid lab gateway: %d arms at once, %v each\n", len(cfg.Arms), *warmup+*duration)

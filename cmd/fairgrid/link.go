@@ -52,7 +52,7 @@ func runLink(args []string, s stdio) int {
 		fmt.Fprintf(s.err, "fairgrid link: %v\n", err)
 		return exitFail
 	}
-	ctx, stop := runContext(*duration)
+	ctx, stop := runContext(*duration, plainNotice(s.err, "fairgrid link"))
 	defer stop()
 	fmt.Fprintf(s.err, "fairgrid link: relaying %v → %v\n  down (sim → viewer): %v\n  up (viewer → sim):   %v\n", r.Addr(), cfg.Upstream, cfg.Down, cfg.Up)
 	var g throttle.Group

@@ -115,5 +115,6 @@ func usage(w io.Writer) {
 		fmt.Fprintf(&b, "  %-8s %s\n", c.name, c.summary)
 	}
 	b.WriteString("\nRun 'fairgrid help COMMAND' or 'fairgrid COMMAND --help' for a command's options.\n")
+	b.WriteString("Ctrl-C (or SIGTERM) stops a running command with what it has; a second one quits at once.\n")
 	io.WriteString(w, b.String())
 }

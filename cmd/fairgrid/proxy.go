@@ -120,7 +120,7 @@ func runProxy(args []string, s stdio) int {
 		}
 		return fail(exitUsage, "%v", err)
 	}
-	ctx, stop := runContext(0)
+	ctx, stop := runContext(0, logNotice(log))
 	defer stop()
 	proxyProcs(os.Getenv("GOMAXPROCS"))
 	log.Info("fairgrid proxy listening", "listen", ln.Addr().String(), "auth", pc.Username != "", "controller", f.Control.Controller, "dry_run", pc.DryRun, "procs", runtime.GOMAXPROCS(0))

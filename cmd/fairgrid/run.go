@@ -38,12 +38,15 @@ a bulk TCP download (gVisor's userspace CUBIC) on the same link; fairgrid
 reads the viewer's traffic from the emulator and sends its AgentThrottle
 through it, so no root is needed. It prints a row per interval — received
 rate, TCP-fair rate, loss event rate, RTT, what the viewer asked for, what
-fairgrid asked for, what the region applied — and a verdict. A copy of
-the set-up runs beside it with the stock viewer alone, and another with
-the stock viewer reaching the region through fairgrid's gateway instead
-of the sidecar (--gateway=false leaves it out), and the demo ends with
-them side by side: the download's throughput, the viewer's received
-rate and queueing delay, and its TCP-fair share. Runs shorter than 10 s
+fairgrid asked for, what the region applied. A copy of the set-up runs
+beside it with the stock viewer alone, and another with the stock viewer
+reaching the region through fairgrid's gateway instead of the sidecar
+(--gateway=false leaves it out). The verdict is the viewer's bytes/s ÷
+the download's beside it, on the wire, for each (one TCP share:
+0.8–1.25×); then the controller's own yardstick, labelled (the viewer's
+payload ÷ its equation's TCP-fair rate), and the three side by side: the
+download's throughput, the viewer's received rate and queueing delay, on
+the wire. Runs shorter than 10 s
 leave the download and the comparison out. --duration
 must cover at least two intervals. Interrupted (Ctrl-C, SIGTERM), it prints
 the verdict for the intervals that ran and exits 0.
@@ -133,7 +136,7 @@ func flagOfOtherMode(fs *flag.FlagSet, demoMode bool) string {
 // exit 0: it is how a user stops a demo that has shown enough. A failure to
 // write the results stops it and exits 1.
 func runDemo(cfg demo.Config, linkSpec string, controller throttle.ControllerName, format string, s stdio) int {
-	ctx, stop := runContext(0)
+	ctx, stop := runContext(0, plainNotice(s.err, "fairgrid run"))
 	defer stop()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -189,34 +192,60 @@ func runDemo(cfg demo.Config, linkSpec string, controller throttle.ControllerNam
 		}
 		fmt.Fprintf(out, "Interrupted after %d intervals; the verdict covers what ran.\n", sum.Intervals)
 	}
-	if sum.MeanFairBPS > 0 && !sum.Settled {
-		// A run too short for the controller: its figures, without a ratio
-		// that would read as a verdict.
-		fmt.Fprintf(out, "Over the last half of the run the viewer received %.0f kbit/s beside a TCP-fair %.0f kbit/s (%s model, s = %s), but %s.\n",
-			sum.MeanRateBPS/1000, sum.MeanFairBPS/1000, sum.FairModel, demoSegment(sum), sum.TooShort())
-	} else if sum.MeanFairBPS > 0 {
-		fmt.Fprintf(out, "Over the last half of the run the viewer received %.0f kbit/s, %.2f× the TCP-fair %.0f kbit/s (%s model, s = %s).\n",
-			sum.MeanRateBPS/1000, sum.RatioToFair, sum.MeanFairBPS/1000, sum.FairModel, demoSegment(sum))
-	} else {
-		fmt.Fprintf(out, "Over the last half of the run the viewer received %.0f kbit/s; no loss was measured, so there is no TCP-fair rate to compare it with.\n",
-			sum.MeanRateBPS/1000)
-		fmt.Fprintf(out, "%s.\n", overrides(sum.Reasserts, sum.MaxOverrideMs))
-		writeDemoComparison(out, sum)
-		return out.finish(s, "run", exitOK)
-	}
-	if sum.Settled {
-		fmt.Fprintf(out, "The stock viewer asked for %.2f× the fair rate. %s.\n",
-			sum.ViewerRatioToFair, overrides(sum.Reasserts, sum.MaxOverrideMs))
-	} else {
-		fmt.Fprintf(out, "%s.\n", overrides(sum.Reasserts, sum.MaxOverrideMs))
-	}
-	writeDemoComparison(out, sum)
+	writeDemoVerdict(out, sum)
 	return out.finish(s, "run", exitOK)
 }
 
-// writeDemoComparison ends the demo with whom the stock viewer hurts: the
-// download beside it, without fairgrid, with its sidecar and, unless left
-// out, through its gateway.
+// writeDemoVerdict is the text after the rows: the share beside the
+// download first, which is the verdict; then the controller's equation,
+// labelled; the overrides; and the table behind the share.
+func writeDemoVerdict(w io.Writer, sum demo.Summary) {
+	writeDemoShare(w, sum)
+	writeDemoEquation(w, sum)
+	fmt.Fprintf(w, "%s.\n", overrides(sum.Reasserts, sum.MaxOverrideMs))
+	writeDemoComparison(w, sum)
+}
+
+// writeDemoShare is the demo's verdict, first: the viewer's bytes/s ÷ the
+// download's beside it, on the wire, on the same link at the same time
+// (one TCP share is 0.8–1.25×) — with fairgrid, as the stock viewer and
+// through the gateway. Nothing before the run has settled, or without
+// the download beside it.
+func writeDemoShare(w io.Writer, sum demo.Summary) {
+	if !sum.Settled || sum.Stock == nil || sum.Fairgrid == nil || sum.Stock.DownloadBPS <= 0 || sum.Fairgrid.DownloadBPS <= 0 {
+		return
+	}
+	gateway := ""
+	if sum.Gateway != nil && sum.Gateway.DownloadBPS > 0 {
+		gateway = fmt.Sprintf(", %.2f× through fairgrid's gateway", sum.Gateway.ViewerOverDownload)
+	}
+	fmt.Fprintf(w, "Over the last half of the run, on the wire, the viewer got %.2f× the bytes/s of the TCP download beside it with fairgrid, %.2f× as the stock viewer alone%s (one TCP share: 0.8–1.25×).\n",
+		sum.Fairgrid.ViewerOverDownload, sum.Stock.ViewerOverDownload, gateway)
+}
+
+// writeDemoEquation says what fairgrid's controller aims at, labelled as
+// its own equation and on one basis: the viewer's payload as fairgrid's
+// loop counted it, as the equation's segments are payload, against the
+// equation's rate at the loss and RTT the loop measured. A run too short
+// for the controller gets its figures without a ratio that would read as
+// a verdict.
+func writeDemoEquation(w io.Writer, sum demo.Summary) {
+	received := fmt.Sprintf("Over the last half of the run the viewer received %.0f kbit/s of payload as fairgrid's loop counted it", sum.MeanRateBPS/1000)
+	equation := fmt.Sprintf("the controller's own equation (%s model, s = %s) at the loss and RTT the loop measured", sum.FairModel, demoSegment(sum))
+	switch {
+	case sum.MeanFairBPS <= 0:
+		fmt.Fprintf(w, "%s; no loss was measured, so there is no TCP-fair rate to compare it with.\n", received)
+	case !sum.Settled:
+		fmt.Fprintf(w, "%s, beside the TCP-fair %.0f kbit/s of %s, but %s.\n", received, sum.MeanFairBPS/1000, equation, sum.TooShort())
+	default:
+		fmt.Fprintf(w, "%s, %.2f× the TCP-fair %.0f kbit/s of %s; the stock viewer asked for %.2f× that rate.\n",
+			received, sum.RatioToFair, sum.MeanFairBPS/1000, equation, sum.ViewerRatioToFair)
+	}
+}
+
+// writeDemoComparison ends the demo with the table behind the verdict:
+// the download beside the stock viewer, without fairgrid, with its
+// sidecar and, unless left out, through its gateway, all on the wire.
 func writeDemoComparison(w io.Writer, sum demo.Summary) {
 	if sum.Stock == nil || sum.Fairgrid == nil {
 		return
@@ -231,19 +260,15 @@ func writeDemoComparison(w io.Writer, sum demo.Summary) {
 		rows = append(rows, row{"through the gateway", sum.Gateway})
 		sides = "the stock viewer alone, with fairgrid's sidecar and through fairgrid's gateway"
 	}
-	fmt.Fprintf(w, "\nBeside a bulk TCP download (CUBIC) on the same link, %s (%s, s = %s), side by side, last half of the run:\n\n", sides, sum.FairModel, demoSegment(sum))
-	fmt.Fprintf(w, "%-20s %14s %16s %18s %22s %16s %14s\n", "", "download", "viewer received", "viewer÷download", "viewer queueing delay", "TCP-fair share", "viewer/fair")
+	fmt.Fprintf(w, "\nBeside a bulk TCP download (CUBIC) on the same link, %s, side by side, last half of the run, on the wire:\n\n", sides)
+	fmt.Fprintf(w, "%-20s %14s %16s %18s %22s\n", "", "download", "viewer received", "viewer÷download", "viewer queueing delay")
 	for _, r := range rows {
-		fair, ratio, share := "-", "-", "-"
-		if r.s.FairBPS > 0 {
-			fair = fmt.Sprintf("%.0f kbit/s", r.s.FairBPS/1000)
-			ratio = fmt.Sprintf("%.2f×", r.s.ViewerBPS/r.s.FairBPS)
-		}
+		share := "-"
 		if r.s.DownloadBPS > 0 {
 			share = fmt.Sprintf("%.2f×", r.s.ViewerOverDownload)
 		}
-		fmt.Fprintf(w, "%-20s %14s %16s %18s %22s %16s %14s\n", r.name, fmt.Sprintf("%.0f kbit/s", r.s.DownloadBPS/1000), fmt.Sprintf("%.0f kbit/s", r.s.ViewerBPS/1000),
-			share, fmt.Sprintf("%.0f ms (p95 %.0f)", r.s.QueueDelayMeanMs, r.s.QueueDelayP95Ms), fair, ratio)
+		fmt.Fprintf(w, "%-20s %14s %16s %18s %22s\n", r.name, fmt.Sprintf("%.0f kbit/s", r.s.DownloadBPS/1000), fmt.Sprintf("%.0f kbit/s", r.s.ViewerBPS/1000),
+			share, fmt.Sprintf("%.0f ms (p95 %.0f)", r.s.QueueDelayMeanMs, r.s.QueueDelayP95Ms))
 	}
 	if !sum.Settled {
 		fmt.Fprintf(w, "\nThese figures are the controller's start-up, not a verdict on its share.\n")
@@ -253,15 +278,6 @@ func writeDemoComparison(w io.Writer, sum demo.Summary) {
 		fmt.Fprintf(w, "\nWith fairgrid the download got %.2f× what it got beside the stock viewer.\n", sum.Fairgrid.DownloadBPS/sum.Stock.DownloadBPS)
 		if sum.Gateway != nil {
 			fmt.Fprintf(w, "Through the gateway it got %.2f× what it got beside the stock viewer.\n", sum.Gateway.DownloadBPS/sum.Stock.DownloadBPS)
-		}
-	}
-	if sum.Stock.DownloadBPS > 0 && sum.Fairgrid.DownloadBPS > 0 {
-		// The promise, measured: one TCP share is 0.8–1.25× the download's
-		// own bytes/s on the same link, at the same time.
-		fmt.Fprintf(w, "The viewer got %.2f× the download's bytes/s with fairgrid, %.2f× as the stock viewer (one TCP share: 0.8–1.25×).\n",
-			sum.Fairgrid.ViewerOverDownload, sum.Stock.ViewerOverDownload)
-		if sum.Gateway != nil && sum.Gateway.DownloadBPS > 0 {
-			fmt.Fprintf(w, "Through the gateway the viewer got %.2f× the download's bytes/s.\n", sum.Gateway.ViewerOverDownload)
 		}
 	}
 }

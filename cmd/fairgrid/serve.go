@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
 	"os"
 	"os/signal"
@@ -11,14 +13,52 @@ import (
 	"time"
 )
 
-// runContext ends on SIGINT or SIGTERM, or after d when d > 0.
-func runContext(d time.Duration) (context.Context, context.CancelFunc) {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+// runContext ends on SIGINT or SIGTERM, or after d when d > 0. The first
+// signal asks the front-end to stop as it documents (a partial verdict, a
+// drain), and notice says so, given the signal's name ("Ctrl-C" or
+// "SIGTERM"); from then on the signals have their default action, so a
+// second one ends the program at once, killed by it as if never caught: a
+// shell shows status 130 for SIGINT (128 + 2), 143 for SIGTERM, and a
+// script running it stops too.
+func runContext(d time.Duration, notice func(signal string)) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		select {
+		case sig := <-signals:
+			signal.Stop(signals) // before the notice: a second signal after it kills
+			notice(signalName(sig))
+			cancel()
+		case <-ctx.Done():
+			signal.Stop(signals)
+		}
+	}()
 	if d <= 0 {
-		return ctx, stop
+		return ctx, cancel
 	}
-	ctx, cancel := context.WithTimeout(ctx, d)
-	return ctx, func() { cancel(); stop() }
+	timed, cancelTimed := context.WithTimeout(ctx, d)
+	return timed, func() { cancelTimed(); cancel() }
+}
+
+// plainNotice is runContext's notice for a front-end whose stderr is
+// lines for people: "NAME: Ctrl-C: stopping; Ctrl-C again quits at once".
+func plainNotice(w io.Writer, name string) func(string) {
+	return func(sig string) { fmt.Fprintf(w, "%s: %s: stopping; %s again quits at once\n", name, sig, sig) }
+}
+
+// logNotice is runContext's notice for a front-end that logs (text or
+// JSON lines, which a plain line would break).
+func logNotice(log *slog.Logger) func(string) {
+	return func(sig string) { log.Info("stopping; the same signal again quits at once", "signal", sig) }
+}
+
+// signalName names a stopping signal as the user sent it.
+func signalName(sig os.Signal) string {
+	if sig == os.Interrupt {
+		return "Ctrl-C"
+	}
+	return "SIGTERM"
 }
 
 // metricsListener opens a front-end's metrics address, named by its flag

@@ -63,6 +63,10 @@ func runSim(args []string, s stdio) int {
 	}
 	cfg, err := simConfig(*listen, *activity, *allow, *clientMax, *sceneMax, *priority)
 	cfg.Stress = region.StressConfig{Enabled: *stress, ViewDistance: float32(*view)}
+	if err == nil && (!(*view > 0) || math.IsInf(*view, 0)) {
+		// The region takes 0 for its default: refused here, not swapped.
+		err = fmt.Errorf("--view-distance %v: want a finite view above 0 metres", *view)
+	}
 	if err == nil {
 		cfg.Admission, err = admissionConfig(*maxPending, *pendingTimeout, *circuitRate, *circuitBurst)
 	}
@@ -76,7 +80,7 @@ func runSim(args []string, s stdio) int {
 		fmt.Fprintf(s.err, "fairgrid sim: %v\n", err)
 		return exitFail
 	}
-	ctx, stop := runContext(*duration)
+	ctx, stop := runContext(*duration, logNotice(log))
 	defer stop()
 	var g throttle.Group
 	g.Add(srv.Run, nil)

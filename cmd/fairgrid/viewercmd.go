@@ -122,7 +122,7 @@ func runViewer(args []string, s stdio) int {
 		fmt.Fprintf(s.err, "fairgrid viewer: %v\n", err)
 		return exitUsage
 	}
-	ctx, stop := runContext(*duration)
+	ctx, stop := runContext(*duration, plainNotice(s.err, "fairgrid viewer"))
 	defer stop()
 	vs := make([]*viewer.Viewer, *clients)
 	var g throttle.Group
@@ -225,7 +225,7 @@ func runStress(s stdio, f stressFlags) int {
 	if d <= 0 {
 		d = 10 * time.Second
 	}
-	ctx, stop := runContext(0)
+	ctx, stop := runContext(0, plainNotice(s.err, "fairgrid viewer"))
 	defer stop()
 	out := &resultWriter{w: s.out}
 	enc := json.NewEncoder(out)

@@ -82,7 +82,7 @@ func (c Config) WithDefaults() (Config, error) {
 	c.Linger = cmp.Or(c.Linger, DefaultLinger)
 	c.Control.Controller = cmp.Or(c.Control.Controller, throttle.DefaultController)
 	c.Control.Interval = cmp.Or(c.Control.Interval, 5*time.Second)
-	c.Control.MinChange = cmp.Or(c.Control.MinChange, 0.05)
+	c.Control.MinChange = throttle.MinChangeOrDefault(c.Control.MinChange)
 	c.Control.ResendEvery = cmp.Or(c.Control.ResendEvery, 3)
 	var errs []error
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format+": %w", append(a, ErrConfig)...)) }
@@ -108,8 +108,8 @@ func (c Config) WithDefaults() (Config, error) {
 	if err := throttle.CheckInterval(c.Control.Interval); err != nil {
 		bad("interval %v", err)
 	}
-	if !(c.Control.MinChange >= 0 && c.Control.MinChange < 1) || c.Control.ResendEvery < 1 {
-		bad("min change %v, resend every %d", c.Control.MinChange, c.Control.ResendEvery)
+	if !(*c.Control.MinChange >= 0 && *c.Control.MinChange < 1) || c.Control.ResendEvery < 1 {
+		bad("min change %v, resend every %d", *c.Control.MinChange, c.Control.ResendEvery)
 	}
 	if _, err := c.Control.NewController(c.Control.Controller); err != nil {
 		bad("controller: %v", err)

@@ -593,7 +593,7 @@ func (g *Core) assert(v *Viewer) (Assert, bool) {
 	if v.askedTotal <= 0 || v.agent.IsZero() {
 		return Assert{}, false
 	}
-	changed := v.asserted == 0 || math.Abs(float64(v.rate-v.asserted)) > g.cfg.Control.MinChange*float64(v.asserted)
+	changed := v.asserted == 0 || math.Abs(float64(v.rate-v.asserted)) > *g.cfg.Control.MinChange*float64(v.asserted)
 	below := v.rate < v.askedTotal
 	if !changed && !(below && v.sinceSent >= g.cfg.Control.ResendEvery) {
 		return Assert{}, false

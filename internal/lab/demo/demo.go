@@ -226,7 +226,10 @@ type Summary struct {
 	// "nominal" (throttle.Segment).
 	Segment throttle.Segment `json:"segment"`
 	// RatioToFair is the mean received rate over the last half of the run
-	// divided by the mean TCP-fair rate over the same intervals.
+	// (the datagrams' payload, as the loop counts it: the equation's s is
+	// payload) divided by the mean TCP-fair rate over the same intervals:
+	// the controller's own yardstick. The verdict is a Side's
+	// ViewerOverDownload, on the wire.
 	RatioToFair float64 `json:"ratio_to_fair"`
 	MeanRateBPS float64 `json:"mean_rate_bps"`
 	MeanFairBPS float64 `json:"mean_fair_bps"`

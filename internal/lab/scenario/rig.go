@@ -226,13 +226,18 @@ const tapBuffer = 4096
 // RunRig runs cfg for Warmup+Duration and measures the part after the
 // warm-up. The bottleneck, the TCP stacks, the kernel's flows, and the
 // region, relay, viewer and sidecar run as one throttle.Group: the first
-// failure ends the run and is what RunRig returns.
-func RunRig(ctx context.Context, cfg RigConfig, log *slog.Logger) (Measurement, error) {
+// failure ends the run and is what RunRig returns, joined with the
+// kernel lab's failure to remove its namespaces (Close).
+func RunRig(ctx context.Context, cfg RigConfig, log *slog.Logger) (m Measurement, err error) {
 	r, err := NewRig(ctx, cfg, log)
 	if err != nil {
 		return Measurement{}, err
 	}
-	defer r.Close()
+	defer func() {
+		if cerr := r.Close(); cerr != nil {
+			m, err = Measurement{}, errors.Join(err, cerr)
+		}
+	}()
 	var g throttle.Group
 	r.AddTo(&g)
 	if err := g.Run(ctx); err != nil {
@@ -292,8 +297,7 @@ func NewRig(ctx context.Context, cfg RigConfig, log *slog.Logger) (*Rig, error) 
 	r.flows = make([]*tcpflow.Flow, len(cfg.TCP))
 	for i, fc := range cfg.TCP {
 		if r.flows[i], err = r.tcpNet.AddFlow(fc); err != nil {
-			r.Close()
-			return nil, fmt.Errorf("scenario: %w", err)
+			return nil, errors.Join(fmt.Errorf("scenario: %w", err), r.Close())
 		}
 	}
 	n := len(r.flows)
@@ -309,8 +313,7 @@ func NewRig(ctx context.Context, cfg RigConfig, log *slog.Logger) (*Rig, error) 
 	// duration; the measurement below waits for them.
 	if len(cfg.Kernel) > 0 {
 		if r.kernel, err = kerneltcp.New(ctx, kerneltcp.Config{Bottleneck: r.b, Name: "linux"}, log); err != nil {
-			r.Close()
-			return nil, fmt.Errorf("scenario: %w", err)
+			return nil, errors.Join(fmt.Errorf("scenario: %w", err), r.Close())
 		}
 		r.members.Add(r.kernel.Run, nil)
 		r.members.Add(func(ctx context.Context) error {
@@ -327,8 +330,7 @@ func NewRig(ctx context.Context, cfg RigConfig, log *slog.Logger) (*Rig, error) 
 	}
 	if cfg.Viewer != nil {
 		if r.vr, err = addViewer(&r.members, r.b, *cfg.Viewer, cfg.Warmup, cfg.ViewerTap, log); err != nil {
-			r.Close()
-			return nil, err
+			return nil, errors.Join(err, r.Close())
 		}
 	}
 	r.members.Add(r.measure, nil)
@@ -345,8 +347,10 @@ func (r *Rig) AddTo(g *throttle.Group) {
 
 // Close releases the rig once its group has returned, or when it never
 // ran: its members' sockets close as their Run ends, so an unstarted rig
-// runs them with an ended context.
-func (r *Rig) Close() {
+// runs them with an ended context (what they return then is their view
+// of that end, not a failure). The error is the kernel lab's: network
+// namespaces that could not be deleted outlive the run.
+func (r *Rig) Close() error {
 	if !r.started.Load() {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
@@ -356,8 +360,9 @@ func (r *Rig) Close() {
 	r.tcpNet.Close()
 	if r.kernel != nil {
 		// The namespaces go once everything using them has stopped.
-		r.kernel.Close()
+		return r.kernel.Close()
 	}
+	return nil
 }
 
 // measure snapshots the bottleneck at the end of the warm-up, every second
