@@ -105,7 +105,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Lab, error) {
 		return nil, errors.Join(fmt.Errorf("kerneltcp: %w", err), l.Close())
 	}
 	// The devices exist before the flows that write into them.
-	if l.other, err = l.addFlow(cfg.Name + " " + OtherName); err != nil {
+	if l.other, err = l.addFlow(cfg.Name+" "+OtherName, false); err != nil {
 		return nil, errors.Join(err, l.Close())
 	}
 	log.Debug("lab namespaces ready", "client", l.nsNames[client], "server", l.nsNames[server], "mtu", cfg.MTU)
@@ -278,12 +278,18 @@ func (l *Lab) classify(dir link.Direction, pkt []byte) *flowState {
 }
 
 // addFlow registers a flow's two directions with the bottleneck; each
-// delivers into the far namespace's device.
-func (l *Lab) addFlow(name string) (*flowState, error) {
+// delivers into the far namespace's device. A TCP flow's directions are
+// named by what they carry: " data" is the server-to-client direction of a
+// download, so a caller reading the bottleneck's "NAME data" counts data,
+// never the ACKs.
+func (l *Lab) addFlow(name string, download bool) (*flowState, error) {
 	fs := &flowState{name: name}
 	suffixes := [2]string{" data", " acks"}
-	if name == l.cfg.Name+" "+OtherName {
+	switch {
+	case name == l.cfg.Name+" "+OtherName:
 		suffixes = [2]string{" up", " down"}
+	case download:
+		suffixes = [2]string{" acks", " data"}
 	}
 	for dir := range fs.labels {
 		label, err := l.cfg.Bottleneck.AddFlow(link.FlowConfig{
@@ -434,7 +440,7 @@ func (l *Lab) Flow(ctx context.Context, cfg FlowConfig) (FlowResult, error) {
 		cfg.Name = fmt.Sprintf("%s %s %s %d", l.cfg.Name, cfg.Congestion, way, len(l.flows))
 		l.mu.Unlock()
 	}
-	fs, err := l.addFlow(cfg.Name)
+	fs, err := l.addFlow(cfg.Name, cfg.Download)
 	if err != nil {
 		return FlowResult{}, err
 	}

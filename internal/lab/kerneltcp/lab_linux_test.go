@@ -160,6 +160,16 @@ func TestFlowFillsBottleneck(t *testing.T) {
 			if got := res.Data.Throughput(); got < wantShare*float64(reference.Rate) || got > 1.01*float64(reference.Rate) {
 				t.Errorf("data crossed the bottleneck at %.0f B/s, want %.0f %% to 101 %% of its rate %d B/s", got, 100*wantShare, reference.Rate)
 			}
+			// A caller reads the flow by name from the bottleneck: "NAME
+			// data" must be the direction carrying the data, a download's
+			// too (it once named the upward direction, the ACKs, "data").
+			dataDir := link.Up
+			if tc.download {
+				dataDir = link.Down
+			}
+			if f, ok := r.bottleneck.Stats().Flow(res.Config.Name + " data"); !ok || f.Dir != dataDir {
+				t.Errorf("the bottleneck's %q: %v, found %v; want the data's direction %v", res.Config.Name+" data", f.Dir, ok, dataDir)
+			}
 			// Without IFF_VNET_HDR the kernel segments every GSO packet
 			// before it reaches the device.
 			if m := res.Forwarded[0].MaxPacket; m > DefaultMTU {
