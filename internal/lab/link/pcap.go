@@ -33,7 +33,8 @@ type UDPEndpoints struct {
 // are and UDP payloads with the headers their flow's UDPEndpoints give.
 // Its Tap method is a BottleneckConfig.Tap; call Flush when done.
 type PcapWriter struct {
-	kind EventKind
+	// kinds is the event kind recorded in each direction.
+	kinds [2]EventKind
 
 	mu      sync.Mutex // guards the fields below
 	w       *bufio.Writer
@@ -48,6 +49,21 @@ func NewPcapWriter(w io.Writer, kind EventKind) (*PcapWriter, error) {
 	if kind > Delivered {
 		return nil, fmt.Errorf("link: event kind %d", kind)
 	}
+	return newPcapWriter(w, [2]EventKind{kind, kind})
+}
+
+// NewClientPcapWriter writes what a capture on the client's host sees:
+// what the client sends as it arrives at the bottleneck, what it receives
+// as the bottleneck delivers it. A request and its reply are then timed as
+// the client times them, so a ping pair spans the path's whole round trip
+// (a writer of one kind sees only the way up, or only the way down).
+func NewClientPcapWriter(w io.Writer) (*PcapWriter, error) {
+	var kinds [2]EventKind
+	kinds[Up], kinds[Down] = Arrived, Delivered
+	return newPcapWriter(w, kinds)
+}
+
+func newPcapWriter(w io.Writer, kinds [2]EventKind) (*PcapWriter, error) {
 	bw := bufio.NewWriterSize(w, 1<<16)
 	var h [24]byte
 	binary.LittleEndian.PutUint32(h[0:], pcapMagicNano)
@@ -58,14 +74,14 @@ func NewPcapWriter(w io.Writer, kind EventKind) (*PcapWriter, error) {
 	if _, err := bw.Write(h[:]); err != nil {
 		return nil, fmt.Errorf("link: pcap header: %w", err)
 	}
-	return &PcapWriter{kind: kind, w: bw}, nil
+	return &PcapWriter{kinds: kinds, w: bw}, nil
 }
 
 // Tap records e if it is of the writer's kind. It must not block the
 // bottleneck, so a write error is kept for Flush, and a UDP flow between
 // other than IPv4 endpoints is counted in Skipped.
 func (p *PcapWriter) Tap(e Event) {
-	if e.Kind != p.kind {
+	if e.Dir > Down || e.Kind != p.kinds[e.Dir] {
 		return
 	}
 	p.mu.Lock()

@@ -24,8 +24,11 @@ var (
 	pcapRegion = netip.MustParseAddrPort("10.77.0.2:9000")
 )
 
-// pcapFile writes what the bottleneck delivers, both ways, as a capture
-// at the far end of each direction would see it (link.PcapWriter).
+// pcapFile writes the viewer's and the flows' packets as a capture on the
+// viewer's host would see them (link.NewClientPcapWriter): what it sends
+// as it leaves, what it receives as the bottleneck delivers it, so the
+// audit's ping RTT is the round trip (a capture of what the bottleneck
+// delivers both ways timed only the way up).
 type pcapFile struct {
 	f *os.File
 	w *link.PcapWriter
@@ -50,7 +53,7 @@ func createPcap(dir, name string) (*pcapFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("capture: %w", err)
 	}
-	w, err := link.NewPcapWriter(f, link.Delivered)
+	w, err := link.NewClientPcapWriter(f)
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("capture: %w", err)
