@@ -31,7 +31,7 @@ top), --full runs the documents' published durations instead
 spread are reported), and --parallel sets how many runs go at once. --format markdown prints the summary table
 docs/lab.md holds. With --out, the results (JSON) and the audit's HTML
 report of each viewer circuit go into DIR; --pcap adds each run's
-capture (what the bottleneck delivered: about 1 GB for all). Progress
+capture as the viewer's host sees it (about 1 GB for all). Progress
 shows on stderr as runs end; Ctrl-C stops and prints what the finished
 runs measured (exit 0).
 
