@@ -533,7 +533,12 @@ func addrPortOf(a net.Addr) netip.AddrPort {
 	case *net.UDPAddr:
 		return a.AddrPort()
 	}
-	ap, _ := netip.ParseAddrPort(a.String())
+	ap, err := netip.ParseAddrPort(a.String())
+	if err != nil {
+		// An address of no IP and port (a net.Pipe's "pipe"): the zero
+		// AddrPort, which no address check admits.
+		return netip.AddrPort{}
+	}
 	return ap
 }
 

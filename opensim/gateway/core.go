@@ -295,7 +295,10 @@ func (g *Core) translatePacketAck(v *Viewer, b []byte, h lludp.Header) []byte {
 	for i, id := range ids {
 		translated[i] = v.seq.region(id)
 	}
-	_, acks, _, _ := lludp.ParseHeader(b)
+	_, acks, _, err := lludp.ParseHeader(b)
+	if err != nil {
+		return b
+	}
 	out, err := lludp.AppendMessage(nil, lludp.Header{Flags: h.Flags, Sequence: h.Sequence}, &lludp.PacketAck{IDs: translated}, acks.AppendTo(nil))
 	if err != nil {
 		return b

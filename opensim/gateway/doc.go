@@ -68,11 +68,12 @@
 //     rate as sent (biased high by the loss rate, a few per cent).
 //   - Lost acks: an ack travels in a viewer datagram that can be lost on
 //     the way up, which would make a delivered datagram look lost. The
-//     viewer's own sequence numbers show such a loss as a gap; every
-//     datagram awaiting its ack at that moment is then uncertain, and if
-//     declared lost counts as unknown, not as a loss. What remains is
-//     biased low by the real losses among those, a fraction of the up
-//     path's loss rate.
+//     viewer's own sequence numbers show such a loss as a gap. The
+//     datagrams whose acks the lost one could have carried (sent from one
+//     RTT plus the viewer's ack batching before the viewer's previous
+//     datagram, to one RTT before the gap was seen) leave the loss history
+//     whatever their fate, so what remains is a sample chosen by time, not
+//     by fate, and unbiased; the price is the datagrams left out.
 //   - RTT: the region's StartPingCheck leaving the gateway to the
 //     viewer's CompletePingCheck: the network round trip plus the viewer's
 //     time to answer. OpenSim pings every 5 s. Acks give a second sample

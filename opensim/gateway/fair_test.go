@@ -48,8 +48,8 @@ func tcpShare(v *simViewer, rtt time.Duration) (share ratecalc.Rate, pSeg float6
 // Virtual time, 120 s of which the last 80 are judged, three seeds.
 //
 // The TCP-fair rate is one TCP share (tcpShare), the project's and the
-// issue's: the stock viewer's 1,500 kbit/s is 2.2–2.4× it here, the issue's
-// "about 2.4×". The default controller, vtcp, is held to ±20 % of it. The
+// issue's: the stock viewer's 1,500 kbit/s is about twice it here
+// (docs/gateway.md gives the measured ratio). The default controller, vtcp, is held to ±20 % of it. The
 // baselines aim elsewhere and are held to their own models: tfrc to ±20 %
 // of the TFRC equation at the viewer's mean datagram (tcpFair), window
 // tracking to [0.8, 1.5] of it (Reno's steady state is the Mathis rate,

@@ -621,9 +621,14 @@ func gatewayView(cfg Config, a, b gateway.CircuitStats, k gateway.Counters) *Gat
 	return gv
 }
 
-// gatewayDefaults is the gateway's configuration with its defaults.
+// gatewayDefaults is the gateway's configuration with its defaults, of a
+// Config that Validate accepted: Validate refuses one whose gateway
+// configuration does not take its defaults, so an error here is a bug.
 func (c Config) gatewayDefaults() gateway.Config {
-	gc, _ := c.gatewayConfig(netip.MustParseAddrPort("127.0.0.1:9")).WithDefaults()
+	gc, err := c.gatewayConfig(netip.MustParseAddrPort("127.0.0.1:9")).WithDefaults()
+	if err != nil {
+		panic(fmt.Sprintf("gatewaylab: a validated configuration's gateway: %v", err))
+	}
 	return gc
 }
 
