@@ -66,9 +66,8 @@ interop-deps:
 
 # Packages whose tests run real time on loopback and judge what they
 # measure (end-to-end runs, the lab's rigs, the golden traces, live
-# capture). They wait on the clock far more than they compute (a fresh
-# clone's unit step: 2.4 CPU-minutes in 6 minutes of wall time; the lab's
-# three packages 49 CPU-seconds in 92 s side by side), so they run
+# capture). They wait on the clock far more than they compute (their CPU
+# time is a fraction of their wall time: docs/development.md), so they run
 # REALTIME_P at a time (the lab's LAB_P at a time), after the packages
 # that compute (two at a time) have left the cores to them. The lab's
 # scenarios and the demo (a viewer beside gVisor's TCP, timed against the

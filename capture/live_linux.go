@@ -22,9 +22,8 @@ import (
 // the kernel, so holding a block back never changes a measurement; it only
 // delays what the daemon does about it, by at most ringBlockTimeout, a
 // quarter of the 100 ms in which a viewer's own AgentThrottle must be
-// overridden. bench-daemon measured the trade at 5 Mbit/s: one wake-up per
-// datagram (recvmsg) cost 6-7 % of a core; a block timeout of 10 ms about
-// 2 %, 25 ms 0.7-0.8 %, 50 ms 0.3-0.5 % (with overrides held up to 43 ms).
+// overridden. A shorter timeout costs CPU, a longer one holds overrides
+// back; make bench-daemon measures the trade (docs/speed.md).
 const (
 	ringBlockSize    = 256 << 10 // bytes; a multiple of the page size
 	ringBlocks       = 16        // 4 MiB: about 3 s of a 10 Mbit/s viewer

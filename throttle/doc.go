@@ -15,9 +15,9 @@
 // and TFRC's rates stand on (the virtual TCP always stands on 1460 B): SegmentMean, the circuit's mean
 // datagram payload (RFC 5348 §3.1, the default), or SegmentNominal,
 // TFRC-SP's 1460 B (RFC 4828 §3), which asks for 1460/mean times as much.
-// The lab measured the choice beside a bulk CUBIC flow: 0.23–0.52× its
-// bytes/s with the mean, 0.45–0.80× with the nominal (README, "Which s is
-// the default"). A reload rebuilds the controllers with a new setting.
+// The lab measures the choice beside a bulk CUBIC flow (docs/lab.md,
+// "which segment size s is TCP-fair"). A reload rebuilds the controllers
+// with a new setting.
 //
 // # The sidecar
 //

@@ -142,7 +142,7 @@ func runProxy(args []string, s stdio) int {
 // wake-up to look for work that is not there (a futex call, and a
 // thread on a second core that finds nothing). At 5 Mbit/s that was
 // most of the proxy's system calls beside the relay's own
-// (make bench-proxy; README, Speed).
+// (make bench-proxy; docs/speed.md).
 func proxyProcs(env string) {
 	if env == "" {
 		runtime.GOMAXPROCS(1)

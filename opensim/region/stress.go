@@ -73,9 +73,8 @@ func DecodeStressEcho(b []byte) (StressEcho, bool) {
 // avatars' positions beside them, so a lookup reads the cells' arrays and
 // touches only the clients within range, not every candidate's (a client
 // is several KB, its archive of sequence numbers): near's time is cache
-// misses, and this took near and its callback from 8.9 % to 7.5 % of the
-// region's CPU samples at 5,530 viewers (perf; in a benchmark alone,
-// BenchmarkGridNear, the caches are warm and both take about 1.2 µs).
+// misses, which a profile of the region at thousands of viewers shows and
+// BenchmarkGridNear alone, with warm caches, does not (docs/testbed.md).
 type grid struct {
 	cell  float32
 	cells map[cellKey][]gridEntry

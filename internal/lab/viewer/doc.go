@@ -46,9 +46,9 @@
 //     per viewer. The kernel queues everything on one socket, so a burst
 //     costs one wake-up rather than one per viewer, and the loop reads 64
 //     datagrams per recvmmsg and sends all a turn wrote in one sendmmsg.
-//     At 5,530 viewers this cut the viewers' CPU by a quarter and the
-//     region's by a sixth (README, Stress mode): the region's sends
-//     were each waking a viewer's socket. A probe datagram between two
+//     It costs the viewers and the region less CPU than a socket per
+//     viewer (docs/testbed.md, stress mode): the region's sends were each
+//     waking a viewer's socket. A probe datagram between two
 //     fleet addresses checks, before each step, that the kernel takes the
 //     source address and reports the destination.
 //   - per-viewer: a socket each, watched by one epoll set per loop (Go's
