@@ -23,9 +23,9 @@ func TestEstimatorGroundTruth(t *testing.T) {
 		loss  float64
 		delay time.Duration // one way
 	}{
-		{0.005, 10 * time.Millisecond}, {0.005, 50 * time.Millisecond},
-		{0.03, 10 * time.Millisecond}, {0.03, 25 * time.Millisecond}, {0.03, 50 * time.Millisecond},
-		{0.10, 10 * time.Millisecond}, {0.10, 50 * time.Millisecond},
+		{0.005, 10 * time.Millisecond}, {0.005, 25 * time.Millisecond}, {0.005, 50 * time.Millisecond},
+		{0.03, 10 * time.Millisecond}, {0.03, 25 * time.Millisecond}, {0.03, 50 * time.Millisecond}, {0.03, 100 * time.Millisecond},
+		{0.10, 10 * time.Millisecond}, {0.10, 25 * time.Millisecond}, {0.10, 50 * time.Millisecond},
 	} {
 		for _, seed := range seeds(7, 11, 23) {
 			t.Run(fmt.Sprintf("loss=%g%%,rtt=%v,seed=%d", 100*tc.loss, 2*tc.delay, seed), func(t *testing.T) {
