@@ -100,7 +100,15 @@ func runLab(args []string, s stdio) int {
 	}
 	sc, ok := labscenario.Find(fs.Arg(0))
 	if !ok {
-		fmt.Fprintf(s.err, "fairgrid lab: unknown scenario %q; the scenarios are:\n%s\n", fs.Arg(0), labScenarios())
+		names := []string{"all", "fairness", "gateway"}
+		for _, sc := range labscenario.Scenarios() {
+			names = append(names, sc.Name)
+		}
+		if near := nearest(fs.Arg(0), names); near != "" {
+			fmt.Fprintf(s.err, "fairgrid lab: unknown scenario %q; did you mean %s? (--help lists them)\n", fs.Arg(0), near)
+		} else {
+			fmt.Fprintf(s.err, "fairgrid lab: unknown scenario %q; the scenarios are:\n%s\n", fs.Arg(0), labScenarios())
+		}
 		return exitUsage
 	}
 	if *duration < 0 || *duration > 0 && *duration < 5*time.Second {

@@ -21,7 +21,8 @@ func TestLabCommandLine(t *testing.T) {
 	}{
 		{"no scenario", []string{"lab"}, "want one scenario"},
 		{"two scenarios", []string{"lab", "coexistence", "all"}, "want one scenario"},
-		{"unknown scenario", []string{"lab", "nosuch"}, `unknown scenario "nosuch"`},
+		{"unknown scenario", []string{"lab", "nosuch"}, `unknown scenario "nosuch"; the scenarios are:`},
+		{"a scenario's typo", []string{"lab", "mongose"}, "did you mean mongoose?"},
 		{"short duration", []string{"lab", "coexistence", "--duration", "1s"}, "at least 5s"},
 		{"negative duration", []string{"lab", "coexistence", "--duration", "-3s"}, "at least 5s"},
 		{"no parallelism", []string{"lab", "coexistence", "--parallel", "0"}, "--parallel 0"},
