@@ -1,12 +1,14 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
 	"runtime"
+	"syscall"
 
 	"github.com/fairgrid/fairgrid/configs"
 	"github.com/fairgrid/fairgrid/throttle"
@@ -101,7 +103,10 @@ func runProxy(args []string, s stdio) int {
 	}
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
-		return fail(exitFail, "%v", err)
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return fail(exitFail, "SOCKS 5 on %s (proxy.listen): the address is in use, perhaps by another proxy; choose another with --listen ADDR", listen)
+		}
+		return fail(exitFail, "SOCKS 5 on %s (proxy.listen, --listen): %v", listen, err)
 	}
 	if !f.Metrics.ProxyAddress.IsZero() {
 		if sc.MetricsListener, err = metricsListener(f.Metrics.ProxyAddress.String(), "metrics.proxy_address"); err != nil {
