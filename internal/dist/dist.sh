@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Release builds (`make dist`): static binaries of fairgrid for Linux,
 # Windows and macOS on amd64 and arm64, each stamped with its version and
-# commit (`fairgrid version` prints them), and their SHA-256 sums.
+# commit (`fairgrid version` prints them), each in an archive with the
+# README, the documented configuration and the systemd units (.zip for
+# Windows, .tar.gz elsewhere), and the SHA-256 sums of binaries and
+# archives.
 #
 # Usage: internal/dist/dist.sh [OUTDIR]   (default dist/)
 #
@@ -42,6 +45,28 @@ if [ -x "$host" ]; then
 	*) echo "dist: $host prints \"$got\", want version $version and commit $commit" >&2; exit 1 ;;
 	esac
 fi
+
+# One archive per platform: a folder named as the binary, holding it as
+# fairgrid(.exe) beside what a user reads first and the files it runs with.
+root=$PWD
+for p in $platforms; do
+	os=${p%/*} arch=${p#*/} ext=
+	[ "$os" = windows ] && ext=.exe
+	name="fairgrid-$version-$os-$arch"
+	stage="$out/.stage/$name"
+	mkdir -p "$stage/configs"
+	cp "$out/$name$ext" "$stage/fairgrid$ext"
+	cp README.md "$stage/"
+	cp configs/fairgrid.toml configs/fairgrid.service configs/fairgrid-gateway.service configs/grafana-fairgrid.json "$stage/configs/"
+	if [ "$os" = windows ] && command -v zip >/dev/null 2>&1; then
+		(cd "$out/.stage" && zip -qr "$root/$out/$name.zip" "$name")
+		echo "dist: $out/$name.zip"
+	else
+		tar -C "$out/.stage" -czf "$out/$name.tar.gz" "$name"
+		echo "dist: $out/$name.tar.gz"
+	fi
+done
+rm -rf "$out/.stage"
 
 cd "$out"
 if command -v sha256sum >/dev/null 2>&1; then
