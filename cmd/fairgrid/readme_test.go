@@ -70,7 +70,7 @@ func TestReadmeRunnable(t *testing.T) {
 	}
 	readme, _ := filepath.Abs("../../README.md")
 	blocks := readmeRunnable(t, readme)
-	if len(blocks) < 3 {
+	if len(blocks) < 4 {
 		t.Fatalf("README.md has %d runnable examples, want the quick start's", len(blocks))
 	}
 	configs, _ := filepath.Abs("../../configs")
@@ -78,6 +78,11 @@ func TestReadmeRunnable(t *testing.T) {
 		t.Run(strings.SplitN(strings.TrimSpace(b.script), "\n", 2)[0], func(t *testing.T) {
 			if b.root && os.Geteuid() != 0 {
 				t.Skipf("skipped: README.md:%d needs root (live capture, CAP_NET_RAW)", b.line)
+			}
+			if strings.Contains(b.script, "curl ") {
+				if _, err := exec.LookPath("curl"); err != nil {
+					t.Skipf("skipped: README.md:%d needs curl (make interop-deps installs it): %v", b.line, err)
+				}
 			}
 			dir := t.TempDir()
 			if err := os.Symlink(configs, filepath.Join(dir, "configs")); err != nil {
