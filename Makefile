@@ -91,7 +91,7 @@ SCALE_ONLY := TestDecodeFloodCapture
 # cmd/fairgrid's end-to-end runs (each waits out its own clock: 11-32 s)
 # run in a process of their own beside the rest of its tests, the longest
 # package's, so that the two halves overlap.
-CMD_CLOCKED := TestProxyEndToEnd|TestRunDaemonLive|TestReadmeRunnable|TestLabInterrupted|TestDemoLosslessComparison
+CMD_CLOCKED := TestProxyEndToEnd|TestRunDaemonLive|TestReadmeRunnable|TestLabInterrupted|TestLabFairnessInterrupted|TestDemoLosslessComparison
 unit:
 	$(GO) test $(RACE) -count=1 -p 2 $$($(GO) list $(PKGS) | grep -v $(foreach p,$(REALTIME_ALONE) $(REALTIME) $(REALTIME_LAB),-e '$(patsubst ./%,/%,$(p))$$'))
 	$(GO) test $(RACE) -count=1 -p 1 $(REALTIME_ALONE)

@@ -383,3 +383,33 @@ func mustSize(t *testing.T, path string) int64 {
 	}
 	return st.Size()
 }
+
+// TestLabFairnessInterrupted: Ctrl-C during lab fairness prints what the
+// runs that finished measured, or that none had, and exits 0 (it ended 1
+// with "context canceled" and nothing on stdout).
+func TestLabFairnessInterrupted(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		wait *regexp.Regexp // the stderr line after which Ctrl-C comes (one submatch)
+		want *regexp.Regexp // on stdout
+	}{
+		{"none finished", regexp.MustCompile(`^fairgrid lab fairness: (1 cells × 2 seeds)`),
+			regexp.MustCompile(`(?m)^Interrupted: none of the 2 runs had finished; nothing measured\.$`)},
+		{"one finished", regexp.MustCompile(`^\[1/2\] (.*seed 1): viewer ÷ TCP \d`),
+			regexp.MustCompile(`(?ms)^Interrupted: 1 of 2 runs finished; what they measured .*^\| vtcp \| cubic \| 1 \|.*\| 1 \|$`)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // separate processes, waiting on their clocks
+			s := startBinary(t, 2*time.Minute, "lab", "fairness", "--design", "centre", "--controllers", "vtcp", "--tcp", "cubic",
+				"--seeds", "2", "--parallel", "1", "--warmup", "5s", "--duration", "5s")
+			if s.waitLine(tc.wait) == "" {
+				_, _, errOut := s.interrupt(t)
+				t.Fatalf("no line %v on stderr:\n%s", tc.wait, errOut)
+			}
+			code, stdout, stderr := s.interrupt(t)
+			if code != exitOK || !tc.want.MatchString(stdout) || strings.Contains(stderr, "context canceled") {
+				t.Errorf("exit %d; stdout:\n%s\nstderr:\n%s\nwant exit 0, %v on stdout and no context canceled", code, stdout, stderr, tc.want)
+			}
+		})
+	}
+}

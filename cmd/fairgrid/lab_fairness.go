@@ -28,7 +28,8 @@ namespaces); 1 and 4 flows; buffers of 20, 100 and 200 packets and of ½,
 each axis is varied alone around the centre, 6 Mbit/s, 80 ms, 100
 packets, no loss, one flow (14 cells per controller and TCP); centre runs
 the centre alone, cross the whole cross product.
-Runs are real time (warm-up plus duration each), --parallel at once.
+Runs are real time (warm-up plus duration each), --parallel at once;
+Ctrl-C prints the table of the runs that finished (exit 0).
 
 Prints a markdown table (text) or one JSON row per cell (json); with
 --out, also rows.json, table.md and figure.html (viewer ÷ TCP per cell,
@@ -121,7 +122,15 @@ func runLabFairness(args []string, s stdio) int {
 			}
 			fmt.Fprintf(s.err, "[%d/%d] %v, seed %d: viewer ÷ TCP %.2f%s\n", done, total, r.Cell, r.Seed, fairness.Ratio(r), warn)
 		})
-	if err != nil {
+	var interrupted *fairness.Interrupted
+	if errors.As(err, &interrupted) {
+		// Ctrl-C: what the finished runs measured, as the other labs do.
+		if interrupted.Finished == 0 {
+			fmt.Fprintf(s.out, "Interrupted: none of the %d runs had finished; nothing measured.\n", interrupted.Total)
+			return exitOK
+		}
+		fmt.Fprintf(s.out, "Interrupted: %d of %d runs finished; what they measured (seeds column: how many per cell):\n\n", interrupted.Finished, interrupted.Total)
+	} else if err != nil {
 		fmt.Fprintf(s.err, "fairgrid lab fairness: %v\n", err)
 		return exitFail
 	}

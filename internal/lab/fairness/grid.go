@@ -222,15 +222,37 @@ func Grid(controllers []throttle.ControllerName, tcps []string, design Design) [
 	return cells
 }
 
+// Interrupted is RunGrid's error when its context ended before every run
+// had: the runs it returns are those that finished.
+type Interrupted struct {
+	Finished, Total int
+	Cause           error
+}
+
+func (e *Interrupted) Error() string {
+	return fmt.Sprintf("fairness: interrupted after %d of %d runs: %v", e.Finished, e.Total, e.Cause)
+}
+
+func (e *Interrupted) Unwrap() error { return e.Cause }
+
 // RunGrid runs every cell with seeds 1..seeds, parallel runs at once, and
 // returns each cell's runs in the order of cells. progress, if set, is
-// called after each run. A run's error ends the grid.
+// called after each run. A run's error ends the grid. When ctx ends first
+// the error is an *Interrupted, and the runs returned are those that
+// finished, the cells without any left out.
 func RunGrid(ctx context.Context, cells []Cell, seeds int, opt Options, parallel int, progress func(Result)) ([][]Result, error) {
+	return runGrid(ctx, cells, seeds, opt, parallel, progress, Run)
+}
+
+func runGrid(parent context.Context, cells []Cell, seeds int, opt Options, parallel int, progress func(Result),
+	run func(context.Context, Cell, Options) (Result, error)) ([][]Result, error) {
 	out := make([][]Result, len(cells))
+	finished := make([][]bool, len(cells))
 	for i := range out {
 		out[i] = make([]Result, seeds)
+		finished[i] = make([]bool, seeds)
 	}
-	ctx, cancel := context.WithCancelCause(ctx)
+	ctx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
 	sem := make(chan struct{}, max(parallel, 1))
 	var wg sync.WaitGroup
@@ -248,21 +270,38 @@ func RunGrid(ctx context.Context, cells []Cell, seeds int, opt Options, parallel
 				defer func() { <-sem }()
 				o := opt
 				o.Seed = uint64(s + 1)
-				r, err := Run(ctx, c, o)
+				r, err := run(ctx, c, o)
 				if err != nil {
 					cancel(fmt.Errorf("%v, seed %d: %w", c, o.Seed, err))
 					return
 				}
-				out[i][s] = r
+				mu.Lock()
+				defer mu.Unlock()
+				out[i][s], finished[i][s] = r, true
 				if progress != nil {
-					mu.Lock()
 					progress(r)
-					mu.Unlock()
 				}
 			})
 		}
 	}
 	wg.Wait()
+	if parent.Err() != nil {
+		var done [][]Result
+		n := 0
+		for i := range out {
+			var rs []Result
+			for s, ok := range finished[i] {
+				if ok {
+					rs = append(rs, out[i][s])
+				}
+			}
+			if len(rs) > 0 {
+				done = append(done, rs)
+				n += len(rs)
+			}
+		}
+		return done, &Interrupted{Finished: n, Total: len(cells) * seeds, Cause: context.Cause(parent)}
+	}
 	if err := context.Cause(ctx); err != nil {
 		return nil, err
 	}

@@ -2,10 +2,13 @@ package fairness
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/fairgrid/fairgrid/throttle"
@@ -127,5 +130,55 @@ func TestCellErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v lacks %q", err, want)
 		}
+	}
+}
+
+// TestRunGridInterrupted: when the grid's context ends, the runs that
+// finished come back with an *Interrupted naming how many of how many,
+// cells with none left out; a run's own failure is an error, not an
+// interruption, and returns nothing.
+func TestRunGridInterrupted(t *testing.T) {
+	cells := []Cell{{Controller: "vtcp", Loss: 0.01}, {Controller: "vtcp", Loss: 0.03}, {Controller: "vtcp", Loss: 0.10}}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	// Seed 1 of the first two cells finishes; every other run waits for
+	// the end. The grid is cancelled once both have finished.
+	var quick atomic.Int32
+	run := func(ctx context.Context, c Cell, o Options) (Result, error) {
+		if o.Seed == 1 && c.Loss < 0.05 {
+			return Result{Cell: c, Seed: o.Seed}, nil
+		}
+		<-ctx.Done()
+		return Result{}, ctx.Err()
+	}
+	progress := func(Result) {
+		if quick.Add(1) == 2 {
+			cancel()
+		}
+	}
+	runs, err := runGrid(ctx, cells, 2, Options{}, 6, progress, run)
+	var ir *Interrupted
+	if !errors.As(err, &ir) || ir.Finished != 2 || ir.Total != 6 || !errors.Is(err, context.Canceled) {
+		t.Fatalf("err %v; want an *Interrupted after 2 of 6 runs, wrapping context.Canceled", err)
+	}
+	if len(runs) != 2 || len(runs[0]) != 1 || runs[0][0].Cell != cells[0] || len(runs[1]) != 1 || runs[1][0].Cell != cells[1] {
+		t.Errorf("runs %+v; want the first two cells' seed 1 each", runs)
+	}
+
+	failing := func(ctx context.Context, c Cell, o Options) (Result, error) {
+		if o.Seed == 2 {
+			return Result{}, errors.New("the rig failed")
+		}
+		return Result{Cell: c, Seed: o.Seed}, nil
+	}
+	runs, err = runGrid(t.Context(), cells, 2, Options{}, 1, nil, failing)
+	if err == nil || errors.As(err, &ir) || runs != nil {
+		t.Errorf("a run's failure: runs %v, err %v; want no runs and the failure, not an interruption", runs, err)
+	}
+	runs, err = runGrid(t.Context(), cells, 2, Options{}, 2, nil, func(_ context.Context, c Cell, o Options) (Result, error) {
+		return Result{Cell: c, Seed: o.Seed}, nil
+	})
+	if err != nil || len(runs) != 3 || len(runs[2]) != 2 || runs[2][1].Seed != 2 {
+		t.Errorf("an uninterrupted grid: %v, %+v", err, runs)
 	}
 }
