@@ -152,15 +152,21 @@ func runDaemon(set *settings, configPath string, check bool, s stdio) int {
 	ctx, stop := runContext(0, logNotice(log))
 	defer stop()
 	log.Info("fairgrid running", "interface", iface, "chosen", ifaceWhy, "controller", f.Control.Controller, "dry_run", f.Send.DryRun)
-	var g throttle.Group
-	sc.AddTo(&g)
-	g.Add(func(ctx context.Context) error {
-		return warnIfSilent(ctx, silenceWarning, func() uint64 { return sc.CaptureStats().Datagrams }, iface, f.Capture.Ports.String(), log)
-	}, nil)
-	if err := g.Run(ctx); err != nil {
+	if err := daemonGroup(sc, iface, f.Capture.Ports.String(), log).Run(ctx); err != nil {
 		log.Error("fairgrid stopped", "err", err)
 		return exitFail
 	}
 	log.Info("fairgrid stopped")
 	return exitOK
+}
+
+// daemonGroup is run's group: the sidecar's members, and the warning that
+// the capture on iface sees no simulator traffic.
+func daemonGroup(sc *throttle.Sidecar, iface, ports string, log *slog.Logger) *throttle.Group {
+	var g throttle.Group
+	sc.AddTo(&g)
+	g.Add(func(ctx context.Context) error {
+		return warnIfSilent(ctx, silenceWarning, func() uint64 { return sc.CaptureStats().Datagrams }, iface, ports, log)
+	}, nil)
+	return &g
 }

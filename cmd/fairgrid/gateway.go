@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -100,12 +102,11 @@ func runGateway(args []string, s stdio) int {
 	if err != nil {
 		return fail(exitFail, "%v", err)
 	}
-	var g throttle.Group
-	g.Add(gw.Run, nil)
 	reloads := newReloadGauges()
+	var metrics net.Listener
+	var handler http.Handler
 	if !f.Metrics.GatewayAddress.IsZero() {
-		ln, err := metricsListener(f.Metrics.GatewayAddress.String(), "metrics.gateway_address")
-		if err != nil {
+		if metrics, err = metricsListener(f.Metrics.GatewayAddress.String(), "metrics.gateway_address"); err != nil {
 			return fail(exitFail, "%v", err)
 		}
 		if !f.Metrics.GatewayAddress.Loopback() {
@@ -113,20 +114,11 @@ func runGateway(args []string, s stdio) int {
 		}
 		reg := registry(gateway.NewCollector(gw, f.Metrics.MaxCircuits))
 		reg.MustRegister(reloads.ok, reloads.at)
-		g.AddHTTP("metrics", ln, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	}
 	hup, stopHUP := notifyReloads()
 	defer stopHUP()
-	g.Add(func(ctx context.Context) error {
-		for {
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-hup:
-				reloadGateway(gw, c.load, f, level, reloads, log)
-			}
-		}
-	}, nil)
+	g := gatewayGroup(gw, metrics, handler, hup, func() { reloadGateway(gw, c.load, f, level, reloads, log) })
 	ctx, stop := runContext(*c.duration, logNotice(log))
 	defer stop()
 	for i, r := range cfg.Routes {
@@ -139,6 +131,28 @@ func runGateway(args []string, s stdio) int {
 	k := gw.Counters()
 	log.Info("fairgrid gateway stopped", "circuits", k.Viewers, "passed", k.Drops[gateway.Passed], "asserts", k.Asserts, "rewrites", k.Rewrites)
 	return exitOK
+}
+
+// gatewayGroup is gateway's group: the gateway, the metrics' server on
+// metrics unless that is nil, and reload called at each value from
+// reloads.
+func gatewayGroup(gw *gateway.Gateway, metrics net.Listener, handler http.Handler, reloads <-chan struct{}, reload func()) *throttle.Group {
+	var g throttle.Group
+	g.Add(gw.Run, nil)
+	if metrics != nil {
+		g.AddHTTP("metrics", metrics, handler)
+	}
+	g.Add(func(ctx context.Context) error {
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-reloads:
+				reload()
+			}
+		}
+	}, nil)
+	return &g
 }
 
 // reloadGauges are fairgrid_config_last_reload_successful and its

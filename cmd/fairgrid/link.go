@@ -55,9 +55,7 @@ func runLink(args []string, s stdio) int {
 	ctx, stop := runContext(*duration, plainNotice(s.err, "fairgrid link"))
 	defer stop()
 	fmt.Fprintf(s.err, "fairgrid link: relaying %v → %v\n  down (sim → viewer): %v\n  up (viewer → sim):   %v\n", r.Addr(), cfg.Upstream, cfg.Down, cfg.Up)
-	var g throttle.Group
-	g.Add(r.Run, nil)
-	if err := g.Run(ctx); err != nil {
+	if err := linkGroup(r).Run(ctx); err != nil {
 		fmt.Fprintf(s.err, "fairgrid link: %v\n", err)
 		return exitFail
 	}
@@ -65,6 +63,13 @@ func runLink(args []string, s stdio) int {
 	out := &resultWriter{w: s.out}
 	printLinkStats(out, *format, down, up)
 	return out.finish(s, "link", exitOK)
+}
+
+// linkGroup is link's group: the relay.
+func linkGroup(r runner) *throttle.Group {
+	var g throttle.Group
+	g.Add(r.Run, nil)
+	return &g
 }
 
 // linkConfig turns the flags into a relay configuration. Each value is

@@ -74,3 +74,8 @@ func metricsListener(addr, key string) (net.Listener, error) {
 	}
 	return nil, fmt.Errorf("metrics on %s (%s): %w", addr, key, err)
 }
+
+// runner is a front-end's part that runs until its context ends or it
+// fails: a region, a viewer, a relay. The groups take it so that their
+// tests can put a failing one in.
+type runner interface{ Run(context.Context) error }

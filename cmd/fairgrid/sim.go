@@ -82,18 +82,14 @@ func runSim(args []string, s stdio) int {
 	}
 	ctx, stop := runContext(*duration, logNotice(log))
 	defer stop()
-	var g throttle.Group
-	g.Add(srv.Run, nil)
+	var metricsLn net.Listener
 	if *metrics != "" {
-		reg := prometheus.NewRegistry()
-		reg.MustRegister(region.NewCollector(srv), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-		ln, err := net.Listen("tcp", *metrics)
-		if err != nil {
+		if metricsLn, err = net.Listen("tcp", *metrics); err != nil {
 			fmt.Fprintf(s.err, "fairgrid sim: metrics: %v\n", err)
 			return exitFail
 		}
-		g.AddHTTP("metrics", ln, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	}
+	g := simGroup(srv, metricsLn)
 	stopProfiles, err := profiles.start()
 	if err != nil {
 		fmt.Fprintf(s.err, "fairgrid sim: %v\n", err)
@@ -117,6 +113,19 @@ func runSim(args []string, s stdio) int {
 	}
 	fmt.Fprintln(s.out, describeRefusals(srv.Counters()))
 	return exitOK
+}
+
+// simGroup is sim's group: the region, and its metrics' server on
+// metrics unless that is nil.
+func simGroup(srv *region.Server, metrics net.Listener) *throttle.Group {
+	var g throttle.Group
+	g.Add(srv.Run, nil)
+	if metrics != nil {
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(region.NewCollector(srv), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		g.AddHTTP("metrics", metrics, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	}
+	return &g
 }
 
 func simConfig(listen, activity, allow, clientMax, sceneMax string, priority bool) (region.Config, error) {

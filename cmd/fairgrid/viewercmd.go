@@ -125,7 +125,6 @@ func runViewer(args []string, s stdio) int {
 	ctx, stop := runContext(*duration, plainNotice(s.err, "fairgrid viewer"))
 	defer stop()
 	vs := make([]*viewer.Viewer, *clients)
-	var g throttle.Group
 	for i := range vs {
 		v, err := viewer.New(viewer.Config{Sim: addr, CircuitCode: uint32(*code) + uint32(i), Throttle: asked,
 			FollowViewerRule: *rule, AckDelay: *ackDelay, SOCKS5: *proxy, SOCKS5Auth: auth}, nil)
@@ -134,9 +133,8 @@ func runViewer(args []string, s stdio) int {
 			return exitFail
 		}
 		vs[i] = v
-		g.Add(v.Run, nil)
 	}
-	if err := g.Run(ctx); err != nil {
+	if err := viewerGroup(vs).Run(ctx); err != nil {
 		fmt.Fprintf(s.err, "fairgrid viewer: %v\n", err)
 		return exitFail
 	}
@@ -165,6 +163,16 @@ func runViewer(args []string, s stdio) int {
 		return out.finish(s, "viewer", exitFail)
 	}
 	return out.finish(s, "viewer", exitOK)
+}
+
+// viewerGroup is viewer's group: each viewer a member, so the first to
+// fail stops the others.
+func viewerGroup[V runner](vs []V) *throttle.Group {
+	var g throttle.Group
+	for _, v := range vs {
+		g.Add(v.Run, nil)
+	}
+	return &g
 }
 
 // socksAuth checks the proxy flags: a username and a password go

@@ -10,40 +10,10 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/fairgrid/fairgrid/internal/fakenet"
 	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/throttle"
 )
-
-// failingListener accepts nothing: its first Accept fails for good.
-type failingListener struct {
-	err    error
-	closed chan struct{}
-}
-
-func newFailingListener(err error) *failingListener {
-	return &failingListener{err: err, closed: make(chan struct{})}
-}
-
-func (l *failingListener) Accept() (net.Conn, error) { return nil, l.err }
-func (l *failingListener) Close() error {
-	select {
-	case <-l.closed:
-	default:
-		close(l.closed)
-	}
-	return nil
-}
-func (l *failingListener) Addr() net.Addr {
-	return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1080}
-}
-
-// blockingListener accepts nothing until it is closed.
-type blockingListener struct{ failingListener }
-
-func (l *blockingListener) Accept() (net.Conn, error) {
-	<-l.closed
-	return nil, net.ErrClosed
-}
 
 // TestMemberFailureReachesCaller: the proxy is one group with the
 // sidecar; whichever member fails — the SOCKS 5 server or the sidecar's
@@ -57,9 +27,9 @@ func TestMemberFailureReachesCaller(t *testing.T) {
 		metrics func() net.Listener
 		want    string
 	}{
-		{"socks5 server", func() net.Listener { return newFailingListener(broken) }, nil, "socks5: socks5: accept: listener broken"},
-		{"sidecar's metrics", func() net.Listener { return &blockingListener{*newFailingListener(nil)} },
-			func() net.Listener { return newFailingListener(broken) }, "metrics: listener broken"},
+		{"socks5 server", func() net.Listener { return fakenet.NewListener(broken) }, nil, "socks5: socks5: accept: listener broken"},
+		{"sidecar's metrics", func() net.Listener { return fakenet.NewListener(nil) },
+			func() net.Listener { return fakenet.NewListener(broken) }, "metrics: listener broken"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {

@@ -232,7 +232,17 @@ func (r Result) TCPPEquiv() float64 {
 
 // Run runs one cell for opt.Warmup+opt.Duration of real time (gVisor's
 // TCP runs on the real clock) and measures the part after the warm-up.
+// The bottleneck, the TCP stacks, the kernel's flows, the viewers and the
+// measurement run as one throttle.Group: the measurement's end ends the
+// run, and the first failure of any member ends it and is what Run
+// returns, joined with the kernel lab's failure to remove its namespaces.
 func Run(ctx context.Context, cell Cell, opt Options) (Result, error) {
+	return run(ctx, cell, opt, nil)
+}
+
+// run is Run; addMembers, if set, adds members of a test's to the run's
+// group.
+func run(ctx context.Context, cell Cell, opt Options, addMembers func(*throttle.Group)) (res Result, err error) {
 	cell.Viewers = cmp.Or(cell.Viewers, 1)
 	if err := cell.validate(); err != nil {
 		return Result{}, fmt.Errorf("fairness: %w", err)
@@ -259,16 +269,12 @@ func Run(ctx context.Context, cell Cell, opt Options) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("fairness: %w", err)
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel()
+	var g throttle.Group
+	g.Add(b.Run, nil)
 
 	var (
 		tcpNet *tcpflow.Net
 		flows  []*tcpflow.Flow
-		netErr error
 	)
 	if cell.Flows > 0 && !IsKernel(cell.TCP) {
 		if tcpNet, err = tcpflow.New(b, tcpflow.Config{Seed: opt.Seed}, log); err != nil {
@@ -287,6 +293,21 @@ func Run(ctx context.Context, cell Cell, opt Options) (Result, error) {
 			}
 			flows = append(flows, f)
 		}
+		g.Add(func(ctx context.Context) error {
+			tcpCtx := ctx
+			if opt.TCPStop > 0 {
+				var stop context.CancelFunc
+				tcpCtx, stop = context.WithTimeout(ctx, opt.TCPStop)
+				defer stop()
+			}
+			if err := tcpNet.Run(tcpCtx); err != nil {
+				return err
+			}
+			// Flows stopped at TCPStop leave the link to the viewers: the
+			// run goes on.
+			<-ctx.Done()
+			return nil
+		}, nil)
 	}
 	viewers := make([]*viewer, cell.Viewers)
 	for i := range viewers {
@@ -298,45 +319,105 @@ func Run(ctx context.Context, cell Cell, opt Options) (Result, error) {
 		if viewers[i], err = newViewer(b, i, ctl, cfg, opt); err != nil {
 			return Result{}, err
 		}
+		g.Add(viewers[i].run, nil)
 	}
-	wg.Go(func() { b.Run(ctx) })
-	if tcpNet != nil {
-		tcpCtx := ctx
-		if opt.TCPStop > 0 {
-			var stop context.CancelFunc
-			tcpCtx, stop = context.WithTimeout(ctx, opt.TCPStop)
-			defer stop()
-		}
-		wg.Go(func() { netErr = tcpNet.Run(tcpCtx) })
-	}
+	// The kernel's flows measure themselves over the warm-up and the
+	// duration; the measurement waits for them.
 	kernelDone := make(chan kernelResult, 1)
 	if cell.Flows > 0 && IsKernel(cell.TCP) {
-		lab, err := kerneltcp.New(ctx, kerneltcp.Config{Bottleneck: b, Name: "linux"}, log)
-		if err != nil {
+		var lab *kerneltcp.Lab
+		if lab, err = kerneltcp.New(ctx, kerneltcp.Config{Bottleneck: b, Name: "linux"}, log); err != nil {
 			return Result{}, fmt.Errorf("fairness: %w", err)
 		}
 		defer func() {
-			cancel()
-			wg.Wait()
-			lab.Close()
+			// The namespaces go once everything using them has stopped:
+			// they would outlive the run.
+			if cerr := lab.Close(); cerr != nil {
+				res, err = Result{}, errors.Join(err, fmt.Errorf("fairness: %w", cerr))
+			}
 		}()
-		wg.Go(func() { lab.Run(ctx) })
-		wg.Go(func() { kernelDone <- runKernel(ctx, lab, cell, opt) })
+		g.Add(lab.Run, nil)
+		g.Add(func(ctx context.Context) error {
+			k := runKernel(ctx, lab, cell, opt)
+			kernelDone <- k
+			if k.err != nil {
+				return k.err
+			}
+			<-ctx.Done()
+			return nil
+		}, nil)
 	} else {
 		kernelDone <- kernelResult{}
 	}
-	for _, v := range viewers {
-		wg.Go(func() { v.run(ctx) })
-	}
 
-	res := Result{Cell: cell, Seed: opt.Seed}
+	m := measurement{b: b, flows: flows, opt: opt, kernelDone: kernelDone}
+	g.Add(m.run, nil)
+	if addMembers != nil {
+		addMembers(&g)
+	}
+	if err := g.Run(ctx); err != nil {
+		return Result{}, fmt.Errorf("fairness: %w", err)
+	}
+	res = Result{Cell: cell, Seed: opt.Seed, ViewerPerSecond: m.viewerPerSecond, TCPPerSecond: m.tcpPerSecond,
+		ViewerDropsPerSecond: m.viewerDropsPerSecond, TCPDropsPerSecond: m.tcpDropsPerSecond, TCPInfoPerSecond: m.tcpInfoPerSecond}
+	d := m.last.Since(m.first)
+	res.Seconds = m.last.Down.At.Sub(m.first.Down.At).Seconds()
+	for i, v := range viewers {
+		r, _ := d.Flow(viewerDown(i))
+		res.ViewerBPS = append(res.ViewerBPS, r.Throughput()*8)
+		if i == 0 {
+			res.ViewerP, res.ViewerSegment, res.ViewerLossEventsPerSec, res.AuditTCPBPS, res.Requests = v.summary(m.warmEnd, res.Seconds)
+			res.SenderShortfall = v.shortfall
+			res.Trace = v.trace()
+		}
+	}
+	var qsum, qn float64
+	for _, f := range flows {
+		r, _ := d.Flow(f.Name() + " down")
+		res.TCPBPS = append(res.TCPBPS, r.Throughput()*8)
+		qsum += float64(r.QueueDelay.Mean()) / float64(time.Millisecond)
+		qn++
+	}
+	for _, k := range m.kernel.results {
+		res.TCPBPS = append(res.TCPBPS, k.Data.Throughput()*8)
+		qsum += float64(k.Data.QueueDelay.Mean()) / float64(time.Millisecond)
+		qn++
+	}
+	if qn > 0 {
+		res.TCPQueueMs = qsum / qn
+	}
+	return res, nil
+}
+
+// measurement is the run's measuring member: the bottleneck's counters
+// every second, at the end of the warm-up and at the end. The fields below
+// the inputs are written by run and read once the group has returned.
+type measurement struct {
+	b          *link.Bottleneck
+	flows      []*tcpflow.Flow
+	opt        Options
+	kernelDone <-chan kernelResult
+
+	warmEnd                                 time.Time
+	first, last                             link.BottleneckStats
+	viewerPerSecond, tcpPerSecond           []float64
+	viewerDropsPerSecond, tcpDropsPerSecond []float64
+	tcpInfoPerSecond                        []tcpflow.TCPInfo
+	kernel                                  kernelResult
+}
+
+// run measures until Warmup+Duration, when its return ends the run, or
+// until the group stops (the caller's context, another member's failure,
+// which the group returns instead): after the warm-up, what was measured
+// until then stands, as the kernel's flows' results do, which it waits
+// for; before it, the run fails.
+func (m *measurement) run(ctx context.Context) error {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	start := time.Now()
-	warmEnd := start.Add(opt.Warmup)
-	end := time.NewTimer(opt.Warmup + opt.Duration)
+	m.warmEnd = start.Add(m.opt.Warmup)
+	end := time.NewTimer(m.opt.Warmup + m.opt.Duration)
 	defer end.Stop()
-	var first link.BottleneckStats
 	var prevV, prevT float64
 	warmed := false
 	var prevVD, prevTD float64
@@ -344,7 +425,7 @@ func Run(ctx context.Context, cell Cell, opt Options) (Result, error) {
 		if r, ok := s.Flow(viewerDown(0)); ok {
 			v, vd = float64(r.DeliveredBytes), float64(r.Dropped())
 		}
-		for _, f := range flows {
+		for _, f := range m.flows {
 			if r, ok := s.Flow(f.Name() + " down"); ok {
 				t += float64(r.DeliveredBytes)
 				td += float64(r.Dropped())
@@ -360,62 +441,31 @@ wait:
 		case <-end.C:
 			break wait
 		case now := <-tick.C:
-			s := b.Stats()
-			if !warmed && !now.Before(warmEnd) {
-				first, warmed = s, true
+			s := m.b.Stats()
+			if !warmed && !now.Before(m.warmEnd) {
+				m.first, warmed = s, true
 			}
 			v, t, vd, td := snapshot(s)
-			res.ViewerPerSecond = append(res.ViewerPerSecond, (v-prevV)*8)
-			res.TCPPerSecond = append(res.TCPPerSecond, (t-prevT)*8)
-			res.ViewerDropsPerSecond = append(res.ViewerDropsPerSecond, vd-prevVD)
-			res.TCPDropsPerSecond = append(res.TCPDropsPerSecond, td-prevTD)
+			m.viewerPerSecond = append(m.viewerPerSecond, (v-prevV)*8)
+			m.tcpPerSecond = append(m.tcpPerSecond, (t-prevT)*8)
+			m.viewerDropsPerSecond = append(m.viewerDropsPerSecond, vd-prevVD)
+			m.tcpDropsPerSecond = append(m.tcpDropsPerSecond, td-prevTD)
 			prevV, prevT, prevVD, prevTD = v, t, vd, td
-			if len(flows) > 0 {
-				info, _ := flows[0].Info(link.Down)
-				res.TCPInfoPerSecond = append(res.TCPInfoPerSecond, info)
+			if len(m.flows) > 0 {
+				info, _ := m.flows[0].Info(link.Down)
+				m.tcpInfoPerSecond = append(m.tcpInfoPerSecond, info)
 			}
 		}
 	}
-	last := b.Stats()
+	m.last = m.b.Stats()
 	if !warmed {
-		if opt.Warmup == 0 {
-			return Result{}, errors.New("fairness: the run ended within a second")
+		if m.opt.Warmup == 0 {
+			return errors.New("the run ended within a second")
 		}
-		return Result{}, fmt.Errorf("fairness: %w before the warm-up ended", context.Cause(ctx))
+		return fmt.Errorf("%w before the warm-up ended", context.Cause(ctx))
 	}
-	kernel := <-kernelDone
-	cancel()
-	wg.Wait()
-	if err := errors.Join(netErr, kernel.err); err != nil {
-		return Result{}, fmt.Errorf("fairness: %w", err)
-	}
-	d := last.Since(first)
-	res.Seconds = last.Down.At.Sub(first.Down.At).Seconds()
-	for i, v := range viewers {
-		r, _ := d.Flow(viewerDown(i))
-		res.ViewerBPS = append(res.ViewerBPS, r.Throughput()*8)
-		if i == 0 {
-			res.ViewerP, res.ViewerSegment, res.ViewerLossEventsPerSec, res.AuditTCPBPS, res.Requests = v.summary(warmEnd, res.Seconds)
-			res.SenderShortfall = v.shortfall
-			res.Trace = v.trace()
-		}
-	}
-	var qsum, qn float64
-	for _, f := range flows {
-		r, _ := d.Flow(f.Name() + " down")
-		res.TCPBPS = append(res.TCPBPS, r.Throughput()*8)
-		qsum += float64(r.QueueDelay.Mean()) / float64(time.Millisecond)
-		qn++
-	}
-	for _, k := range kernel.results {
-		res.TCPBPS = append(res.TCPBPS, k.Data.Throughput()*8)
-		qsum += float64(k.Data.QueueDelay.Mean()) / float64(time.Millisecond)
-		qn++
-	}
-	if qn > 0 {
-		res.TCPQueueMs = qsum / qn
-	}
-	return res, nil
+	m.kernel = <-m.kernelDone
+	return nil
 }
 
 type kernelResult struct {
@@ -534,7 +584,7 @@ const (
 	maxCredit = 3 * round
 )
 
-func (v *viewer) run(ctx context.Context) {
+func (v *viewer) run(ctx context.Context) error {
 	// Each region's rounds start at a random phase (and are jittered
 	// below): in step, the first viewer's burst would always meet the room
 	// a departure made and the last the full queue.
@@ -545,7 +595,7 @@ func (v *viewer) run(ctx context.Context) {
 	select {
 	case <-ctx.Done():
 		wait.Stop()
-		return
+		return nil
 	case <-wait.C:
 	}
 	start := time.Now()
@@ -571,7 +621,7 @@ func (v *viewer) run(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case <-t.C:
 			t.Reset(jitter())
 			now := time.Now()

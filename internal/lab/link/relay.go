@@ -150,7 +150,9 @@ func (r *Relay) Stats() (down, up PipeStats) {
 	return dirs[Down], dirs[Up]
 }
 
-// Run relays until ctx ends, then closes every socket.
+// Run relays until ctx ends, then closes every socket. It returns nil
+// then, or the listening socket's failure before: a relay that cannot
+// read its viewers relays nothing.
 func (r *Relay) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -160,16 +162,23 @@ func (r *Relay) Run(ctx context.Context) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- r.readViewers() }()
-	<-ctx.Done()
-	r.conn.Close()
+	var err error
+	select {
+	case <-ctx.Done():
+		r.conn.Close()
+		<-errc // the close's
+	case err = <-errc:
+		err = fmt.Errorf("link: read: %w", err)
+		cancel()
+		r.conn.Close()
+	}
 	r.mu.Lock()
 	for _, c := range r.viewer {
 		c.Close()
 	}
 	r.mu.Unlock()
 	r.wg.Wait()
-	<-errc
-	return nil
+	return err
 }
 
 // readViewers takes datagrams from viewers into the up pipe.

@@ -2,11 +2,13 @@ package link
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/netip"
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -217,4 +219,26 @@ func TestRelaySharedBottleneck(t *testing.T) {
 	if downFlow.ArrivedBytes != 30*uint64(total) {
 		t.Errorf("down: %d bytes for %d datagrams of 2 bytes, want 30 each on the wire", downFlow.ArrivedBytes, total)
 	}
+}
+
+// TestRelayReadFailure: a relay whose listening socket fails (here closed
+// under it) returns the failure at once instead of running on deaf until
+// its context ends.
+func TestRelayReadFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r, err := New(Config{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Upstream: netip.MustParseAddrPort("127.0.0.1:9")}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.conn.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		start := time.Now()
+		if err := r.Run(ctx); !errors.Is(err, net.ErrClosed) {
+			t.Errorf("Run = %v, want the read's failure", err)
+		}
+		if d := time.Since(start); d != 0 {
+			t.Errorf("Run returned after %v", d)
+		}
+	})
 }

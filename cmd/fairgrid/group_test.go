@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/fairgrid/fairgrid/capture"
+	"github.com/fairgrid/fairgrid/configs"
+	"github.com/fairgrid/fairgrid/internal/fakenet"
+	"github.com/fairgrid/fairgrid/internal/lab/viewer"
+	"github.com/fairgrid/fairgrid/opensim/gateway"
+	"github.com/fairgrid/fairgrid/opensim/region"
+	"github.com/fairgrid/fairgrid/throttle"
+)
+
+// Each front-end is one throttle.Group (sim, viewer, link, gateway and
+// run here; proxy in throttle/proxy). The tests below give a front-end's
+// group one failing member and check that its error is what Run returns,
+// at once, with every other member stopped. They run in synctest's
+// bubble, which fails a test that leaves a goroutine behind. The regions,
+// viewers and gateways are real and bind real loopback sockets: a
+// goroutine reading one is not durably blocked, so the bubble's clock
+// stands still while they run — which these tests need it to (the failure
+// comes at the start, and "at once" is no virtual time at all); a group
+// that dropped the failure would then hang until go test's -timeout
+// rather than fail at once. Only the failing part is a fake
+// (internal/fakenet's listener, a capture source; for viewer and link,
+// whose Run fails in no way a test can cause, a member that fails).
+
+var errBroken = errors.New("broken")
+
+// failingSource is a capture that fails at its first read.
+type failingSource struct{}
+
+func (failingSource) Next() (capture.Datagram, error) { return capture.Datagram{}, errBroken }
+func (failingSource) Close() error                    { return nil }
+
+// failingRunner is a part whose Run fails at once.
+type failingRunner struct{}
+
+func (failingRunner) Run(context.Context) error { return errBroken }
+
+// runFailing runs g inside the bubble and checks that it returns the
+// failure, naming it with want, at once.
+func runFailing(t *testing.T, g *throttle.Group, want string) {
+	t.Helper()
+	start := time.Now()
+	err := g.Run(context.Background())
+	if !errors.Is(err, errBroken) || !strings.Contains(err.Error(), want) {
+		t.Errorf("Run = %v, want the failure, named %q", err, want)
+	}
+	if d := time.Since(start); d != 0 {
+		t.Errorf("the failure took %v of virtual time to reach the caller", d)
+	}
+}
+
+// TestDaemonGroupMemberFailure: run's group is the sidecar's members (the
+// capture source, the loop, the metrics server, the reloads) and the
+// silence warning. A capture that fails with no Reopen, or a metrics
+// server that fails (with Reopen, as run sets it), ends them all.
+func TestDaemonGroupMemberFailure(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		source  func() throttle.Source
+		reopen  bool
+		metrics func() net.Listener
+		want    string
+	}{
+		{"capture source, no reopen", func() throttle.Source { return failingSource{} }, false,
+			func() net.Listener { return fakenet.NewListener(nil) }, "source: broken"},
+		{"metrics", func() throttle.Source { return throttle.NewChanSource(1) }, true,
+			func() net.Listener { return fakenet.NewListener(errBroken) }, "metrics: broken"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				log := slog.New(slog.DiscardHandler)
+				d, err := newDaemon(configs.Default(), log, new(slog.LevelVar))
+				if err != nil {
+					t.Fatal(err)
+				}
+				reloads := make(chan struct{})
+				cfg := throttle.SidecarConfig{Loop: d.loop, Source: tc.source(), Sender: dryRunSender{log}, Log: log,
+					MetricsListener: tc.metrics(), Metrics: http.NotFoundHandler(), Reloads: reloads, Reloader: d.running}
+				if tc.reopen {
+					cfg.Reopen = func() (throttle.Source, error) { return throttle.NewChanSource(1), nil }
+				}
+				sc, err := throttle.NewSidecar(cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				runFailing(t, daemonGroup(sc, "lo", "9000-9050", log), tc.want)
+			})
+		})
+	}
+}
+
+// TestSimGroupMemberFailure: sim's group is the region and its metrics'
+// server; the server's failure stops the region.
+func TestSimGroupMemberFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg, err := simConfig("127.0.0.1:0", "walking", "", "5.12M", "50M", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv, err := region.New(cfg, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runFailing(t, simGroup(srv, fakenet.NewListener(errBroken)), "metrics: broken")
+	})
+}
+
+// TestViewerGroupMemberFailure: viewer's group is its viewers; one that
+// fails stops the others (a viewer's Run fails in no way a test can
+// cause, so the failing one is a fake beside two real ones).
+func TestViewerGroupMemberFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sim := freeUDP(t)
+		var vs []runner
+		for i := range 2 {
+			v, err := viewer.New(viewer.Config{Sim: sim, CircuitCode: uint32(i + 1)}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			vs = append(vs, v)
+		}
+		vs = append(vs[:1], failingRunner{}, vs[1])
+		runFailing(t, viewerGroup(vs), "broken")
+	})
+}
+
+// TestLinkGroupMemberFailure: link's group is its relay, whose failure is
+// what runLink reports (the relay's Run fails in no way a test can cause:
+// the failing relay is a fake).
+func TestLinkGroupMemberFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		runFailing(t, linkGroup(failingRunner{}), "broken")
+	})
+}
+
+// TestGatewayGroupMemberFailure: gateway's group is the gateway, its
+// metrics' server and the reloads; the server's failure stops the others.
+func TestGatewayGroupMemberFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		gw, err := gateway.New(gateway.Config{Routes: []gateway.Route{{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Region: freeUDP(t)}}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reloads := make(chan struct{})
+		runFailing(t, gatewayGroup(gw, fakenet.NewListener(errBroken), http.NotFoundHandler(), reloads, func() {}), "metrics: broken")
+	})
+}
