@@ -40,8 +40,10 @@
 //	b, _ := link.NewBottleneck(link.BottleneckConfig{Up: up, Down: down, Seed: 1}, log)
 //	f, _ := b.AddFlow(link.FlowConfig{Name: "cubic upload data", Dir: link.Up,
 //		Deliver: func(pkt []byte) { tunB.Write(pkt) }})
-//	go b.Run(ctx)
-//	b.Send(f, pkt) // pkt: a whole IPv4 packet read from TUN A; b owns it now
+//	var g throttle.Group // its first error ends every member's run
+//	g.Add(b.Run, nil)
+//	// … in another member: b.Send(f, pkt), pkt a whole IPv4 packet read from TUN A; b owns it now
+//	err := g.Run(ctx)
 //
 // A packet is bytes and a flow label; the bottleneck never parses it. Its
 // size on the wire is its length plus the flow's Overhead: 0 for IP

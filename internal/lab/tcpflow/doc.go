@@ -22,9 +22,11 @@
 //	n, _ := tcpflow.New(b, tcpflow.Config{Seed: seed}, log)
 //	defer n.Close()
 //	f, _ := n.AddFlow(tcpflow.FlowConfig{Name: "cubic download", CC: tcpflow.CUBIC, Dir: tcpflow.Download})
-//	go b.Run(ctx)
-//	go n.Run(ctx)
-//	// … later: f.Read(link.Down) bytes arrived; b.Stats().Flow("cubic download down")
+//	var g throttle.Group // its first error ends every member's run
+//	g.Add(b.Run, nil)
+//	g.Add(n.Run, nil)
+//	err := g.Run(ctx)
+//	// … meanwhile: f.Read(link.Down) bytes arrived; b.Stats().Flow("cubic download down")
 //
 // A viewer joins the same queue through link.Relay with Config.Shared set
 // to the same bottleneck.
