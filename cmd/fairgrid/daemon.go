@@ -152,7 +152,11 @@ func runDaemon(set *settings, configPath string, check bool, s stdio) int {
 	ctx, stop := runContext(0, logNotice(log))
 	defer stop()
 	log.Info("fairgrid running", "interface", iface, "chosen", ifaceWhy, "controller", f.Control.Controller, "dry_run", f.Send.DryRun)
-	if err := daemonGroup(sc, iface, f.Capture.Ports.String(), log).Run(ctx); err != nil {
+	ports := f.Capture.Ports.Ports()
+	carrying := func(ctx context.Context) []string {
+		return capture.OpenCensus(upInterfaces(), ports).Carrying(ctx, censusTime)
+	}
+	if err := daemonGroup(sc, iface, f.Capture.Ports.String(), carrying, log).Run(ctx); err != nil {
 		log.Error("fairgrid stopped", "err", err)
 		return exitFail
 	}
@@ -161,12 +165,13 @@ func runDaemon(set *settings, configPath string, check bool, s stdio) int {
 }
 
 // daemonGroup is run's group: the sidecar's members, and the warning that
-// the capture on iface sees no simulator traffic.
-func daemonGroup(sc *throttle.Sidecar, iface, ports string, log *slog.Logger) *throttle.Group {
+// the capture on iface sees no simulator traffic, naming the interfaces
+// that carrying finds carrying it (nil: none looked for).
+func daemonGroup(sc *throttle.Sidecar, iface, ports string, carrying func(context.Context) []string, log *slog.Logger) *throttle.Group {
 	var g throttle.Group
 	sc.AddTo(&g)
 	g.Add(func(ctx context.Context) error {
-		return warnIfSilent(ctx, silenceWarning, func() uint64 { return sc.CaptureStats().Datagrams }, iface, ports, log)
+		return warnIfSilent(ctx, silenceWarning, func() uint64 { return sc.CaptureStats().Datagrams }, carrying, iface, ports, log)
 	}, nil)
 	return &g
 }

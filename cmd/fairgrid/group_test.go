@@ -96,7 +96,7 @@ func TestDaemonGroupMemberFailure(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				runFailing(t, daemonGroup(sc, "lo", "9000-9050", log), tc.want)
+				runFailing(t, daemonGroup(sc, "lo", "9000-9050", nil, log), tc.want)
 			})
 		})
 	}

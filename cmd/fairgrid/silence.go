@@ -14,11 +14,17 @@ import (
 // capture is in the wrong place.
 const silenceWarning = 30 * time.Second
 
+// censusTime is how long the no-traffic warning listens on every
+// interface for a viewer's datagrams: a viewer in a region sends and
+// receives several a second.
+const censusTime = 3 * time.Second
+
 // warnIfSilent waits until after has passed (or ctx ends); if datagrams
 // then reports none, it logs once that the interface carries no simulator
-// traffic, with the interfaces that are up and what to try. It then waits
-// for ctx, as a member of the daemon's group must, and returns nil.
-func warnIfSilent(ctx context.Context, after time.Duration, datagrams func() uint64, iface, ports string, log *slog.Logger) error {
+// traffic, with the interfaces that do (carrying, if set: it listens on
+// every interface that is up) and what to try. It then waits for ctx, as a
+// member of the daemon's group must, and returns nil.
+func warnIfSilent(ctx context.Context, after time.Duration, datagrams func() uint64, carrying func(context.Context) []string, iface, ports string, log *slog.Logger) error {
 	t := time.NewTimer(after)
 	defer t.Stop()
 	select {
@@ -27,19 +33,31 @@ func warnIfSilent(ctx context.Context, after time.Duration, datagrams func() uin
 	case <-t.C:
 	}
 	if datagrams() == 0 {
+		viewers := "not looked for"
+		if carrying != nil {
+			viewers = "none"
+			if found := carrying(ctx); len(found) > 0 {
+				viewers = strings.Join(found, ",")
+			}
+		}
+		hint := "--interface NAME, or fairgrid proxy (any interface, any OS)"
+		if viewers != "none" && viewers != "not looked for" {
+			hint = "--interface " + strings.SplitN(viewers, ",", 2)[0] + " (it carries simulator traffic), or fairgrid proxy (any interface, any OS)"
+		}
 		log.Warn("no simulator traffic seen on "+iface+" after "+after.String()+
 			": is the viewer running, and is its traffic on another interface, or its simulator outside capture.ports?",
-			"ports", ports, "interfaces_up", upInterfaces(), "hint", "--interface NAME, or fairgrid proxy (any interface, any OS)")
+			"ports", ports, "viewers_here", viewers, "interfaces_up", strings.Join(upInterfaces(), ","), "hint", hint)
 	}
 	<-ctx.Done()
 	return nil
 }
 
-// upInterfaces lists the interfaces that are up, comma-separated.
-func upInterfaces() string {
+// upInterfaces lists the interfaces that are up (none if they cannot be
+// listed).
+func upInterfaces() []string {
 	ifs, err := net.Interfaces()
 	if err != nil {
-		return "unknown: " + err.Error()
+		return nil
 	}
 	var names []string
 	for _, i := range ifs {
@@ -47,5 +65,5 @@ func upInterfaces() string {
 			names = append(names, i.Name)
 		}
 	}
-	return strings.Join(names, ",")
+	return names
 }
