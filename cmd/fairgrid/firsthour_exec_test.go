@@ -35,9 +35,12 @@ func TestFirstHourMessages(t *testing.T) {
 		{"duration without a unit", []string{"rate", "--rtt", "100"}, exitUsage, "a duration needs a unit, such as 100ms"},
 		{"unknown command", []string{"demo"}, exitUsage, "did you mean fairgrid run --demo?"},
 		{"scenario typo", []string{"lab", "mongose"}, exitUsage, "did you mean mongoose?"},
+		{"a link rate without a unit", []string{"link", "--rate", "1000"}, exitUsage, "rates are bits/s: did you mean 1000k?"},
+		{"a client rate without a unit", []string{"sim", "--client-max", "1500"}, exitUsage, "rates are bits/s: did you mean 1500k?"},
 		{"no such interface", []string{"run", "--interface", "nosuch0", "--dry-run", "--metrics", ""}, exitFail, `no interface "nosuch0" here (interfaces: `},
 		{"prose to decode", []string{"decode", "../../README.md"}, exitFail, "neither a capture nor hex datagrams"},
 		{"SOCKS 5 port in use", []string{"proxy", "--listen", busy, "--metrics", ""}, exitFail, "choose another with --listen ADDR"},
+		{"sim's metrics port in use", []string{"sim", "--listen", "127.0.0.1:0", "--metrics", busy, "--duration", "5s"}, exitFail, "(sim --metrics): the address is in use, perhaps by another fairgrid; choose another with --metrics ADDR"},
 		{"metrics port in use", []string{"proxy", "--listen", "127.0.0.1:0", "--metrics", busy}, exitFail, "(metrics.proxy_address): the address is in use, perhaps by another fairgrid; choose another with --metrics ADDR"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

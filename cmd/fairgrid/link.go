@@ -31,7 +31,7 @@ func runLink(args []string, s stdio) int {
 	fs := newFlagSet("link", linkSynopsis, s)
 	listen := fs.String("listen", "127.0.0.1:9100", "address viewers send to")
 	upstream := fs.String("upstream", "127.0.0.1:9000", "the simulator's address")
-	rate := fs.String("rate", "0", "bottleneck rate in bits/s, from 8 (0: unlimited)")
+	rate := fs.String("rate", "0", "bottleneck rate in bits/s, 8k or more (0: unlimited)")
 	delay := fs.String("delay", "0", "one-way delay")
 	loss := fs.String("loss", "0", "random loss: a fraction or a percentage, 0 to 1 (100% drops all)")
 	buffer := fs.String("buffer", "1000", "FIFO length in datagrams, 1 or more (only a limited --rate queues)")
@@ -130,12 +130,19 @@ func linkConfig(listen, upstream, rate, delay, loss, buffer, burst string, seed 
 	return cfg, nil
 }
 
-// linkRate reads a bottleneck rate: 0 is unlimited, anything else whole
-// bytes per second of at least one (ParseBitRate refuses less), rounded to
-// the nearest byte, as the emulator counts them.
+// linkRate reads a bottleneck rate: 0 is unlimited, anything else at
+// least 8 kbit/s, in whole bytes per second as the emulator counts them.
+// Below that a link carries less than one 1,000-byte datagram a second,
+// which no one means: "1000" was almost surely meant as 1000k.
 func linkRate(v string) (int64, error) {
 	r, err := ratecalc.ParseBitRate(v)
-	return int64(math.Round(float64(r))), err
+	if err != nil {
+		return 0, err
+	}
+	if bps := r.BitsPerSecond(); bps > 0 && bps < 8000 {
+		return 0, fmt.Errorf("%s is %.0f bit/s, below 8 kbit/s (one 1,000-byte datagram a second); rates are bits/s: did you mean %sk?", v, bps, strings.TrimSpace(v))
+	}
+	return int64(math.Round(float64(r))), nil
 }
 
 // linkBuffer reads a FIFO length. The emulator takes 0 for its default, so

@@ -47,7 +47,7 @@ func runSim(args []string, s stdio) int {
 	clientMax := fs.String("client-max", "5.12M", "largest total per client, bits/s")
 	sceneMax := fs.String("scene-max", "50M", "cap over all clients, bits/s")
 	priority := fs.Bool("avatar-priority", false, "give avatar updates strict priority up to their rate")
-	metrics := fs.String("metrics", "", "serve Prometheus metrics on this address (for example 127.0.0.1:9101)")
+	metrics := fs.String("metrics", "", "serve Prometheus metrics on this address (for example 127.0.0.1:9104; run, proxy and gateway take 9101-9103)")
 	duration := fs.Duration("duration", 0, "stop after this long (0: until interrupted)")
 	stress := fs.Bool("stress", false, "stress mode: echo each movement to the avatars within view distance")
 	view := fs.Float64("view-distance", 32, "with --stress: view distance in metres")
@@ -84,8 +84,8 @@ func runSim(args []string, s stdio) int {
 	defer stop()
 	var metricsLn net.Listener
 	if *metrics != "" {
-		if metricsLn, err = net.Listen("tcp", *metrics); err != nil {
-			fmt.Fprintf(s.err, "fairgrid sim: metrics: %v\n", err)
+		if metricsLn, err = metricsListener(*metrics, "sim --metrics"); err != nil {
+			fmt.Fprintf(s.err, "fairgrid sim: %v\n", err)
 			return exitFail
 		}
 	}
@@ -95,7 +95,7 @@ func runSim(args []string, s stdio) int {
 		fmt.Fprintf(s.err, "fairgrid sim: %v\n", err)
 		return exitFail
 	}
-	log.Info("region listening", "addr", srv.Addr(), "activity", cfg.Activity)
+	log.Info("region listening", "addr", srv.Addr(), "activity", cfg.Activity.String())
 	runErr := g.Run(ctx)
 	if err := stopProfiles(); err != nil {
 		fmt.Fprintf(s.err, "fairgrid sim: %v\n", err)
@@ -156,6 +156,11 @@ func simConfig(listen, activity, allow, clientMax, sceneMax string, priority boo
 	cm, err := parsePositiveRate("--client-max", clientMax)
 	if err != nil {
 		return cfg, err
+	}
+	// Each of the scheduler's five channels has a floor of 500 B/s
+	// (opensim.Config.ChannelMin), which a client's total must reach.
+	if bps := cm.BitsPerSecond(); bps < 4000 {
+		return cfg, fmt.Errorf("--client-max %s is %.0f bit/s, below a channel's floor of 4 kbit/s (500 B/s); rates are bits/s: did you mean %sk?", clientMax, bps, clientMax)
 	}
 	sm, err := parsePositiveRate("--scene-max", sceneMax)
 	if err != nil {

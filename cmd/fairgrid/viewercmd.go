@@ -33,7 +33,7 @@ whose mean delay stays under 100 ms. Each step reports, over its window
 (after a 3 s warm-up): the mean neighbours each movement went to, the
 datagrams per second in and out at the region and its CPU seconds (read
 from fairgrid sim --metrics at --sim-metrics, for example
-http://127.0.0.1:9101/metrics), the viewers' CPU seconds (this process),
+http://127.0.0.1:9104/metrics), the viewers' CPU seconds (this process),
 and the mean and 99th-percentile echo delay. Without --neighbours the
 viewers walk in one 256 m region, so the neighbours per move grow with
 their number; --neighbours K spreads each step's viewers over a square
