@@ -244,7 +244,7 @@ func runStress(s stdio, f stressFlags) int {
 	best := 0
 	firstCode := f.firstCode
 	fellBack := false
-	for _, n := range counts {
+	for step, n := range counts {
 		world := float64(viewer.DefaultStressWorld)
 		if f.neighbours > 0 {
 			if n < 2 {
@@ -256,9 +256,21 @@ func runStress(s stdio, f stressFlags) int {
 				return exitUsage
 			}
 		}
+		if len(counts) > 1 {
+			fmt.Fprintf(s.err, "fairgrid viewer: %d viewers, step %d of %d (%v)\n", n, step+1, len(counts), d)
+		}
 		res, err := viewer.RunStress(ctx, viewer.StressOptions{Sim: addr, Viewers: n, Duration: d, FirstCode: firstCode,
 			World: world, RegionMetrics: f.metrics, Fleet: fleet})
 		firstCode += uint32(n)
+		// A step Ctrl-C cut short measured a part of its window: shown,
+		// marked, and never the answer.
+		interrupted := ctx.Err() != nil
+		if interrupted && res.Viewers == 0 {
+			if f.format != "json" {
+				fmt.Fprintf(out, "interrupted before the %d-viewer step measured anything\n", n)
+			}
+			break
+		}
 		if err != nil && res.Viewers == 0 {
 			fmt.Fprintf(s.err, "fairgrid viewer: %d viewers: %v\n", n, err)
 			return exitFail
@@ -271,7 +283,14 @@ func runStress(s stdio, f stressFlags) int {
 			fellBack = true
 		}
 		if f.format == "json" {
-			enc.Encode(res)
+			if interrupted {
+				enc.Encode(struct {
+					viewer.StressResult
+					Interrupted bool `json:"interrupted"`
+				}{res, true})
+			} else {
+				enc.Encode(res)
+			}
 		} else {
 			in, outRate, simCPU := "-", "-", "-"
 			if res.Region != nil {
@@ -282,10 +301,14 @@ func runStress(s stdio, f stressFlags) int {
 			if res.ViewerCPUSeconds >= 0 {
 				viewCPU = fmt.Sprintf("%.2f s", res.ViewerCPUSeconds)
 			}
+			fleet := res.Fleet
+			if interrupted {
+				fleet += " (interrupted: not judged)"
+			}
 			fmt.Fprintf(out, "%7d %6d %7.0f %6.1f %9s %9s %8.2f %8.2f %8s %8s %6.1f s %s\n", res.Viewers, res.LoggedIn, res.World,
-				res.Neighbours, in, outRate, res.MeanMs, res.P99Ms, simCPU, viewCPU, res.WindowSeconds, res.Fleet)
+				res.Neighbours, in, outRate, res.MeanMs, res.P99Ms, simCPU, viewCPU, res.WindowSeconds, fleet)
 		}
-		if res.LoggedIn == n && res.Echoes > 0 && res.MeanMs < 100 {
+		if !interrupted && res.LoggedIn == n && res.Echoes > 0 && res.MeanMs < 100 {
 			best = max(best, n)
 		}
 		if ctx.Err() != nil || out.err != nil {
