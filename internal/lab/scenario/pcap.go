@@ -28,10 +28,17 @@ var (
 // viewer's host would see them (link.NewClientPcapWriter): what it sends
 // as it leaves, what it receives as the bottleneck delivers it, so the
 // audit's ping RTT is the round trip (a capture of what the bottleneck
-// delivers both ways timed only the way up).
+// delivers both ways timed only the way up). The viewers' datagrams cross
+// the bottleneck between the relay's loopback sockets; the capture gives
+// them the hosts of tcpflow's net instead, beside the TCP flows, each
+// viewer a port of its own from pcapViewer's and the region pcapRegion,
+// so that fairgrid audit finds every circuit at its default ports.
 type pcapFile struct {
 	f *os.File
 	w *link.PcapWriter
+
+	mu      sync.Mutex
+	viewers map[netip.AddrPort]netip.AddrPort // the relay's viewer endpoint → the capture's
 }
 
 // fileName turns a run's name into a file name.
@@ -58,10 +65,29 @@ func createPcap(dir, name string) (*pcapFile, error) {
 		f.Close()
 		return nil, fmt.Errorf("capture: %w", err)
 	}
-	return &pcapFile{f: f, w: w}, nil
+	return &pcapFile{f: f, w: w, viewers: map[netip.AddrPort]netip.AddrPort{}}, nil
 }
 
-func (p *pcapFile) tap(e link.Event) { p.w.Tap(e) }
+func (p *pcapFile) tap(e link.Event) {
+	if e.UDP != (link.UDPEndpoints{}) {
+		viewer := e.UDP.Src
+		if e.Dir == link.Down {
+			viewer = e.UDP.Dst
+		}
+		p.mu.Lock()
+		as, ok := p.viewers[viewer]
+		if !ok {
+			as = netip.AddrPortFrom(pcapViewer.Addr(), pcapViewer.Port()+uint16(len(p.viewers)))
+			p.viewers[viewer] = as
+		}
+		p.mu.Unlock()
+		e.UDP = link.UDPEndpoints{Src: as, Dst: pcapRegion}
+		if e.Dir == link.Down {
+			e.UDP.Src, e.UDP.Dst = e.UDP.Dst, e.UDP.Src
+		}
+	}
+	p.w.Tap(e)
+}
 
 func (p *pcapFile) close() error {
 	if err := errors.Join(p.w.Flush(), p.f.Close()); err != nil {

@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"bytes"
+	"net/netip"
 	"path/filepath"
 	"testing"
 	"time"
@@ -14,7 +15,8 @@ import (
 // viewer's datagrams with the IPv4 and UDP headers of tcpflow's hosts and
 // a region's port, readable by the project's own capture reader: what it
 // sends as it leaves (arrived at the bottleneck), what it receives as the
-// bottleneck delivers it, so a ping pair spans the whole round trip.
+// bottleneck delivers it, so a ping pair spans the whole round trip; each
+// viewer behind the relay gets a port of its own on the capture's hosts.
 func TestPcapFile(t *testing.T) {
 	dir := t.TempDir()
 	p, err := createPcap(dir, "a run")
@@ -34,6 +36,10 @@ func TestPcapFile(t *testing.T) {
 	p.tap(link.Event{Kind: link.Arrived, At: ms(31), Dir: link.Up, Packet: reply, UDP: up})
 	p.tap(link.Event{Kind: link.Dropped, At: ms(40), Dir: link.Up, Packet: reply, UDP: up})
 	p.tap(link.Event{Kind: link.Delivered, At: ms(61), Dir: link.Up, Packet: reply, UDP: up})
+	// A second viewer, as the relay's loopback sockets have it: a port of
+	// its own on the capture's viewer host, towards the region's.
+	relayed := link.UDPEndpoints{Src: netip.MustParseAddrPort("127.0.0.1:45513"), Dst: netip.MustParseAddrPort("127.0.0.1:37640")}
+	p.tap(link.Event{Kind: link.Arrived, At: ms(70), Dir: link.Up, Packet: reply, UDP: relayed})
 	if err := p.close(); err != nil {
 		t.Fatal(err)
 	}
@@ -44,6 +50,7 @@ func TestPcapFile(t *testing.T) {
 	want := []capture.Datagram{
 		{At: ms(30), Src: pcapRegion, Dst: pcapViewer, Payload: ping},
 		{At: ms(31), Src: pcapViewer, Dst: pcapRegion, Payload: reply},
+		{At: ms(70), Src: netip.AddrPortFrom(pcapViewer.Addr(), pcapViewer.Port()+1), Dst: pcapRegion, Payload: reply},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("read back %d datagrams, want %d: %+v", len(got), len(want), got)
