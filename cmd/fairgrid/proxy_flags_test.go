@@ -71,7 +71,7 @@ func TestProxyFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	if code, _, errOut := runCmd(t, "", "proxy", "--listen", ln.Addr().String(), "--metrics", ""); code != exitFail || !strings.Contains(errOut, "address already in use") {
+	if code, _, errOut := runCmd(t, "", "proxy", "--listen", ln.Addr().String(), "--metrics", ""); code != exitFail || !strings.Contains(errOut, "(proxy.listen): the address is in use, perhaps by another proxy; choose another with --listen ADDR") || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
 		t.Errorf("listen address in use: exit %d, stderr %q", code, errOut)
 	}
 	// A port nobody listens on: the one just closed.

@@ -440,18 +440,3 @@ func TestProxyCheckConfig(t *testing.T) {
 		}
 	}
 }
-
-// TestProxyListenInUse: a SOCKS 5 address in use (a second proxy) is one
-// line naming the key and the flag that moves it, exit 1.
-func TestProxyListenInUse(t *testing.T) {
-	held, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer held.Close()
-	code, _, errOut := runCmd(t, "", "proxy", "--listen", held.Addr().String(), "--metrics", "")
-	want := fmt.Sprintf("SOCKS 5 on %s (proxy.listen): the address is in use, perhaps by another proxy; choose another with --listen ADDR", held.Addr())
-	if code != exitFail || !strings.Contains(errOut, want) || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
-		t.Errorf("exit %d, stderr %q; want exit %d and the one line %q", code, errOut, exitFail, want)
-	}
-}
