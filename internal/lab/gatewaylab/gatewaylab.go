@@ -415,7 +415,8 @@ func NewArmRig(cfg Config, arm Arm, obs *Observer, log *slog.Logger) (*ArmRig, e
 		if r.loop, err = throttle.New(cfg.sidecarConfig(), log); err != nil {
 			return fail(err)
 		}
-		sc, err := throttle.NewSidecar(throttle.SidecarConfig{Loop: r.loop, Source: source, Sender: throttle.InjectSender(relay.InjectUp), Log: log})
+		sc, err := throttle.NewSidecar(throttle.SidecarConfig{Loop: r.loop, Source: source, Sender: throttle.InjectSender(relay.InjectUp),
+			AfterTick: r.recordClient, Log: log})
 		if err != nil {
 			return fail(err)
 		}
@@ -454,13 +455,8 @@ func (r *ArmRig) addProxy(vcfg viewer.Config, sim netip.AddrPort, log *slog.Logg
 	if r.loop, err = throttle.New(r.cfg.sidecarConfig(), log); err != nil {
 		return err
 	}
-	record := func(_ time.Time, sent []throttle.Request) {
-		for _, q := range sent {
-			r.clientAsked = append(r.clientAsked, q.Total.BitsPerSecond())
-		}
-	}
 	pcfg := proxy.Config{UDPPorts: lludp.Ports{{Lo: sim.Port(), Hi: sim.Port()}}}
-	if r.px, err = proxy.New(pcfg, throttle.SidecarConfig{Loop: r.loop, AfterTick: record, Log: log}, log.With("component", "proxy")); err != nil {
+	if r.px, err = proxy.New(pcfg, throttle.SidecarConfig{Loop: r.loop, AfterTick: r.recordClient, Log: log}, log.With("component", "proxy")); err != nil {
 		return err
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -478,6 +474,14 @@ func (r *ArmRig) addProxy(vcfg viewer.Config, sim netip.AddrPort, log *slog.Logg
 		return v.Run(ctx)
 	}, nil)
 	return nil
+}
+
+// recordClient keeps the totals the client side's loop sent, after each
+// of its decisions.
+func (r *ArmRig) recordClient(_ time.Time, sent []throttle.Request) {
+	for _, q := range sent {
+		r.clientAsked = append(r.clientAsked, q.Total.BitsPerSecond())
+	}
 }
 
 // discard is the observer's sender: it measures and sends nothing.
