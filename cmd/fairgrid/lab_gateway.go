@@ -20,7 +20,9 @@ download (gVisor's userspace TCP) and a stock viewer asking 1,500 kbit/s
 all at once: "gateway", the viewer reaches the region (fairgrid sim's)
 through fairgrid gateway at the region's side of the link;
 "gateway+sidecar", the same with fairgrid's client side at the viewer as
-well; "stock", the viewer reaches the region directly. For each: the
+well; "gateway+proxy" (not run by default), the same with the viewer's
+UDP through fairgrid proxy (SOCKS 5) on its host instead; "stock", the
+viewer reaches the region directly. For each: the
 download's rate and share and the viewer's received rate (both on the
 wire: one TCP share is viewer ÷ download 0.8–1.25), and the viewer's
 datagrams' queueing delay in the link's buffer; for the gateway, its own
@@ -37,7 +39,7 @@ func runLabGateway(args []string, s stdio) int {
 	fs.TextVar(&controller, "controller", throttle.ControllerName(""), "the gateway's controller (default: the gateway's)")
 	interval := fs.Duration("interval", 0, "the gateway's decision interval (0: its default)")
 	loss := fs.String("loss", strconv.FormatFloat(100*gatewaylab.DefaultLink.Loss, 'g', -1, 64)+"%", "random loss each way: a fraction or a percentage")
-	arms := fs.String("arms", "gateway,gateway+sidecar,stock", "comma-separated arms: gateway, gateway+sidecar, stock")
+	arms := fs.String("arms", "gateway,gateway+sidecar,stock", "comma-separated arms: gateway, gateway+sidecar, gateway+proxy, stock")
 	if c, ok := parseFlags(fs, labGatewaySynopsis, args, s); !ok {
 		return c
 	}

@@ -22,24 +22,15 @@ const tick = 100 * time.Millisecond
 // maxDatagram bounds what is read: LLUDP's receive buffer (MaxPacketSize).
 const maxDatagram = 8192
 
-// maxBatch is how many datagrams of known circuits, and maxFresh how many
-// from unknown endpoints, the loop handles before it lets the scheduler
-// send.
-const (
-	maxBatch = 64
-	maxFresh = 8
-)
+// maxFresh is how many datagrams from unknown endpoints the loop handles
+// before it lets the scheduler send.
+const maxFresh = 8
 
 // freshCap bounds the datagrams from unknown endpoints waiting: beyond it
 // they are dropped at the reader (counted), as a full socket buffer would.
 const freshCap = 1024
 
-// inboundCap bounds the datagrams read but not yet handled, so a loop
-// that falls behind a flood drops at the readers, as a full socket buffer
-// would, instead of growing.
-const inboundCap = 8192
-
-// event is a datagram a reader hands the loop.
+// event is a datagram a reader handles or hands the loop.
 type event struct {
 	route int     // from a viewer, on this route's public socket; -1: from the region
 	v     *Viewer // from the region, on this circuit's socket
@@ -49,24 +40,25 @@ type event struct {
 }
 
 // Gateway is the shell around Core: a public socket per route, a socket
-// per viewer circuit towards its region, and one loop that owns the core.
-// New binds the public sockets; Run serves.
+// per viewer circuit towards its region, and one loop that opens circuits,
+// decides and sends what waited in the scheduler. The readers handle the
+// datagrams of known circuits and the regions' themselves, under the
+// core's lock. New binds the public sockets; Run serves.
 type Gateway struct {
 	log    *slog.Logger
 	public []*net.UDPConn
-	in     chan event    // the regions' datagrams and those of known circuits
 	fresh  chan event    // datagrams from endpoints with no circuit
-	wake   chan struct{} // a region reader queued what must wait: drain and set the timer
+	wake   chan struct{} // a reader left what must wait in the scheduler: drain and set the timer
 	// known holds the circuitKey of every circuit the core carries, for
 	// the readers to tell the two apart without the loop's lock.
 	known sync.Map
 
-	mu   sync.Mutex // guards core; the loop holds it while it works
+	mu   sync.Mutex // guards core; the loop and the readers hold it while they work
 	core *Core
 
 	gone    []*Viewer      // scratch for Core.Gone (under mu)
 	readers sync.WaitGroup // every reader, so Run returns after them
-	dropped atomic.Uint64  // datagrams dropped at a full inbound channel
+	dropped atomic.Uint64  // datagrams from unknown endpoints dropped at a full channel
 	errs    uint64         // send errors (under mu)
 }
 
@@ -79,7 +71,7 @@ func New(cfg Config, log *slog.Logger) (*Gateway, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	g := &Gateway{log: log, core: core, in: make(chan event, inboundCap), fresh: make(chan event, freshCap), wake: make(chan struct{}, 1)}
+	g := &Gateway{log: log, core: core, fresh: make(chan event, freshCap), wake: make(chan struct{}, 1)}
 	for _, r := range core.cfg.Routes {
 		c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(r.Listen))
 		if err != nil {
@@ -134,11 +126,6 @@ func (g *Gateway) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case e := <-g.in:
-			g.mu.Lock()
-			g.handle(e)
-			g.handleBatch()
-			g.mu.Unlock()
 		case e := <-g.fresh:
 			g.mu.Lock()
 			g.handle(e)
@@ -167,21 +154,12 @@ func (g *Gateway) Run(ctx context.Context) error {
 	}
 }
 
-// handleBatch handles what else has arrived before the scheduler runs:
-// the known circuits' and the regions' datagrams first, up to maxBatch,
-// then up to maxFresh from endpoints with no circuit. Opening a circuit
-// costs a socket, so a flood of UseCircuitCode from fresh addresses is
-// served only at that pace, and never ahead of the viewers already
-// carried nor the scheduler's sending.
+// handleBatch handles up to maxFresh more datagrams from endpoints with
+// no circuit before the scheduler runs. Opening a circuit costs a socket,
+// so a flood of UseCircuitCode from fresh addresses is served only at
+// that pace, and never ahead of the scheduler's sending; the viewers
+// already carried are handled on the reader, between the loop's turns.
 func (g *Gateway) handleBatch() {
-	for more := maxBatch; more > 0; more-- {
-		select {
-		case e := <-g.in:
-			g.handle(e)
-		default:
-			more = 0
-		}
-	}
 	for more := maxFresh; more > 0; more-- {
 		select {
 		case e := <-g.fresh:
@@ -291,6 +269,7 @@ func (g *Gateway) toViewer(v *Viewer, b []byte) {
 func (g *Gateway) readPublic(route int, c *net.UDPConn) {
 	defer g.readers.Done()
 	buf := make([]byte, maxDatagram)
+	var out [8]Out
 	for {
 		n, from, err := c.ReadFromUDPAddrPort(buf)
 		if err != nil {
@@ -299,11 +278,20 @@ func (g *Gateway) readPublic(route int, c *net.UDPConn) {
 			}
 			continue
 		}
-		e := event{route: route, from: from, b: append([]byte(nil), buf[:n]...), at: time.Now()}
-		if _, ok := g.known.Load(circuitKey{route, from}); ok {
-			g.push(g.in, e)
-		} else {
-			g.push(g.fresh, e)
+		if _, ok := g.known.Load(circuitKey{route, from}); !ok {
+			g.push(g.fresh, event{route: route, from: from, b: append([]byte(nil), buf[:n]...), at: time.Now()})
+			continue
+		}
+		// A known circuit's datagram is handled here, under the lock, as
+		// the region's are (readRegion), and goes on to the region at
+		// once: nothing keeps it once handled, so buf serves again. The
+		// loop is left the fresh endpoints, at its pace.
+		g.mu.Lock()
+		g.handle(event{route: route, from: from, b: buf[:n], at: time.Now()})
+		wait := g.drain(out[:], time.Now())
+		g.mu.Unlock()
+		if wait > 0 {
+			g.wakeLoop()
 		}
 	}
 }
@@ -331,11 +319,17 @@ func (g *Gateway) readRegion(v *Viewer, c *net.UDPConn) {
 		wait := g.drain(out[:], time.Now())
 		g.mu.Unlock()
 		if wait > 0 {
-			select {
-			case g.wake <- struct{}{}:
-			default: // the loop has a wake-up pending, and will look again
-			}
+			g.wakeLoop()
 		}
+	}
+}
+
+// wakeLoop has the loop drain and set its timer for what a reader left
+// waiting in the scheduler.
+func (g *Gateway) wakeLoop() {
+	select {
+	case g.wake <- struct{}{}:
+	default: // the loop has a wake-up pending, and will look again
 	}
 }
 

@@ -1,9 +1,9 @@
 // Package gatewaylab is `fairgrid lab gateway`: the demo's link and bulk
 // TCP download, with a stock viewer reaching the region through fairgrid's
 // gateway (package opensim/gateway) beside the same stock viewer reaching
-// the region directly, and, as a third arm, through the gateway with
-// fairgrid's client side at the viewer too; each arm on its own copy of
-// the link, all run at once.
+// the region directly, and, as further arms, through the gateway with
+// fairgrid's client side at the viewer too (the sidecar, or the SOCKS 5
+// proxy); each arm on its own copy of the link, all run at once.
 //
 // # The rig
 //
@@ -20,6 +20,9 @@
 //	gateway:         viewer ⇄ relay ⇄ [bottleneck] ⇄ gateway ⇄ region
 //	gateway+sidecar: as gateway, and the relay's tap feeds a throttle.Sidecar
 //	                 whose AgentThrottle crosses the bottleneck as the viewer's
+//	gateway+proxy:   viewer ⇄ fairgrid proxy (SOCKS 5) ⇄ relay ⇄ [bottleneck] ⇄ gateway ⇄ region;
+//	                 the proxy measures what it relays, rewrites the viewer's
+//	                 AgentThrottles and sends its own
 //
 // The gateway sits where an operator puts it, at the region's public
 // address: on the server's side of the bottleneck, so it measures the

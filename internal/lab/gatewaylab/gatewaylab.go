@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"net"
 	"net/netip"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -21,6 +23,7 @@ import (
 	"github.com/fairgrid/fairgrid/opensim/region"
 	"github.com/fairgrid/fairgrid/ratecalc"
 	"github.com/fairgrid/fairgrid/throttle"
+	"github.com/fairgrid/fairgrid/throttle/proxy"
 )
 
 // DefaultLink is the demo's link (internal/lab/demo.DefaultLink, which the
@@ -47,6 +50,12 @@ const (
 	// viewer's AgentThrottle every interval, across the link), with the
 	// gateway's controller and interval.
 	Sidecar Arm = "gateway+sidecar"
+	// Proxy: through the gateway, with the viewer's UDP through
+	// fairgrid's SOCKS 5 proxy on its host (throttle/proxy: it measures
+	// what it relays, puts its request into the viewer's AgentThrottles
+	// and sends its own every interval), with the gateway's controller and
+	// interval.
+	Proxy Arm = "gateway+proxy"
 )
 
 // Config describes a run. Zero fields take the defaults named.
@@ -101,8 +110,8 @@ func (c Config) Validate() error {
 	}
 	seen := map[Arm]bool{}
 	for _, a := range c.Arms {
-		if a != Stock && a != Gateway && a != Sidecar || seen[a] {
-			errs = append(errs, fmt.Errorf("arm %q: want %s, %s or %s, once each", a, Gateway, Sidecar, Stock))
+		if a != Stock && a != Gateway && a != Sidecar && a != Proxy || seen[a] {
+			errs = append(errs, fmt.Errorf("arm %q: want %s, %s, %s or %s, once each", a, Gateway, Sidecar, Proxy, Stock))
 		}
 		seen[a] = true
 	}
@@ -119,8 +128,8 @@ func (c Config) gatewayConfig(sim netip.AddrPort) gateway.Config {
 		Control: throttle.Config{Controller: c.Controller, Interval: c.Interval, Segment: c.Segment}}
 }
 
-// sidecarConfig is the client side's: the gateway's controller and
-// interval.
+// sidecarConfig is the client side's (the sidecar's or the proxy's): the
+// gateway's controller and interval.
 func (c Config) sidecarConfig() throttle.Config {
 	gc := c.gatewayDefaults()
 	return throttle.Config{Controller: gc.Control.Controller, Interval: gc.Control.Interval, Segment: gc.Control.Segment}
@@ -182,8 +191,14 @@ type GatewayView struct {
 	// force's coefficient of variation over them: how much it moves.
 	PerSecond []RateSample `json:"per_second"`
 	RateCV    float64      `json:"rate_cv"`
-	// ClientRequests counts the client side's requests (the sidecar arm).
-	ClientRequests uint64 `json:"client_requests,omitempty"`
+	// ClientRequests counts the client side's requests (the sidecar and
+	// proxy arms), and ClientAskedBPS are their totals in the order sent,
+	// bits/s.
+	ClientRequests uint64    `json:"client_requests,omitempty"`
+	ClientAskedBPS []float64 `json:"client_asked_bps,omitempty"`
+	// ProxyRewritten counts the viewer's own AgentThrottles the proxy
+	// rewrote to its request on their way out (the proxy arm).
+	ProxyRewritten uint64 `json:"proxy_rewritten,omitempty"`
 }
 
 // RateSample is the gateway's view of the circuit at one moment, bits/s.
@@ -298,8 +313,9 @@ type ArmRig struct {
 	tcpNet   *tcpflow.Net
 	download *tcpflow.Flow
 	gw       *gateway.Gateway
-	v        *viewer.Viewer
-	loop     *throttle.Loop // the client side's (the Sidecar arm), or nil
+	v        *viewer.Viewer // the Proxy arm's is made by a member once the proxy serves
+	loop     *throttle.Loop // the client side's (the Sidecar and Proxy arms), or nil
+	px       *proxy.Proxy   // the Proxy arm's, or nil
 	members  throttle.Group
 	started  atomic.Bool
 
@@ -308,10 +324,12 @@ type ArmRig struct {
 	read0, read1 uint64
 	gw0, gw1     gateway.CircuitStats
 	samples      []RateSample
-	warmedUp     bool
-	measured     bool // the snapshot at the end (or at an early end after the warm-up) is taken
-	complete     bool // the run lasted its whole duration
-	endCause     error
+	// Written by the client side's loop after each decision.
+	clientAsked []float64
+	warmedUp    bool
+	measured    bool // the snapshot at the end (or at an early end after the warm-up) is taken
+	complete    bool // the run lasted its whole duration
+	endCause    error
 }
 
 // NewArmRig builds arm's rig for cfg: it binds its sockets and starts
@@ -325,7 +343,7 @@ func NewArmRig(cfg Config, arm Arm, obs *Observer, log *slog.Logger) (*ArmRig, e
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if obs != nil && (obs.Loop == nil || arm == Sidecar) {
+	if obs != nil && (obs.Loop == nil || arm == Sidecar || arm == Proxy) {
 		return nil, errors.New("gatewaylab: an observer needs its loop, and the client side's arm has its own")
 	}
 	r := &ArmRig{cfg: cfg, arm: arm}
@@ -380,7 +398,15 @@ func NewArmRig(cfg Config, arm Arm, obs *Observer, log *slog.Logger) (*ArmRig, e
 		return fail(err)
 	}
 	r.members.Add(relay.Run, nil)
-	if r.v, err = viewer.New(viewer.Config{Sim: relay.Addr(), Throttle: cfg.Throttle, FollowViewerRule: true, CircuitCode: 4242}, log); err != nil {
+	vcfg := viewer.Config{Sim: relay.Addr(), Throttle: cfg.Throttle, FollowViewerRule: true, CircuitCode: 4242}
+	if arm == Proxy {
+		if err := r.addProxy(vcfg, relay.Addr(), log); err != nil {
+			return fail(err)
+		}
+		r.members.Add(r.measure, nil)
+		return r, nil
+	}
+	if r.v, err = viewer.New(vcfg, log); err != nil {
 		return fail(err)
 	}
 	r.members.Add(r.v.Run, nil)
@@ -389,7 +415,8 @@ func NewArmRig(cfg Config, arm Arm, obs *Observer, log *slog.Logger) (*ArmRig, e
 		if r.loop, err = throttle.New(cfg.sidecarConfig(), log); err != nil {
 			return fail(err)
 		}
-		sc, err := throttle.NewSidecar(throttle.SidecarConfig{Loop: r.loop, Source: source, Sender: throttle.InjectSender(relay.InjectUp), Log: log})
+		sc, err := throttle.NewSidecar(throttle.SidecarConfig{Loop: r.loop, Source: source, Sender: throttle.InjectSender(relay.InjectUp),
+			AfterTick: r.recordClient, Log: log})
 		if err != nil {
 			return fail(err)
 		}
@@ -415,6 +442,46 @@ func NewArmRig(cfg Config, arm Arm, obs *Observer, log *slog.Logger) (*ArmRig, e
 	}
 	r.members.Add(r.measure, nil)
 	return r, nil
+}
+
+// addProxy adds the Proxy arm's client side: fairgrid's SOCKS 5 proxy on
+// loopback, relaying only to sim (the link's relay, towards the gateway),
+// and the viewer, whose UDP goes through it. The viewer's association is
+// made when it is built, so a member builds it once the proxy's group
+// runs (its listener is bound here, and takes the viewer's connection
+// until the server accepts it).
+func (r *ArmRig) addProxy(vcfg viewer.Config, sim netip.AddrPort, log *slog.Logger) error {
+	var err error
+	if r.loop, err = throttle.New(r.cfg.sidecarConfig(), log); err != nil {
+		return err
+	}
+	pcfg := proxy.Config{UDPPorts: lludp.Ports{{Lo: sim.Port(), Hi: sim.Port()}}}
+	if r.px, err = proxy.New(pcfg, throttle.SidecarConfig{Loop: r.loop, AfterTick: r.recordClient, Log: log}, log.With("component", "proxy")); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	r.px.AddTo(&r.members, ln)
+	vcfg.SOCKS5 = ln.Addr().String()
+	r.members.Add(func(ctx context.Context) error {
+		v, err := viewer.New(vcfg, log)
+		if err != nil {
+			return err
+		}
+		r.v = v
+		return v.Run(ctx)
+	}, nil)
+	return nil
+}
+
+// recordClient keeps the totals the client side's loop sent, after each
+// of its decisions.
+func (r *ArmRig) recordClient(_ time.Time, sent []throttle.Request) {
+	for _, q := range sent {
+		r.clientAsked = append(r.clientAsked, q.Total.BitsPerSecond())
+	}
 }
 
 // discard is the observer's sender: it measures and sends nothing.
@@ -502,8 +569,11 @@ func (r *ArmRig) Result() (ArmResult, error) {
 		return ArmResult{}, errors.New("gatewaylab: the arm has not run")
 	}
 	d := r.last.Since(r.first)
-	downName := fmt.Sprintf("lludp %v down", r.v.Addr())
-	down, ok := d.Flow(downName)
+	down, ok := d.Flow(fmt.Sprintf("lludp %v down", r.v.Addr()))
+	if r.px != nil {
+		// The link carries the proxy's relay socket, not the viewer's.
+		down, ok = viewerDown(d)
+	}
 	if !ok {
 		return ArmResult{}, fmt.Errorf("the viewer's circuit never crossed the link (%v)", r.v.Report())
 	}
@@ -528,10 +598,23 @@ func (r *ArmRig) Result() (ArmResult, error) {
 		res.Gateway = gatewayView(r.cfg, r.gw0, r.gw1, r.gw.Counters())
 		res.Gateway.PerSecond, res.Gateway.RateCV = r.samples, rateCV(r.samples)
 		if r.loop != nil {
-			res.Gateway.ClientRequests = r.loop.Stats().Requests
+			res.Gateway.ClientRequests, res.Gateway.ClientAskedBPS = r.loop.Stats().Requests, r.clientAsked
+		}
+		if r.px != nil {
+			res.Gateway.ProxyRewritten = r.px.Counts().Rewritten
 		}
 	}
 	return res, nil
+}
+
+// viewerDown is the one viewer's flow towards it in d.
+func viewerDown(d link.BottleneckStats) (link.FlowReport, bool) {
+	for _, f := range d.Flows {
+		if strings.HasPrefix(f.Name, "lludp ") && f.Dir == link.Down {
+			return f, true
+		}
+	}
+	return link.FlowReport{}, false
 }
 
 // RunArm runs one arm for cfg's warm-up and duration and measures the

@@ -3,6 +3,8 @@ package gatewaylab
 import (
 	"bytes"
 	"context"
+	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -200,5 +202,74 @@ func TestRunInterrupted(t *testing.T) {
 	cancelEarly()
 	if _, err := Run(early, cfg, nil); err == nil {
 		t.Error("ended before the warm-up: no error")
+	}
+}
+
+// TestRunProxy runs the viewer through fairgrid's SOCKS 5 proxy and the
+// gateway, beside the gateway alone, as TestRun runs its arms (3 % loss,
+// 4 s of warm-up, 8 s measured, both ends deciding every second). The
+// proxy's requests reach the gateway as the viewer's: from the first
+// second the gateway saw one of the proxy's, every second's request is one
+// the proxy sent (the viewer's own 1,536 kbit/s no longer gets through),
+// and the rate in force is the lesser of the request and the gateway's
+// fair rate every second. How much the rate
+// in force moves, beside the gateway alone, is logged (docs/gateway.md
+// has full runs).
+func TestRunProxy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real time: 12 s")
+	}
+	l := DefaultLink
+	l.Loss = 0.03
+	cfg := Config{Link: l, Warmup: 4 * time.Second, Duration: 8 * time.Second, Interval: time.Second, Arms: []Arm{Gateway, Proxy}}
+	r, err := Run(context.Background(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := WriteText(&out, r); err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + out.String())
+	px, ok := r.Arm(Proxy)
+	if !ok || px.Gateway == nil {
+		t.Fatalf("no proxy arm: %+v", r.Arms)
+	}
+	if px.Seconds < 7 || px.ViewerBPS <= 0 || px.DownloadWireBPS <= 0 {
+		t.Errorf("measured %.1f s of 8, viewer %.0f bit/s, download %.0f bit/s on the wire: want both served", px.Seconds, px.ViewerBPS, px.DownloadWireBPS)
+	}
+	v := px.Gateway
+	if v.ClientRequests == 0 || v.Rewrites == 0 || len(v.PerSecond) == 0 {
+		t.Fatalf("the proxy sent %d requests, the gateway rewrote %d AgentThrottles, %d samples: want some of each", v.ClientRequests, v.Rewrites, len(v.PerSecond))
+	}
+	sentByProxy := func(bps float64) bool {
+		for _, x := range v.ClientAskedBPS {
+			if math.Abs(bps-x) <= 0.005*x {
+				return true
+			}
+		}
+		return false
+	}
+	// Before the proxy's first decision the viewer's own request passes
+	// unchanged; from the first second the gateway saw one of the
+	// proxy's, every later one is the proxy's too.
+	first := slices.IndexFunc(v.PerSecond, func(x RateSample) bool { return sentByProxy(x.AskedBPS) })
+	if first < 0 {
+		t.Errorf("the gateway never saw a request the proxy sent (%.0f): it saw %+v", v.ClientAskedBPS, v.PerSecond)
+	} else if first > 0 {
+		t.Logf("the first %d samples came before the proxy's first decision", first)
+	}
+	for i, x := range v.PerSecond {
+		if first >= 0 && i > first && !sentByProxy(x.AskedBPS) {
+			t.Errorf("at %.0f s the gateway saw a request of %.0f bit/s, none of the proxy's %.0f", x.T, x.AskedBPS, v.ClientAskedBPS)
+		}
+		if x.FairBPS > 0 && x.RateBPS > 1.001*min(x.AskedBPS, x.FairBPS) {
+			t.Errorf("at %.0f s the rate in force %.0f is above the lesser of %.0f asked and %.0f fair", x.T, x.RateBPS, x.AskedBPS, x.FairBPS)
+		}
+	}
+	gw, _ := r.Arm(Gateway)
+	t.Logf("the rate in force varied %.3f with the proxy, %.3f with the gateway alone; per second (asked/fair/in force, kbit/s):", v.RateCV, gw.Gateway.RateCV)
+	for _, x := range v.PerSecond {
+		t.Logf("  %4.0f s  %5.0f %5.0f %5.0f", x.T, x.AskedBPS/1000, x.FairBPS/1000, x.RateBPS/1000)
 	}
 }

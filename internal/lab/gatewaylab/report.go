@@ -31,8 +31,11 @@ func WriteText(w io.Writer, r Result) error {
 		fmt.Fprintf(&b, "\n%s, the gateway (%s): fair rate %.0f kbit/s, in force %.0f kbit/s, loss event rate %.4f, RTT %.0f ms; %d AgentThrottles asserted, %d rewritten\n",
 			a.Arm, gv.Controller, gv.FairBPS/1000, gv.RateBPS/1000, gv.LossEventRate, gv.RTTms, gv.Asserts, gv.Rewrites)
 		fmt.Fprintf(&b, "the rate in force varied %.3f (coefficient of variation, once a second)", gv.RateCV)
-		if a.Arm == Sidecar {
+		switch a.Arm {
+		case Sidecar:
 			fmt.Fprintf(&b, "; the client side sent %d requests", gv.ClientRequests)
+		case Proxy:
+			fmt.Fprintf(&b, "; the proxy sent %d requests and rewrote %d of the viewer's AgentThrottles", gv.ClientRequests, gv.ProxyRewritten)
 		}
 		fmt.Fprintf(&b, "\ngateway queueing delay: mean %.2f ms", gv.QueueDelayMeanMs)
 		var chans []string
