@@ -9,6 +9,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/fairgrid/fairgrid/internal/fakenet"
 )
 
 func TestGroup(t *testing.T) {
@@ -80,7 +82,7 @@ func TestGroupInterrupt(t *testing.T) {
 func TestGroupAddHTTP(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var g Group
-		g.AddHTTP("metrics", &failingListener{err: errors.New("accept: broken"), closed: make(chan struct{})}, http.NotFoundHandler())
+		g.AddHTTP("metrics", fakenet.NewListener(errors.New("accept: broken")), http.NotFoundHandler())
 		g.Add(func(ctx context.Context) error { <-ctx.Done(); return nil }, nil)
 		err := g.Run(t.Context())
 		if err == nil || !strings.Contains(err.Error(), "metrics: accept: broken") {

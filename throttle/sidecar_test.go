@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/netip"
 	"strings"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/fairgrid/fairgrid/capture"
 	"github.com/fairgrid/fairgrid/capture/circuit"
+	"github.com/fairgrid/fairgrid/internal/fakenet"
 	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/ratecalc"
 )
@@ -291,28 +291,6 @@ func TestSidecarReopen(t *testing.T) {
 	})
 }
 
-// failingListener fails its first Accept, or blocks until closed.
-type failingListener struct {
-	err    error
-	closed chan struct{}
-	once   sync.Once
-}
-
-func (l *failingListener) Accept() (net.Conn, error) {
-	if l.err != nil {
-		return nil, l.err
-	}
-	<-l.closed
-	return nil, net.ErrClosed
-}
-
-func (l *failingListener) Close() error {
-	l.once.Do(func() { close(l.closed) })
-	return nil
-}
-
-func (l *failingListener) Addr() net.Addr { return &net.TCPAddr{} }
-
 // TestSidecarFirstError: the first part to fail ends Run, with its error,
 // without the caller cancelling, and every other part stops; a source
 // that ends is no failure.
@@ -328,7 +306,7 @@ func TestSidecarFirstError(t *testing.T) {
 		{"source ends", func(r *rig) { r.cfg.Source = &scriptedSource{err: io.EOF} }, nil, ""},
 		{"source closed by its producer", func(r *rig) { r.src.Close() }, nil, ""},
 		{"metrics listener fails", func(r *rig) {
-			r.cfg.MetricsListener = &failingListener{err: errBoom, closed: make(chan struct{})}
+			r.cfg.MetricsListener = fakenet.NewListener(errBoom)
 			r.cfg.Metrics = http.NotFoundHandler()
 		}, errBoom, "metrics: boom"},
 	} {
@@ -353,7 +331,7 @@ func TestSidecarFirstError(t *testing.T) {
 func TestSidecarMetricsStop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t)
-		ln := &failingListener{closed: make(chan struct{})}
+		ln := fakenet.NewListener(nil)
 		r.cfg.MetricsListener, r.cfg.Metrics = ln, http.NotFoundHandler()
 		ctx, cancel := context.WithCancel(context.Background())
 		_, done := r.start(t, ctx)
@@ -362,9 +340,7 @@ func TestSidecarMetricsStop(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Errorf("Run: %v", err)
 		}
-		select {
-		case <-ln.closed:
-		default:
+		if !ln.Closed() {
 			t.Error("the metrics listener is still open")
 		}
 	})

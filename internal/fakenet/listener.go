@@ -38,3 +38,14 @@ func (l *Listener) Close() error {
 
 // Addr is a loopback TCP address, for logs.
 func (l *Listener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)} }
+
+// Closed reports whether Close has been called: a test's check that its
+// owner let go of it.
+func (l *Listener) Closed() bool {
+	select {
+	case <-l.closed:
+		return true
+	default:
+		return false
+	}
+}

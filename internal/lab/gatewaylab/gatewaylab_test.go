@@ -28,18 +28,7 @@ func TestRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real time: 12 s")
 	}
-	l := DefaultLink
-	l.Loss = 0.03
-	cfg := Config{Link: l, Warmup: 4 * time.Second, Duration: 8 * time.Second, Interval: time.Second, Arms: []Arm{Gateway, Sidecar, Stock}}
-	r, err := Run(context.Background(), cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	if err := WriteText(&out, r); err != nil {
-		t.Fatal(err)
-	}
-	t.Log("\n" + out.String())
+	r, out := runShort(t, Gateway, Sidecar, Stock)
 	for _, a := range r.Arms {
 		if a.Seconds < 7 {
 			t.Errorf("%s: measured %.1f s of 8", a.Arm, a.Seconds)
@@ -219,18 +208,7 @@ func TestRunProxy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real time: 12 s")
 	}
-	l := DefaultLink
-	l.Loss = 0.03
-	cfg := Config{Link: l, Warmup: 4 * time.Second, Duration: 8 * time.Second, Interval: time.Second, Arms: []Arm{Gateway, Proxy}}
-	r, err := Run(context.Background(), cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	if err := WriteText(&out, r); err != nil {
-		t.Fatal(err)
-	}
-	t.Log("\n" + out.String())
+	r, _ := runShort(t, Gateway, Proxy)
 	px, ok := r.Arm(Proxy)
 	if !ok || px.Gateway == nil {
 		t.Fatalf("no proxy arm: %+v", r.Arms)
@@ -272,4 +250,24 @@ func TestRunProxy(t *testing.T) {
 	for _, x := range v.PerSecond {
 		t.Logf("  %4.0f s  %5.0f %5.0f %5.0f", x.T, x.AskedBPS/1000, x.FairBPS/1000, x.RateBPS/1000)
 	}
+}
+
+// runShort runs arms on the default link at 3 % loss, 4 s of warm-up and
+// 8 s measured with 1 s decisions, logs the report and returns it with
+// its text.
+func runShort(t *testing.T, arms ...Arm) (Result, *bytes.Buffer) {
+	t.Helper()
+	l := DefaultLink
+	l.Loss = 0.03
+	cfg := Config{Link: l, Warmup: 4 * time.Second, Duration: 8 * time.Second, Interval: time.Second, Arms: arms}
+	r, err := Run(context.Background(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := WriteText(&out, r); err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + out.String())
+	return r, &out
 }
