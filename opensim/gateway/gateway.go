@@ -43,10 +43,13 @@ type event struct {
 // per viewer circuit towards its region, and one loop that opens circuits,
 // decides and sends what waited in the scheduler. The readers handle the
 // datagrams of known circuits and the regions' themselves, under the
-// core's lock. New binds the public sockets; Run serves.
+// core's lock; what leaves towards viewers is sent once the lock is let
+// go (sendQueue), so the readers do not wait for each other's system
+// calls. New binds the public sockets; Run serves.
 type Gateway struct {
 	log    *slog.Logger
 	public []*net.UDPConn
+	send   []*sendQueue  // per public socket: what leaves towards viewers
 	fresh  chan event    // datagrams from endpoints with no circuit
 	wake   chan struct{} // a reader left what must wait in the scheduler: drain and set the timer
 	// known holds the circuitKey of every circuit the core carries, for
@@ -59,7 +62,7 @@ type Gateway struct {
 	gone    []*Viewer      // scratch for Core.Gone (under mu)
 	readers sync.WaitGroup // every reader, so Run returns after them
 	dropped atomic.Uint64  // datagrams from unknown endpoints dropped at a full channel
-	errs    uint64         // send errors (under mu)
+	errs    uint64         // send errors towards regions (under mu)
 }
 
 // New validates cfg and binds each route's public socket.
@@ -81,6 +84,7 @@ func New(cfg Config, log *slog.Logger) (*Gateway, error) {
 		c.SetReadBuffer(4 << 20)
 		c.SetWriteBuffer(4 << 20)
 		g.public = append(g.public, c)
+		g.send = append(g.send, newSendQueue(c))
 	}
 	return g, nil
 }
@@ -148,6 +152,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 		g.mu.Lock()
 		wait := g.drain(out[:], time.Now())
 		g.mu.Unlock()
+		g.flush()
 		if wait >= 0 {
 			timer.Reset(max(wait, 50*time.Microsecond))
 		}
@@ -260,8 +265,13 @@ func (g *Gateway) toViewer(v *Viewer, b []byte) {
 	if tap := g.core.cfg.Tap; tap != nil {
 		tap(lludp.Datagram{At: time.Now(), Src: g.Addr(v.Route), Dst: v.Addr, Payload: b})
 	}
-	if _, err := g.public[v.Route].WriteToUDPAddrPort(b, v.Addr); err != nil {
-		g.errs++
+	g.send[v.Route].add(b, v.Addr)
+}
+
+// flush sends what the core let leave towards viewers; g.mu is not held.
+func (g *Gateway) flush() {
+	for _, q := range g.send {
+		q.flush()
 	}
 }
 
@@ -290,6 +300,7 @@ func (g *Gateway) readPublic(route int, c *net.UDPConn) {
 		g.handle(event{route: route, from: from, b: buf[:n], at: time.Now()})
 		wait := g.drain(out[:], time.Now())
 		g.mu.Unlock()
+		g.flush()
 		if wait > 0 {
 			g.wakeLoop()
 		}
@@ -318,6 +329,7 @@ func (g *Gateway) readRegion(v *Viewer, c *net.UDPConn) {
 		g.handle(event{route: -1, v: v, b: append([]byte(nil), buf[:n]...), at: time.Now()})
 		wait := g.drain(out[:], time.Now())
 		g.mu.Unlock()
+		g.flush()
 		if wait > 0 {
 			g.wakeLoop()
 		}
@@ -361,6 +373,9 @@ func (g *Gateway) Counters() Counters {
 	defer g.mu.Unlock()
 	k := g.core.Counters()
 	k.InboundDropped, k.SendErrors = g.dropped.Load(), g.errs
+	for _, q := range g.send {
+		k.SendErrors += q.errs.Load()
+	}
 	return k
 }
 

@@ -4,12 +4,10 @@ import (
 	"encoding/binary"
 	"math"
 	"net"
-	"runtime"
 	"time"
 
+	"github.com/fairgrid/fairgrid/internal/udpbatch"
 	"github.com/fairgrid/fairgrid/lludp"
-	"golang.org/x/net/ipv4"
-	"golang.org/x/net/ipv6"
 )
 
 // Stress mode, after the study of MMORPG server I/O this project's issue
@@ -140,29 +138,18 @@ func (g *grid) near(x, y, dist float32, f func(*client)) {
 	}
 }
 
-// batchWriter sends many datagrams per system call (sendmmsg) on Linux;
-// elsewhere x/net sends one a call (Windows has no WriteBatch at all), so
-// there it writes them one by one itself.
+// batchWriter gathers the loop's datagrams and sends them in as few
+// system calls as the platform allows (udpbatch.Writer: sendmmsg on
+// Linux), reusing their buffers from batch to batch.
 type batchWriter struct {
-	conn *net.UDPConn
-	v4   *ipv4.PacketConn
-	v6   *ipv6.PacketConn
-	msgs []ipv4.Message
+	w    *udpbatch.Writer
+	ds   []udpbatch.Datagram
 	bufs [][]byte
 	n    int
 }
 
 func newBatchWriter(conn *net.UDPConn) *batchWriter {
-	w := &batchWriter{conn: conn}
-	if runtime.GOOS != "linux" {
-		return w
-	}
-	if conn.LocalAddr().(*net.UDPAddr).IP.To4() != nil {
-		w.v4 = ipv4.NewPacketConn(conn)
-	} else {
-		w.v6 = ipv6.NewPacketConn(conn)
-	}
-	return w
+	return &batchWriter{w: udpbatch.NewWriter(conn)}
 }
 
 // maxWriteBatch is the most datagrams one sendmmsg takes on Linux
@@ -177,43 +164,22 @@ func (w *batchWriter) add(addr *net.UDPAddr) (*[]byte, int) {
 	if w.n == maxWriteBatch {
 		flushed = w.flush()
 	}
-	if w.n == len(w.msgs) {
-		w.msgs = append(w.msgs, ipv4.Message{Buffers: [][]byte{nil}})
+	if w.n == len(w.ds) {
+		w.ds = append(w.ds, udpbatch.Datagram{})
 		w.bufs = append(w.bufs, make([]byte, 0, 128))
 	}
-	w.msgs[w.n].Addr = addr
+	w.ds[w.n].To = addr.AddrPort()
 	w.n++
 	return &w.bufs[w.n-1], flushed
 }
 
-// flush sends everything queued, as few system calls as the kernel allows,
-// and returns how many datagrams the kernel took.
+// flush sends everything queued and returns how many datagrams the kernel
+// took.
 func (w *batchWriter) flush() (sent int) {
 	for i := range w.n {
-		w.msgs[i].Buffers[0] = w.bufs[i]
+		w.ds[i].B = w.bufs[i]
 	}
-	if w.v4 == nil && w.v6 == nil {
-		for i := range w.n {
-			if _, err := w.conn.WriteToUDP(w.bufs[i], w.msgs[i].Addr.(*net.UDPAddr)); err == nil {
-				sent++
-			}
-		}
-		w.n = 0
-		return sent
-	}
-	for sent < w.n {
-		var k int
-		var err error
-		if w.v4 != nil {
-			k, err = w.v4.WriteBatch(w.msgs[sent:w.n], 0)
-		} else {
-			k, err = w.v6.WriteBatch(w.msgs[sent:w.n], 0)
-		}
-		if err != nil || k == 0 {
-			break // a full socket buffer: the rest of the batch is lost, as UDP may
-		}
-		sent += k
-	}
+	sent = w.n - w.w.Write(w.ds[:w.n])
 	w.n = 0
 	return sent
 }
