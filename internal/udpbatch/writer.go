@@ -12,9 +12,10 @@ import (
 	"golang.org/x/net/ipv6"
 )
 
-// maxWriteBatch is the most datagrams one sendmmsg takes on Linux
-// (UIO_MAXIOV).
-const maxWriteBatch = 1024
+// MaxBatch is the most datagrams one sendmmsg takes on Linux
+// (UIO_MAXIOV): Write splits a longer slice, and a caller gathering a
+// batch sends it before it grows past this.
+const MaxBatch = 1024
 
 // Datagram is one datagram to send and where to.
 type Datagram struct {
@@ -61,7 +62,7 @@ func (w *Writer) Write(ds []Datagram) (failed int) {
 		return failed
 	}
 	for len(ds) > 0 {
-		n := min(len(ds), maxWriteBatch)
+		n := min(len(ds), MaxBatch)
 		msgs := w.messages(ds[:n])
 		for len(msgs) > 0 {
 			var k int

@@ -152,16 +152,12 @@ func newBatchWriter(conn *net.UDPConn) *batchWriter {
 	return &batchWriter{w: udpbatch.NewWriter(conn)}
 }
 
-// maxWriteBatch is the most datagrams one sendmmsg takes on Linux
-// (UIO_MAXIOV); a fuller batch is sent before it grows.
-const maxWriteBatch = 1024
-
 // add queues a datagram for addr, reusing buffers from earlier batches,
 // and returns how many were sent to make room (0 unless the batch was
 // full).
 func (w *batchWriter) add(addr *net.UDPAddr) (*[]byte, int) {
 	flushed := 0
-	if w.n == maxWriteBatch {
+	if w.n == udpbatch.MaxBatch {
 		flushed = w.flush()
 	}
 	if w.n == len(w.ds) {
