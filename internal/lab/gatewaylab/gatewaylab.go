@@ -568,12 +568,13 @@ func (r *ArmRig) Result() (ArmResult, error) {
 		}
 		return ArmResult{}, errors.New("gatewaylab: the arm has not run")
 	}
-	d := r.last.Since(r.first)
-	down, ok := d.Flow(fmt.Sprintf("lludp %v down", r.v.Addr()))
-	if r.px != nil {
-		// The link carries the proxy's relay socket, not the viewer's.
-		down, ok = viewerDown(d)
+	if r.v == nil {
+		return ArmResult{}, errors.New("gatewaylab: the viewer was never made")
 	}
+	d := r.last.Since(r.first)
+	// The link's one viewer flow: the viewer's own socket, or in the
+	// proxy arm the proxy's relay socket.
+	down, ok := viewerDown(d)
 	if !ok {
 		return ArmResult{}, fmt.Errorf("the viewer's circuit never crossed the link (%v)", r.v.Report())
 	}
@@ -607,7 +608,8 @@ func (r *ArmRig) Result() (ArmResult, error) {
 	return res, nil
 }
 
-// viewerDown is the one viewer's flow towards it in d.
+// viewerDown is the flow towards the arm's one viewer in d (each arm's
+// link carries one circuit).
 func viewerDown(d link.BottleneckStats) (link.FlowReport, bool) {
 	for _, f := range d.Flows {
 		if strings.HasPrefix(f.Name, "lludp ") && f.Dir == link.Down {
