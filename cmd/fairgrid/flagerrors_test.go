@@ -78,3 +78,23 @@ func TestDescribeRefusals(t *testing.T) {
 		}
 	}
 }
+
+// TestTooSlow: a bare number below a rate floor is taken for a missing k
+// and suggested with one; a rate with its unit is told the floor alone
+// (never "4kk").
+func TestTooSlow(t *testing.T) {
+	for _, tc := range []struct {
+		v    string
+		bps  float64
+		want string
+	}{
+		{"1000", 1000, "1000 bit/s is below 8 kbit/s; rates are bits/s: did you mean 1000k?"},
+		{" 2.5 ", 2.5, "2 bit/s is below 8 kbit/s; rates are bits/s: did you mean 2.5k?"},
+		{"4k", 4000, "4000 bit/s is below 8 kbit/s"},
+		{"4000bit/s", 4000, "4000 bit/s is below 8 kbit/s"},
+	} {
+		if got := tooSlow(tc.v, tc.bps, "8 kbit/s").Error(); got != tc.want {
+			t.Errorf("tooSlow(%q) = %q, want %q", tc.v, got, tc.want)
+		}
+	}
+}

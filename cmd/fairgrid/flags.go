@@ -139,6 +139,17 @@ func segmentFlag(fs *flag.FlagSet) *throttle.Segment {
 	return &segment
 }
 
+// tooSlow is the error for a rate v (bits/s) below a floor: when v was a
+// bare number it says rates are bits/s and suggests the k it likely
+// lacked ("1000" for 1000k); with a unit it names the floor alone.
+func tooSlow(v string, bps float64, floor string) error {
+	v = strings.TrimSpace(v)
+	if _, err := strconv.ParseFloat(v, 64); err == nil {
+		return fmt.Errorf("%.0f bit/s is below %s; rates are bits/s: did you mean %sk?", bps, floor, v)
+	}
+	return fmt.Errorf("%.0f bit/s is below %s", bps, floor)
+}
+
 // parsePositiveRate reads a rate flag for which zero means nothing: a
 // throttle, a bottleneck, a maximum.
 func parsePositiveRate(name, v string) (ratecalc.Rate, error) {

@@ -140,7 +140,7 @@ func linkRate(v string) (int64, error) {
 		return 0, err
 	}
 	if bps := r.BitsPerSecond(); bps > 0 && bps < 8000 {
-		return 0, fmt.Errorf("%s is %.0f bit/s, below 8 kbit/s (one 1,000-byte datagram a second); rates are bits/s: did you mean %sk?", v, bps, strings.TrimSpace(v))
+		return 0, tooSlow(v, bps, "8 kbit/s (one 1,000-byte datagram a second)")
 	}
 	return int64(math.Round(float64(r))), nil
 }

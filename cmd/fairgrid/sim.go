@@ -160,7 +160,7 @@ func simConfig(listen, activity, allow, clientMax, sceneMax string, priority boo
 	// Each of the scheduler's five channels has a floor of 500 B/s
 	// (opensim.Config.ChannelMin), which a client's total must reach.
 	if bps := cm.BitsPerSecond(); bps < 4000 {
-		return cfg, fmt.Errorf("--client-max %s is %.0f bit/s, below a channel's floor of 4 kbit/s (500 B/s); rates are bits/s: did you mean %sk?", clientMax, bps, clientMax)
+		return cfg, fmt.Errorf("--client-max %s: %w", clientMax, tooSlow(clientMax, bps, "a channel's floor of 4 kbit/s (500 B/s)"))
 	}
 	sm, err := parsePositiveRate("--scene-max", sceneMax)
 	if err != nil {
