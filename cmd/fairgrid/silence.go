@@ -33,16 +33,13 @@ func warnIfSilent(ctx context.Context, after time.Duration, datagrams func() uin
 	case <-t.C:
 	}
 	if datagrams() == 0 {
-		viewers := "not looked for"
+		viewers, hint := "not looked for", "--interface NAME, or fairgrid proxy (any interface, any OS)"
 		if carrying != nil {
 			viewers = "none"
 			if found := carrying(ctx); len(found) > 0 {
 				viewers = strings.Join(found, ",")
+				hint = "--interface " + found[0] + " (it carries simulator traffic), or fairgrid proxy (any interface, any OS)"
 			}
-		}
-		hint := "--interface NAME, or fairgrid proxy (any interface, any OS)"
-		if viewers != "none" && viewers != "not looked for" {
-			hint = "--interface " + strings.SplitN(viewers, ",", 2)[0] + " (it carries simulator traffic), or fairgrid proxy (any interface, any OS)"
 		}
 		log.Warn("no simulator traffic seen on "+iface+" after "+after.String()+
 			": is the viewer running, and is its traffic on another interface, or its simulator outside capture.ports?",
