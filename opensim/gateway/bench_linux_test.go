@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fairgrid/fairgrid/capture"
 	"github.com/fairgrid/fairgrid/internal/benchrelay"
 	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/opensim"
@@ -214,14 +216,16 @@ func (c *benchChild) stop() {
 }
 
 // benchViewer is one viewer of the load: its socket, and what it sends —
-// a UseCircuitCode, then reliable ImagePackets of 600 bytes (the echo
-// hands each back as the region's, which the gateway schedules in the
-// Texture channel and measures), each eighth followed by a PacketAck of
-// the last eight received.
+// a UseCircuitCode, then datagrams the echo hands back as the region's,
+// which the gateway schedules and measures: reliable ImagePackets of 600
+// bytes (the Texture channel), or with mix set the real region's
+// datagrams in turn, each eighth followed by a PacketAck of the last
+// eight received.
 type benchViewer struct {
 	conn *net.UDPConn
 	seq  uint32
 	acks []uint32
+	mix  [][]byte
 }
 
 var benchImage = func() []byte {
@@ -236,22 +240,59 @@ func (v *benchViewer) next(buf []byte) []byte {
 		v.acks = v.acks[:0]
 		return b
 	}
-	b := append(buf[:0], benchImage...)
+	next := benchImage
+	if len(v.mix) > 0 {
+		next = v.mix[int(v.seq)%len(v.mix)]
+	}
+	b := append(buf[:0], next...)
 	b[1], b[2], b[3], b[4] = byte(v.seq>>24), byte(v.seq>>16), byte(v.seq>>8), byte(v.seq)
 	return b
+}
+
+// realRegionMix is what the real OpenSim 0.9.2.2 region sent its viewers
+// in the capture in ../shared (every datagram towards a viewer, in order:
+// its message mix, sizes, zero coding and appended acks), less what would
+// end or re-rate a circuit if a viewer sent it (CloseCircuit,
+// LogoutRequest, AgentThrottle, UseCircuitCode). Skipped without the
+// capture.
+func realRegionMix(b *testing.B) [][]byte {
+	p, err := filepath.Abs("../../../shared/testdata/real/opensim-0922-captures/testclient-2x-10min.pcap")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ds, err := capture.ReadFile(p, nil)
+	if err != nil {
+		b.Skipf("the real capture (../shared beside the repository): %v", err)
+	}
+	var mix [][]byte
+	for _, d := range ds {
+		h, _, _, err := lludp.ParseHeader(d.Payload)
+		if err != nil || d.Src.Port() != 9000 {
+			continue
+		}
+		switch h.ID {
+		case lludp.CloseCircuitID, lludp.LogoutRequestID, lludp.AgentThrottleID, lludp.UseCircuitCodeID:
+			continue
+		}
+		mix = append(mix, d.Payload)
+	}
+	if len(mix) == 0 {
+		b.Fatalf("no region datagrams in %s", p)
+	}
+	return mix
 }
 
 // runLoad logs n viewers in at relay and then keeps window datagrams of
 // each in flight for d, counting the round trips. With lat set, the round
 // trips' durations are kept.
-func runLoad(b *testing.B, relay netip.AddrPort, n, window int, d time.Duration, lat *[]time.Duration) (trips uint64, settled func()) {
+func runLoad(b *testing.B, relay netip.AddrPort, n, window int, d time.Duration, mix [][]byte, lat *[]time.Duration) (trips uint64, settled func()) {
 	viewers := make([]*benchViewer, n)
 	for i := range viewers {
 		c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(relay))
 		if err != nil {
 			b.Fatal(err)
 		}
-		viewers[i] = &benchViewer{conn: c}
+		viewers[i] = &benchViewer{conn: c, mix: mix}
 		login, _ := lludp.AppendMessage(nil, lludp.Header{Flags: lludp.FlagReliable, Sequence: 1},
 			&lludp.UseCircuitCode{Code: uint32(i + 1), AgentID: lludp.UUID{1, byte(i), byte(i >> 8)}, SessionID: lludp.UUID{2, byte(i), byte(i >> 8)}}, nil)
 		c.Write(login)
@@ -321,9 +362,15 @@ func runLoad(b *testing.B, relay netip.AddrPort, n, window int, d time.Duration,
 // and one datagram in flight, the median round trip through each (the
 // gateway's added latency is the difference), and the gateway's memory
 // per viewer: its resident set with the 1,000 viewers logged in, less
-// before, over 1,000. `make bench-gateway` runs it; docs/gateway.md has
-// the figures.
+// before, over 1,000. The traffic is synthetic (ImagePackets and acks), or
+// real: the real region's datagrams from the capture in ../shared.
+// `make bench-gateway` runs it; docs/gateway.md has the figures.
 func BenchmarkGateway(b *testing.B) {
+	b.Run("synthetic", func(b *testing.B) { benchGateway(b, nil) })
+	b.Run("real-capture", func(b *testing.B) { benchGateway(b, realRegionMix(b)) })
+}
+
+func benchGateway(b *testing.B, mix [][]byte) {
 	const viewers, window = 1000, 2
 	const run = 3 * time.Second
 	echo, stopEcho, err := benchrelay.Echo(nil)
@@ -338,7 +385,7 @@ func BenchmarkGateway(b *testing.B) {
 			// Latency first, on a quiet relay.
 			c := startChild(b, kind, echo)
 			var lat []time.Duration
-			_, closeOne := runLoad(b, c.addr, 1, 1, time.Second, &lat)
+			_, closeOne := runLoad(b, c.addr, 1, 1, time.Second, mix, &lat)
 			closeOne()
 			slices.Sort(lat)
 			if len(lat) > 0 {
@@ -349,7 +396,7 @@ func BenchmarkGateway(b *testing.B) {
 			c = startChild(b, kind, echo)
 			rss0 := c.rss(b)
 			cpu0 := c.cpu(b)
-			trips, closeAll := runLoad(b, c.addr, viewers, window, run, nil)
+			trips, closeAll := runLoad(b, c.addr, viewers, window, run, mix, nil)
 			cpu := c.cpu(b) - cpu0
 			rss := c.rss(b)
 			closeAll()
