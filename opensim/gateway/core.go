@@ -341,7 +341,7 @@ func (g *Core) open(route int, src netip.AddrPort, now time.Time) *Viewer {
 		return nil // validated in NewCore: cannot happen
 	}
 	v := &Viewer{Route: route, Addr: src, state: pending, prefix: prefix, created: now, seen: now,
-		sched: g.sched.AddClient(now), est: newEstimator(ctl), seq: newRenumber(), queuedReliable: map[uint32]struct{}{}, nextDecide: now.Add(g.cfg.Control.Interval)}
+		sched: g.sched.AddClient(now), est: newEstimator(ctl), queuedReliable: map[uint32]struct{}{}, nextDecide: now.Add(g.cfg.Control.Interval)}
 	v.pendEl = g.pendingQ.PushBack(v)
 	g.viewers[circuitKey{route, src}] = v
 	g.byClient[v.sched] = v

@@ -355,8 +355,8 @@ func TestRenumber(t *testing.T) {
 	// The region resends 100: it carries the number the viewer saw.
 	c.FromRegion(v, regionDatagram(lludp.ImagePacketID, 100, lludp.FlagReliable|lludp.FlagResent, 1000), t0.Add(time.Second))
 	n, _ := c.Next(out[:], t0.Add(2*time.Second))
-	if h, _, _, _ := lludp.ParseHeader(out[0].B); n != 1 || h.Sequence != v.seq.toViewer[100] || !h.Flags.Resent() {
-		t.Errorf("resend of 100 left as %d (%v), want %d", h.Sequence, h.Flags, v.seq.toViewer[100])
+	if h, _, _, _ := lludp.ParseHeader(out[0].B); n != 1 || h.Sequence != v.seq.viewer(100) || !h.Flags.Resent() {
+		t.Errorf("resend of 100 left as %d (%v), want %d", h.Sequence, h.Flags, v.seq.viewer(100))
 	}
 	var p lludp.Packet
 	var ack lludp.PacketAck
@@ -376,7 +376,7 @@ func TestRenumber(t *testing.T) {
 		t.Fatal("a ping waits in the scheduler")
 	}
 	var sp lludp.StartPingCheck
-	if p.DecodeFromBytes(ping) != nil || p.Unmarshal(&sp) != nil || sp.OldestUnacked != v.seq.toViewer[101] {
-		t.Errorf("OldestUnacked %d, want %d", sp.OldestUnacked, v.seq.toViewer[101])
+	if p.DecodeFromBytes(ping) != nil || p.Unmarshal(&sp) != nil || sp.OldestUnacked != v.seq.viewer(101) {
+		t.Errorf("OldestUnacked %d, want %d", sp.OldestUnacked, v.seq.viewer(101))
 	}
 }
