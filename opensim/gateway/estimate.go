@@ -59,11 +59,11 @@ type estimator struct {
 	// ackedAhead counts acked records in [head, tail): with the head
 	// unacked, those acked after it.
 	ackedAhead int
-	// bySeq maps the sequence number of each record in the ring to its
-	// ordinal. (An array indexed by the number modulo the ring's length
-	// collides: unreliable datagrams and resends between the reliable ones
-	// spread the numbers wider than the ring.)
-	bySeq map[uint32]uint64
+	// A record is found by its sequence number by binary search (find):
+	// the viewer's numbers are given in departure order (renumber.go), so
+	// they rise along the ring. (An array indexed by the number modulo the
+	// ring's length would collide: unreliable datagrams between the
+	// reliable ones spread the numbers wider than the ring.)
 
 	pings [pingSlots]pingRecord
 
@@ -96,14 +96,13 @@ type EstimatorStats struct {
 }
 
 func newEstimator(ctl ratecalc.Controller) *estimator {
-	return &estimator{ctl: ctl, ring: make([]sentRecord, minRing), bySeq: map[uint32]uint64{}, mask: minRing - 1}
+	return &estimator{ctl: ctl, ring: make([]sentRecord, minRing), mask: minRing - 1}
 }
 
 // reset forgets the circuit's sequence state: a new UseCircuitCode from the
 // same endpoint starts a new circuit, whose numbers start again.
 func (e *estimator) reset() {
 	clear(e.ring)
-	clear(e.bySeq)
 	e.head, e.tail, e.ackedAhead = 0, 0, 0
 	e.upKnown, e.upLast = false, 0
 }
@@ -142,7 +141,6 @@ func (e *estimator) sent(seq uint32, size int, reliable, resent bool, at time.Ti
 	o := e.tail
 	e.tail++
 	e.ring[o&e.mask] = sentRecord{seq: seq, at: ns, size: int32(size)}
-	e.bySeq[seq] = o
 }
 
 // grow doubles the ring and re-indexes what it holds.
@@ -164,26 +162,39 @@ func (e *estimator) overrun(at time.Time) {
 	} else {
 		e.stats.Unknown++
 	}
-	e.forget(r)
 	e.head++
 	e.advance(at)
 }
 
-func (e *estimator) forget(r *sentRecord) {
-	if o, ok := e.bySeq[r.seq]; ok && o == e.head {
-		delete(e.bySeq, r.seq)
+// find returns the ordinal of seq's record among the unresolved, if it is
+// there: the numbers rise from the head's, modulo the 24-bit wrap.
+func (e *estimator) find(seq uint32) (uint64, bool) {
+	if e.head == e.tail {
+		return 0, false
 	}
+	first := e.ring[e.head&e.mask].seq
+	d := (seq - first) & seqMask
+	lo, hi := e.head, e.tail
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		if (e.ring[mid&e.mask].seq-first)&seqMask < d {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo, lo < e.tail && e.ring[lo&e.mask].seq == seq
 }
 
 // acked records the viewer's ack of seq arriving at at.
 func (e *estimator) acked(seq uint32, at time.Time) {
-	o, ok := e.bySeq[seq]
-	if !ok || o < e.head || o >= e.tail {
+	o, ok := e.find(seq)
+	if !ok {
 		e.stats.StaleAcks++
 		return
 	}
 	r := &e.ring[o&e.mask]
-	if r.seq != seq || r.acked {
+	if r.acked {
 		e.stats.StaleAcks++
 		return
 	}
@@ -221,7 +232,6 @@ func (e *estimator) advance(at time.Time) {
 		default:
 			return
 		}
-		e.forget(r)
 		e.head++
 	}
 }
