@@ -52,9 +52,6 @@ type Gateway struct {
 	send   []*sendQueue  // per public socket: what leaves towards viewers
 	fresh  chan event    // datagrams from endpoints with no circuit
 	wake   chan struct{} // a reader left what must wait in the scheduler: drain and set the timer
-	// known holds the circuitKey of every circuit the core carries, for
-	// the readers to tell the two apart without the loop's lock.
-	known sync.Map
 
 	mu   sync.Mutex // guards core; the loop and the readers hold it while they work
 	core *Core
@@ -218,7 +215,6 @@ func (g *Gateway) handle(e event) {
 			g.core.Gone(nil)
 			return
 		}
-		g.known.Store(circuitKey{v.Route, v.Addr}, v)
 	}
 	g.toRegion(v, out)
 }
@@ -243,14 +239,11 @@ func (g *Gateway) dial(v *Viewer) error {
 	return nil
 }
 
-// closeConn closes circuit v's socket, which ends its reader, and
-// forgets it as known (unless a new circuit of the same endpoint has
-// taken its place).
+// closeConn closes circuit v's socket, which ends its reader.
 func (g *Gateway) closeConn(v *Viewer) {
 	if c, ok := v.Conn.(*net.UDPConn); ok {
 		c.Close()
 	}
-	g.known.CompareAndDelete(circuitKey{v.Route, v.Addr}, v)
 }
 
 func (g *Gateway) toRegion(v *Viewer, b []byte) {
@@ -288,17 +281,21 @@ func (g *Gateway) readPublic(route int, c *net.UDPConn) {
 			}
 			continue
 		}
-		if _, ok := g.known.Load(circuitKey{route, from}); !ok {
+		g.mu.Lock()
+		if !g.core.Carries(route, from) {
+			g.mu.Unlock()
 			g.push(g.fresh, event{route: route, from: from, b: append([]byte(nil), buf[:n]...), at: time.Now()})
 			continue
 		}
 		// A known circuit's datagram is handled here, under the lock, as
 		// the region's are (readRegion), and goes on to the region at
 		// once: nothing keeps it once handled, so buf serves again. The
-		// loop is left the fresh endpoints, at its pace.
-		g.mu.Lock()
-		g.handle(event{route: route, from: from, b: buf[:n], at: time.Now()})
-		wait := g.drain(out[:], time.Now())
+		// loop is left the fresh endpoints, at its pace. (One clock
+		// reading serves the datagram and the scheduler's turn: they are
+		// microseconds apart.)
+		now := time.Now()
+		g.handle(event{route: route, from: from, b: buf[:n], at: now})
+		wait := g.drain(out[:], now)
 		g.mu.Unlock()
 		g.flush()
 		if wait > 0 {
@@ -320,14 +317,20 @@ func (g *Gateway) readRegion(v *Viewer, c *net.UDPConn) {
 			}
 			continue // ICMP port unreachable while the region restarts
 		}
+		// The copy is the core's from now on: it may wait in the
+		// scheduler. (make and copy, which the compiler does without
+		// clearing the new slice first; append clears it.)
+		b := make([]byte, n)
+		copy(b, buf[:n])
 		// The region's datagrams are handled here, under the lock, and
 		// what may leave at once leaves: a hand-off to the loop per
 		// datagram costs a goroutine switch each, which make
 		// bench-gateway shows in datagrams per CPU-second. The loop is
 		// woken for what must wait.
 		g.mu.Lock()
-		g.handle(event{route: -1, v: v, b: append([]byte(nil), buf[:n]...), at: time.Now()})
-		wait := g.drain(out[:], time.Now())
+		now := time.Now()
+		g.handle(event{route: -1, v: v, b: b, at: now})
+		wait := g.drain(out[:], now)
 		g.mu.Unlock()
 		g.flush()
 		if wait > 0 {
