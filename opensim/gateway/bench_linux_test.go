@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -45,6 +46,15 @@ func init() {
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer cancel()
+	if dir := os.Getenv(benchEnv + "_PROFILE"); dir != "" {
+		// A CPU profile of each child, for finding what the gateway spends
+		// beside the plain relay's system calls.
+		f, err := os.CreateTemp(dir, kind+"-*.pprof")
+		if err == nil {
+			pprof.StartCPUProfile(f)
+			defer pprof.StopCPUProfile()
+		}
+	}
 	switch kind {
 	case "gateway":
 		// Rates high enough that the scheduler runs every datagram through
@@ -73,6 +83,7 @@ func init() {
 		<-ctx.Done()
 		stop()
 	}
+	pprof.StopCPUProfile()
 	os.Exit(0)
 }
 
