@@ -126,3 +126,33 @@ func TestVirtualTCPPathRTT(t *testing.T) {
 		}
 	}
 }
+
+// TestVirtualTCPEquationCapQueue: the heavy-loss cap's RTT is the
+// smallest RTT plus the queue's delay, up to capQueue smallest RTTs.
+func TestVirtualTCPEquationCapQueue(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	const p = 0.03
+	at := func(rtt time.Duration) Rate {
+		m := PadhyeModel{T0: max(4*rtt, minRTO), MaxWindowBytes: math.MaxFloat64}
+		return m.Rate(NominalSegmentSize, rtt, p)
+	}
+	for _, tc := range []struct {
+		path, want time.Duration
+	}{
+		{80 * time.Millisecond, 80 * time.Millisecond},   // no queue
+		{120 * time.Millisecond, 120 * time.Millisecond}, // a queue of half a smallest RTT: all of it
+		{900 * time.Millisecond, 160 * time.Millisecond}, // a bloated queue: one smallest RTT of it
+	} {
+		v := mustVirtualTCP(t, VirtualTCPConfig{})
+		v.OnRTT(80*time.Millisecond, t0)
+		for i := 1; i <= 12; i++ {
+			v.OnRTT(tc.path, t0.Add(time.Duration(i)*5*time.Second))
+		}
+		if got := v.Stats().PathRTT; relErr(Rate(got), Rate(tc.path)) > 0.01 || relErr(Rate(got), Rate(tc.path)) < -0.01 {
+			t.Fatalf("path RTT %v after twelve samples of %v", got, tc.path)
+		}
+		if got, want := v.equationCap(p), at(tc.want); relErr(got, want) > 0.01 || relErr(got, want) < -0.01 {
+			t.Errorf("path RTT %v: cap %v, want the equation at %v, %v (at the smallest RTT: %v)", tc.path, got, tc.want, want, at(80*time.Millisecond))
+		}
+	}
+}
