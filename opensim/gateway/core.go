@@ -612,12 +612,6 @@ func (g *Core) assert(v *Viewer) (Assert, bool) {
 	return Assert{V: v, B: b}, true
 }
 
-// Carries reports whether src has a circuit on route.
-func (g *Core) Carries(route int, src netip.AddrPort) bool {
-	_, ok := g.viewers[circuitKey{route, src}]
-	return ok
-}
-
 // Viewers returns the number of circuits, and of those pending.
 func (g *Core) Viewers() (all, pendingCircuits int) { return len(g.viewers), g.pendingQ.Len() }
 

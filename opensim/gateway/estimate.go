@@ -117,9 +117,11 @@ func (e *estimator) sent(seq uint32, size int, reliable, resent bool, at time.Ti
 		e.stats.Resends++
 		e.ctl.OnPacket(ratecalc.Packet{At: at, Size: size, Repeat: true})
 		return
-	case !reliable:
+	case !reliable, seq == 0:
 		// Never acked, so never known lost: its bytes count towards the
-		// receive rate as sent (doc.go: the bias).
+		// receive rate as sent (doc.go: the bias). Sequence 0 is the
+		// region's out-of-band number, left as it is (renumber.go): not
+		// one of the rising numbers the ring is searched by.
 		e.stats.UnreliableSent++
 		e.allBytes += float64(size)
 		e.allPkts++

@@ -64,3 +64,31 @@ func TestEstimatorGroundTruth(t *testing.T) {
 		}
 	}
 }
+
+// TestEstimatorFindsAcks: an ack finds its record by binary search over
+// the ring, whose numbers rise in departure order — across the 24-bit wrap,
+// past a reliable datagram numbered 0 (the region's out-of-band number,
+// which is not recorded), and not for numbers never sent or already
+// resolved.
+func TestEstimatorFindsAcks(t *testing.T) {
+	ctl, err := ratecalc.NewVirtualTCP(ratecalc.VirtualTCPConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEstimator(ctl)
+	t0 := time.Unix(1000, 0)
+	seqs := []uint32{seqMask - 2, seqMask - 1, seqMask, 0, 1, 2, 3}
+	for i, s := range seqs {
+		e.sent(s, 600, true, false, t0.Add(time.Duration(i)*time.Millisecond))
+	}
+	at := t0.Add(100 * time.Millisecond)
+	for _, s := range []uint32{2, seqMask - 1, 3, 7, seqMask - 1} {
+		e.acked(s, at)
+	}
+	if e.stats.Acked != 3 || e.stats.StaleAcks != 2 {
+		t.Errorf("acked %d, stale %d; want 3 found (2, %d, 3) and 2 stale (7 never sent, %d twice)", e.stats.Acked, e.stats.StaleAcks, seqMask-1, seqMask-1)
+	}
+	if e.stats.UnreliableSent != 1 {
+		t.Errorf("sequence 0 counted as %d unreliable, want 1 (not recorded)", e.stats.UnreliableSent)
+	}
+}

@@ -52,6 +52,10 @@ type Gateway struct {
 	send   []*sendQueue  // per public socket: what leaves towards viewers
 	fresh  chan event    // datagrams from endpoints with no circuit
 	wake   chan struct{} // a reader left what must wait in the scheduler: drain and set the timer
+	// known holds the circuitKey of every circuit the core carries, for
+	// the public socket's reader to tell a flood from fresh endpoints
+	// apart without the core's lock, which serving takes.
+	known sync.Map
 
 	mu   sync.Mutex // guards core; the loop and the readers hold it while they work
 	core *Core
@@ -215,6 +219,7 @@ func (g *Gateway) handle(e event) {
 			g.core.Gone(nil)
 			return
 		}
+		g.known.Store(circuitKey{v.Route, v.Addr}, v)
 	}
 	g.toRegion(v, out)
 }
@@ -239,11 +244,14 @@ func (g *Gateway) dial(v *Viewer) error {
 	return nil
 }
 
-// closeConn closes circuit v's socket, which ends its reader.
+// closeConn closes circuit v's socket, which ends its reader, and
+// forgets it as known (unless a new circuit of the same endpoint has
+// taken its place).
 func (g *Gateway) closeConn(v *Viewer) {
 	if c, ok := v.Conn.(*net.UDPConn); ok {
 		c.Close()
 	}
+	g.known.CompareAndDelete(circuitKey{v.Route, v.Addr}, v)
 }
 
 func (g *Gateway) toRegion(v *Viewer, b []byte) {
@@ -281,9 +289,7 @@ func (g *Gateway) readPublic(route int, c *net.UDPConn) {
 			}
 			continue
 		}
-		g.mu.Lock()
-		if !g.core.Carries(route, from) {
-			g.mu.Unlock()
+		if _, ok := g.known.Load(circuitKey{route, from}); !ok {
 			g.push(g.fresh, event{route: route, from: from, b: append([]byte(nil), buf[:n]...), at: time.Now()})
 			continue
 		}
@@ -293,6 +299,7 @@ func (g *Gateway) readPublic(route int, c *net.UDPConn) {
 		// loop is left the fresh endpoints, at its pace. (One clock
 		// reading serves the datagram and the scheduler's turn: they are
 		// microseconds apart.)
+		g.mu.Lock()
 		now := time.Now()
 		g.handle(event{route: route, from: from, b: buf[:n], at: now})
 		wait := g.drain(out[:], now)

@@ -1,152 +1,176 @@
 package gateway
 
 import (
+	"encoding/binary"
 	"math/rand/v2"
 	"testing"
 
 	"github.com/fairgrid/fairgrid/lludp"
 )
 
-// renumberModel is renumber's contract with maps: a reliable datagram's
-// pair is kept while its viewer number is among the last maxRing given,
-// until the region's number gets another viewer number, or a newer kept
-// pair's region number lands on its slot (region numbers maxRing apart).
-type renumberModel struct {
-	next     uint32
-	v2r, r2v map[uint32]uint32
-	residue  map[uint32]uint32 // region number mod maxRing → the latest kept there
+// mapRenumber is renumber as it was, with a map each way: the contract
+// renumber keeps (TestRenumberModel).
+type mapRenumber struct {
+	next     uint32            // the latest number given
+	toViewer map[uint32]uint32 // the region's number → the viewer's
+	toRegion map[uint32]uint32 // the viewer's number → the region's
+	order    []uint32          // the viewer's numbers kept, oldest first
+	head     int
 }
 
-func (m *renumberModel) kept(vs uint32) bool { return vs != 0 && (m.next-vs)&seqMask < maxRing }
-
-func (m *renumberModel) region(vs uint32) uint32 {
-	if rs, ok := m.v2r[vs]; ok && m.kept(vs) && m.r2v[rs] == vs {
-		return rs
-	}
-	return 0
+func newMapRenumber() mapRenumber {
+	return mapRenumber{toViewer: map[uint32]uint32{}, toRegion: map[uint32]uint32{}}
 }
 
-func (m *renumberModel) viewer(rs uint32) uint32 {
-	if vs, ok := m.r2v[rs]; ok && m.kept(vs) && m.v2r[vs] == rs {
-		return vs
-	}
-	return 0
-}
+func (r *mapRenumber) reset() { *r = newMapRenumber() }
 
-func (m *renumberModel) departure(rs uint32, flags lludp.Flags) uint32 {
-	if rs == 0 {
+// departure rewrites b's sequence number, the region's, with the one the
+// viewer sees, and returns it.
+func (r *mapRenumber) departure(b []byte, h lludp.Header) uint32 {
+	if h.Sequence == 0 {
 		return 0
 	}
-	if flags.Resent() {
-		if vs := m.viewer(rs); vs != 0 {
+	if h.Flags.Resent() {
+		if vs, ok := r.toViewer[h.Sequence]; ok {
+			binary.BigEndian.PutUint32(b[1:5], vs)
 			return vs
 		}
+		// The original never left (dropped at a full queue) or is
+		// forgotten: a new number, as a first sending.
 	}
-	m.next = (m.next + 1) & seqMask
-	if m.next == 0 {
-		m.next = 1
+	r.next = (r.next + 1) & seqMask
+	if r.next == 0 {
+		r.next = 1
 	}
-	vs := m.next
-	delete(m.v2r, vs)
-	if flags.Reliable() {
-		if other, ok := m.residue[rs%maxRing]; ok && other != rs {
-			delete(m.r2v, other)
-		}
-		m.residue[rs%maxRing] = rs
-		m.v2r[vs], m.r2v[rs] = rs, vs
+	vs := r.next
+	if h.Flags.Reliable() {
+		r.keep(h.Sequence, vs)
 	}
+	binary.BigEndian.PutUint32(b[1:5], vs)
 	return vs
 }
 
-func (m *renumberModel) oldest(rs uint32) uint32 {
-	if vs := m.viewer(rs); vs != 0 {
+func (r *mapRenumber) keep(region, viewer uint32) {
+	if old, ok := r.toViewer[region]; ok {
+		delete(r.toRegion, old)
+	}
+	r.toViewer[region], r.toRegion[viewer] = viewer, region
+	r.order = append(r.order, viewer)
+	if len(r.order)-r.head > maxRing {
+		gone := r.order[r.head]
+		r.head++
+		if reg, ok := r.toRegion[gone]; ok {
+			delete(r.toRegion, gone)
+			if r.toViewer[reg] == gone {
+				delete(r.toViewer, reg)
+			}
+		}
+		if r.head > maxRing {
+			r.order = append(r.order[:0], r.order[r.head:]...)
+			r.head = 0
+		}
+	}
+}
+
+// region is the region's number for the viewer's, or 0 when it is not
+// known (OpenSim finds no reliable datagram 0 to ack).
+func (r *mapRenumber) region(viewer uint32) uint32 { return r.toRegion[viewer] }
+
+// oldest is the viewer's number of the oldest reliable datagram kept, or
+// the next to be given when none is: StartPingCheck's OldestUnacked.
+func (r *mapRenumber) oldest(region uint32) uint32 {
+	if vs, ok := r.toViewer[region]; ok {
 		return vs
 	}
-	for back := uint32(maxRing - 1); back < maxRing; back-- {
-		if vs := (m.next - back) & seqMask; m.region(vs) != 0 {
+	for _, vs := range r.order[r.head:] {
+		if _, ok := r.toRegion[vs]; ok {
 			return vs
 		}
 	}
-	return (m.next + 1) & seqMask
+	return (r.next + 1) & seqMask
 }
 
-// TestRenumberModel drives the rings and the model with the same region
-// datagrams — mostly consecutive numbers, some reliable, some skipped
-// (dropped at a full queue), resends of recent ones, a region restart —
-// across the 24-bit wrap, and compares every lookup near the window's
-// edges after each.
+// TestRenumberModel drives renumber and the map-based model with the same
+// region datagrams and compares every answer: departures in an order the
+// scheduler could give (mostly the region's, some held back and sent
+// late), reliable ones from a tenth to nearly all, numbers skipped (dropped
+// at a full queue), resends of recent and of long-gone numbers, a recent
+// number sent again unflagged (its pair replaced), a region restart, and
+// the 24-bit wrap of the viewer's numbers.
 func TestRenumberModel(t *testing.T) {
-	for _, seed := range []uint64{1, 2, 3} {
-		rng := rand.New(rand.NewPCG(seed, 0))
+	for _, tc := range []struct {
+		seed     uint64
+		reliable int // per cent
+		drops    int // per cent of numbers skipped
+	}{{1, 10, 0}, {2, 50, 30}, {3, 95, 5}, {4, 80, 60}} {
+		rng := rand.New(rand.NewPCG(tc.seed, 0))
 		start := uint32(seqMask - 3000)
 		r := renumber{next: start}
-		m := renumberModel{next: start, v2r: map[uint32]uint32{}, r2v: map[uint32]uint32{}, residue: map[uint32]uint32{}}
+		m := newMapRenumber()
+		m.next = start
 		regionSeq := uint32(1)
+		var late []uint32 // region numbers held back in the scheduler
 		b := make([]byte, 8)
-		for step := range 60000 {
+		for step := range 40000 {
+			if step == 20000 { // a restart: both start again
+				r.reset()
+				m.reset()
+				regionSeq, late = 1, nil
+			}
 			var rs uint32
 			var flags lludp.Flags
 			switch x := rng.IntN(100); {
-			case x < 8 && regionSeq > 50: // a resend of a recent reliable one
-				rs = regionSeq - uint32(rng.IntN(50))
+			case x < 6 && regionSeq > 60: // a resend of a recent one
+				rs = regionSeq - uint32(rng.IntN(60))
 				flags = lludp.FlagReliable | lludp.FlagResent
-			case x < 10: // a gap: numbers the gateway dropped
-				regionSeq += uint32(1 + rng.IntN(3))
-				fallthrough
+			case x < 7 && regionSeq > 20000: // a resend of a long-gone one
+				rs = regionSeq - 10000 - uint32(rng.IntN(5000))
+				flags = lludp.FlagReliable | lludp.FlagResent
+			case x < 8 && regionSeq > 60: // a recent number again, not flagged a resend
+				rs = regionSeq - uint32(rng.IntN(60))
+				flags = lludp.FlagReliable
+			case x < 10 && len(late) > 0: // a held-back datagram leaves
+				i := rng.IntN(len(late))
+				rs = late[i]
+				late = append(late[:i], late[i+1:]...)
+				flags = lludp.FlagReliable
 			default:
+				for rng.IntN(100) < tc.drops {
+					regionSeq++ // dropped at a full queue: never leaves
+				}
 				regionSeq++
 				rs = regionSeq
-				if rng.IntN(100) < 80 {
+				if rng.IntN(100) < tc.reliable {
 					flags = lludp.FlagReliable
 				}
-			}
-			if step == 30000 { // a restart: numbers start again
-				r.reset()
-				m = renumberModel{v2r: map[uint32]uint32{}, r2v: map[uint32]uint32{}, residue: map[uint32]uint32{}}
-				regionSeq = 1
+				if flags.Reliable() && rng.IntN(100) < 3 && len(late) < 50 {
+					late = append(late, rs) // held back: leaves later
+					continue
+				}
 			}
 			got := r.departure(b, lludp.Header{Sequence: rs, Flags: flags})
-			want := m.departure(rs, flags)
-			if got != want {
-				t.Fatalf("seed %d step %d: region %d (%v) numbered %d, want %d", seed, step, rs, flags, got, want)
+			gotB := binary.BigEndian.Uint32(b[1:5])
+			want := m.departure(b, lludp.Header{Sequence: rs, Flags: flags})
+			if got != want || gotB != want {
+				t.Fatalf("case %+v step %d: region %d (%v) numbered %d (written %d), want %d", tc, step, rs, flags, got, gotB, want)
 			}
-			for _, vs := range []uint32{want, want - 1, want - maxRing + 1, want - maxRing, want - maxRing + uint32(rng.IntN(maxRing)), want + 1} {
+			for _, vs := range []uint32{want, want - 1, want - uint32(rng.IntN(20000)), want - maxRing, want + 1} {
 				vs &= seqMask
 				if g, w := r.region(vs), m.region(vs); g != w {
-					t.Fatalf("seed %d step %d: region(%d) = %d, want %d", seed, step, vs, g, w)
+					t.Fatalf("case %+v step %d: region(%d) = %d, want %d", tc, step, vs, g, w)
 				}
 			}
-			for _, probe := range []uint32{rs, regionSeq - uint32(rng.IntN(5000)), regionSeq - maxRing} {
-				if g, w := r.viewer(probe), m.viewer(probe); g != w {
-					t.Fatalf("seed %d step %d: viewer(%d) = %d, want %d", seed, step, probe, g, w)
+			for _, probe := range []uint32{rs, regionSeq - uint32(rng.IntN(20000))} {
+				if g, w := r.viewer(probe), m.toViewer[probe]; g != w {
+					t.Fatalf("case %+v step %d: viewer(%d) = %d, want %d", tc, step, probe, g, w)
 				}
 			}
-			if step%97 == 0 {
-				probe := regionSeq - uint32(rng.IntN(6000))
+			if step%37 == 0 {
+				probe := regionSeq - uint32(rng.IntN(20000))
 				if g, w := r.oldest(probe), m.oldest(probe); g != w {
-					t.Fatalf("seed %d step %d: oldest(%d) = %d, want %d", seed, step, probe, g, w)
+					t.Fatalf("case %+v step %d: oldest(%d) = %d, want %d", tc, step, probe, g, w)
 				}
 			}
-		}
-		if len(r.byViewer) != maxRing {
-			t.Errorf("seed %d: rings of %d slots after a busy circuit, want %d", seed, len(r.byViewer), maxRing)
-		}
-	}
-}
-
-// TestRenumberSmallCircuit: a circuit that trickles keeps small rings.
-func TestRenumberSmallCircuit(t *testing.T) {
-	var r renumber
-	b := make([]byte, 8)
-	for rs := uint32(1); rs <= 40; rs++ {
-		r.departure(b, lludp.Header{Sequence: rs, Flags: lludp.FlagReliable})
-	}
-	if len(r.byViewer) != minRing {
-		t.Errorf("40 reliable datagrams: rings of %d slots, want %d", len(r.byViewer), minRing)
-	}
-	for vs := uint32(1); vs <= 40; vs++ {
-		if r.region(vs) != vs {
-			t.Errorf("region(%d) = %d", vs, r.region(vs))
 		}
 	}
 }
