@@ -52,8 +52,7 @@ type VirtualTCPConfig struct {
 //   - A TCP flow at heavy random loss spends its time in retransmission
 //     timeouts, which the window does not model: the request is at most
 //     the TFRC equation at the virtual flow's loss event rate per segment
-//     and the path's smallest RTT plus at most as much again of its queue
-//     (equationCap says why that RTT).
+//     and the path's smallest RTT (equationCap says why that RTT).
 //
 // Stats.LossEventRate stays RFC 5348's per-packet p (what is measured does
 // not change); Stats.SegmentLossEventRate is the virtual flow's, per
@@ -129,8 +128,11 @@ func (v *VirtualTCP) OnPacket(p Packet) {
 	// The window does not grow while the flow is application-limited, or
 	// while a request has yet to take effect: while what arrives over the
 	// interval is below 1/growthLimit of the window's rate.
+	// grow holds the window at exactly growthLimit times what arrives, so
+	// the next datagram's test is often a tie, which rounding would decide
+	// either way: a tie is not below, whatever the rounding.
 	r := v.partialRate()
-	v.appLimited = r > 0 && r*growthLimit < v.windowRate()
+	v.appLimited = r > 0 && r*growthLimit < v.windowRate()*(1-tieMargin)
 	if v.lastGrowth.IsZero() {
 		v.lastGrowth = at
 		return
@@ -142,6 +144,10 @@ func (v *VirtualTCP) OnPacket(p Packet) {
 	}
 	v.grow(at, elapsed, r)
 }
+
+// tieMargin is the relative difference below which two rates are equal:
+// far above float64's rounding, far below anything measured.
+const tieMargin = 1e-9
 
 // onLoss adds a lost datagram's share of a segment and starts a loss
 // event when a whole segment has been lost.
@@ -197,41 +203,28 @@ func (v *VirtualTCP) grow(at time.Time, elapsed time.Duration, arriving Rate) {
 
 // equationCap is the TFRC equation (RFC 5348 §3.1: Padhye's model, with
 // timeouts, here with t_RTO = max(4R, 200 ms)) for a flow of full
-// segments at the virtual flow's loss event rate p and an RTT R of the
-// path's smallest (the propagation delay) plus its queueing delay up to
-// capQueue smallest RTTs. Where losses are random and the queue short, R
-// is TCP's RTT and the cap is what TCP gets at heavy loss, retransmission
-// timeouts included, which the window does not model. Where a drop-tail
-// queue overflows, the losses come with a full queue: the path RTT is
-// several times the smallest, the cap lies as far above the equation at
-// the path RTT and the window decides (there the viewer, smooth, sees more
-// loss events than bursty TCP, and the equation would starve it: Rhee and
-// Xu 2005).
+// segments at the virtual flow's loss event rate p and the path's smallest
+// RTT, the propagation delay without a queue. Where losses are random and
+// the queue empty, SRTT is that RTT and the cap is what TCP gets at heavy
+// loss, retransmission timeouts included, which the window does not model. Where a drop-tail queue
+// overflows, the losses come with a full queue: SRTT is several times the
+// smallest RTT, the cap lies as far above the equation at SRTT and the
+// window decides (there the viewer, smooth, sees more loss events than
+// bursty TCP, and the equation would starve it: Rhee and Xu 2005).
+// Counting the queue in R, up to one smallest RTT, was tried and taken
+// back: it brought the 3 % cells into the band but made the cap bind on
+// the long and fast drop-tail paths (docs/fairness.md).
 func (v *VirtualTCP) equationCap(p float64) Rate {
 	rtt := v.rtt.Min()
 	if v.rtt.Samples() == 0 {
 		rtt = v.cfg.InitialRTT
 	}
-	// The queue's delay, as TCP's RTT carries it, up to capQueue
-	// smallest RTTs.
-	rtt += min(max(v.pRTT()-rtt, 0), time.Duration(capQueue*float64(rtt)))
 	// The timeout is TCP's, never below its 200 ms floor (Linux's and
 	// gVisor's TCP_RTO_MIN; RFC 6298 §2.4 says 1 s): on short paths 4R,
 	// TFRC's own, is shorter than any real TCP waits.
 	m := PadhyeModel{T0: max(4*rtt, minRTO), MaxWindowBytes: math.MaxFloat64}
 	return m.Rate(NominalSegmentSize, rtt, p)
 }
-
-// capQueue is how much queueing delay the equation cap's RTT takes, in
-// smallest RTTs. TCP's own RTT carries the whole queue, and at random loss
-// with a few packets queued the equation at the smallest RTT lay above
-// what TCP got (3 % loss, 2 Mbit/s, 30 packets: the viewer 1.2–1.4× gVisor's
-// CUBIC and Linux's reno; counting the queue up to one smallest RTT took
-// 7–9 % off it, docs/fairness.md). Where a drop-tail queue overflows the
-// viewer sees more loss events than TCP, and the equation at the whole
-// queue's RTT would starve it (equationCap): one smallest RTT is the
-// choice between the two, measured, not derived.
-const capQueue = 1.0
 
 // minRTO is the smallest retransmission timeout of the TCPs a viewer
 // meets: Linux's TCP_RTO_MIN, gVisor's MinRTO.

@@ -220,9 +220,9 @@ func TestShares(t *testing.T) {
 			// what the TFRC equation gives a TCP flow at its loss event
 			// rate; gVisor's CUBIC gets less there, and the ratio measured
 			// 1.23–1.43 pooled over five seeds in nine batches, over the
-			// band beyond 2 SE in seven of them, before the cap's RTT
-			// counted the queue (capQueue); 1.24 in the batch after
-			// (docs/fairness.md): too few batches to assert the band.
+			// band beyond 2 SE in seven of them (docs/fairness.md; counting
+			// the queue in the cap's RTT brought it to 1.24 in one batch
+			// but starved the long and fast paths, and was taken back).
 			reached := "reaches"
 			if m+2*se < 0.8 || m-2*se > 1.25 {
 				reached = "does NOT reach"
