@@ -169,23 +169,9 @@ func (e *estimator) overrun(at time.Time) {
 }
 
 // find returns the ordinal of seq's record among the unresolved, if it is
-// there: the numbers rise from the head's, modulo the 24-bit wrap.
+// there.
 func (e *estimator) find(seq uint32) (uint64, bool) {
-	if e.head == e.tail {
-		return 0, false
-	}
-	first := e.ring[e.head&e.mask].seq
-	d := (seq - first) & seqMask
-	lo, hi := e.head, e.tail
-	for lo < hi {
-		mid := lo + (hi-lo)/2
-		if (e.ring[mid&e.mask].seq-first)&seqMask < d {
-			lo = mid + 1
-		} else {
-			hi = mid
-		}
-	}
-	return lo, lo < e.tail && e.ring[lo&e.mask].seq == seq
+	return findRising(e.head, e.tail, seq, func(o uint64) uint32 { return e.ring[o&e.mask].seq })
 }
 
 // acked records the viewer's ack of seq arriving at at.

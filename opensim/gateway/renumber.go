@@ -100,23 +100,32 @@ func (r *renumber) keep(region, viewer uint32) {
 }
 
 // find returns the index in kept of the viewer's number vs, if it is
-// kept: the numbers rise from the oldest's, modulo the 24-bit wrap.
+// kept.
 func (r *renumber) find(vs uint32) (int, bool) {
-	if r.head == len(r.kept) {
-		return 0, false
+	return findRising(r.head, len(r.kept), vs, func(i int) uint32 { return r.kept[i].viewer })
+}
+
+// findRising finds target among the sequence numbers at [lo, hi), which
+// rise from the one at lo modulo the 24-bit wrap (seqAt gives each), by
+// binary search: its position, and whether it is there. The renumbering's
+// pairs and the estimator's records are both kept in the order their
+// viewer numbers were given.
+func findRising[I ~int | ~uint64](lo, hi I, target uint32, seqAt func(I) uint32) (I, bool) {
+	if lo == hi {
+		return lo, false
 	}
-	first := r.kept[r.head].viewer
-	d := (vs - first) & seqMask
-	lo, hi := r.head, len(r.kept)
+	first := seqAt(lo)
+	d := (target - first) & seqMask
+	end := hi
 	for lo < hi {
-		mid := int(uint(lo+hi) >> 1)
-		if (r.kept[mid].viewer-first)&seqMask < d {
+		mid := lo + (hi-lo)/2
+		if (seqAt(mid)-first)&seqMask < d {
 			lo = mid + 1
 		} else {
 			hi = mid
 		}
 	}
-	return lo, lo < len(r.kept) && r.kept[lo].viewer == vs
+	return lo, lo < end && seqAt(lo) == target
 }
 
 // viewer is the viewer's number for the region's, or 0 when none is kept.
