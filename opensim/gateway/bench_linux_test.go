@@ -49,10 +49,14 @@ func init() {
 	if dir := os.Getenv(benchEnv + "_PROFILE"); dir != "" {
 		// A CPU profile of each child, for finding what the gateway spends
 		// beside the plain relay's system calls.
+		// Stopped before the exit below, which skips deferred calls.
 		f, err := os.CreateTemp(dir, kind+"-*.pprof")
 		if err == nil {
-			pprof.StartCPUProfile(f)
-			defer pprof.StopCPUProfile()
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "%s_PROFILE: %v\n", benchEnv, err)
+			os.Exit(2)
 		}
 	}
 	switch kind {
