@@ -238,11 +238,19 @@ func (f *flow) srtt() time.Duration {
 // partialRate is the receive rate of the interval in progress, or of the
 // latest closed one while the current is shorter than an RTT.
 func (f *flow) partialRate() Rate {
-	if d := f.now.Sub(f.intervalStart); d >= f.srtt() {
+	if d := since(f.now, f.intervalStart); d >= f.srtt() {
 		return RateFromDelta(f.intervalBytes, d)
 	}
 	return f.recvRate
 }
+
+// since is t.Sub(u) for the times of one run, on the per-datagram paths:
+// the difference of their Unix nanoseconds, exact whenever the true
+// difference fits in a Duration (the products wrap alike), where Sub
+// checks for overflow by adding the result back, which costs vtcp a
+// fifth of its time per datagram. It reads the wall clock, never the
+// monotonic reading: the same for a replayed capture as live.
+func since(t, u time.Time) time.Duration { return time.Duration(t.UnixNano() - u.UnixNano()) }
 
 // closeInterval ends the request interval at now and returns X_recv over it.
 func (f *flow) closeInterval(now time.Time) Rate {

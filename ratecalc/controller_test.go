@@ -150,3 +150,34 @@ func TestTFRCSlowStart(t *testing.T) {
 		prev = r
 	}
 }
+
+// TestSince: since is Sub for any two times less than a Duration apart,
+// wherever they lie, Unix nanoseconds that overflow int64 included (the
+// zero Time, year 3000), and it ignores monotonic readings as a replay
+// has none.
+func TestSince(t *testing.T) {
+	zero := time.Time{}
+	unix := time.Unix(1_700_000_000, 123)
+	far := time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name string
+		t, u time.Time
+	}{
+		{"a capture's datagrams", unix.Add(1500 * time.Microsecond), unix},
+		{"backwards", unix, unix.Add(time.Second)},
+		{"the same instant", unix, unix},
+		{"from the zero Time", zero.Add(90 * time.Minute), zero},
+		{"year 3000", far.Add(time.Nanosecond), far},
+		{"a century", unix.AddDate(100, 0, 0), unix},
+	} {
+		if got, want := since(tc.t, tc.u), tc.t.Sub(tc.u); got != want {
+			t.Errorf("%s: since %v, Sub %v", tc.name, got, want)
+		}
+	}
+	// A time from the monotonic clock: its wall reading, as a replay's.
+	now := time.Now()
+	later := now.Add(time.Millisecond)
+	if got, want := since(later, now), later.Round(0).Sub(now.Round(0)); got != want {
+		t.Errorf("monotonic readings: since %v, wall %v", got, want)
+	}
+}

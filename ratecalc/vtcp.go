@@ -64,15 +64,19 @@ type VirtualTCP struct {
 	rate Rate
 
 	cwnd, wMax, wEst float64
-	k                float64   // CUBIC's K, seconds
-	epochStart       time.Time // the latest loss event's start
-	slowStart        bool
-	lostMass         float64 // segments lost since the latest event, fractional
-	events           uint64
+	// rttSec, perRTT and maxWin are pRTT in seconds, its inverse per
+	// nanosecond and maxWindow at it, kept by onPathRTT: every datagram
+	// needs them, and the RTT changes only with a sample.
+	rttSec, perRTT, maxWin float64
+	k                      float64   // CUBIC's K, seconds
+	epochStart             time.Time // the latest loss event's start
+	slowStart              bool
+	lostMass               float64 // segments lost since the latest event, fractional
+	events                 uint64
 	// segIntervals are the loss intervals between the virtual flow's
 	// events, in 1,460-byte segments received, newest first: RFC 5348
 	// §5.4's average over them is the loss event rate per segment.
-	segOpen      float64
+	segOpenBytes float64 // bytes received since the latest event
 	segIntervals [lossIntervals]float64
 	segCount     int
 
@@ -112,7 +116,9 @@ func NewVirtualTCP(cfg VirtualTCPConfig) (*VirtualTCP, error) {
 		return nil, err
 	}
 	cfg.Config = c
-	return &VirtualTCP{flow: newFlow(c), cfg: cfg, cwnd: cfg.InitialWindow, slowStart: true}, nil
+	v := &VirtualTCP{flow: newFlow(c), cfg: cfg, cwnd: cfg.InitialWindow, slowStart: true}
+	v.onPathRTT()
+	return v, nil
 }
 
 func (v *VirtualTCP) OnPacket(p Packet) {
@@ -124,7 +130,7 @@ func (v *VirtualTCP) OnPacket(p Packet) {
 		v.onLoss(at)
 		return
 	}
-	v.segOpen += float64(max(p.Size, 0)) / NominalSegmentSize
+	v.segOpenBytes += float64(max(p.Size, 0))
 	// The window does not grow while the flow is application-limited, or
 	// while a request has yet to take effect: while what arrives over the
 	// interval is below 1/growthLimit of the window's rate.
@@ -137,7 +143,7 @@ func (v *VirtualTCP) OnPacket(p Packet) {
 		v.lastGrowth = at
 		return
 	}
-	elapsed := at.Sub(v.lastGrowth)
+	elapsed := since(at, v.lastGrowth)
 	v.lastGrowth = at
 	if v.appLimited || elapsed <= 0 {
 		return
@@ -162,7 +168,7 @@ func (v *VirtualTCP) onLoss(at time.Time) {
 	v.lostMass = 0
 	v.events++
 	copy(v.segIntervals[1:], v.segIntervals[:lossIntervals-1])
-	v.segIntervals[0], v.segOpen = v.segOpen, 0
+	v.segIntervals[0], v.segOpenBytes = v.segOpenBytes/NominalSegmentSize, 0
 	v.segCount = min(v.segCount+1, lossIntervals)
 	v.slowStart = false
 	// Fast convergence (RFC 8312 §4.6): a flow whose window shrank since
@@ -180,25 +186,24 @@ func (v *VirtualTCP) onLoss(at time.Time) {
 
 // grow advances the window by elapsed; arriving is the receive rate.
 func (v *VirtualTCP) grow(at time.Time, elapsed time.Duration, arriving Rate) {
-	rtt := v.pRTT().Seconds()
-	dt := elapsed.Seconds()
+	rtts := min(float64(elapsed)*v.perRTT, 1)
 	next := v.cwnd
 	if v.slowStart {
-		next *= math.Exp2(min(dt/rtt, 1))
+		next *= math.Exp2(rtts)
 	} else {
-		t := at.Sub(v.epochStart).Seconds() - v.k
+		t := float64(since(at, v.epochStart))/float64(time.Second) - v.k
 		cubic := cubicC*t*t*t + v.wMax
-		v.wEst += cubicAlpha * min(dt/rtt, 1)
+		v.wEst += cubicAlpha * rtts
 		next = max(next, cubic, v.wEst)
 	}
 	// A window beyond what arrives has not been tested by the path: it
 	// may grow to growthLimit times that and no further until the
 	// datagrams catch up with it (the request lags by up to an interval).
 	if arriving > 0 {
-		limit := growthLimit * float64(arriving) * rtt / NominalSegmentSize
+		limit := growthLimit / NominalSegmentSize * float64(arriving) * v.rttSec
 		next = min(next, max(v.cwnd, limit))
 	}
-	v.cwnd = min(next, v.maxWindow())
+	v.cwnd = min(next, v.maxWin)
 }
 
 // equationCap is the TFRC equation (RFC 5348 §3.1: Padhye's model, with
@@ -242,7 +247,7 @@ func (v *VirtualTCP) segmentLossEventRate() float64 {
 		tot1 += v.segIntervals[i] * lossIntervalWeights[i]
 		w1 += lossIntervalWeights[i]
 	}
-	tot0, w0 := v.segOpen, 1.0
+	tot0, w0 := v.segOpenBytes/NominalSegmentSize, 1.0
 	for i := range min(v.segCount, lossIntervals-1) {
 		tot0 += v.segIntervals[i] * lossIntervalWeights[i+1]
 		w0 += lossIntervalWeights[i+1]
@@ -255,11 +260,14 @@ func (v *VirtualTCP) segmentLossEventRate() float64 {
 }
 
 func (v *VirtualTCP) windowRate() Rate {
-	return Rate(v.cwnd * NominalSegmentSize / v.pRTT().Seconds())
+	return Rate(v.cwnd * NominalSegmentSize * float64(time.Second) * v.perRTT)
 }
 
-func (v *VirtualTCP) maxWindow() float64 {
-	return max(float64(v.cfg.Max)*v.pRTT().Seconds()/NominalSegmentSize, v.cfg.MinWindow)
+// onPathRTT refreshes what follows from pRTT.
+func (v *VirtualTCP) onPathRTT() {
+	v.rttSec = v.pRTT().Seconds()
+	v.perRTT = 1 / float64(v.pRTT())
+	v.maxWin = max(float64(v.cfg.Max)*v.rttSec/NominalSegmentSize, v.cfg.MinWindow)
 }
 
 func (v *VirtualTCP) OnRTT(sample time.Duration, at time.Time) {
@@ -270,12 +278,13 @@ func (v *VirtualTCP) OnRTT(sample time.Duration, at time.Time) {
 	sample = min(sample, MaxRTT)
 	at = v.now // onRTT's clock: never backwards
 	if v.pathRTT == 0 {
-		v.pathRTT, v.pathRTTAt = sample, at
-		return
+		v.pathRTT = sample
+	} else {
+		g := pathRTTGain(at.Sub(v.pathRTTAt), v.pathRTT)
+		v.pathRTT = time.Duration((1-g)*float64(v.pathRTT) + g*float64(sample))
 	}
-	g := pathRTTGain(at.Sub(v.pathRTTAt), v.pathRTT)
-	v.pathRTT = time.Duration((1-g)*float64(v.pathRTT) + g*float64(sample))
 	v.pathRTTAt = at
+	v.onPathRTT()
 }
 
 // pathRTTGain is the weight of an RTT sample taken elapsed after the
