@@ -36,6 +36,10 @@ type VirtualTCPConfig struct {
 //     byte as a real one; in a drop-tail overflow the viewer loses bytes in
 //     proportion to the bytes it sends, as TCP does, so below TCP's rate it
 //     loses less than a segment per overflow, skips the event and grows.
+//     A lost datagram counts only for the virtual flow's part of what
+//     arrives (ownShare): after a cut the viewer goes on at the request
+//     in force until the next one takes effect, where TCP would have cut
+//     at once and lost only its own rate's share of what is dropped.
 //   - Losses within one RTT of an event's start belong to it (one
 //     reduction per window, RFC 5681 §3.2).
 //   - The window is CUBIC's (RFC 8312 §4: β = 0.7, C = 0.4, fast
@@ -161,7 +165,7 @@ func (v *VirtualTCP) onLoss(at time.Time) {
 	if v.events > 0 && at.Sub(v.epochStart) <= v.pRTT() {
 		return // the current event's recovery
 	}
-	v.lostMass += v.s / NominalSegmentSize
+	v.lostMass += v.s / NominalSegmentSize * v.ownShare()
 	if v.lostMass < 1 {
 		return
 	}
@@ -182,6 +186,21 @@ func (v *VirtualTCP) onLoss(at time.Time) {
 	v.wEst = v.cwnd
 	v.k = math.Cbrt(max(v.wMax-v.cwnd, 0) / cubicC)
 	v.epochStart = at
+}
+
+// ownShare is the part of what arrives that the virtual flow would have
+// sent: its window's rate over the arriving rate, at most 1. Between
+// decisions the viewer goes on at the request in force while the window
+// has been cut; a TCP flow would have cut at once and lost only its own
+// share of what the queue or the link drops, so only that share of the
+// viewer's losses counts. Losses are never counted up for bytes the
+// viewer did not send.
+func (v *VirtualTCP) ownShare() float64 {
+	r := v.partialRate()
+	if r <= 0 {
+		return 1
+	}
+	return min(float64(v.windowRate()/r), 1)
 }
 
 // grow advances the window by elapsed; arriving is the receive rate.

@@ -181,3 +181,40 @@ func TestVirtualTCPGrowthLimitTie(t *testing.T) {
 		t.Errorf("%d datagrams judged application-limited at a steady arrival rate, the window held at its growth limit", limited)
 	}
 }
+
+// TestVirtualTCPOwnShareOfLosses: a lost datagram counts for the part of
+// what arrives that the virtual flow would have sent — half when the
+// window's rate is half the arriving rate, as after a cut the request
+// has yet to follow — and never for more than itself when the window is
+// ahead of what arrives.
+func TestVirtualTCPOwnShareOfLosses(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	const size = 730 // half a segment
+	for _, tc := range []struct {
+		name        string
+		windowRatio float64 // the window's rate ÷ the arriving rate
+		want        float64 // segments lost per lost datagram
+	}{
+		{"the window at half what arrives", 0.5, 0.25},
+		{"the window at what arrives", 1, 0.5},
+		{"the window ahead of what arrives", 1.5, 0.5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := mustVirtualTCP(t, VirtualTCPConfig{})
+			v.OnRTT(100*time.Millisecond, t0)
+			// 2 s of 730-byte datagrams at 100 kB/s: the interval's rate.
+			at := t0
+			for range 274 {
+				at = at.Add(7300 * time.Microsecond)
+				v.OnPacket(Packet{At: at, Size: size})
+			}
+			arriving := float64(v.partialRate())
+			v.cwnd = tc.windowRatio * arriving * v.rttSec / NominalSegmentSize
+			v.lostMass = 0
+			v.OnPacket(Packet{At: at, Lost: true})
+			if got := v.lostMass; math.Abs(got-tc.want) > 0.01 {
+				t.Errorf("a lost datagram counted %.3f segments, want %.3f (s = %.0f B)", got, tc.want, v.s)
+			}
+		})
+	}
+}
