@@ -366,11 +366,12 @@ func (v *VirtualTCP) Stats() Stats {
 }
 
 // SegmentLossEventRateOver is the loss event rate per 1,460-byte segment
-// over a whole connection, from its counters, as VirtualTCP counts it:
-// loss events (grouped per RTT, RFC 5348 §5.2), but no more of them than
-// whole segments' worth of bytes were lost (lost datagrams times the mean
-// payload), per segment's worth of bytes received. 0 without bytes or
-// loss.
+// over a whole connection, from its counters, as VirtualTCP counts it
+// but with every lost byte whole (counters carry no window, so nothing of
+// ownShare's discount): loss events (grouped per RTT, RFC 5348 §5.2), but
+// no more of them than whole segments' worth of bytes were lost (lost
+// datagrams times the mean payload), per segment's worth of bytes
+// received. 0 without bytes or loss.
 func SegmentLossEventRateOver(bytes, lostPackets, lossEvents, meanPayload float64) float64 {
 	if !(bytes > 0) || !(lostPackets > 0) || !(lossEvents > 0) || !(meanPayload > 0) {
 		return 0

@@ -28,7 +28,9 @@
 //     (Circuit.FairTCP): the equation at 1,460 B, the ping RTT and the loss
 //     event rate per 1,460-byte segment received with losses counted by
 //     bytes (ratecalc.SegmentLossEventRateOver), as fairgrid's default
-//     controller counts them. The per-packet p a thin flow measures lies
+//     controller counts them, except that it counts every lost byte
+//     whole, where the controller discounts a loss by its window's share
+//     of what arrives (a capture has no window). The per-packet p a thin flow measures lies
 //     far above a TCP flow's in the same queue, so received ÷ the equation
 //     at that p (ReceivedOverFair) flatters any flow that starves itself;
 //     docs/fairness.md compares the estimate with the TCP flow that shared
