@@ -217,4 +217,10 @@ func TestVirtualTCPOwnShareOfLosses(t *testing.T) {
 			}
 		})
 	}
+	// Nothing has arrived yet: no rate to share, the loss counts whole.
+	v := mustVirtualTCP(t, VirtualTCPConfig{})
+	v.OnPacket(Packet{At: t0, Lost: true})
+	if want := v.s / NominalSegmentSize; v.lostMass != want {
+		t.Errorf("before any arrival a lost datagram counted %.3f segments, want %.3f", v.lostMass, want)
+	}
 }
