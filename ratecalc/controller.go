@@ -246,10 +246,13 @@ func (f *flow) partialRate() Rate {
 
 // since is t.Sub(u) for the times of one run, on the per-datagram paths:
 // the difference of their Unix nanoseconds, exact whenever the true
-// difference fits in a Duration (the products wrap alike), where Sub
-// checks for overflow by adding the result back, which costs vtcp a
-// fifth of its time per datagram. It reads the wall clock, never the
-// monotonic reading: the same for a replayed capture as live.
+// difference fits in a Duration (outside 1678–2262 UnixNano wraps, the
+// same way for both; its documentation calls that undefined, and
+// TestSince would catch a change), where Sub checks for overflow by
+// adding the result back, which cost vtcp a fifth of its time per
+// datagram. It reads the wall clock, never the monotonic reading: the
+// same for a replayed capture as live, and a step of the wall clock
+// during a live run moves it.
 func since(t, u time.Time) time.Duration { return time.Duration(t.UnixNano() - u.UnixNano()) }
 
 // closeInterval ends the request interval at now and returns X_recv over it.

@@ -30,8 +30,8 @@
 //     bytes (ratecalc.SegmentLossEventRateOver), as fairgrid's default
 //     controller counts them, except that it counts every lost byte
 //     whole, where the controller discounts a loss by its window's share
-//     of what arrives (a capture has no window). The per-packet p a thin flow measures lies
-//     far above a TCP flow's in the same queue, so received ÷ the equation
+//     of what arrives (a capture has no window). The per-packet p a thin
+//     flow measures lies far above a TCP flow's in the same queue, so received ÷ the equation
 //     at that p (ReceivedOverFair) flatters any flow that starves itself;
 //     docs/fairness.md compares the estimate with the TCP flow that shared
 //     the lab's bottleneck, and says where it cannot be trusted.
