@@ -230,11 +230,12 @@ func (v *VirtualTCP) grow(at time.Time, elapsed time.Duration, arriving Rate) {
 // segments at the virtual flow's loss event rate p and the path's smallest
 // RTT, the propagation delay without a queue. Where losses are random and
 // the queue empty, SRTT is that RTT and the cap is what TCP gets at heavy
-// loss, retransmission timeouts included, which the window does not model. Where a drop-tail queue
-// overflows, the losses come with a full queue: SRTT is several times the
-// smallest RTT, the cap lies as far above the equation at SRTT and the
-// window decides (there the viewer, smooth, sees more loss events than
-// bursty TCP, and the equation would starve it: Rhee and Xu 2005).
+// loss, retransmission timeouts included, which the window does not
+// model. Where a drop-tail queue overflows, the losses come with a full
+// queue: SRTT is several times the smallest RTT, the cap lies as far
+// above the equation at SRTT and the window decides (there the viewer,
+// smooth, sees more loss events than bursty TCP, and the equation would
+// starve it: Rhee and Xu 2005).
 // Counting the queue in R, up to one smallest RTT, was tried and taken
 // back: it brought the 3 % cells into the band but made the cap bind on
 // the long and fast drop-tail paths (docs/fairness.md).
