@@ -224,3 +224,44 @@ func TestVirtualTCPOwnShareOfLosses(t *testing.T) {
 		t.Errorf("before any arrival a lost datagram counted %.3f segments, want %.3f", v.lostMass, want)
 	}
 }
+
+// TestVirtualTCPEquationCapCUBIC: the heavy-loss cap is Reno's TFRC
+// equation where that is the larger (heavy loss, short path) and CUBIC's
+// response function where that is (low loss, long path), RFC 8312 Eq. 7's
+// figures.
+func TestVirtualTCPEquationCapCUBIC(t *testing.T) {
+	for _, tc := range []struct {
+		rtt   time.Duration
+		p     float64
+		cubic bool
+	}{
+		{80 * time.Millisecond, 0.1, false},
+		{80 * time.Millisecond, 0.03, false},
+		{200 * time.Millisecond, 0.001, true},
+		{80 * time.Millisecond, 0.0002, true},
+	} {
+		v := mustVirtualTCP(t, VirtualTCPConfig{})
+		v.OnRTT(tc.rtt, time.Unix(1000, 0))
+		m := PadhyeModel{T0: max(4*tc.rtt, minRTO), MaxWindowBytes: math.MaxFloat64}
+		reno := m.Rate(NominalSegmentSize, tc.rtt, tc.p)
+		// Eq. 7: 1.054 · (R/p)^¾ segments per R, the constant rounded.
+		r := tc.rtt.Seconds()
+		cubic := Rate(1.054 * math.Pow(r/tc.p, 0.75) * NominalSegmentSize / r)
+		want := reno
+		if tc.cubic {
+			want = cubic
+		}
+		if (cubic > reno) != tc.cubic {
+			t.Fatalf("R %v, p %v: CUBIC's response %v against Reno's equation %v: the case is not the one named", tc.rtt, tc.p, cubic, reno)
+		}
+		if got := v.equationCap(tc.p); relErr(got, want) > 1e-3 || relErr(got, want) < -1e-3 {
+			t.Errorf("R %v, p %v: cap %v, want %v (Reno's %v, CUBIC's %v)", tc.rtt, tc.p, got, want, reno, cubic)
+		}
+	}
+	if got := cubicResponse(0, 0.01); got != 0 {
+		t.Errorf("cubicResponse without an RTT = %v, want 0", got)
+	}
+	if got := cubicResponse(time.Second, 0); got != 0 {
+		t.Errorf("cubicResponse without loss = %v, want 0", got)
+	}
+}
