@@ -41,7 +41,8 @@
 //     (Rhee and Xu 2005; RFC 4828); rate = cwnd·1460/RTT, the RTT
 //     smoothed by elapsed time, not per sample (pings are sparse), at most the
 //     TFRC equation at its per-segment loss event rate and the smallest
-//     RTT. A lost datagram counts for the window's share of what arrives
+//     RTT, or CUBIC's response function there (RFC 8312 §5) where that is
+//     the larger. A lost datagram counts for the window's share of what arrives
 //     (after a cut the request in force lags the window by up to an
 //     interval). SegmentLossEventRateOver is the same count over a
 //     connection's counters, for audits, every lost byte whole. Where it

@@ -56,6 +56,32 @@ func TFRCRate(s float64, rtt time.Duration, p float64) Rate {
 	return Rate(s / (r * tfrcF(p)))
 }
 
+// CUBICRate is CUBIC's average rate for a flow of s-byte segments at
+// loss event rate p and round-trip time rtt, with the clamps of TFRCRate:
+// an average window of (C(3+β)/(4(1−β)))^¼ · (R/p)^¾ segments, R in
+// seconds (RFC 8312 §5, Eq. 5, for a loss every 1/p packets; at C = 0.4
+// and β = 0.7, 1.054·(R/p)^¾, Eq. 7). Its window lies above Reno's where
+// p is low and R long: at 100 ms for p below about 0.0006.
+func CUBICRate(s float64, rtt time.Duration, p float64) Rate {
+	s, r, p := clampInputs(s, rtt, p)
+	return Rate(cubicResponseConst * math.Pow(r/p, 0.75) * s / r)
+}
+
+// cubicResponseConst is RFC 8312 Eq. 5's constant, (C(3+β)/(4(1−β)))^¼.
+var cubicResponseConst = math.Pow(cubicC*(3+cubicBeta)/(4*(1-cubicBeta)), 0.25)
+
+// TCPShareRate is what one bulk TCP flow of s-byte segments gets at loss
+// event rate p and round-trip time rtt: the larger of the TFRC equation
+// (Reno's) and CUBIC's response. The TCP a viewer meets is CUBIC, the
+// default of Linux, Windows and macOS, which takes Reno's rate where that
+// is the larger (its Reno-friendly region, RFC 8312 §4.2) and more on
+// long or fast paths at low loss (§5.1). It is the audit's estimate of a
+// TCP flow on the viewer's path; docs/fairness.md gives how close it came
+// to real TCP flows in the lab, and where not.
+func TCPShareRate(s float64, rtt time.Duration, p float64) Rate {
+	return max(TFRCRate(s, rtt, p), CUBICRate(s, rtt, p))
+}
+
 // tfrcF is f(p) = sqrt(2p/3) + 12·sqrt(3p/8)·p·(1 + 32p²), the equation's
 // denominator per unit RTT (b = 1, t_RTO = 4R).
 func tfrcF(p float64) float64 {

@@ -98,3 +98,44 @@ func TestEquationBadInputs(t *testing.T) {
 		}
 	}
 }
+
+// TestCUBICRate: RFC 8312 Eq. 7 (1.054·(R/p)^¾ segments per R, the
+// constant rounded there), and TCPShareRate the larger of it and the TFRC
+// equation: CUBIC's on a long path at low loss, Reno's at heavy loss.
+func TestCUBICRate(t *testing.T) {
+	for _, tc := range []struct {
+		rtt   time.Duration
+		p     float64
+		cubic bool // CUBIC's response is the larger
+	}{
+		{100 * time.Millisecond, 0.0001, true},
+		{100 * time.Millisecond, 0.0003, true},
+		{100 * time.Millisecond, 0.001, false},
+		{100 * time.Millisecond, 0.03, false},
+		{200 * time.Millisecond, 0.001, true},
+		{20 * time.Millisecond, 0.0001, false},
+	} {
+		r := tc.rtt.Seconds()
+		want := Rate(1.054 * math.Pow(r/tc.p, 0.75) * 1460 / r)
+		got := CUBICRate(1460, tc.rtt, tc.p)
+		if math.Abs(float64(got/want)-1) > 1e-3 {
+			t.Errorf("CUBICRate(R %v, p %v) = %v, want %v", tc.rtt, tc.p, got, want)
+		}
+		reno := TFRCRate(1460, tc.rtt, tc.p)
+		if (got > reno) != tc.cubic {
+			t.Errorf("R %v, p %v: CUBIC %v against Reno %v: want CUBIC larger %v", tc.rtt, tc.p, got, reno, tc.cubic)
+		}
+		if share := TCPShareRate(1460, tc.rtt, tc.p); share != max(got, reno) {
+			t.Errorf("TCPShareRate(R %v, p %v) = %v, want the larger of %v and %v", tc.rtt, tc.p, share, got, reno)
+		}
+	}
+	// The clamps are TFRCRate's: no division by zero, no infinite rate.
+	for _, in := range []struct {
+		rtt time.Duration
+		p   float64
+	}{{0, 0.01}, {time.Second, 0}, {time.Second, math.NaN()}, {-time.Second, 2}} {
+		if got := CUBICRate(1460, in.rtt, in.p); !(got > 0) || math.IsInf(float64(got), 0) {
+			t.Errorf("CUBICRate(%v, %v) = %v, want a finite positive rate", in.rtt, in.p, got)
+		}
+	}
+}

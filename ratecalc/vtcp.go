@@ -256,25 +256,8 @@ func (v *VirtualTCP) equationCap(p float64) Rate {
 	// gVisor's TCP_RTO_MIN; RFC 6298 §2.4 says 1 s): on short paths 4R,
 	// TFRC's own, is shorter than any real TCP waits.
 	m := PadhyeModel{T0: max(4*rtt, minRTO), MaxWindowBytes: math.MaxFloat64}
-	return max(m.Rate(NominalSegmentSize, rtt, p), cubicResponse(rtt, p))
+	return max(m.Rate(NominalSegmentSize, rtt, p), CUBICRate(NominalSegmentSize, rtt, p))
 }
-
-// cubicResponse is CUBIC's average rate at loss event rate p and RTT
-// rtt: an average window of (C(3+β)/(4(1−β)))^¼ · (rtt/p)^¾ segments
-// (RFC 8312 §5, Eq. 5, with rtt in seconds; 1.054 · (rtt/p)^¾ at C = 0.4
-// and β = 0.7, Eq. 7), for a deterministic loss every 1/p packets. 0
-// without loss or RTT.
-func cubicResponse(rtt time.Duration, p float64) Rate {
-	r := rtt.Seconds()
-	if !(p > 0) || !(r > 0) {
-		return 0
-	}
-	w := cubicResponseConst * math.Pow(r/p, 0.75)
-	return Rate(w * NominalSegmentSize / r)
-}
-
-// cubicResponseConst is RFC 8312 Eq. 5's constant, (C(3+β)/(4(1−β)))^¼.
-var cubicResponseConst = math.Pow(cubicC*(3+cubicBeta)/(4*(1-cubicBeta)), 0.25)
 
 // minRTO is the smallest retransmission timeout of the TCPs a viewer
 // meets: Linux's TCP_RTO_MIN, gVisor's MinRTO.
