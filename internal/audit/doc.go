@@ -25,7 +25,10 @@
 //     per-second ratios take one (Config.Segment; congestion.md §13 item
 //     2). Mathis (ratecalc.MathisRate) is reported beside it with that s.
 //   - The verdict's estimate of what a TCP flow on the path gets
-//     (Circuit.FairTCP): the equation at 1,460 B, the ping RTT and the loss
+//     (Circuit.FairTCP): the larger of the equation and CUBIC's response
+//     function (ratecalc.TCPShareRate: the TCP a viewer meets is CUBIC,
+//     which takes more than Reno on long paths at low loss) at 1,460 B,
+//     the ping RTT and the loss
 //     event rate per 1,460-byte segment received with losses counted by
 //     bytes (ratecalc.SegmentLossEventRateOver), as fairgrid's default
 //     controller counts them, except that it counts every lost byte

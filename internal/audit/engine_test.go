@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fairgrid/fairgrid/capture/circuit"
+	"github.com/fairgrid/fairgrid/ratecalc"
 	"github.com/fairgrid/fairgrid/throttle"
 )
 
@@ -170,5 +171,42 @@ func TestReplayDefaultFirst(t *testing.T) {
 		if !seen[name] {
 			t.Errorf("%q is not replayed", name)
 		}
+	}
+}
+
+// TestTCPEstimate: the verdict's estimate is the larger of Reno's
+// equation and CUBIC's response at the loss event rate per segment, so on
+// a long path at low loss it is CUBIC's (a viewer beside a CUBIC download
+// there had been judged against half the download's rate), and Reno's
+// at heavy loss; nothing without loss.
+func TestTCPEstimate(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		st    circuit.DirStats
+		rtt   time.Duration
+		cubic bool
+	}{
+		// 10,000 datagrams of 1,000 B, 20 lost in 4 events: p per
+		// segment 4 ÷ 6,849 segments, about 0.0006; 200 ms.
+		{"long path, low loss", circuit.DirStats{Packets: 10000, Bytes: 10_000_000, Lost: 20, LossEvents: 4}, 200 * time.Millisecond, true},
+		// 300 of 10,000 lost in 200 events: p about 0.03.
+		{"heavy loss", circuit.DirStats{Packets: 10000, Bytes: 10_000_000, Lost: 300, LossEvents: 200}, 80 * time.Millisecond, false},
+	} {
+		p, got := tcpEstimate(tc.st, tc.rtt)
+		if got == nil || !(p > 0) {
+			t.Fatalf("%s: estimate %v at p %v", tc.name, got, p)
+		}
+		reno := ratecalc.TFRCRate(NominalSegmentBytes, tc.rtt, p).BitsPerSecond()
+		cubic := ratecalc.CUBICRate(NominalSegmentBytes, tc.rtt, p).BitsPerSecond()
+		want := reno
+		if tc.cubic {
+			want = cubic
+		}
+		if (cubic > reno) != tc.cubic || *got != want {
+			t.Errorf("%s: estimate %.0f bit/s, Reno's %.0f, CUBIC's %.0f: want %.0f", tc.name, *got, reno, cubic, want)
+		}
+	}
+	if p, got := tcpEstimate(circuit.DirStats{Packets: 100, Bytes: 100_000}, time.Second); got != nil || p != 0 {
+		t.Errorf("no loss: estimate %v at p %v, want none", got, p)
 	}
 }

@@ -1,6 +1,8 @@
 package audit
 
 import (
+	"time"
+
 	"fmt"
 	"math"
 	"slices"
@@ -140,12 +142,8 @@ func (a *Auditor) circuitRow(fs *flowState) (Circuit, bool) {
 	// per-packet loss event rate, which a thin flow measures far above a
 	// TCP flow's in the same queue (congestion.md §10.1).
 	if row.FairState == FairKnown {
-		row.SegmentLossEventRate = ratecalc.SegmentLossEventRateOver(float64(st.Bytes), float64(st.Lost), float64(st.LossEvents), meanPayload(st))
-		if row.SegmentLossEventRate > 0 {
-			v := ratecalc.TFRCRate(NominalSegmentBytes, *rtt, row.SegmentLossEventRate).BitsPerSecond()
-			row.FairTCP = &v
-			row.ReceivedOverTCP = ratio(row.MeanBitPerS, row.FairTCP)
-		}
+		row.SegmentLossEventRate, row.FairTCP = tcpEstimate(st, *rtt)
+		row.ReceivedOverTCP = ratio(row.MeanBitPerS, row.FairTCP)
 	}
 	row.Verdict = verdict(row.FairState, row.ReceivedOverTCP)
 	if fs.dir == circuit.Up {
@@ -154,6 +152,19 @@ func (a *Auditor) circuitRow(fs *flowState) (Circuit, bool) {
 		row.Verdict = VerdictUp
 	}
 	return row, true
+}
+
+// tcpEstimate is the verdict's estimate of one TCP flow's bit/s on a
+// path of round trip rtt from a direction's counters: the loss event rate
+// per 1,460-byte segment with losses counted by bytes, and
+// ratecalc.TCPShareRate at it; nil without loss.
+func tcpEstimate(st circuit.DirStats, rtt time.Duration) (pSeg float64, fairTCP *float64) {
+	pSeg = ratecalc.SegmentLossEventRateOver(float64(st.Bytes), float64(st.Lost), float64(st.LossEvents), meanPayload(st))
+	if pSeg <= 0 {
+		return pSeg, nil
+	}
+	v := ratecalc.TCPShareRate(NominalSegmentBytes, rtt, pSeg).BitsPerSecond()
+	return pSeg, &v
 }
 
 // Verdict says in words how far received was from fair, r the ratio of

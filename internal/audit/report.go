@@ -110,9 +110,10 @@ type Circuit struct {
 
 	// SegmentLossEventRate is the loss event rate per 1,460-byte segment
 	// received, losses counted by bytes (ratecalc.SegmentLossEventRateOver,
-	// what fairgrid's default controller measures), and FairTCP the TFRC
-	// equation at 1,460 B, that rate and the ping RTT: the audit's estimate
-	// of what a TCP flow on the path gets (docs/fairness.md says how it
+	// what fairgrid's default controller measures), and FairTCP
+	// ratecalc.TCPShareRate (the larger of the TFRC equation and CUBIC's
+	// response) at 1,460 B, that rate and the ping RTT: the audit's
+	// estimate of what a TCP flow on the path gets (docs/fairness.md says how it
 	// compares with real TCP in the lab, and where it cannot be trusted).
 	// ReceivedOverTCP is received ÷ FairTCP: the verdict's ratio.
 	SegmentLossEventRate float64  `json:"segment_loss_event_rate" parquet:"segment_loss_event_rate"`

@@ -26,8 +26,9 @@ func tcpFair(v *simViewer, rtt, d time.Duration) (fair, received ratecalc.Rate, 
 }
 
 // tcpShare is one TCP share on the simulated link, the project's
-// TCP-fair rate (docs/fairness.md; the audit's Circuit.FairTCP): the TFRC
-// equation for a bulk flow of 1,460-byte segments, at the loss event rate
+// TCP-fair rate (docs/fairness.md; the audit's Circuit.FairTCP): one bulk
+// flow of 1,460-byte segments (ratecalc.TCPShareRate: the TFRC equation,
+// or CUBIC's response where that is the larger), at the loss event rate
 // per segment of the bytes the viewer received (no more events than whole
 // segments' worth of bytes were dropped: ratecalc.SegmentLossEventRateOver),
 // from the link's ground truth, and the link's round trip. At random loss
@@ -38,7 +39,7 @@ func tcpShare(v *simViewer, rtt time.Duration) (share ratecalc.Rate, pSeg float6
 	w := &v.after
 	s := w.payload / float64(w.deliveredOrigins)
 	pSeg = ratecalc.SegmentLossEventRateOver(float64(w.bytes), float64(len(w.dropped)), float64(truthEvents(w.dropped, rtt)), s)
-	return ratecalc.TFRCRate(ratecalc.NominalSegmentSize, rtt, pSeg), pSeg
+	return ratecalc.TCPShareRate(ratecalc.NominalSegmentSize, rtt, pSeg), pSeg
 }
 
 // TestStockViewerGetsFairRate: a stock viewer asking for 1,500 kbit/s on

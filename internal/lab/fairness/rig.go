@@ -169,8 +169,9 @@ type Result struct {
 	TCPPerSecond    []float64 `json:"tcp_per_second_bps"`
 	// AuditTCPBPS is what the audit estimates a TCP flow on the path
 	// would get, from the first viewer's counters over the measured part
-	// (ratecalc.SegmentLossEventRateOver and the TFRC equation at 1,460
-	// bytes and the viewer's SRTT): to set beside TCPBPS. 0 without loss.
+	// (ratecalc.SegmentLossEventRateOver and ratecalc.TCPShareRate at
+	// 1,460 bytes and the viewer's SRTT): to set beside TCPBPS. 0 without
+	// loss.
 	AuditTCPBPS float64 `json:"audit_tcp_bps"`
 	// SenderShortfall is how much less the first viewer's region sent
 	// than its throttle allowed over the measured part, 0–1: above a few
@@ -767,7 +768,7 @@ func (v *viewer) summary(warmEnd time.Time, seconds float64) (p, seg, eventsPerS
 			float64(last.st.LossEvents-first.st.LossEvents), last.st.SegmentSize)
 		if ps > 0 {
 			// On the wire, as TCPBPS: 1,500 bytes per 1,460 of payload.
-			estimate = ratecalc.TFRCRate(ratecalc.NominalSegmentSize, last.st.SRTT, ps).BitsPerSecond() * 1500 / ratecalc.NominalSegmentSize
+			estimate = ratecalc.TCPShareRate(ratecalc.NominalSegmentSize, last.st.SRTT, ps).BitsPerSecond() * 1500 / ratecalc.NominalSegmentSize
 		}
 	}
 	for _, d := range v.decisions {
