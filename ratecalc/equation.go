@@ -58,28 +58,42 @@ func TFRCRate(s float64, rtt time.Duration, p float64) Rate {
 
 // CUBICRate is CUBIC's average rate for a flow of s-byte segments at
 // loss event rate p and round-trip time rtt, with the clamps of TFRCRate:
-// an average window of (C(3+β)/(4(1−β)))^¼ · (R/p)^¾ segments, R in
-// seconds (RFC 8312 §5, Eq. 5, for a loss every 1/p packets; at C = 0.4
-// and β = 0.7, 1.054·(R/p)^¾, Eq. 7). Its window lies above Reno's where
-// p is low and R long: at 100 ms for p below about 0.0006.
+// an average window of cubicWindow segments per R (RFC 8312 §5, Eq. 5).
+// It counts no retransmission timeouts: at heavy loss it lies far above
+// what a TCP flow gets (TCPShareRate keeps the timeouts).
 func CUBICRate(s float64, rtt time.Duration, p float64) Rate {
 	s, r, p := clampInputs(s, rtt, p)
-	return Rate(cubicResponseConst * math.Pow(r/p, 0.75) * s / r)
+	return Rate(cubicWindow(r, p) * s / r)
+}
+
+// cubicWindow is CUBIC's average window in segments at loss event rate p
+// and an RTT of r seconds, (C(3+β)/(4(1−β)))^¼ · (r/p)^¾ (RFC 8312 §5,
+// Eq. 5, for a loss every 1/p packets; at C = 0.4 and β = 0.7,
+// 1.054·(r/p)^¾, Eq. 7). It lies above Reno's mean window, sqrt(3/(2p)),
+// where p is low and r long: at 100 ms for p below about 0.0006.
+func cubicWindow(r, p float64) float64 {
+	return cubicResponseConst * math.Pow(r/p, 0.75)
 }
 
 // cubicResponseConst is RFC 8312 Eq. 5's constant, (C(3+β)/(4(1−β)))^¼.
 var cubicResponseConst = math.Pow(cubicC*(3+cubicBeta)/(4*(1-cubicBeta)), 0.25)
 
 // TCPShareRate is what one bulk TCP flow of s-byte segments gets at loss
-// event rate p and round-trip time rtt: the larger of the TFRC equation
-// (Reno's) and CUBIC's response. The TCP a viewer meets is CUBIC, the
-// default of Linux, Windows and macOS, which takes Reno's rate where that
-// is the larger (its Reno-friendly region, RFC 8312 §4.2) and more on
-// long or fast paths at low loss (§5.1). It is the audit's estimate of a
-// TCP flow on the viewer's path; docs/fairness.md gives how close it came
-// to real TCP flows in the lab, and where not.
+// event rate p and round-trip time rtt: the TFRC equation (t_RTO = 4R)
+// with the window between timeouts the larger of Reno's mean window and
+// CUBIC's average window (cubicWindow):
+//
+//	X = s / (R/max(sqrt(3/(2p)), W_cubic) + 12·R·sqrt(3p/8)·p·(1 + 32p²))
+//
+// The TCP a viewer meets is CUBIC, the default of Linux, Windows and
+// macOS: Reno's rate where Reno's window is the larger (its TCP-friendly
+// region, RFC 8312 §4.2), more on long or fast paths at low loss (§5.1),
+// and Padhye's timeouts at heavy loss either way. Where Reno's window is
+// the larger it is TFRCRate. It is the audit's estimate of a TCP flow on
+// the viewer's path; docs/fairness.md gives how close it came to real TCP
+// flows in the lab, and where not.
 func TCPShareRate(s float64, rtt time.Duration, p float64) Rate {
-	return max(TFRCRate(s, rtt, p), CUBICRate(s, rtt, p))
+	return PadhyeModel{MaxWindowBytes: math.Inf(1), CUBIC: true, tfrcTimeouts: true}.Rate(s, rtt, p)
 }
 
 // tfrcF is f(p) = sqrt(2p/3) + 12·sqrt(3p/8)·p·(1 + 32p²), the equation's
@@ -96,6 +110,14 @@ type PadhyeModel struct {
 	B              float64
 	T0             time.Duration
 	MaxWindowBytes float64
+	// CUBIC takes the window between timeouts as the larger of Reno's mean
+	// window and CUBIC's average window (cubicWindow; b = 1): CUBIC is
+	// Reno in its TCP-friendly region and takes more above it, and times
+	// out as Reno does.
+	CUBIC bool
+	// tfrcTimeouts drops min(1, ·) from the timeout term, as RFC 5348's
+	// equation does (TFRCRate).
+	tfrcTimeouts bool
 }
 
 // Rate is the Padhye model's throughput:
@@ -120,7 +142,15 @@ func (m PadhyeModel) Rate(s float64, rtt time.Duration, p float64) Rate {
 		wBytes = 65535
 	}
 	wmax := max(math.Floor(wBytes/s), 1)
-	loss := 1 / (r*math.Sqrt(2*b*p/3) + t0*min(1, 3*math.Sqrt(3*b*p/8))*p*(1+32*p*p))
+	perWindow := r * math.Sqrt(2*b*p/3) // R over Reno's mean window
+	if m.CUBIC {
+		perWindow = min(perWindow, r/cubicWindow(r, p))
+	}
+	timeouts := 3 * math.Sqrt(3*b*p/8)
+	if !m.tfrcTimeouts {
+		timeouts = min(1, timeouts)
+	}
+	loss := 1 / (perWindow + t0*timeouts*p*(1+32*p*p))
 	return Rate(s * min(wmax/r, loss))
 }
 

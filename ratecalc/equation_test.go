@@ -100,13 +100,15 @@ func TestEquationBadInputs(t *testing.T) {
 }
 
 // TestCUBICRate: RFC 8312 Eq. 7 (1.054·(R/p)^¾ segments per R, the
-// constant rounded there), and TCPShareRate the larger of it and the TFRC
-// equation: CUBIC's on a long path at low loss, Reno's at heavy loss.
+// constant rounded there); TCPShareRate is the TFRC equation with the
+// larger of Reno's and CUBIC's windows between timeouts: CUBIC's on long
+// paths at low loss, Reno's (TFRCRate exactly) at heavy loss, where
+// CUBIC's response alone, without timeouts, would lie above the equation.
 func TestCUBICRate(t *testing.T) {
 	for _, tc := range []struct {
 		rtt   time.Duration
 		p     float64
-		cubic bool // CUBIC's response is the larger
+		cubic bool // CUBIC's window is the larger
 	}{
 		{100 * time.Millisecond, 0.0001, true},
 		{100 * time.Millisecond, 0.0003, true},
@@ -114,28 +116,46 @@ func TestCUBICRate(t *testing.T) {
 		{100 * time.Millisecond, 0.03, false},
 		{200 * time.Millisecond, 0.001, true},
 		{20 * time.Millisecond, 0.0001, false},
+		{80 * time.Millisecond, 0.3, false},
+		{300 * time.Millisecond, 0.5, false},
 	} {
 		r := tc.rtt.Seconds()
-		want := Rate(1.054 * math.Pow(r/tc.p, 0.75) * 1460 / r)
-		got := CUBICRate(1460, tc.rtt, tc.p)
-		if math.Abs(float64(got/want)-1) > 1e-3 {
+		wCubic := 1.054 * math.Pow(r/tc.p, 0.75)
+		if got, want := CUBICRate(1460, tc.rtt, tc.p), Rate(wCubic*1460/r); math.Abs(float64(got/want)-1) > 1e-3 {
 			t.Errorf("CUBICRate(R %v, p %v) = %v, want %v", tc.rtt, tc.p, got, want)
 		}
+		wReno := math.Sqrt(3 / (2 * tc.p))
+		if (wCubic > wReno) != tc.cubic {
+			t.Fatalf("R %v, p %v: CUBIC's window %.2f against Reno's %.2f: the case is not the one named", tc.rtt, tc.p, wCubic, wReno)
+		}
+		timeouts := 12 * r * math.Sqrt(3*tc.p/8) * tc.p * (1 + 32*tc.p*tc.p)
+		want := Rate(1460 / (r/max(wCubic, wReno) + timeouts))
+		got := TCPShareRate(1460, tc.rtt, tc.p)
+		if math.Abs(float64(got/want)-1) > 1e-3 {
+			t.Errorf("TCPShareRate(R %v, p %v) = %v, want %v", tc.rtt, tc.p, got, want)
+		}
 		reno := TFRCRate(1460, tc.rtt, tc.p)
-		if (got > reno) != tc.cubic {
-			t.Errorf("R %v, p %v: CUBIC %v against Reno %v: want CUBIC larger %v", tc.rtt, tc.p, got, reno, tc.cubic)
+		switch {
+		case tc.cubic && !(got > reno):
+			t.Errorf("R %v, p %v: TCPShareRate %v not above the TFRC equation %v", tc.rtt, tc.p, got, reno)
+		case !tc.cubic && math.Abs(float64(got/reno)-1) > 1e-12:
+			t.Errorf("R %v, p %v: TCPShareRate %v, want the TFRC equation %v", tc.rtt, tc.p, got, reno)
 		}
-		if share := TCPShareRate(1460, tc.rtt, tc.p); share != max(got, reno) {
-			t.Errorf("TCPShareRate(R %v, p %v) = %v, want the larger of %v and %v", tc.rtt, tc.p, share, got, reno)
-		}
+	}
+	// At heavy loss CUBIC's response, which counts no timeouts, lies above
+	// the equation: the reason TCPShareRate keeps them.
+	if c, r := CUBICRate(1460, 80*time.Millisecond, 0.3), TFRCRate(1460, 80*time.Millisecond, 0.3); !(c > r) {
+		t.Errorf("at p 0.3, 80 ms: CUBIC's response %v, the equation %v: want the response above", c, r)
 	}
 	// The clamps are TFRCRate's: no division by zero, no infinite rate.
 	for _, in := range []struct {
 		rtt time.Duration
 		p   float64
 	}{{0, 0.01}, {time.Second, 0}, {time.Second, math.NaN()}, {-time.Second, 2}} {
-		if got := CUBICRate(1460, in.rtt, in.p); !(got > 0) || math.IsInf(float64(got), 0) {
-			t.Errorf("CUBICRate(%v, %v) = %v, want a finite positive rate", in.rtt, in.p, got)
+		for name, f := range map[string]func(float64, time.Duration, float64) Rate{"CUBICRate": CUBICRate, "TCPShareRate": TCPShareRate} {
+			if got := f(1460, in.rtt, in.p); !(got > 0) || math.IsInf(float64(got), 0) {
+				t.Errorf("%s(%v, %v) = %v, want a finite positive rate", name, in.rtt, in.p, got)
+			}
 		}
 	}
 }

@@ -226,9 +226,9 @@ func (v *VirtualTCP) grow(at time.Time, elapsed time.Duration, arriving Rate) {
 	v.cwnd = min(next, v.maxWin)
 }
 
-// equationCap is the TFRC equation (RFC 5348 §3.1: Padhye's model, with
-// timeouts, here with t_RTO = max(4R, 200 ms)) for a flow of full
-// segments at the virtual flow's loss event rate p and the path's smallest
+// equationCap is Padhye's model (RFC 5348 §3.1's equation, with
+// timeouts, here with t_RTO = max(4R, 200 ms); the window between timeouts
+// CUBIC's where that is the larger, below) for a flow of full segments at the virtual flow's loss event rate p and the path's smallest
 // RTT, the propagation delay without a queue. Where losses are random and
 // the queue empty, SRTT is that RTT and the cap is what TCP gets at heavy
 // loss, retransmission timeouts included, which the window does not
@@ -241,9 +241,12 @@ func (v *VirtualTCP) grow(at time.Time, elapsed time.Duration, arriving Rate) {
 // The equation is Reno's, the window CUBIC's. On long or fast paths at
 // low loss Reno's equation bound the window at most decisions in the lab
 // (200 ms, 30 Mbit/s: the viewer at half a CUBIC flow's rate), where
-// CUBIC's own response function lies above it and real CUBIC takes more
-// than Reno (RFC 8312 §5.1): the cap is the larger of the two. At heavy
-// loss Reno's equation is the larger, and the cap what it was.
+// CUBIC's average window lies above Reno's and real CUBIC takes more
+// (RFC 8312 §5.1): between timeouts the model takes the larger window
+// (PadhyeModel.CUBIC). The timeouts stay Padhye's: CUBIC's response
+// function alone has none, and at p above about 0.2 it would lie above
+// the equation again. Where Reno's window is the larger, at heavy loss
+// and on short paths, the cap is what it was.
 // Counting the queue in R, up to one smallest RTT, was tried and taken
 // back: it brought the 3 % cells into the band but made the cap bind on
 // the long and fast drop-tail paths (docs/fairness.md).
@@ -255,8 +258,8 @@ func (v *VirtualTCP) equationCap(p float64) Rate {
 	// The timeout is TCP's, never below its 200 ms floor (Linux's and
 	// gVisor's TCP_RTO_MIN; RFC 6298 §2.4 says 1 s): on short paths 4R,
 	// TFRC's own, is shorter than any real TCP waits.
-	m := PadhyeModel{T0: max(4*rtt, minRTO), MaxWindowBytes: math.MaxFloat64}
-	return max(m.Rate(NominalSegmentSize, rtt, p), CUBICRate(NominalSegmentSize, rtt, p))
+	m := PadhyeModel{T0: max(4*rtt, minRTO), MaxWindowBytes: math.MaxFloat64, CUBIC: true}
+	return m.Rate(NominalSegmentSize, rtt, p)
 }
 
 // minRTO is the smallest retransmission timeout of the TCPs a viewer

@@ -225,16 +225,18 @@ func TestVirtualTCPOwnShareOfLosses(t *testing.T) {
 	}
 }
 
-// TestVirtualTCPEquationCapCUBIC: the heavy-loss cap is Reno's TFRC
-// equation where that is the larger (heavy loss, short path) and CUBIC's
-// response function where that is (low loss, long path), RFC 8312 Eq. 7's
-// figures.
+// TestVirtualTCPEquationCapCUBIC: the heavy-loss cap is Padhye's model
+// with the window between timeouts the larger of Reno's and CUBIC's (RFC
+// 8312 Eq. 7): Reno's equation at heavy loss and on short paths, CUBIC's
+// window on long paths at low loss, and never CUBIC's response without
+// timeouts, which at p 0.3 lies above the equation.
 func TestVirtualTCPEquationCapCUBIC(t *testing.T) {
 	for _, tc := range []struct {
 		rtt   time.Duration
 		p     float64
-		cubic bool
+		cubic bool // CUBIC's window is the larger
 	}{
+		{80 * time.Millisecond, 0.3, false},
 		{80 * time.Millisecond, 0.1, false},
 		{80 * time.Millisecond, 0.03, false},
 		{200 * time.Millisecond, 0.001, true},
@@ -242,20 +244,15 @@ func TestVirtualTCPEquationCapCUBIC(t *testing.T) {
 	} {
 		v := mustVirtualTCP(t, VirtualTCPConfig{})
 		v.OnRTT(tc.rtt, time.Unix(1000, 0))
-		m := PadhyeModel{T0: max(4*tc.rtt, minRTO), MaxWindowBytes: math.MaxFloat64}
-		reno := m.Rate(NominalSegmentSize, tc.rtt, tc.p)
-		// Eq. 7: 1.054 · (R/p)^¾ segments per R, the constant rounded.
 		r := tc.rtt.Seconds()
-		cubic := Rate(1.054 * math.Pow(r/tc.p, 0.75) * NominalSegmentSize / r)
-		want := reno
-		if tc.cubic {
-			want = cubic
+		wCubic, wReno := 1.054*math.Pow(r/tc.p, 0.75), math.Sqrt(3/(2*tc.p))
+		if (wCubic > wReno) != tc.cubic {
+			t.Fatalf("R %v, p %v: CUBIC's window %.2f against Reno's %.2f: the case is not the one named", tc.rtt, tc.p, wCubic, wReno)
 		}
-		if (cubic > reno) != tc.cubic {
-			t.Fatalf("R %v, p %v: CUBIC's response %v against Reno's equation %v: the case is not the one named", tc.rtt, tc.p, cubic, reno)
-		}
+		t0 := max(4*r, minRTO.Seconds())
+		want := Rate(NominalSegmentSize / (r/max(wCubic, wReno) + t0*min(1, 3*math.Sqrt(3*tc.p/8))*tc.p*(1+32*tc.p*tc.p)))
 		if got := v.equationCap(tc.p); relErr(got, want) > 1e-3 || relErr(got, want) < -1e-3 {
-			t.Errorf("R %v, p %v: cap %v, want %v (Reno's %v, CUBIC's %v)", tc.rtt, tc.p, got, want, reno, cubic)
+			t.Errorf("R %v, p %v: cap %v, want %v", tc.rtt, tc.p, got, want)
 		}
 	}
 }
