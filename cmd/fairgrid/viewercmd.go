@@ -351,7 +351,7 @@ func viewerVerdict(r viewer.Report) string {
 	if !(p > 0) || rtt <= 0 {
 		return audit.Verdict(audit.FairNoData, nil)
 	}
-	fair := ratecalc.TFRCRate(audit.NominalSegmentBytes, rtt, p)
+	fair := ratecalc.TCPShareRate(audit.NominalSegmentBytes, rtt, p)
 	ratio := r.RateBPS / fair.BitsPerSecond()
 	return fmt.Sprintf("%s (a TCP flow would get about %s here)", audit.Verdict(audit.FairKnown, &ratio), fair)
 }

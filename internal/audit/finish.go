@@ -1,11 +1,10 @@
 package audit
 
 import (
-	"time"
-
 	"fmt"
 	"math"
 	"slices"
+	"time"
 
 	"github.com/fairgrid/fairgrid/capture/circuit"
 	"github.com/fairgrid/fairgrid/lludp"
