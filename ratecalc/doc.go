@@ -41,10 +41,10 @@
 //     (Rhee and Xu 2005; RFC 4828); rate = cwnd·1460/RTT, the RTT
 //     smoothed by elapsed time, not per sample (pings are sparse), at most the
 //     TFRC equation at its per-segment loss event rate and the smallest
-//     RTT, or CUBIC's response function there (RFC 8312 §5) where that is
-//     the larger. A lost datagram counts for the window's share of what arrives
-//     (after a cut the request in force lags the window by up to an
-//     interval). SegmentLossEventRateOver is the same count over a
+//     RTT, with CUBIC's average window (RFC 8312 §5) between timeouts
+//     where that is the larger (TCPShareRate, PadhyeModel.CUBIC). A lost
+//     datagram counts for the window's share of what arrives (after a
+//     cut the request in force lags the window by up to an interval). SegmentLossEventRateOver is the same count over a
 //     connection's counters, for audits, every lost byte whole. Where it
 //     holds against real TCP and where it does not is measured, not
 //     argued: docs/fairness.md.

@@ -124,7 +124,8 @@ type PadhyeModel struct {
 //
 //	X = s·min(W_max/R, 1/(R·sqrt(2bp/3) + T0·min(1, 3·sqrt(3bp/8))·p·(1 + 32p²)))
 //
-// with W_max = floor(MaxWindowBytes/s) packets. It differs from TFRCRate by
+// with W_max = floor(MaxWindowBytes/s) packets; with CUBIC set,
+// R·sqrt(2bp/3) is R/max(sqrt(3/(2bp)), W_cubic). It differs from TFRCRate by
 // the receive-window limit and by min(1, ·), which matters only for
 // p > 8/27.
 func (m PadhyeModel) Rate(s float64, rtt time.Duration, p float64) Rate {

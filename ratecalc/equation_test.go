@@ -99,17 +99,34 @@ func TestEquationBadInputs(t *testing.T) {
 	}
 }
 
+// windowCase is an RTT and a loss event rate, and whether CUBIC's
+// average window is the larger there.
+type windowCase struct {
+	rtt   time.Duration
+	p     float64
+	cubic bool
+}
+
+// windows are the case's RTT in seconds and the two mean windows in
+// segments, CUBIC's by RFC 8312 Eq. 7 (its constant rounded to 1.054) and
+// Reno's sqrt(3/(2p)); the test stops if the case is not the one named.
+func (tc windowCase) windows(t *testing.T) (r, wCubic, wReno float64) {
+	t.Helper()
+	r = tc.rtt.Seconds()
+	wCubic, wReno = 1.054*math.Pow(r/tc.p, 0.75), math.Sqrt(3/(2*tc.p))
+	if (wCubic > wReno) != tc.cubic {
+		t.Fatalf("R %v, p %v: CUBIC's window %.2f against Reno's %.2f: the case is not the one named", tc.rtt, tc.p, wCubic, wReno)
+	}
+	return r, wCubic, wReno
+}
+
 // TestCUBICRate: RFC 8312 Eq. 7 (1.054·(R/p)^¾ segments per R, the
 // constant rounded there); TCPShareRate is the TFRC equation with the
 // larger of Reno's and CUBIC's windows between timeouts: CUBIC's on long
 // paths at low loss, Reno's (TFRCRate exactly) at heavy loss, where
 // CUBIC's response alone, without timeouts, would lie above the equation.
 func TestCUBICRate(t *testing.T) {
-	for _, tc := range []struct {
-		rtt   time.Duration
-		p     float64
-		cubic bool // CUBIC's window is the larger
-	}{
+	for _, tc := range []windowCase{
 		{100 * time.Millisecond, 0.0001, true},
 		{100 * time.Millisecond, 0.0003, true},
 		{100 * time.Millisecond, 0.001, false},
@@ -119,14 +136,9 @@ func TestCUBICRate(t *testing.T) {
 		{80 * time.Millisecond, 0.3, false},
 		{300 * time.Millisecond, 0.5, false},
 	} {
-		r := tc.rtt.Seconds()
-		wCubic := 1.054 * math.Pow(r/tc.p, 0.75)
+		r, wCubic, wReno := tc.windows(t)
 		if got, want := CUBICRate(1460, tc.rtt, tc.p), Rate(wCubic*1460/r); math.Abs(float64(got/want)-1) > 1e-3 {
 			t.Errorf("CUBICRate(R %v, p %v) = %v, want %v", tc.rtt, tc.p, got, want)
-		}
-		wReno := math.Sqrt(3 / (2 * tc.p))
-		if (wCubic > wReno) != tc.cubic {
-			t.Fatalf("R %v, p %v: CUBIC's window %.2f against Reno's %.2f: the case is not the one named", tc.rtt, tc.p, wCubic, wReno)
 		}
 		timeouts := 12 * r * math.Sqrt(3*tc.p/8) * tc.p * (1 + 32*tc.p*tc.p)
 		want := Rate(1460 / (r/max(wCubic, wReno) + timeouts))

@@ -56,8 +56,8 @@ type VirtualTCPConfig struct {
 //   - A TCP flow at heavy random loss spends its time in retransmission
 //     timeouts, which the window does not model: the request is at most
 //     the TFRC equation at the virtual flow's loss event rate per segment
-//     and the path's smallest RTT (equationCap says why that RTT), or
-//     CUBIC's response function there where that is the larger.
+//     and the path's smallest RTT (equationCap says why that RTT), with
+//     CUBIC's average window between timeouts where that is the larger.
 //
 // Stats.LossEventRate stays RFC 5348's per-packet p (what is measured does
 // not change); Stats.SegmentLossEventRate is the virtual flow's, per

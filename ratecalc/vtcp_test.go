@@ -231,11 +231,7 @@ func TestVirtualTCPOwnShareOfLosses(t *testing.T) {
 // window on long paths at low loss, and never CUBIC's response without
 // timeouts, which at p 0.3 lies above the equation.
 func TestVirtualTCPEquationCapCUBIC(t *testing.T) {
-	for _, tc := range []struct {
-		rtt   time.Duration
-		p     float64
-		cubic bool // CUBIC's window is the larger
-	}{
+	for _, tc := range []windowCase{
 		{80 * time.Millisecond, 0.3, false},
 		{80 * time.Millisecond, 0.1, false},
 		{80 * time.Millisecond, 0.03, false},
@@ -244,11 +240,7 @@ func TestVirtualTCPEquationCapCUBIC(t *testing.T) {
 	} {
 		v := mustVirtualTCP(t, VirtualTCPConfig{})
 		v.OnRTT(tc.rtt, time.Unix(1000, 0))
-		r := tc.rtt.Seconds()
-		wCubic, wReno := 1.054*math.Pow(r/tc.p, 0.75), math.Sqrt(3/(2*tc.p))
-		if (wCubic > wReno) != tc.cubic {
-			t.Fatalf("R %v, p %v: CUBIC's window %.2f against Reno's %.2f: the case is not the one named", tc.rtt, tc.p, wCubic, wReno)
-		}
+		r, wCubic, wReno := tc.windows(t)
 		t0 := max(4*r, minRTO.Seconds())
 		want := Rate(NominalSegmentSize / (r/max(wCubic, wReno) + t0*min(1, 3*math.Sqrt(3*tc.p/8))*tc.p*(1+32*tc.p*tc.p)))
 		if got := v.equationCap(tc.p); relErr(got, want) > 1e-3 || relErr(got, want) < -1e-3 {
