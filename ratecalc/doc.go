@@ -44,10 +44,11 @@
 //     RTT, with CUBIC's average window (RFC 8312 §5) between timeouts
 //     where that is the larger (TCPShareRate, PadhyeModel.CUBIC). A lost
 //     datagram counts for the window's share of what arrives (after a
-//     cut the request in force lags the window by up to an interval). SegmentLossEventRateOver is the same count over a
-//     connection's counters, for audits, every lost byte whole. Where it
-//     holds against real TCP and where it does not is measured, not
-//     argued: docs/fairness.md.
+//     cut the request in force lags the window by up to an interval).
+//     SegmentLossEventRateOver is the same count over a connection's
+//     counters, for audits, every lost byte whole. Where it holds against
+//     real TCP and where it does not is measured, not argued:
+//     docs/fairness.md.
 //   - TFRC: X = max(min(X_calc, 2·max(X_recv over two intervals)), s/t_mbi)
 //     with RFC 5348's start-up adapted to a request every few seconds.
 //   - Window: window tracking, the approach of the Mongoose client of the

@@ -93,13 +93,20 @@ var cubicResponseConst = math.Pow(cubicC*(3+cubicBeta)/(4*(1-cubicBeta)), 0.25)
 // the viewer's path; docs/fairness.md gives how close it came to real TCP
 // flows in the lab, and where not.
 func TCPShareRate(s float64, rtt time.Duration, p float64) Rate {
-	return PadhyeModel{MaxWindowBytes: math.Inf(1), CUBIC: true, tfrcTimeouts: true}.Rate(s, rtt, p)
+	s, r, p := clampInputs(s, rtt, p)
+	w := max(math.Sqrt(3/(2*p)), cubicWindow(r, p))
+	return Rate(s / (r * (1/w + tfrcTimeouts(p))))
 }
 
 // tfrcF is f(p) = sqrt(2p/3) + 12·sqrt(3p/8)·p·(1 + 32p²), the equation's
 // denominator per unit RTT (b = 1, t_RTO = 4R).
 func tfrcF(p float64) float64 {
-	return math.Sqrt(2*p/3) + 12*math.Sqrt(3*p/8)*p*(1+32*p*p)
+	return math.Sqrt(2*p/3) + tfrcTimeouts(p)
+}
+
+// tfrcTimeouts is f(p)'s timeout term, 12·sqrt(3p/8)·p·(1 + 32p²).
+func tfrcTimeouts(p float64) float64 {
+	return 12 * math.Sqrt(3*p/8) * p * (1 + 32*p*p)
 }
 
 // PadhyeModel holds the parameters of the full Padhye model (Padhye,
@@ -115,9 +122,6 @@ type PadhyeModel struct {
 	// Reno in its TCP-friendly region and takes more above it, and times
 	// out as Reno does.
 	CUBIC bool
-	// tfrcTimeouts drops min(1, ·) from the timeout term, as RFC 5348's
-	// equation does (TFRCRate).
-	tfrcTimeouts bool
 }
 
 // Rate is the Padhye model's throughput:
@@ -147,11 +151,7 @@ func (m PadhyeModel) Rate(s float64, rtt time.Duration, p float64) Rate {
 	if m.CUBIC {
 		perWindow = min(perWindow, r/cubicWindow(r, p))
 	}
-	timeouts := 3 * math.Sqrt(3*b*p/8)
-	if !m.tfrcTimeouts {
-		timeouts = min(1, timeouts)
-	}
-	loss := 1 / (perWindow + t0*timeouts*p*(1+32*p*p))
+	loss := 1 / (perWindow + t0*min(1, 3*math.Sqrt(3*b*p/8))*p*(1+32*p*p))
 	return Rate(s * min(wmax/r, loss))
 }
 

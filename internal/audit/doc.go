@@ -25,17 +25,18 @@
 //     per-second ratios take one (Config.Segment; congestion.md §13 item
 //     2). Mathis (ratecalc.MathisRate) is reported beside it with that s.
 //   - The verdict's estimate of what a TCP flow on the path gets
-//     (Circuit.FairTCP): the larger of the equation and CUBIC's response
-//     function (ratecalc.TCPShareRate: the TCP a viewer meets is CUBIC,
-//     which takes more than Reno on long paths at low loss) at 1,460 B,
-//     the ping RTT and the loss
-//     event rate per 1,460-byte segment received with losses counted by
-//     bytes (ratecalc.SegmentLossEventRateOver), as fairgrid's default
+//     (Circuit.FairTCP): the equation with the larger of Reno's and
+//     CUBIC's average windows between timeouts (ratecalc.TCPShareRate:
+//     the TCP a viewer meets is CUBIC, which takes more than Reno on long
+//     paths at low loss) at 1,460 B, the ping RTT and the loss event rate
+//     per 1,460-byte segment received with losses counted by bytes
+//     (ratecalc.SegmentLossEventRateOver), as fairgrid's default
 //     controller counts them, except that it counts every lost byte
 //     whole, where the controller discounts a loss by its window's share
 //     of what arrives (a capture has no window). The per-packet p a thin
-//     flow measures lies far above a TCP flow's in the same queue, so received ÷ the equation
-//     at that p (ReceivedOverFair) flatters any flow that starves itself;
+//     flow measures lies far above a TCP flow's in the same queue, so
+//     received ÷ the equation at that p (ReceivedOverFair) flatters any
+//     flow that starves itself;
 //     docs/fairness.md compares the estimate with the TCP flow that shared
 //     the lab's bottleneck, and says where it cannot be trusted.
 //   - Over the whole connection: p = loss events ÷ sequence numbers

@@ -174,11 +174,12 @@ func TestReplayDefaultFirst(t *testing.T) {
 	}
 }
 
-// TestTCPEstimate: the verdict's estimate is the larger of Reno's
-// equation and CUBIC's response at the loss event rate per segment, so on
-// a long path at low loss it is CUBIC's (a viewer beside a CUBIC download
-// there had been judged against half the download's rate), and Reno's
-// at heavy loss; nothing without loss.
+// TestTCPEstimate: the verdict's estimate is the TFRC equation at the
+// loss event rate per segment with the larger of Reno's and CUBIC's
+// windows between timeouts, so on a long path at low loss it is CUBIC's
+// (a viewer beside a CUBIC download there had been judged against half
+// the download's rate), and Reno's equation at heavy loss; nothing
+// without loss.
 func TestTCPEstimate(t *testing.T) {
 	for _, tc := range []struct {
 		name  string

@@ -111,10 +111,11 @@ type Circuit struct {
 	// SegmentLossEventRate is the loss event rate per 1,460-byte segment
 	// received, losses counted by bytes (ratecalc.SegmentLossEventRateOver,
 	// what fairgrid's default controller measures), and FairTCP
-	// ratecalc.TCPShareRate (the larger of the TFRC equation and CUBIC's
-	// response) at 1,460 B, that rate and the ping RTT: the audit's
-	// estimate of what a TCP flow on the path gets (docs/fairness.md says how it
-	// compares with real TCP in the lab, and where it cannot be trusted).
+	// ratecalc.TCPShareRate (the TFRC equation with CUBIC's window where
+	// that is the larger) at 1,460 B, that rate and the ping RTT: the
+	// audit's estimate of what a TCP flow on the path gets
+	// (docs/fairness.md says how it compares with real TCP in the lab,
+	// and where it cannot be trusted).
 	// ReceivedOverTCP is received ÷ FairTCP: the verdict's ratio.
 	SegmentLossEventRate float64  `json:"segment_loss_event_rate" parquet:"segment_loss_event_rate"`
 	FairTCP              *float64 `json:"fair_tcp_bit_per_s" parquet:"fair_tcp_bit_per_s,optional"`

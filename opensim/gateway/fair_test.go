@@ -28,7 +28,7 @@ func tcpFair(v *simViewer, rtt, d time.Duration) (fair, received ratecalc.Rate, 
 // tcpShare is one TCP share on the simulated link, the project's
 // TCP-fair rate (docs/fairness.md; the audit's Circuit.FairTCP): one bulk
 // flow of 1,460-byte segments (ratecalc.TCPShareRate: the TFRC equation,
-// or CUBIC's response where that is the larger), at the loss event rate
+// with CUBIC's window where that is the larger), at the loss event rate
 // per segment of the bytes the viewer received (no more events than whole
 // segments' worth of bytes were dropped: ratecalc.SegmentLossEventRateOver),
 // from the link's ground truth, and the link's round trip. At random loss
