@@ -49,10 +49,11 @@ type VirtualTCPConfig struct {
 //     Growth follows elapsed time, not arrivals, because the datagram rate
 //     follows the request, which lags the window by up to an interval.
 //   - Slow start doubles the window per SRTT until the first loss event.
-//   - The window grows to at most growthLimit (1.5) times what arrives, and
+//   - The window grows to at most growthLimit (2) times what arrives, and
 //     not at all while what arrives is below 1/growthLimit of its rate: an
-//     idle avatar cannot inflate it (RFC 7661's idea), and a window cannot
-//     run far ahead of a request that has yet to take effect.
+//     idle avatar cannot inflate it (RFC 7661 §4.3: a window is validated
+//     while at least half of it is used), and a window cannot run far
+//     ahead of a request that has yet to take effect.
 //   - A TCP flow at heavy random loss spends its time in retransmission
 //     timeouts, which the window does not model: the request is at most
 //     the TFRC equation at the virtual flow's loss event rate per segment
@@ -102,8 +103,14 @@ const (
 	cubicC     = 0.4
 	cubicAlpha = 3 * (1 - cubicBeta) / (1 + cubicBeta)
 
-	// growthLimit bounds the window at this multiple of what arrives.
-	growthLimit = 1.5
+	// growthLimit bounds the window at this multiple of what arrives:
+	// RFC 7661 §4.3's validated phase (pipeACK at least half of cwnd),
+	// window tracking's guard too (congestion.md §6.4). It was 1.5, which
+	// bound the window in deep and bloated drop-tail queues, where what
+	// arrives lags what is sent by the queue's growth: there the window
+	// took two intervals to climb back from a cut and sat at 0.4–0.7× the
+	// TCP flow beside it (docs/fairness.md, "Twice what arrives").
+	growthLimit = 2.0
 
 	defaultVirtualInitialWindow = 4
 	defaultVirtualMinWindow     = 1

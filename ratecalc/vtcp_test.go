@@ -182,6 +182,46 @@ func TestVirtualTCPGrowthLimitTie(t *testing.T) {
 	}
 }
 
+// TestVirtualTCPGrowthLimit: a flow that sends less than its window
+// allows (an idle avatar, or a request still on its way) holds the window
+// at twice what arrives, RFC 7661's validated phase (pipeACK at least half
+// the window) and window tracking's own guard: no more, however long it
+// runs, and not less, for the window must run far enough ahead of the
+// request to climb back after a cut within the next interval or two.
+func TestVirtualTCPGrowthLimit(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	for _, tc := range []struct {
+		name string
+		rtt  time.Duration
+		size int
+		gap  time.Duration
+	}{
+		{"60 kB/s of 300-byte datagrams, 100 ms", 100 * time.Millisecond, 300, 5 * time.Millisecond},
+		{"240 kB/s of 1,200-byte datagrams, 40 ms", 40 * time.Millisecond, 1200, 5 * time.Millisecond},
+		{"800 kB/s of 800-byte datagrams, 250 ms", 250 * time.Millisecond, 800, time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := mustVirtualTCP(t, VirtualTCPConfig{})
+			v.OnRTT(tc.rtt, t0)
+			at := t0
+			v.OnPacket(Packet{At: at, Lost: true}) // out of slow start
+			for i := 1; at.Sub(t0) < 60*time.Second; i++ {
+				at = at.Add(tc.gap)
+				v.OnPacket(Packet{At: at, Size: tc.size})
+				if i%1000 == 0 {
+					v.Rate(at)
+				}
+			}
+			st := v.Stats()
+			arriving := float64(tc.size) / tc.gap.Seconds() // bytes/s
+			use := arriving * tc.rtt.Seconds() / NominalSegmentSize
+			if got := st.Window / use; got < 1.95 || got > 2.01 {
+				t.Errorf("window %.1f segments with %.1f arriving per RTT: %.3f times, want 2 (RFC 7661)", st.Window, use, got)
+			}
+		})
+	}
+}
+
 // TestVirtualTCPOwnShareOfLosses: a lost datagram counts for the part of
 // what arrives that the virtual flow would have sent — half when the
 // window's rate is half the arriving rate, as after a cut the request
