@@ -106,8 +106,8 @@ const (
 	// growthLimit bounds the window at this multiple of what arrives:
 	// RFC 7661 §4.3's validated phase (pipeACK at least half of cwnd),
 	// window tracking's guard too (congestion.md §6.4). It was 1.5, which
-	// bound the window in deep and bloated drop-tail queues, where what
-	// arrives lags what is sent by the queue's growth: there the window
+	// bound the window on a bloated link, where what arrives lags what is
+	// sent by the queue's growth, and on a fast path: there the window
 	// took two intervals to climb back from a cut and sat at 0.4–0.7× the
 	// TCP flow beside it (docs/fairness.md, "Twice what arrives").
 	growthLimit = 2.0

@@ -164,7 +164,7 @@ func TestVirtualTCPGrowthLimitTie(t *testing.T) {
 			rtt := time.Duration(rttMs) * time.Millisecond
 			v.OnRTT(rtt, t0)
 			at := t0
-			v.OnPacket(Packet{At: at, Lost: true}) // out of slow start
+			leaveSlowStart(t, v, at)
 			for round := range 40 {
 				for range 50 {
 					at = at.Add(time.Millisecond)
@@ -204,7 +204,13 @@ func TestVirtualTCPGrowthLimit(t *testing.T) {
 			v := mustVirtualTCP(t, VirtualTCPConfig{})
 			v.OnRTT(tc.rtt, t0)
 			at := t0
-			v.OnPacket(Packet{At: at, Lost: true}) // out of slow start
+			// A second of datagrams, then a loss event: the window then
+			// grows as CUBIC's, not in slow start.
+			for i := 1; at.Sub(t0) < time.Second; i++ {
+				at = at.Add(tc.gap)
+				v.OnPacket(Packet{At: at, Size: tc.size})
+			}
+			leaveSlowStart(t, v, at)
 			for i := 1; at.Sub(t0) < 60*time.Second; i++ {
 				at = at.Add(tc.gap)
 				v.OnPacket(Packet{At: at, Size: tc.size})
@@ -213,6 +219,9 @@ func TestVirtualTCPGrowthLimit(t *testing.T) {
 				}
 			}
 			st := v.Stats()
+			if st.SlowStart || st.LossEvents == 0 {
+				t.Fatalf("slow start %v with %d loss events: the window must grow as CUBIC's here", st.SlowStart, st.LossEvents)
+			}
 			arriving := float64(tc.size) / tc.gap.Seconds() // bytes/s
 			use := arriving * tc.rtt.Seconds() / NominalSegmentSize
 			if got := st.Window / use; got < 1.95 || got > 2.01 {
@@ -220,6 +229,19 @@ func TestVirtualTCPGrowthLimit(t *testing.T) {
 			}
 		})
 	}
+}
+
+// leaveSlowStart loses datagrams at at until the first loss event ends
+// slow start (a datagram counts for its share of a 1,460-byte segment).
+func leaveSlowStart(t *testing.T, v *VirtualTCP, at time.Time) {
+	t.Helper()
+	for range 20 {
+		if !v.Stats().SlowStart {
+			return
+		}
+		v.OnPacket(Packet{At: at, Lost: true})
+	}
+	t.Fatalf("still in slow start after 20 lost datagrams: %+v", v.Stats())
 }
 
 // TestVirtualTCPOwnShareOfLosses: a lost datagram counts for the part of
