@@ -15,7 +15,7 @@ import (
 	"github.com/fairgrid/fairgrid/throttle"
 )
 
-const labFairnessSynopsis = `[--controllers LIST] [--tcp LIST] [--seeds N] [--duration D] [--warmup D] [--interval D] [--design axes|centre|cross] [--parallel N] [--format text|json] [--out DIR]
+const labFairnessSynopsis = `[--controllers LIST] [--tcp LIST] [--reference LIST] [--seeds N] [--duration D] [--warmup D] [--interval D] [--design axes|centre|cross] [--parallel N] [--format text|json] [--out DIR]
 
 Measures the promise: a viewer with saturating demand (its region sends
 whatever the throttle allows) beside bulk TCP downloads on one shared
@@ -28,6 +28,9 @@ namespaces); 1 and 4 flows; buffers of 20, 100 and 200 packets and of ½,
 each axis is varied alone around the centre, 6 Mbit/s, 80 ms, 100
 packets, no loss, one flow (14 cells per controller and TCP); centre runs
 the centre alone, cross the whole cross product.
+--reference adds the control: each cell again with a bulk TCP download
+of each kind listed in the viewer's seat (rows "tcp:KIND"), how far one
+TCP flow's share lies from another's on the same rig.
 Runs are real time (warm-up plus duration each), --parallel at once;
 Ctrl-C prints the table of the runs that finished (exit 0).
 
@@ -38,12 +41,13 @@ one panel per controller) in DIR.`
 func runLabFairness(args []string, s stdio) int {
 	fs := newFlagSet("lab fairness", labFairnessSynopsis, s)
 	format := formatFlag(fs, "output format: `text` (a markdown table) or json (one row per cell)")
-	controllers := fs.String("controllers", "vtcp,window,tfrc", "comma-separated `controllers` to measure")
+	controllers := fs.String("controllers", "vtcp,window,tfrc", "comma-separated `controllers` to measure (empty: the references alone)")
 	defTCP := "reno,cubic"
 	if os.Geteuid() == 0 {
 		defTCP += ",linux-reno,linux-cubic,linux-bbr"
 	}
 	tcps := fs.String("tcp", defTCP, "comma-separated TCP `kinds` beside the viewer: reno, cubic (gVisor), linux-reno, linux-cubic, linux-bbr (root)")
+	references := fs.String("reference", "", "comma-separated TCP `kinds` to run, as a control, in the viewer's seat beside each cell's TCP (none by default)")
 	seeds := fs.Int("seeds", 5, "seeds per cell")
 	duration := fs.Duration("duration", 60*time.Second, "each run's measured part")
 	warmup := fs.Duration("warmup", 30*time.Second, "each run's warm-up, not measured")
@@ -56,6 +60,9 @@ func runLabFairness(args []string, s stdio) int {
 	}
 	var ctls []throttle.ControllerName
 	for _, name := range strings.Split(*controllers, ",") {
+		if *controllers == "" {
+			break // the references alone
+		}
 		var c throttle.ControllerName
 		if err := c.UnmarshalText([]byte(strings.TrimSpace(name))); err != nil {
 			fmt.Fprintf(s.err, "fairgrid lab fairness: --controllers: %v\n", err)
@@ -63,18 +70,19 @@ func runLabFairness(args []string, s stdio) int {
 		}
 		ctls = append(ctls, c)
 	}
-	var kinds []string
-	for _, k := range strings.Split(*tcps, ",") {
-		k = strings.TrimSpace(k)
-		if !slices.Contains(fairness.TCPKinds, k) {
-			fmt.Fprintf(s.err, "fairgrid lab fairness: --tcp %q: want one of %v\n", k, fairness.TCPKinds)
+	kinds, ok := tcpKindsFlag("--tcp", *tcps, s)
+	if !ok {
+		return exitUsage
+	}
+	var refs []string
+	if *references != "" {
+		if refs, ok = tcpKindsFlag("--reference", *references, s); !ok {
 			return exitUsage
 		}
-		if fairness.IsKernel(k) && os.Geteuid() != 0 {
-			fmt.Fprintf(s.err, "fairgrid lab fairness: --tcp %s: Linux's TCP runs in network namespaces, which need root\n", k)
-			return exitUsage
-		}
-		kinds = append(kinds, k)
+	}
+	if len(ctls) == 0 && len(refs) == 0 {
+		fmt.Fprintf(s.err, "fairgrid lab fairness: --controllers is empty and there is no --reference: nothing to measure\n")
+		return exitUsage
 	}
 	switch {
 	case *seeds < 1 || *seeds > 100:
@@ -105,7 +113,7 @@ func runLabFairness(args []string, s stdio) int {
 		fmt.Fprintf(s.err, "fairgrid lab fairness: --design %q: want axes, centre or cross\n", *design)
 		return exitUsage
 	}
-	cells := fairness.Grid(ctls, kinds, d)
+	cells := append(fairness.Grid(ctls, kinds, d), fairness.References(refs, kinds, d)...)
 	ctx, stop := runContext(0, plainNotice(s.err, "fairgrid lab fairness"))
 	defer stop()
 	log := slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -145,7 +153,14 @@ func runLabFairness(args []string, s stdio) int {
 		fairness.WriteMarkdown(w, rows, runs)
 	}
 	if *out != "" {
-		if err := writeFairnessFiles(*out, rows, runs, ctls); err != nil {
+		seats := make([]string, 0, len(ctls)+len(refs))
+		for _, c := range ctls {
+			seats = append(seats, string(c))
+		}
+		for _, r := range refs {
+			seats = append(seats, "tcp:"+r)
+		}
+		if err := writeFairnessFiles(*out, rows, runs, seats); err != nil {
 			fmt.Fprintf(s.err, "fairgrid lab fairness: %v\n", err)
 			return exitFail
 		}
@@ -153,7 +168,28 @@ func runLabFairness(args []string, s stdio) int {
 	return w.finish(s, "lab fairness", exitOK)
 }
 
-func writeFairnessFiles(dir string, rows []fairness.Row, runs [][]fairness.Result, ctls []throttle.ControllerName) error {
+// tcpKindsFlag parses a comma-separated list of TCP kinds; Linux's need
+// root.
+func tcpKindsFlag(flagName, list string, s stdio) ([]string, bool) {
+	var kinds []string
+	for _, k := range strings.Split(list, ",") {
+		k = strings.TrimSpace(k)
+		if !slices.Contains(fairness.TCPKinds, k) {
+			fmt.Fprintf(s.err, "fairgrid lab fairness: %s %q: want one of %v\n", flagName, k, fairness.TCPKinds)
+			return nil, false
+		}
+		if fairness.IsKernel(k) && os.Geteuid() != 0 {
+			fmt.Fprintf(s.err, "fairgrid lab fairness: %s %s: Linux's TCP runs in network namespaces, which need root\n", flagName, k)
+			return nil, false
+		}
+		kinds = append(kinds, k)
+	}
+	return kinds, true
+}
+
+// writeFairnessFiles writes rows.json, table.md and figure.html, one
+// panel per seat (a controller, or tcp:KIND for a reference).
+func writeFairnessFiles(dir string, rows []fairness.Row, runs [][]fairness.Result, seats []string) error {
 	write := func(name string, f func(*os.File) error) error {
 		file, err := os.Create(filepath.Join(dir, name))
 		if err != nil {
@@ -166,8 +202,8 @@ func writeFairnessFiles(dir string, rows []fairness.Row, runs [][]fairness.Resul
 		return err
 	}
 	var panels []render.SharePanel
-	for _, c := range ctls {
-		p := render.SharePanel{Title: string(c)}
+	for _, c := range seats {
+		p := render.SharePanel{Title: c}
 		for i, r := range rows {
 			if r.Controller != c {
 				continue

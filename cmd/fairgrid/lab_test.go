@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -55,6 +56,8 @@ func TestLabFairnessCommandLine(t *testing.T) {
 	}{
 		{"unknown controller", []string{"lab", "fairness", "--controllers", "vtcp,cubic"}, `--controllers: "cubic"`},
 		{"unknown tcp", []string{"lab", "fairness", "--tcp", "vegas"}, `--tcp "vegas"`},
+		{"unknown reference", []string{"lab", "fairness", "--reference", "cubic,vegas"}, `--reference "vegas"`},
+		{"nothing to measure", []string{"lab", "fairness", "--controllers", ""}, "nothing to measure"},
 		{"no seeds", []string{"lab", "fairness", "--seeds", "0"}, "--seeds 0"},
 		{"short duration", []string{"lab", "fairness", "--duration", "1s"}, "at least 5s"},
 		{"negative warm-up", []string{"lab", "fairness", "--warmup", "-1s"}, "--warmup"},
@@ -77,5 +80,36 @@ func TestLabFairnessCommandLine(t *testing.T) {
 	}
 	if code, out, _ := runCmd(t, "", "lab", "--help"); code != exitOK || !strings.Contains(out, "fairness") {
 		t.Errorf("lab --help does not list fairness: exit %d, %q", code, out)
+	}
+}
+
+// TestLabFairnessReference: --reference puts a TCP flow in the viewer's
+// seat: its rows are tcp:KIND, in the table, the JSON and a panel of the
+// figure of their own, and with --controllers empty they are all there
+// is. One centre cell, 5 s measured.
+func TestLabFairnessReference(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a real-time gVisor TCP run (5 s): not in -short")
+	}
+	dir := t.TempDir()
+	code, out, errOut := runCmd(t, "", "lab", "fairness", "--controllers", "", "--reference", "cubic", "--tcp", "cubic",
+		"--design", "centre", "--seeds", "1", "--warmup", "0s", "--duration", "5s", "--format", "json", "--out", dir)
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr %s", code, errOut)
+	}
+	var row struct {
+		Controller string  `json:"controller"`
+		ViewerBPS  float64 `json:"viewer_bps"`
+		TCP        float64 `json:"tcp_bps_per_flow"`
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 1 || json.Unmarshal([]byte(lines[0]), &row) != nil || row.Controller != "tcp:cubic" || row.ViewerBPS <= 0 || row.TCP <= 0 {
+		t.Fatalf("stdout %q: want one row of controller tcp:cubic with both flows moving", out)
+	}
+	for name, want := range map[string]string{"table.md": "| tcp:cubic | cubic | 1 |", "figure.html": "tcp:cubic"} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil || !strings.Contains(string(b), want) {
+			t.Errorf("%s lacks %q (%v)", name, want, err)
+		}
 	}
 }

@@ -17,13 +17,15 @@ import (
 // Row is one cell's result over its seeds: the fields of issue #20's
 // grid, exactly.
 type Row struct {
-	Controller    throttle.ControllerName `json:"controller"`
-	TCP           string                  `json:"tcp"`
-	TCPFlows      int                     `json:"tcp_flows"`
-	BufferPackets int                     `json:"buffer_packets"`
-	Loss          float64                 `json:"loss"`
-	RTTms         float64                 `json:"rtt_ms"`
-	LinkBPS       float64                 `json:"link_bps"`
+	// Controller is who sat in the viewer's seat (Cell.Seat): a
+	// controller's name, or tcp:KIND for a reference cell's TCP flow.
+	Controller    string  `json:"controller"`
+	TCP           string  `json:"tcp"`
+	TCPFlows      int     `json:"tcp_flows"`
+	BufferPackets int     `json:"buffer_packets"`
+	Loss          float64 `json:"loss"`
+	RTTms         float64 `json:"rtt_ms"`
+	LinkBPS       float64 `json:"link_bps"`
 	// ViewerBPS and TCPBPSPerFlow are means over the seeds, on the wire.
 	ViewerBPS     float64 `json:"viewer_bps"`
 	TCPBPSPerFlow float64 `json:"tcp_bps_per_flow"`
@@ -45,7 +47,7 @@ func Summarize(runs []Result) Row {
 		return Row{}
 	}
 	c := runs[0].Cell
-	row := Row{Controller: c.Controller, TCP: c.TCP, TCPFlows: c.Flows, BufferPackets: c.Buffer, Loss: c.Loss,
+	row := Row{Controller: c.Seat(), TCP: c.TCP, TCPFlows: c.Flows, BufferPackets: c.Buffer, Loss: c.Loss,
 		RTTms: c.RTTms, LinkBPS: c.LinkBPS, Seeds: len(runs)}
 	n := float64(len(runs))
 	var ratios float64
@@ -217,6 +219,20 @@ func Grid(controllers []throttle.ControllerName, tcps []string, design Design) [
 				c.LinkBPS = l
 				add(c)
 			}
+		}
+	}
+	return cells
+}
+
+// References lists the design's cells for the TCP kinds with, in the
+// viewer's seat, a TCP flow of each kind of refs instead of a viewer:
+// the control beside the controllers' cells (Cell.Reference).
+func References(refs, tcps []string, design Design) []Cell {
+	var cells []Cell
+	for _, ref := range refs {
+		for _, c := range Grid([]throttle.ControllerName{""}, tcps, design) {
+			c.Reference = ref
+			cells = append(cells, c)
 		}
 	}
 	return cells

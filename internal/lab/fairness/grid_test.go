@@ -8,9 +8,12 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/fairgrid/fairgrid/internal/lab/kerneltcp"
 	"github.com/fairgrid/fairgrid/throttle"
 )
 
@@ -131,6 +134,115 @@ func TestCellErrors(t *testing.T) {
 			t.Errorf("error %v lacks %q", err, want)
 		}
 	}
+	ok := Base
+	ok.TCP, ok.Reference = GVisorCUBIC, LinuxCUBIC
+	if err := ok.validate(); err != nil {
+		t.Errorf("%v: %v", ok, err)
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(*Cell)
+		want string
+	}{
+		{"unknown reference", func(c *Cell) { c.Reference = "vegas" }, `reference "vegas"`},
+		{"a controller too", func(c *Cell) { c.Controller = throttle.VirtualTCP }, "not both"},
+		{"more viewers", func(c *Cell) { c.Viewers = 2 }, "2 viewers"},
+	} {
+		c := ok
+		tc.edit(&c)
+		if err := c.validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one naming %q", tc.name, err, tc.want)
+		}
+	}
+	_, err = Run(t.Context(), ok, Options{Warmup: time.Second, Duration: time.Second, TCPStop: time.Second})
+	if err == nil || !strings.Contains(err.Error(), "reference cell") {
+		t.Errorf("a reference cell with TCPStop: %v, want refused", err)
+	}
+}
+
+// TestReferences: the reference grid is the design's cells, once per
+// reference kind, with the seat's name in the row.
+func TestReferences(t *testing.T) {
+	refs := References([]string{GVisorCUBIC, LinuxReno}, []string{GVisorCUBIC}, Axes)
+	if len(refs) != 26 {
+		t.Fatalf("%d reference cells, want 26 (13 per kind)", len(refs))
+	}
+	for i, c := range refs {
+		want := Grid([]throttle.ControllerName{""}, []string{GVisorCUBIC}, Axes)[i%13]
+		want.Reference = []string{GVisorCUBIC, LinuxReno}[i/13]
+		if c != want || c.validate() != nil {
+			t.Errorf("reference cell %d: %+v (%v), want %+v", i, c, c.validate(), want)
+		}
+	}
+	if row := Summarize([]Result{{Cell: refs[13]}}); row.Controller != "tcp:linux-reno" {
+		t.Errorf("a reference row's controller %q, want tcp:linux-reno", row.Controller)
+	}
+}
+
+// TestReferenceSeat runs the control for real: a TCP flow in the viewer's
+// seat beside the cell's, gVisor's CUBIC beside gVisor's CUBIC and, as
+// root, Linux's reno beside gVisor's CUBIC (the two stacks on one
+// bottleneck). The seat's bytes are the reference flow's and the cell's
+// TCP flows are the others: together they fill the link, each moves, and
+// no controller's figures appear.
+func TestReferenceSeat(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-time TCP runs (about 15 s): not in -short")
+	}
+	if raceEnabled {
+		t.Skip("under the race detector gVisor's TCP runs slower than real time and cannot fill the link")
+	}
+	cells := []Cell{{Reference: GVisorCUBIC, TCP: GVisorCUBIC, Flows: 1, Buffer: 30, RTTms: 40, LinkBPS: 2_000_000}}
+	if err := kerneltcp.Supported(); err != nil {
+		t.Logf("Linux's reno in the seat not run: network namespaces need root, /dev/net/tun and iproute2 (CI runs as root): %v", err)
+	} else {
+		k := cells[0]
+		k.Reference, k.Flows = LinuxReno, 2
+		cells = append(cells, k)
+	}
+	results := make([]Result, len(cells))
+	errs := make([]error, len(cells))
+	var wg sync.WaitGroup
+	for i, c := range cells {
+		wg.Go(func() { results[i], errs[i] = Run(t.Context(), c, Options{Warmup: 5 * time.Second, Duration: 10 * time.Second, Seed: 1}) })
+	}
+	wg.Wait()
+	for i, r := range results {
+		c := cells[i]
+		if errs[i] != nil {
+			t.Errorf("%v: %v", c, errs[i])
+			continue
+		}
+		t.Logf("%v: seat %.0f kbit/s, TCP %.0f kbit/s per flow, ratio %.2f", c, r.MeanViewer()/1000, r.MeanTCP()/1000, Ratio(r))
+		if len(r.ViewerBPS) != 1 || len(r.TCPBPS) != c.Flows {
+			t.Errorf("%v: %d seat rates and %d TCP rates, want 1 and %d", c, len(r.ViewerBPS), len(r.TCPBPS), c.Flows)
+			continue
+		}
+		total := r.ViewerBPS[0]
+		for _, x := range r.TCPBPS {
+			total += x
+			if x < 0.05*c.LinkBPS {
+				t.Errorf("%v: a TCP flow beside the reference moved %.0f bit/s", c, x)
+			}
+		}
+		if r.ViewerBPS[0] < 0.05*c.LinkBPS || total < 0.7*c.LinkBPS || total > 1.01*c.LinkBPS {
+			t.Errorf("%v: seat %.0f bit/s, all flows %.0f bit/s on a %.0f bit/s link: want the seat moving and the link filled", c, r.ViewerBPS[0], total, c.LinkBPS)
+		}
+		if r.ViewerP != 0 || len(r.Requests) != 0 || len(r.Trace) != 0 {
+			t.Errorf("%v: controller figures in a reference run: p %v, %d requests, %d decisions", c, r.ViewerP, len(r.Requests), len(r.Trace))
+		}
+		if sum(r.ViewerPerSecond) == 0 {
+			t.Errorf("%v: the seat's per-second series is empty", c)
+		}
+	}
+}
+
+func sum(xs []float64) float64 {
+	var s float64
+	for _, x := range xs {
+		s += x
+	}
+	return s
 }
 
 // TestRunGridInterrupted: when the grid's context ends, the runs that

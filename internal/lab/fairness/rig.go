@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -37,8 +38,15 @@ func IsKernel(tcp string) bool { return len(tcp) > 6 && tcp[:6] == "linux-" }
 
 // Cell is one point of the grid: a bottleneck and who shares it.
 type Cell struct {
-	// Controller decides the viewers' rate (throttle's names).
+	// Controller decides the viewers' rate (throttle's names); empty when
+	// Reference is set.
 	Controller throttle.ControllerName `json:"controller"`
+	// Reference, if set, is a TCP kind (TCPKinds) whose bulk download
+	// takes the viewer's seat instead of a viewer: the control, how far
+	// one TCP flow's share lies from another's on the same rig, which
+	// bounds how close any controller can be expected to come. The
+	// result's viewer figures are then that flow's.
+	Reference string `json:"reference,omitempty"`
 	// TCP is the kind of the bulk downloads beside the viewers (TCPKinds).
 	TCP string `json:"tcp"`
 	// Flows is the number of TCP downloads (0: the viewers alone).
@@ -57,7 +65,16 @@ type Cell struct {
 
 func (c Cell) String() string {
 	return fmt.Sprintf("%s beside %d %s, %.0f kbit/s, %g ms, %d packets, %g%% loss",
-		c.Controller, c.Flows, c.TCP, c.LinkBPS/1000, c.RTTms, c.Buffer, c.Loss*100)
+		c.Seat(), c.Flows, c.TCP, c.LinkBPS/1000, c.RTTms, c.Buffer, c.Loss*100)
+}
+
+// Seat names who sits in the viewer's seat: the controller, or "tcp:"
+// and the reference's kind.
+func (c Cell) Seat() string {
+	if c.Reference != "" {
+		return "tcp:" + c.Reference
+	}
+	return string(c.Controller)
 }
 
 // BDPPackets is the bandwidth-delay product of the cell's link in
@@ -66,16 +83,24 @@ func (c Cell) BDPPackets() float64 { return c.LinkBPS / 8 * c.RTTms / 1000 / 150
 
 func (c Cell) validate() error {
 	var errs []error
-	var name throttle.ControllerName
-	if err := name.UnmarshalText([]byte(c.Controller)); err != nil {
-		errs = append(errs, fmt.Errorf("controller %w", err))
-	}
-	if c.Flows > 0 {
-		switch c.TCP {
-		case GVisorReno, GVisorCUBIC, LinuxReno, LinuxCUBIC, LinuxBBR:
-		default:
-			errs = append(errs, fmt.Errorf("tcp %q: want one of %v", c.TCP, TCPKinds))
+	if c.Reference == "" {
+		var name throttle.ControllerName
+		if err := name.UnmarshalText([]byte(c.Controller)); err != nil {
+			errs = append(errs, fmt.Errorf("controller %w", err))
 		}
+	} else {
+		if c.Controller != "" {
+			errs = append(errs, fmt.Errorf("controller %q and reference %q: a seat holds a viewer or a TCP flow, not both", c.Controller, c.Reference))
+		}
+		if !slices.Contains(TCPKinds, c.Reference) {
+			errs = append(errs, fmt.Errorf("reference %q: want one of %v", c.Reference, TCPKinds))
+		}
+		if c.Viewers > 1 {
+			errs = append(errs, fmt.Errorf("reference %q with %d viewers: the reference takes the one viewer's seat", c.Reference, c.Viewers))
+		}
+	}
+	if c.Flows > 0 && !slices.Contains(TCPKinds, c.TCP) {
+		errs = append(errs, fmt.Errorf("tcp %q: want one of %v", c.TCP, TCPKinds))
 	}
 	if c.Flows < 0 || c.Flows > 64 {
 		errs = append(errs, fmt.Errorf("tcp flows %d outside [0, 64]", c.Flows))
@@ -273,26 +298,59 @@ func run(ctx context.Context, cell Cell, opt Options, addMembers func(*throttle.
 	var g throttle.Group
 	g.Add(b.Run, nil)
 
+	// The TCP flows: the cell's downloads and, in a reference cell, the
+	// one in the viewer's seat (last), each on gVisor's stacks or Linux's.
+	var gvisorFlows, kernelFlows []tcpSeat
+	for i := range cell.Flows {
+		f := tcpSeat{kind: cell.TCP, start: opt.TCPStart + time.Duration(i)*100*time.Millisecond}
+		if IsKernel(cell.TCP) {
+			f.name = fmt.Sprintf("linux %d", i)
+			kernelFlows = append(kernelFlows, f)
+		} else {
+			f.name = fmt.Sprintf("tcp %d", i)
+			gvisorFlows = append(gvisorFlows, f)
+		}
+	}
+	seatName := viewerDown(0) // the seat's flow at the bottleneck
+	if cell.Reference != "" {
+		if opt.TCPStart > 0 || opt.TCPStop > 0 {
+			return Result{}, errors.New("fairness: a reference cell measures shares: TCPStart and TCPStop are for a viewer's responsiveness")
+		}
+		f := tcpSeat{kind: cell.Reference, seat: true}
+		if IsKernel(cell.Reference) {
+			f.name = "linux reference"
+			kernelFlows = append(kernelFlows, f)
+			seatName = f.name + " data"
+		} else {
+			f.name = "reference"
+			gvisorFlows = append(gvisorFlows, f)
+			seatName = f.name + " down"
+		}
+	}
 	var (
-		tcpNet *tcpflow.Net
-		flows  []*tcpflow.Flow
+		tcpNet   *tcpflow.Net
+		flows    []*tcpflow.Flow // the cell's gVisor downloads
+		seatFlow *tcpflow.Flow   // a gVisor reference
 	)
-	if cell.Flows > 0 && !IsKernel(cell.TCP) {
+	if len(gvisorFlows) > 0 {
 		if tcpNet, err = tcpflow.New(b, tcpflow.Config{Seed: opt.Seed}, log); err != nil {
 			return Result{}, fmt.Errorf("fairness: %w", err)
 		}
 		defer tcpNet.Close()
-		cc := tcpflow.CUBIC
-		if cell.TCP == GVisorReno {
-			cc = tcpflow.Reno
-		}
-		for i := range cell.Flows {
-			f, err := tcpNet.AddFlow(tcpflow.FlowConfig{Name: fmt.Sprintf("tcp %d", i), CC: cc, Dir: tcpflow.Download,
-				Start: opt.TCPStart + time.Duration(i)*100*time.Millisecond})
+		for _, spec := range gvisorFlows {
+			cc := tcpflow.CUBIC
+			if spec.kind == GVisorReno {
+				cc = tcpflow.Reno
+			}
+			f, err := tcpNet.AddFlow(tcpflow.FlowConfig{Name: spec.name, CC: cc, Dir: tcpflow.Download, Start: spec.start})
 			if err != nil {
 				return Result{}, fmt.Errorf("fairness: %w", err)
 			}
-			flows = append(flows, f)
+			if spec.seat {
+				seatFlow = f
+			} else {
+				flows = append(flows, f)
+			}
 		}
 		g.Add(func(ctx context.Context) error {
 			tcpCtx := ctx
@@ -311,6 +369,9 @@ func run(ctx context.Context, cell Cell, opt Options, addMembers func(*throttle.
 		}, nil)
 	}
 	viewers := make([]*viewer, cell.Viewers)
+	if cell.Reference != "" {
+		viewers = nil
+	}
 	for i := range viewers {
 		cfg := throttle.Config{Min: ratecalc.RateFromBits(16_000), Max: ratecalc.Rate(cell.LinkBPS / 8 * 2)}
 		ctl, err := cfg.NewController(cell.Controller)
@@ -325,7 +386,7 @@ func run(ctx context.Context, cell Cell, opt Options, addMembers func(*throttle.
 	// The kernel's flows measure themselves over the warm-up and the
 	// duration; the measurement waits for them.
 	kernelDone := make(chan kernelResult, 1)
-	if cell.Flows > 0 && IsKernel(cell.TCP) {
+	if len(kernelFlows) > 0 {
 		var lab *kerneltcp.Lab
 		if lab, err = kerneltcp.New(ctx, kerneltcp.Config{Bottleneck: b, Name: "linux"}, log); err != nil {
 			return Result{}, fmt.Errorf("fairness: %w", err)
@@ -339,7 +400,7 @@ func run(ctx context.Context, cell Cell, opt Options, addMembers func(*throttle.
 		}()
 		g.Add(lab.Run, nil)
 		g.Add(func(ctx context.Context) error {
-			k := runKernel(ctx, lab, cell, opt)
+			k := runKernel(ctx, lab, kernelFlows, opt)
 			kernelDone <- k
 			if k.err != nil {
 				return k.err
@@ -351,7 +412,7 @@ func run(ctx context.Context, cell Cell, opt Options, addMembers func(*throttle.
 		kernelDone <- kernelResult{}
 	}
 
-	m := measurement{b: b, flows: flows, opt: opt, kernelDone: kernelDone}
+	m := measurement{b: b, flows: flows, seat: seatName, opt: opt, kernelDone: kernelDone}
 	g.Add(m.run, nil)
 	if addMembers != nil {
 		addMembers(&g)
@@ -379,10 +440,18 @@ func run(ctx context.Context, cell Cell, opt Options, addMembers func(*throttle.
 		qsum += float64(r.QueueDelay.Mean()) / float64(time.Millisecond)
 		qn++
 	}
-	for _, k := range m.kernel.results {
+	for i, k := range m.kernel.results {
+		if kernelFlows[i].seat {
+			res.ViewerBPS = append(res.ViewerBPS, k.Data.Throughput()*8)
+			continue
+		}
 		res.TCPBPS = append(res.TCPBPS, k.Data.Throughput()*8)
 		qsum += float64(k.Data.QueueDelay.Mean()) / float64(time.Millisecond)
 		qn++
+	}
+	if seatFlow != nil {
+		r, _ := d.Flow(seatName)
+		res.ViewerBPS = append(res.ViewerBPS, r.Throughput()*8)
 	}
 	if qn > 0 {
 		res.TCPQueueMs = qsum / qn
@@ -396,6 +465,7 @@ func run(ctx context.Context, cell Cell, opt Options, addMembers func(*throttle.
 type measurement struct {
 	b          *link.Bottleneck
 	flows      []*tcpflow.Flow
+	seat       string // the bottleneck's name for the seat's data
 	opt        Options
 	kernelDone <-chan kernelResult
 
@@ -423,7 +493,7 @@ func (m *measurement) run(ctx context.Context) error {
 	warmed := false
 	var prevVD, prevTD float64
 	snapshot := func(s link.BottleneckStats) (v, t, vd, td float64) {
-		if r, ok := s.Flow(viewerDown(0)); ok {
+		if r, ok := s.Flow(m.seat); ok {
 			v, vd = float64(r.DeliveredBytes), float64(r.Dropped())
 		}
 		for _, f := range m.flows {
@@ -474,12 +544,21 @@ type kernelResult struct {
 	err     error
 }
 
-func runKernel(ctx context.Context, lab *kerneltcp.Lab, cell Cell, opt Options) kernelResult {
-	out := kernelResult{results: make([]kerneltcp.FlowResult, cell.Flows)}
-	errs := make([]error, cell.Flows)
+// tcpSeat is one bulk TCP download of a run: a cell's, or the reference
+// in the viewer's seat.
+type tcpSeat struct {
+	name, kind string
+	start      time.Duration
+	seat       bool
+}
+
+// runKernel runs Linux's flows, in order, all at once.
+func runKernel(ctx context.Context, lab *kerneltcp.Lab, specs []tcpSeat, opt Options) kernelResult {
+	out := kernelResult{results: make([]kerneltcp.FlowResult, len(specs))}
+	errs := make([]error, len(specs))
 	var wg sync.WaitGroup
-	for i := range cell.Flows {
-		fc := kerneltcp.FlowConfig{Name: fmt.Sprintf("linux %d", i), Congestion: cell.TCP[len("linux-"):], Download: true,
+	for i, spec := range specs {
+		fc := kerneltcp.FlowConfig{Name: spec.name, Congestion: spec.kind[len("linux-"):], Download: true,
 			Warmup: opt.Warmup, Duration: opt.Duration}
 		wg.Go(func() { out.results[i], errs[i] = lab.Flow(ctx, fc) })
 	}
