@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -141,15 +142,30 @@ func TestRate(t *testing.T) {
 		t.Fatalf("%v: %s", err, out)
 	}
 	got.TFRC, got.Padhye, got.Mathis = raw["tfrc_bps"], raw["padhye_bps"], raw["mathis_bps"]
-	// congestion.md §5.1/§5.2 at s = 1460 B, R = 100 ms, p = 3 %.
-	if round(got.TFRC/1000) != 646.4 || round(got.Padhye/1000) != 646.4 || round(got.Mathis/1000) != 825.9 || len(raw) != 3 {
+	// congestion.md §5.1/§5.2 at s = 1460 B, R = 100 ms, p = 3 %; there
+	// Reno's window is the larger, so a TCP flow's share is the equation.
+	if round(got.TFRC/1000) != 646.4 || round(got.Padhye/1000) != 646.4 || round(got.Mathis/1000) != 825.9 || raw["tcp_share_bps"] != raw["tfrc_bps"] || len(raw) != 4 {
 		t.Errorf("got %s", out)
+	}
+	// At 0.02 % and 200 ms CUBIC's average window, RFC 8312 Eq. 5
+	// (C = 0.4, β = 0.7), is the larger: 1.054·(R/p)^¾ = 187 segments
+	// against Reno's 87, with the equation's timeout term.
+	long := map[string]float64{}
+	code, longOut, errOut := runCmd(t, "", "rate", "--loss", "0.02%", "--rtt", "200ms", "--format", "json")
+	if err := json.Unmarshal([]byte(longOut), &long); code != exitOK || err != nil {
+		t.Fatalf("exit %d, %v: %s %s", code, err, longOut, errOut)
+	}
+	const p, r = 0.0002, 0.2
+	w := math.Pow(0.4*3.7/(4*0.3), 0.25) * math.Pow(r/p, 0.75)
+	want := 8 * 1460 / (r * (1/w + 12*math.Sqrt(3*p/8)*p*(1+32*p*p)))
+	if share := long["tcp_share_bps"]; math.Abs(share-want) > 1 || share < 2*long["tfrc_bps"] {
+		t.Errorf("tcp_share_bps %v, want %.1f (CUBIC's window), above twice the equation's %v", share, want, long["tfrc_bps"])
 	}
 	if _, out2, _ := runCmd(t, "", "rate", "--loss", "0.03", "--rtt", "100ms", "--format", "json"); out2 != out {
 		t.Errorf("0.03 and 3%% differ: %s vs %s", out2, out)
 	}
 	code, out, _ = runCmd(t, "", "rate", "--loss", "0.1", "--rtt", "100ms")
-	if code != exitOK || !strings.Contains(out, "206.7 kbit/s") {
+	if code != exitOK || !strings.Contains(out, "206.7 kbit/s") || !strings.Contains(out, "CUBIC or Reno flow") {
 		t.Errorf("text: %d %s", code, out)
 	}
 	for _, bad := range [][]string{

@@ -13,9 +13,11 @@ const rateSynopsis = `--loss P --rtt D [--size BYTES] [--format text|json]
 
 Prints the TCP-fair rate of a path with loss event rate P and round-trip
 time D, by the TFRC equation (RFC 5348), the Padhye model (64 KiB window)
-and the Mathis simplification. P is a fraction or a percentage (0.03 or 3%);
-D a duration (100ms). JSON gives bits per second:
-{"tfrc_bps":…,"padhye_bps":…,"mathis_bps":…}.`
+and the Mathis simplification, and what a CUBIC or Reno flow would take
+there (the audit's estimate: the equation with the larger of Reno's and
+CUBIC's average window between timeouts). P is a fraction or a percentage
+(0.03 or 3%); D a duration (100ms). JSON gives bits per second:
+{"tfrc_bps":…,"padhye_bps":…,"mathis_bps":…,"tcp_share_bps":…}.`
 
 func runRate(args []string, s stdio) int {
 	fs := newFlagSet("rate", rateSynopsis, s)
@@ -53,6 +55,7 @@ func runRate(args []string, s stdio) int {
 	tfrc := ratecalc.TFRCRate(*size, usedRTT, usedLoss)
 	padhye := ratecalc.PadhyeModel{}.Rate(*size, usedRTT, usedLoss)
 	mathis := ratecalc.MathisRate(*size, usedRTT, usedLoss)
+	share := ratecalc.TCPShareRate(*size, usedRTT, usedLoss)
 	out := &resultWriter{w: s.out}
 	if *format == "json" {
 		var clamped []string
@@ -66,8 +69,9 @@ func runRate(args []string, s stdio) int {
 		if len(clamped) > 0 {
 			note = ",\"clamped\":{" + strings.Join(clamped, ",") + "}"
 		}
-		fmt.Fprintf(out, "{\"tfrc_bps\":%s,\"padhye_bps\":%s,\"mathis_bps\":%s%s}\n",
-			jsonNumber(tfrc.BitsPerSecond()), jsonNumber(padhye.BitsPerSecond()), jsonNumber(mathis.BitsPerSecond()), note)
+		fmt.Fprintf(out, "{\"tfrc_bps\":%s,\"padhye_bps\":%s,\"mathis_bps\":%s,\"tcp_share_bps\":%s%s}\n",
+			jsonNumber(tfrc.BitsPerSecond()), jsonNumber(padhye.BitsPerSecond()), jsonNumber(mathis.BitsPerSecond()),
+			jsonNumber(share.BitsPerSecond()), note)
 		return out.finish(s, "rate", exitOK)
 	}
 	fmt.Fprintf(out, "path: loss event rate %g, RTT %v, segment %g B\n", usedLoss, usedRTT, *size)
@@ -80,6 +84,7 @@ func runRate(args []string, s stdio) int {
 	fmt.Fprintf(out, "  TFRC (RFC 5348)     %12.1f kbit/s\n", tfrc.BitsPerSecond()/1000)
 	fmt.Fprintf(out, "  Padhye (64 KiB win) %12.1f kbit/s\n", padhye.BitsPerSecond()/1000)
 	fmt.Fprintf(out, "  Mathis (no timeouts)%12.1f kbit/s\n", mathis.BitsPerSecond()/1000)
+	fmt.Fprintf(out, "  CUBIC or Reno flow  %12.1f kbit/s\n", share.BitsPerSecond()/1000)
 	return out.finish(s, "rate", exitOK)
 }
 
