@@ -204,7 +204,9 @@ func TestReferenceSeat(t *testing.T) {
 	errs := make([]error, len(cells))
 	var wg sync.WaitGroup
 	for i, c := range cells {
-		wg.Go(func() { results[i], errs[i] = Run(t.Context(), c, Options{Warmup: 5 * time.Second, Duration: 10 * time.Second, Seed: 1}) })
+		wg.Go(func() {
+			results[i], errs[i] = Run(t.Context(), c, Options{Warmup: 5 * time.Second, Duration: 10 * time.Second, Seed: 1})
+		})
 	}
 	wg.Wait()
 	for i, r := range results {

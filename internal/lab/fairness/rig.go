@@ -300,9 +300,9 @@ func run(ctx context.Context, cell Cell, opt Options, addMembers func(*throttle.
 
 	// The TCP flows: the cell's downloads and, in a reference cell, the
 	// one in the viewer's seat (last), each on gVisor's stacks or Linux's.
-	var gvisorFlows, kernelFlows []tcpSeat
+	var gvisorFlows, kernelFlows []tcpSpec
 	for i := range cell.Flows {
-		f := tcpSeat{kind: cell.TCP, start: opt.TCPStart + time.Duration(i)*100*time.Millisecond}
+		f := tcpSpec{kind: cell.TCP, start: opt.TCPStart + time.Duration(i)*100*time.Millisecond}
 		if IsKernel(cell.TCP) {
 			f.name = fmt.Sprintf("linux %d", i)
 			kernelFlows = append(kernelFlows, f)
@@ -316,7 +316,7 @@ func run(ctx context.Context, cell Cell, opt Options, addMembers func(*throttle.
 		if opt.TCPStart > 0 || opt.TCPStop > 0 {
 			return Result{}, errors.New("fairness: a reference cell measures shares: TCPStart and TCPStop are for a viewer's responsiveness")
 		}
-		f := tcpSeat{kind: cell.Reference, seat: true}
+		f := tcpSpec{kind: cell.Reference, seat: true}
 		if IsKernel(cell.Reference) {
 			f.name = "linux reference"
 			kernelFlows = append(kernelFlows, f)
@@ -544,16 +544,16 @@ type kernelResult struct {
 	err     error
 }
 
-// tcpSeat is one bulk TCP download of a run: a cell's, or the reference
-// in the viewer's seat.
-type tcpSeat struct {
+// tcpSpec is one bulk TCP download of a run: one of the cell's, or
+// (seat) the reference in the viewer's seat.
+type tcpSpec struct {
 	name, kind string
 	start      time.Duration
 	seat       bool
 }
 
 // runKernel runs Linux's flows, in order, all at once.
-func runKernel(ctx context.Context, lab *kerneltcp.Lab, specs []tcpSeat, opt Options) kernelResult {
+func runKernel(ctx context.Context, lab *kerneltcp.Lab, specs []tcpSpec, opt Options) kernelResult {
 	out := kernelResult{results: make([]kerneltcp.FlowResult, len(specs))}
 	errs := make([]error, len(specs))
 	var wg sync.WaitGroup
