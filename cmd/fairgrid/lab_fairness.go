@@ -26,7 +26,7 @@ namespaces); 1 and 4 flows; buffers of 20, 100 and 200 packets and of ½,
 1 and 2 bandwidth-delay products; random loss 0, 0.5, 3 and 10 %; RTT 20,
 80 and 200 ms; links of 1, 6 and 30 Mbit/s. By default (--design axes)
 each axis is varied alone around the centre, 6 Mbit/s, 80 ms, 100
-packets, no loss, one flow (14 cells per controller and TCP); centre runs
+packets, no loss, one flow (13 cells per controller and TCP); centre runs
 the centre alone, cross the whole cross product.
 --reference adds the control: each cell again with a bulk TCP download
 of each kind listed in the viewer's seat (rows "tcp:KIND"), how far one
@@ -59,16 +59,15 @@ func runLabFairness(args []string, s stdio) int {
 		return c
 	}
 	var ctls []throttle.ControllerName
-	for _, name := range strings.Split(*controllers, ",") {
-		if *controllers == "" {
-			break // the references alone
+	if *controllers != "" { // empty: the references alone
+		for _, name := range strings.Split(*controllers, ",") {
+			var c throttle.ControllerName
+			if err := c.UnmarshalText([]byte(strings.TrimSpace(name))); err != nil {
+				fmt.Fprintf(s.err, "fairgrid lab fairness: --controllers: %v\n", err)
+				return exitUsage
+			}
+			ctls = append(ctls, c)
 		}
-		var c throttle.ControllerName
-		if err := c.UnmarshalText([]byte(strings.TrimSpace(name))); err != nil {
-			fmt.Fprintf(s.err, "fairgrid lab fairness: --controllers: %v\n", err)
-			return exitUsage
-		}
-		ctls = append(ctls, c)
 	}
 	kinds, ok := tcpKindsFlag("--tcp", *tcps, s)
 	if !ok {
@@ -182,7 +181,9 @@ func tcpKindsFlag(flagName, list string, s stdio) ([]string, bool) {
 			fmt.Fprintf(s.err, "fairgrid lab fairness: %s %s: Linux's TCP runs in network namespaces, which need root\n", flagName, k)
 			return nil, false
 		}
-		kinds = append(kinds, k)
+		if !slices.Contains(kinds, k) { // a kind named twice runs once
+			kinds = append(kinds, k)
+		}
 	}
 	return kinds, true
 }

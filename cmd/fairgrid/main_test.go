@@ -165,7 +165,9 @@ func TestRate(t *testing.T) {
 		t.Errorf("0.03 and 3%% differ: %s vs %s", out2, out)
 	}
 	code, out, _ = runCmd(t, "", "rate", "--loss", "0.1", "--rtt", "100ms")
-	if code != exitOK || !strings.Contains(out, "206.7 kbit/s") || !strings.Contains(out, "CUBIC or Reno flow") {
+	// TFRC, Padhye and a TCP flow's share agree at 10 %: Reno's window is
+	// the larger there.
+	if code != exitOK || strings.Count(out, "206.7 kbit/s") != 3 || !strings.Contains(out, "CUBIC or Reno flow") {
 		t.Errorf("text: %d %s", code, out)
 	}
 	for _, bad := range [][]string{

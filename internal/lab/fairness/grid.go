@@ -145,7 +145,7 @@ const (
 	// Centre is the base cell alone.
 	Centre Design = "centre"
 	// Axes is the base cell and every cell that differs from it in one
-	// axis: each value of each axis once, 14 cells per controller and TCP
+	// axis: each value of each axis once, 13 cells per controller and TCP
 	// kind.
 	Axes Design = "axes"
 	// Cross is the whole cross product of the axes.
@@ -232,7 +232,9 @@ func References(refs, tcps []string, design Design) []Cell {
 	for _, ref := range refs {
 		for _, c := range Grid([]throttle.ControllerName{""}, tcps, design) {
 			c.Reference = ref
-			cells = append(cells, c)
+			if !slices.Contains(cells, c) {
+				cells = append(cells, c)
+			}
 		}
 	}
 	return cells

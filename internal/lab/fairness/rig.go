@@ -51,7 +51,8 @@ type Cell struct {
 	TCP string `json:"tcp"`
 	// Flows is the number of TCP downloads (0: the viewers alone).
 	Flows int `json:"tcp_flows"`
-	// Viewers is the number of viewers (default 1).
+	// Viewers is the number of viewers (default 1; none, and none
+	// allowed, in a reference cell).
 	Viewers int `json:"viewers,omitempty"`
 	// Buffer is the downlink's drop-tail FIFO in packets.
 	Buffer int `json:"buffer_packets"`
@@ -95,8 +96,8 @@ func (c Cell) validate() error {
 		if !slices.Contains(TCPKinds, c.Reference) {
 			errs = append(errs, fmt.Errorf("reference %q: want one of %v", c.Reference, TCPKinds))
 		}
-		if c.Viewers > 1 {
-			errs = append(errs, fmt.Errorf("reference %q with %d viewers: the reference takes the one viewer's seat", c.Reference, c.Viewers))
+		if c.Viewers > 0 {
+			errs = append(errs, fmt.Errorf("reference %q and viewers %d: the reference takes the viewer's seat", c.Reference, c.Viewers))
 		}
 	}
 	if c.Flows > 0 && !slices.Contains(TCPKinds, c.TCP) {
@@ -172,7 +173,10 @@ type Result struct {
 	Seed    uint64  `json:"seed"`
 	Seconds float64 `json:"seconds"`
 	// ViewerBPS is each viewer's received bits/s on the wire (IP and UDP
-	// headers included, as TCP's count its own).
+	// headers included, as TCP's count its own); in a reference cell the
+	// seat's TCP flow's, its data direction on the wire. So are
+	// ViewerPerSecond and ViewerDropsPerSecond; the controller's figures
+	// (ViewerP to Trace) stay empty there.
 	ViewerBPS []float64 `json:"viewer_bps"`
 	// TCPBPS is each TCP flow's data direction in bits/s on the wire.
 	TCPBPS []float64 `json:"tcp_bps"`
@@ -269,7 +273,9 @@ func Run(ctx context.Context, cell Cell, opt Options) (Result, error) {
 // run is Run; addMembers, if set, adds members of a test's to the run's
 // group.
 func run(ctx context.Context, cell Cell, opt Options, addMembers func(*throttle.Group)) (res Result, err error) {
-	cell.Viewers = cmp.Or(cell.Viewers, 1)
+	if cell.Reference == "" {
+		cell.Viewers = cmp.Or(cell.Viewers, 1)
+	}
 	if err := cell.validate(); err != nil {
 		return Result{}, fmt.Errorf("fairness: %w", err)
 	}
@@ -369,9 +375,6 @@ func run(ctx context.Context, cell Cell, opt Options, addMembers func(*throttle.
 		}, nil)
 	}
 	viewers := make([]*viewer, cell.Viewers)
-	if cell.Reference != "" {
-		viewers = nil
-	}
 	for i := range viewers {
 		cfg := throttle.Config{Min: ratecalc.RateFromBits(16_000), Max: ratecalc.Rate(cell.LinkBPS / 8 * 2)}
 		ctl, err := cfg.NewController(cell.Controller)
@@ -440,11 +443,9 @@ func run(ctx context.Context, cell Cell, opt Options, addMembers func(*throttle.
 		qsum += float64(r.QueueDelay.Mean()) / float64(time.Millisecond)
 		qn++
 	}
-	for i, k := range m.kernel.results {
-		if kernelFlows[i].seat {
-			res.ViewerBPS = append(res.ViewerBPS, k.Data.Throughput()*8)
-			continue
-		}
+	seat, cellFlows := splitSeat(kernelFlows, m.kernel.results)
+	res.ViewerBPS = append(res.ViewerBPS, seat...)
+	for _, k := range cellFlows {
 		res.TCPBPS = append(res.TCPBPS, k.Data.Throughput()*8)
 		qsum += float64(k.Data.QueueDelay.Mean()) / float64(time.Millisecond)
 		qn++
@@ -545,11 +546,25 @@ type kernelResult struct {
 }
 
 // tcpSpec is one bulk TCP download of a run: one of the cell's, or
-// (seat) the reference in the viewer's seat.
+// (seat) the reference in the viewer's seat. Linux's flows all start at
+// once: start is gVisor's (kerneltcp has no delayed start).
 type tcpSpec struct {
 	name, kind string
 	start      time.Duration
 	seat       bool
+}
+
+// splitSeat parts Linux's results, in specs' order, into the seat's
+// bits/s on the wire (none, or one) and the cell's flows.
+func splitSeat(specs []tcpSpec, results []kerneltcp.FlowResult) (seat []float64, cellFlows []kerneltcp.FlowResult) {
+	for i, k := range results {
+		if specs[i].seat {
+			seat = append(seat, k.Data.Throughput()*8)
+		} else {
+			cellFlows = append(cellFlows, k)
+		}
+	}
+	return seat, cellFlows
 }
 
 // runKernel runs Linux's flows, in order, all at once.
