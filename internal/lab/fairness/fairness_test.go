@@ -31,9 +31,10 @@ const (
 // random loss (where its packets are lost as TCP's).
 // gVisor's CUBIC: gVisor's Reno is not Reno (tcpflow's doc) and Linux's
 // TCP needs root and more time. gVisor's CUBIC takes less than Linux's
-// reno and CUBIC beside it where the queue overflows (docs/fairness.md,
-// "The control: TCP beside TCP"): one share beside it is this subset's
-// claim; the grid measures the others.
+// reno and CUBIC beside it in most cells where the queue overflows (not
+// on a bloated link, where it takes more than Linux's reno;
+// docs/fairness.md, "The control: TCP beside TCP"): one share beside it
+// is this subset's claim; the grid measures the others.
 func subsetCells(ctl throttle.ControllerName) []Cell {
 	base := Cell{Controller: ctl, TCP: GVisorCUBIC, Flows: 1, Buffer: 30, RTTms: 40, LinkBPS: 2_000_000}
 	// 3 % loss at 80 ms: at 40 ms the viewer measured 1.41× (1.29–1.63
