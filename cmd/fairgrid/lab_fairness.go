@@ -15,7 +15,7 @@ import (
 	"github.com/fairgrid/fairgrid/throttle"
 )
 
-const labFairnessSynopsis = `[--controllers LIST] [--tcp LIST] [--reference LIST] [--seeds N] [--duration D] [--warmup D] [--interval D] [--design axes|centre|cross] [--parallel N] [--format text|json] [--out DIR]
+const labFairnessSynopsis = `[--controllers LIST] [--tcp LIST] [--reference LIST] [--seeds N] [--seed N] [--duration D] [--warmup D] [--interval D] [--design axes|centre|cross] [--parallel N] [--format text|json] [--out DIR]
 
 Measures the promise: a viewer with saturating demand (its region sends
 whatever the throttle allows) beside bulk TCP downloads on one shared
@@ -49,6 +49,7 @@ func runLabFairness(args []string, s stdio) int {
 	tcps := fs.String("tcp", defTCP, "comma-separated TCP `kinds` beside the viewer: reno, cubic (gVisor), linux-reno, linux-cubic, linux-bbr (root)")
 	references := fs.String("reference", "", "comma-separated TCP `kinds` to run, as a control, in the viewer's seat beside each cell's TCP (none by default)")
 	seeds := fs.Int("seeds", 5, "seeds per cell")
+	firstSeed := fs.Uint64("seed", 1, "the first seed, with --seeds (seed, seed+1, …): a later batch adds seeds to an earlier one's")
 	duration := fs.Duration("duration", 60*time.Second, "each run's measured part")
 	warmup := fs.Duration("warmup", 30*time.Second, "each run's warm-up, not measured")
 	interval := fs.Duration("interval", 5*time.Second, "the controllers' decision interval")
@@ -87,6 +88,9 @@ func runLabFairness(args []string, s stdio) int {
 	case *seeds < 1 || *seeds > 100:
 		fmt.Fprintf(s.err, "fairgrid lab fairness: --seeds %d: want 1–100\n", *seeds)
 		return exitUsage
+	case *firstSeed < 1:
+		fmt.Fprintf(s.err, "fairgrid lab fairness: --seed %d: want 1 or more\n", *firstSeed)
+		return exitUsage
 	case *duration < 5*time.Second:
 		fmt.Fprintf(s.err, "fairgrid lab fairness: --duration %v: want at least 5s\n", *duration)
 		return exitUsage
@@ -120,7 +124,8 @@ func runLabFairness(args []string, s stdio) int {
 	each := *warmup + *duration
 	fmt.Fprintf(s.err, "fairgrid lab fairness: %d cells × %d seeds, %v each, %d at once: about %v\n",
 		len(cells), *seeds, each, *parallel, (each * time.Duration((total+*parallel-1) / *parallel)).Round(time.Minute))
-	runs, err := fairness.RunGrid(ctx, cells, *seeds, fairness.Options{Warmup: *warmup, Duration: *duration, Interval: *interval, Log: log}, *parallel,
+	runs, err := fairness.RunGrid(ctx, cells, *seeds, fairness.Options{Warmup: *warmup, Duration: *duration, Interval: *interval, Seed: *firstSeed, Log: log},
+		*parallel,
 		func(r fairness.Result) {
 			done++
 			warn := ""

@@ -59,6 +59,7 @@ func TestLabFairnessCommandLine(t *testing.T) {
 		{"unknown reference", []string{"lab", "fairness", "--reference", "cubic,vegas"}, `--reference "vegas"`},
 		{"nothing to measure", []string{"lab", "fairness", "--controllers", ""}, "nothing to measure"},
 		{"no seeds", []string{"lab", "fairness", "--seeds", "0"}, "--seeds 0"},
+		{"seed 0", []string{"lab", "fairness", "--seed", "0"}, "--seed 0"},
 		{"short duration", []string{"lab", "fairness", "--duration", "1s"}, "at least 5s"},
 		{"negative warm-up", []string{"lab", "fairness", "--warmup", "-1s"}, "--warmup"},
 		{"bad interval", []string{"lab", "fairness", "--interval", "1ms"}, "--interval"},
@@ -86,16 +87,19 @@ func TestLabFairnessCommandLine(t *testing.T) {
 // TestLabFairnessReference: --reference puts a TCP flow in the viewer's
 // seat: its rows are tcp:KIND, in the table, the JSON and a panel of the
 // figure of their own, and with --controllers empty they are all there
-// is. One centre cell, 5 s measured.
+// is; --seed sets the first seed. One centre cell, 5 s measured.
 func TestLabFairnessReference(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a real-time gVisor TCP run (5 s): not in -short")
 	}
 	dir := t.TempDir()
 	code, out, errOut := runCmd(t, "", "lab", "fairness", "--controllers", "", "--reference", "cubic", "--tcp", "cubic",
-		"--design", "centre", "--seeds", "1", "--warmup", "0s", "--duration", "5s", "--format", "json", "--out", dir)
+		"--design", "centre", "--seeds", "1", "--seed", "3", "--warmup", "0s", "--duration", "5s", "--format", "json", "--out", dir)
 	if code != exitOK {
 		t.Fatalf("exit %d, stderr %s", code, errOut)
+	}
+	if !strings.Contains(errOut, "[1/1] tcp:cubic beside 1 cubic, 6000 kbit/s, 80 ms, 100 packets, 0% loss, seed 3:") {
+		t.Errorf("stderr %q: want the one run, seed 3 (--seed)", errOut)
 	}
 	var row struct {
 		Controller string  `json:"controller"`

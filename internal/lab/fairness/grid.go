@@ -253,7 +253,9 @@ func (e *Interrupted) Error() string {
 
 func (e *Interrupted) Unwrap() error { return e.Cause }
 
-// RunGrid runs every cell with seeds 1..seeds, parallel runs at once, and
+// RunGrid runs every cell with seeds opt.Seed..opt.Seed+seeds-1 (opt.Seed
+// 0 is 1: a later batch can add seeds to an earlier one's), parallel runs
+// at once, and
 // returns each cell's runs in the order of cells. progress, if set, is
 // called after each run. A run's error ends the grid. When ctx ends first
 // the error is an *Interrupted, and the runs returned are those that
@@ -287,7 +289,7 @@ func runGrid(parent context.Context, cells []Cell, seeds int, opt Options, paral
 			wg.Go(func() {
 				defer func() { <-sem }()
 				o := opt
-				o.Seed = uint64(s + 1)
+				o.Seed = max(opt.Seed, 1) + uint64(s)
 				r, err := run(ctx, c, o)
 				if err != nil {
 					cancel(fmt.Errorf("%v, seed %d: %w", c, o.Seed, err))

@@ -334,4 +334,10 @@ func TestRunGridInterrupted(t *testing.T) {
 	if err != nil || len(runs) != 3 || len(runs[2]) != 2 || runs[2][1].Seed != 2 {
 		t.Errorf("an uninterrupted grid: %v, %+v", err, runs)
 	}
+	runs, err = runGrid(t.Context(), cells, 2, Options{Seed: 3}, 2, nil, func(_ context.Context, c Cell, o Options) (Result, error) {
+		return Result{Cell: c, Seed: o.Seed}, nil
+	})
+	if err != nil || runs[0][0].Seed != 3 || runs[2][1].Seed != 4 {
+		t.Errorf("a grid from seed 3: %v, %+v; want seeds 3 and 4", err, runs)
+	}
 }
