@@ -237,12 +237,12 @@ func (v *VirtualTCP) grow(at time.Time, elapsed time.Duration, arriving Rate) {
 // timeouts, here with t_RTO = max(4R, 200 ms); the window between
 // timeouts CUBIC's where that is the larger, below) for a flow of full
 // segments at the virtual flow's loss event rate p and the path's
-// smallest RTT, the propagation delay without a queue. Where losses are random and
-// the queue empty, SRTT is that RTT and the cap is what TCP gets at heavy
-// loss, retransmission timeouts included, which the window does not
-// model. Where a drop-tail queue overflows, the losses come with a full
-// queue: SRTT is several times the smallest RTT, the cap lies as far
-// above the equation at SRTT and, on short paths, the window decides
+// smallest RTT, the propagation delay without a queue. Where losses are
+// random and the queue empty, SRTT is that RTT and the cap is what TCP
+// gets at heavy loss, retransmission timeouts included, which the window
+// does not model. Where a drop-tail queue overflows, the losses come with
+// a full queue: SRTT is several times the smallest RTT, the cap lies as
+// far above the equation at SRTT and, on short paths, the window decides
 // (there the viewer, smooth, sees more loss events than bursty TCP, and
 // the equation at SRTT would starve it: Rhee and Xu 2005).
 //

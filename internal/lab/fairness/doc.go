@@ -51,8 +51,8 @@
 // segments would need for the rate TCP got, to set beside the viewer's.
 // A reference cell (Cell.Reference) puts a bulk TCP download in the
 // viewer's seat instead: the control, one TCP flow's share beside
-// another's on the same rig, which bounds how close a controller can be
-// asked to come; its rows are named tcp:KIND.
+// another's on the same rig, the scale against which a controller's
+// misses are read; its rows are named tcp:KIND.
 // A Row folds a cell's seeds into the fields of issue #20's grid; Grid
 // lists the cells (the centre, each axis varied alone, or the whole cross
 // product); WriteMarkdown and WriteJSON print them, and

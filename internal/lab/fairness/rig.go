@@ -43,9 +43,9 @@ type Cell struct {
 	Controller throttle.ControllerName `json:"controller"`
 	// Reference, if set, is a TCP kind (TCPKinds) whose bulk download
 	// takes the viewer's seat instead of a viewer: the control, how far
-	// one TCP flow's share lies from another's on the same rig, which
-	// bounds how close any controller can be expected to come. The
-	// result's viewer figures are then that flow's.
+	// one TCP flow's share lies from another's on the same rig, the scale
+	// against which a controller's misses are read. The result's viewer
+	// figures are then that flow's.
 	Reference string `json:"reference,omitempty"`
 	// TCP is the kind of the bulk downloads beside the viewers (TCPKinds).
 	TCP string `json:"tcp"`
@@ -307,31 +307,27 @@ func run(ctx context.Context, cell Cell, opt Options, addMembers func(*throttle.
 	// The TCP flows: the cell's downloads and, in a reference cell, the
 	// one in the viewer's seat (last), each on gVisor's stacks or Linux's.
 	var gvisorFlows, kernelFlows []tcpSpec
-	for i := range cell.Flows {
-		f := tcpSpec{kind: cell.TCP, start: opt.TCPStart + time.Duration(i)*100*time.Millisecond}
-		if IsKernel(cell.TCP) {
-			f.name = fmt.Sprintf("linux %d", i)
+	// place names a flow for its stack and adds it to that stack's list;
+	// it returns the bottleneck's name for the flow's data.
+	place := func(f tcpSpec, id string) string {
+		if IsKernel(f.kind) {
+			f.name = "linux " + id
 			kernelFlows = append(kernelFlows, f)
-		} else {
-			f.name = fmt.Sprintf("tcp %d", i)
-			gvisorFlows = append(gvisorFlows, f)
+			return f.name + " data"
 		}
+		f.name = "tcp " + id
+		gvisorFlows = append(gvisorFlows, f)
+		return f.name + " down"
+	}
+	for i := range cell.Flows {
+		place(tcpSpec{kind: cell.TCP, start: opt.TCPStart + time.Duration(i)*100*time.Millisecond}, fmt.Sprint(i))
 	}
 	seatName := viewerDown(0) // the seat's flow at the bottleneck
 	if cell.Reference != "" {
 		if opt.TCPStart > 0 || opt.TCPStop > 0 {
 			return Result{}, errors.New("fairness: a reference cell measures shares: TCPStart and TCPStop are for a viewer's responsiveness")
 		}
-		f := tcpSpec{kind: cell.Reference, seat: true}
-		if IsKernel(cell.Reference) {
-			f.name = "linux reference"
-			kernelFlows = append(kernelFlows, f)
-			seatName = f.name + " data"
-		} else {
-			f.name = "reference"
-			gvisorFlows = append(gvisorFlows, f)
-			seatName = f.name + " down"
-		}
+		seatName = place(tcpSpec{kind: cell.Reference, seat: true}, "reference")
 	}
 	var (
 		tcpNet   *tcpflow.Net
