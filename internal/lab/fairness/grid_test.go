@@ -162,7 +162,8 @@ func TestCellErrors(t *testing.T) {
 }
 
 // TestReferences: the reference grid is the design's cells, once per
-// reference kind, with the seat's name in the row.
+// reference kind (a kind named twice runs once), with the seat's name in
+// the row.
 func TestReferences(t *testing.T) {
 	refs := References([]string{GVisorCUBIC, LinuxReno}, []string{GVisorCUBIC}, Axes)
 	if len(refs) != 26 {
@@ -174,6 +175,9 @@ func TestReferences(t *testing.T) {
 		if c != want || c.validate() != nil {
 			t.Errorf("reference cell %d: %+v (%v), want %+v", i, c, c.validate(), want)
 		}
+	}
+	if n := len(References([]string{GVisorCUBIC, GVisorCUBIC}, []string{GVisorCUBIC}, Axes)); n != 13 {
+		t.Errorf("a kind named twice: %d reference cells, want 13", n)
 	}
 	if row := Summarize([]Result{{Cell: refs[13]}}); row.Controller != "tcp:linux-reno" {
 		t.Errorf("a reference row's controller %q, want tcp:linux-reno", row.Controller)
