@@ -155,10 +155,6 @@ func TestCellErrors(t *testing.T) {
 			t.Errorf("%s: error %v, want one naming %q", tc.name, err, tc.want)
 		}
 	}
-	_, err = Run(t.Context(), ok, Options{Warmup: time.Second, Duration: time.Second, TCPStop: time.Second})
-	if err == nil || !strings.Contains(err.Error(), "reference cell") {
-		t.Errorf("a reference cell with TCPStop: %v, want refused", err)
-	}
 }
 
 // TestReferences: the reference grid is the design's cells, once per
@@ -245,7 +241,16 @@ func TestReferenceSeat(t *testing.T) {
 			results[i], errs[i] = Run(t.Context(), c, Options{Warmup: warmup, Duration: duration, Seed: 1})
 		})
 	}
+	// Alongside, in the same wall time: the seat's gVisor flow alone for
+	// late seconds, then a newcomer (the responsiveness control).
+	const late = 5 * time.Second
+	var lateRes Result
+	var lateErr error
+	wg.Go(func() {
+		lateRes, lateErr = Run(t.Context(), base, Options{Duration: warmup + duration, TCPStart: late, Seed: 1})
+	})
 	wg.Wait()
+	checkLateNewcomer(t, base, lateRes, lateErr, late)
 	for i, r := range results {
 		c := cells[i]
 		if errs[i] != nil {
@@ -279,6 +284,78 @@ func TestReferenceSeat(t *testing.T) {
 		if m := sum(measured) / float64(len(measured)); math.Abs(m-r.ViewerBPS[0]) > 0.2*r.ViewerBPS[0] {
 			t.Errorf("%v: the seat's per-second series averages %.0f bit/s over the measured part, its rate %.0f", c, m, r.ViewerBPS[0])
 		}
+	}
+}
+
+// checkLateNewcomer: with TCPStart, the seat's flow has the link to
+// itself until the cell's flow starts, and the newcomer moves after.
+func checkLateNewcomer(t *testing.T, c Cell, r Result, err error, late time.Duration) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%v, TCP starting at %v: %v", c, late, err)
+	}
+	at := int(late / time.Second)
+	t.Logf("%v, TCP starting at %v: seat per second %.0f, TCP %.0f kbit/s", c, late, kbits(r.ViewerPerSecond), kbits(r.TCPPerSecond))
+	if len(r.ViewerPerSecond) < at+5 || len(r.TCPPerSecond) < at+5 {
+		t.Fatalf("%d and %d seconds of the seat's and the TCP flow's series, want at least %d", len(r.ViewerPerSecond), len(r.TCPPerSecond), at+5)
+	}
+	if before := sum(r.TCPPerSecond[:at]); before != 0 {
+		t.Errorf("the cell's TCP moved %.0f bits before it started", before)
+	}
+	if alone := sum(r.ViewerPerSecond[at-2:at]) / 2; alone < 0.7*c.LinkBPS {
+		t.Errorf("the seat alone moved %.0f bit/s on a %.0f bit/s link, want it filling the link", alone, c.LinkBPS)
+	}
+	if after := sum(r.TCPPerSecond[at+1 : at+5]); after < 0.05*c.LinkBPS*4 {
+		t.Errorf("the newcomer moved %.0f bits in the 4 s after its first second, want it moving", after)
+	}
+}
+
+// TestCheckTiming: TCPStart and TCPStop go only where the run honours
+// them.
+func TestCheckTiming(t *testing.T) {
+	viewer := Base
+	viewer.Controller, viewer.TCP = "vtcp", GVisorCUBIC
+	ref := viewer
+	ref.Controller, ref.Reference = "", GVisorCUBIC
+	linux := viewer
+	linux.TCP = LinuxCUBIC
+	linuxSeat := ref
+	linuxSeat.Reference = LinuxReno
+	noFlows := linux
+	noFlows.Flows = 0
+	s := 5 * time.Second
+	for _, tc := range []struct {
+		name      string
+		cell      Cell
+		opt       Options
+		wantError string
+	}{
+		{"a viewer, TCP starting late", viewer, Options{TCPStart: s}, ""},
+		{"a viewer, TCP stopping", viewer, Options{TCPStop: s}, ""},
+		{"a reference, TCP starting late", ref, Options{TCPStart: s}, ""},
+		{"a reference, TCP stopping", ref, Options{TCPStop: s}, "stop the seat's flow too"},
+		{"Linux's TCP starting late", linux, Options{TCPStart: s}, "Linux's flows start and end with the run"},
+		{"Linux's TCP stopping", linux, Options{TCPStop: s}, "Linux's flows start and end with the run"},
+		{"Linux's TCP in the seat", linuxSeat, Options{TCPStart: s}, "Linux's flows start and end with the run"},
+		{"Linux's TCP, on time", linux, Options{}, ""},
+		{"Linux's TCP kind, no flows", noFlows, Options{TCPStart: s}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := checkTiming(tc.cell, tc.opt)
+			switch {
+			case tc.wantError == "" && err != nil:
+				t.Errorf("checkTiming: %v, want nil", err)
+			case tc.wantError != "" && (err == nil || !strings.Contains(err.Error(), tc.wantError)):
+				t.Errorf("checkTiming: %v, want an error saying %q", err, tc.wantError)
+			}
+		})
+	}
+	// Run refuses them before anything starts.
+	if _, err := Run(t.Context(), linux, Options{Duration: time.Second, TCPStart: s}); err == nil || !strings.Contains(err.Error(), "Linux's flows") {
+		t.Errorf("Run with Linux's TCP starting late: %v, want the refusal", err)
+	}
+	if _, err := Run(t.Context(), ref, Options{Duration: time.Second, TCPStop: s}); err == nil || !strings.Contains(err.Error(), "seat's flow too") {
+		t.Errorf("Run with a reference and TCPStop: %v, want the refusal", err)
 	}
 }
 

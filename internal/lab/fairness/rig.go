@@ -141,7 +141,9 @@ type Options struct {
 	Sizes []SizeWeight
 	// TCPStop, if positive, ends the TCP flows this long after the start
 	// (responsiveness: the viewer should take the link); TCPStart delays
-	// their start.
+	// their start (the seat's, a viewer or a reference, should give way).
+	// Both need gVisor's TCP, and TCPStop a viewer in the seat
+	// (checkTiming).
 	TCPStart, TCPStop time.Duration
 	// Log receives the rig's errors; nil discards.
 	Log *slog.Logger
@@ -319,14 +321,14 @@ func run(ctx context.Context, cell Cell, opt Options, addMembers func(*throttle.
 		gvisorFlows = append(gvisorFlows, f)
 		return f.name + " down"
 	}
+	if err := checkTiming(cell, opt); err != nil {
+		return Result{}, err
+	}
 	for i := range cell.Flows {
 		place(tcpSpec{kind: cell.TCP, start: opt.TCPStart + time.Duration(i)*100*time.Millisecond}, fmt.Sprint(i))
 	}
 	seatName := viewerDown(0) // the seat's flow at the bottleneck
 	if cell.Reference != "" {
-		if opt.TCPStart > 0 || opt.TCPStop > 0 {
-			return Result{}, errors.New("fairness: a reference cell measures shares: TCPStart and TCPStop are for a viewer's responsiveness")
-		}
 		seatName = place(tcpSpec{kind: cell.Reference, seat: true}, "reference")
 	}
 	var (
@@ -576,6 +578,25 @@ func runKernel(ctx context.Context, lab *kerneltcp.Lab, specs []tcpSpec, opt Opt
 	wg.Wait()
 	out.err = errors.Join(errs...)
 	return out
+}
+
+// checkTiming refuses a TCPStart or TCPStop the run could not honour,
+// rather than measure something else under its name: Linux's flows
+// (kerneltcp) all start with the run and end with it, and TCPStop ends
+// every gVisor flow, a reference in the seat among them. A gVisor
+// reference beside gVisor flows that start late is how a TCP flow in the
+// viewer's seat gives way to a newcomer.
+func checkTiming(cell Cell, opt Options) error {
+	if opt.TCPStart <= 0 && opt.TCPStop <= 0 {
+		return nil
+	}
+	if cell.Flows > 0 && IsKernel(cell.TCP) || cell.Reference != "" && IsKernel(cell.Reference) {
+		return fmt.Errorf("fairness: TCPStart %v, TCPStop %v: Linux's flows start and end with the run; the cell's and the seat's TCP must be gVisor's", opt.TCPStart, opt.TCPStop)
+	}
+	if cell.Reference != "" && opt.TCPStop > 0 {
+		return fmt.Errorf("fairness: TCPStop %v with a reference in the seat: it would stop the seat's flow too", opt.TCPStop)
+	}
+	return nil
 }
 
 func viewerDown(i int) string { return fmt.Sprintf("viewer %d down", i) }
