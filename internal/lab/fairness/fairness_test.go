@@ -351,7 +351,8 @@ func checkAlone(t *testing.T, c Cell, rs []Result) {
 // load of make test, saw a viewer give way in 18 intervals where 28 runs
 // here had taken 3 (25 of them), 4, 12 and 15; a gVisor CUBIC flow in the
 // viewer's seat took 3–15 in 20 (docs/fairness.md, "Responsiveness").
-// The tail is the real clock's, a median of three keeps it from deciding.
+// The tail comes with real time and a loaded machine; a median of three
+// keeps one run from deciding.
 const (
 	responsiveSeeds = 3
 	takeBound       = 8
