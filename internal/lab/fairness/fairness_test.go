@@ -125,16 +125,17 @@ func subsetOptions(seed uint64) Options {
 //     pooled over three seeds); each gets at least severalFloor of the
 //     TCP flow, and whether it reaches 0.8–1.25× is logged: not under
 //     load (checkSeveral);
-//   - responsiveness, the median of three seeds each way and each seed
-//     within twice its bound: when the TCP flow stops, the viewer reaches
-//     90 % of the link within 8 intervals; when a TCP flow starts beside
-//     a viewer that had the link, the viewer's 3-second mean falls to
-//     1.25× the newcomer's within 15 intervals (a gVisor CUBIC flow in
-//     the viewer's seat took 3–15: its W_max remembers the old share);
-//     and neither beside TCP (the centre cell's measured part, every
-//     seed) nor after TCP stops has the per-second rate an oscillation of
-//     period ≤ 2 intervals (no up-down alternation over 4 s with swings
-//     beyond half its mean).
+//   - responsiveness, three seeds each way: when the TCP flow stops, the
+//     viewer reaches 90 % of the link within 8 intervals (the median; each
+//     seed within 16); when a TCP flow starts beside a viewer that had the
+//     link, the viewer has given way: over the 15 intervals after and
+//     over the rest of the run, it takes at most twice the newcomer's
+//     bytes, pooled over the seeds (a viewer that held the link would
+//     take several times; one share, 1.25 at most, is the centre cell's
+//     claim); and neither beside TCP (the centre cell's measured part,
+//     every seed) nor after TCP stops has the per-second rate an
+//     oscillation of period ≤ 2 intervals (no up-down alternation over
+//     4 s with swings beyond half its mean).
 func TestShares(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real-time gVisor TCP runs (about 60 s): not in -short")
@@ -257,17 +258,19 @@ func TestShares(t *testing.T) {
 			}
 		}
 	}
-	var took, gave []time.Duration
+	var took []time.Duration
+	var starts []Result
+	var startOpt Options
 	for _, r := range runs {
 		switch {
 		case r.opt.TCPStop > 0:
 			took = append(took, takesLink(t, r.res, r.opt))
 		case r.opt.TCPStart > 0:
-			gave = append(gave, givesWay(t, r.res, r.opt))
+			starts, startOpt = append(starts, r.res), r.opt
 		}
 	}
 	checkResponsive(t, "reached 90 % of the link after TCP stopped", took, takeBound*subsetInterval)
-	checkResponsive(t, "gave way after TCP started", gave, giveBound*subsetInterval)
+	checkGivesWay(t, starts, startOpt)
 }
 
 // severalFloor is the lowest share of the TCP flow's bytes each of three
@@ -345,18 +348,31 @@ func checkAlone(t *testing.T, c Cell, rs []Result) {
 	}
 }
 
-// The responsiveness bounds, in intervals, on the median over
-// responsiveSeeds runs each way; a run beyond twice its bound, or never
-// there, fails alone. One run each way was the test until CI, under the
-// load of make test, saw a viewer give way in 18 intervals where 28 runs
-// here had taken 3 (25 of them), 4, 12 and 15; a gVisor CUBIC flow in the
-// viewer's seat took 3–15 in 20 (docs/fairness.md, "Responsiveness").
-// The tail comes with real time and a loaded machine; a median of three
-// keeps one run from deciding.
+// Responsiveness, over responsiveSeeds runs each way.
+//
+// Taking the link: the median of the runs' times to 90 % of it is
+// within takeBound intervals, each run's within twice that.
+//
+// Giving way: over the giveWindow intervals after a TCP flow starts, the
+// viewer's bits pooled over the runs are at most giveRatio times the
+// newcomer's, and so over the rest of the run (it does not take the link
+// back; one share there is the centre cell's to assert). A viewer that
+// kept 1.8 of the 2 Mbit/s would take 9× (TestGiveWayRatios). Measured over
+// those 15 s, the viewer took 0.82–1.87× per run (41 runs: three
+// experiment batches, four TestShares batches, CI's run), 1.33× pooled,
+// and a gVisor CUBIC flow in its seat 0.85–2.35×, 1.35× pooled (20 runs):
+// docs/fairness.md, "Responsiveness has a tail".
+//
+// Until 2026-12-05 the test was one run's first 3-second window with the
+// viewer at 1.25× the newcomer, within 15 intervals. CI, under make
+// test's load, saw 18 intervals, and a batch here 19: a first passage
+// through 1.25, where the viewer's own mean sits, is decided by one noisy
+// window (the CUBIC flow took 3–15 by that count). It is still logged.
 const (
 	responsiveSeeds = 3
 	takeBound       = 8
-	giveBound       = 15
+	giveWindow      = 15
+	giveRatio       = 2.0
 )
 
 // takesLink returns how long after TCP stopped the viewer first had
@@ -376,24 +392,61 @@ func takesLink(t *testing.T, r Result, o Options) time.Duration {
 	return -1
 }
 
-// givesWay returns how long after TCP started the viewer's mean over a
-// 3-second window first fell to 1.25× the newcomer's; -1 if never.
-func givesWay(t *testing.T, r Result, o Options) time.Duration {
+// checkGivesWay: pooled over the runs, the viewer takes at most
+// giveRatio times the newcomer's bits in the giveWindow intervals after
+// it starts, and over the rest of the run.
+func checkGivesWay(t *testing.T, runs []Result, o Options) {
 	t.Helper()
 	start := int(o.TCPStart / time.Second)
-	t.Logf("seed %d, TCP starts at %d s: viewer per second %.0f, TCP %.0f kbit/s", r.Seed, start, kbits(r.ViewerPerSecond), kbits(r.TCPPerSecond))
-	v, tc := r.ViewerPerSecond, r.TCPPerSecond
-	for i := start; i+3 <= len(v) && i+3 <= len(tc); i++ {
-		var sv, st float64
-		for k := i; k < i+3; k++ {
-			sv += v[k]
-			st += tc[k]
+	for _, r := range runs {
+		v, tc := r.ViewerPerSecond, r.TCPPerSecond
+		first, later, err := giveWayRatios([]Result{r}, o)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if st > 0 && sv <= 1.25*st {
-			return time.Duration(i+3-start) * time.Second
+		t.Logf("seed %d, TCP starts at %d s: viewer per second %.0f, TCP %.0f kbit/s", r.Seed, start, kbits(v), kbits(tc))
+		t.Logf("  viewer ÷ newcomer %.2f over the %d intervals after it started, %.2f after them; first 3-s window at 1.25×: %s", first, giveWindow, later, firstWindowAt(v[start:], tc[start:]))
+	}
+	first, later, err := giveWayRatios(runs, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("gave way: viewer ÷ newcomer %.2f over the %d intervals after it started, %.2f after them, pooled over %d runs (bound %g)", first, giveWindow, later, len(runs), giveRatio)
+	if !(first <= giveRatio) || !(later <= giveRatio) {
+		t.Errorf("viewer ÷ newcomer %.2f over the %d intervals after it started, %.2f after them, pooled over %d runs: want each at most %g", first, giveWindow, later, len(runs), giveRatio)
+	}
+}
+
+// giveWayRatios returns the viewer's bits over the newcomer's, pooled
+// over the runs, in the giveWindow intervals after the newcomer started
+// and after them to the end.
+func giveWayRatios(runs []Result, o Options) (first, later float64, err error) {
+	start := int(o.TCPStart / time.Second)
+	end := start + int(giveWindow*o.Interval/time.Second)
+	var firstV, firstT, laterV, laterT float64
+	for _, r := range runs {
+		v, tc := r.ViewerPerSecond, r.TCPPerSecond
+		n := min(len(v), len(tc))
+		if n <= end {
+			return 0, 0, fmt.Errorf("seed %d: %d seconds of series, want more than %d", r.Seed, n, end)
+		}
+		firstV, firstT = firstV+sum(v[start:end]), firstT+sum(tc[start:end])
+		laterV, laterT = laterV+sum(v[end:n]), laterT+sum(tc[end:n])
+	}
+	return firstV / firstT, laterV / laterT, nil
+}
+
+// firstWindowAt says after how many seconds a 3-second window first has
+// the viewer at 1.25× the newcomer or less.
+func firstWindowAt(v, tc []float64) string {
+	n := min(len(v), len(tc))
+	v, tc = v[:n], tc[:n]
+	for i := 0; i+3 <= len(v); i++ {
+		if st := sum(tc[i : i+3]); st > 0 && sum(v[i:i+3]) <= 1.25*st {
+			return fmt.Sprint(i+3, " s")
 		}
 	}
-	return -1
+	return "never"
 }
 
 // checkResponsive fails if the median of the runs' times (negative:
@@ -478,4 +531,45 @@ func kbits(xs []float64) []float64 {
 		out[i] = math.Round(x / 1000)
 	}
 	return out
+}
+
+// TestGiveWayRatios: the give-way check's arithmetic, on series made up
+// to the point: a viewer that keeps the link fails it, one that gives the
+// newcomer its share passes, and a series too short is an error.
+func TestGiveWayRatios(t *testing.T) {
+	o := Options{Interval: time.Second, TCPStart: 15 * time.Second}
+	series := func(before, after float64, n int) []float64 {
+		xs := make([]float64, n)
+		for i := range xs {
+			xs[i] = before
+			if i >= 15 {
+				xs[i] = after
+			}
+		}
+		return xs
+	}
+	holds := Result{ViewerPerSecond: series(2e6, 1.8e6, 55), TCPPerSecond: series(0, 0.2e6, 55)}
+	shares := Result{ViewerPerSecond: series(2e6, 1.1e6, 55), TCPPerSecond: series(0, 0.9e6, 55)}
+	for _, tc := range []struct {
+		name   string
+		runs   []Result
+		first  float64
+		passes bool
+	}{
+		{"keeps the link", []Result{holds}, 9, false},
+		{"shares it", []Result{shares}, 1.1 / 0.9, true},
+		{"pooled", []Result{holds, shares}, 2.9 / 1.1, false},
+	} {
+		first, later, err := giveWayRatios(tc.runs, o)
+		if err != nil || math.Abs(first-tc.first) > 1e-9 || math.Abs(later-tc.first) > 1e-9 {
+			t.Errorf("%s: %v, %v, %v; want %v both", tc.name, first, later, err, tc.first)
+		}
+		if passes := first <= giveRatio; passes != tc.passes {
+			t.Errorf("%s: viewer ÷ newcomer %.2f against the bound %g: passes %v, want %v", tc.name, first, giveRatio, passes, tc.passes)
+		}
+	}
+	short := Result{ViewerPerSecond: series(2e6, 1e6, 30), TCPPerSecond: series(0, 1e6, 30)}
+	if _, _, err := giveWayRatios([]Result{short}, o); err == nil {
+		t.Error("30 seconds of series: no error, want one (the window ends at 30)")
+	}
 }
