@@ -281,6 +281,9 @@ func run(ctx context.Context, cell Cell, opt Options, addMembers func(*throttle.
 	if err := cell.validate(); err != nil {
 		return Result{}, fmt.Errorf("fairness: %w", err)
 	}
+	if err := checkTiming(cell, opt); err != nil {
+		return Result{}, err
+	}
 	opt.Interval = cmp.Or(opt.Interval, 5*time.Second)
 	opt.PingEvery = cmp.Or(opt.PingEvery, 5*time.Second)
 	if opt.Sizes == nil {
@@ -320,9 +323,6 @@ func run(ctx context.Context, cell Cell, opt Options, addMembers func(*throttle.
 		f.name = "tcp " + id
 		gvisorFlows = append(gvisorFlows, f)
 		return f.name + " down"
-	}
-	if err := checkTiming(cell, opt); err != nil {
-		return Result{}, err
 	}
 	for i := range cell.Flows {
 		place(tcpSpec{kind: cell.TCP, start: opt.TCPStart + time.Duration(i)*100*time.Millisecond}, fmt.Sprint(i))
