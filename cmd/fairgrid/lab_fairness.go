@@ -157,14 +157,7 @@ func runLabFairness(args []string, s stdio) int {
 		fairness.WriteMarkdown(w, rows, runs)
 	}
 	if *out != "" {
-		seats := make([]string, 0, len(ctls)+len(refs))
-		for _, c := range ctls {
-			seats = append(seats, string(c))
-		}
-		for _, r := range refs {
-			seats = append(seats, "tcp:"+r)
-		}
-		if err := writeFairnessFiles(*out, rows, runs, seats); err != nil {
+		if err := writeFairnessFiles(*out, rows, runs); err != nil {
 			fmt.Fprintf(s.err, "fairgrid lab fairness: %v\n", err)
 			return exitFail
 		}
@@ -194,8 +187,9 @@ func tcpKindsFlag(flagName, list string, s stdio) ([]string, bool) {
 }
 
 // writeFairnessFiles writes rows.json, table.md and figure.html, one
-// panel per seat (a controller, or tcp:KIND for a reference).
-func writeFairnessFiles(dir string, rows []fairness.Row, runs [][]fairness.Result, seats []string) error {
+// panel per seat (a controller, or tcp:KIND for a reference) in the
+// order the rows name them.
+func writeFairnessFiles(dir string, rows []fairness.Row, runs [][]fairness.Result) error {
 	write := func(name string, f func(*os.File) error) error {
 		file, err := os.Create(filepath.Join(dir, name))
 		if err != nil {
@@ -208,16 +202,16 @@ func writeFairnessFiles(dir string, rows []fairness.Row, runs [][]fairness.Resul
 		return err
 	}
 	var panels []render.SharePanel
-	for _, c := range seats {
-		p := render.SharePanel{Title: c}
-		for i, r := range rows {
-			if r.Controller != c {
-				continue
-			}
-			_, lo, hi := fairness.Spread(runs[i])
-			p.Cells = append(p.Cells, render.ShareCell{Label: runs[i][0].Cell.String(), Ratio: r.ViewerOverTCP, Lo: lo, Hi: hi})
+	panelOf := map[string]int{}
+	for i, r := range rows {
+		k, ok := panelOf[r.Controller]
+		if !ok {
+			k = len(panels)
+			panelOf[r.Controller] = k
+			panels = append(panels, render.SharePanel{Title: r.Controller})
 		}
-		panels = append(panels, p)
+		_, lo, hi := fairness.Spread(runs[i])
+		panels[k].Cells = append(panels[k].Cells, render.ShareCell{Label: runs[i][0].Cell.String(), Ratio: r.ViewerOverTCP, Lo: lo, Hi: hi})
 	}
 	return errors.Join(
 		write("rows.json", func(f *os.File) error { return fairness.WriteJSON(f, rows) }),
