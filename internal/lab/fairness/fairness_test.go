@@ -132,10 +132,10 @@ func subsetOptions(seed uint64) Options {
 //     over the rest of the run, it takes at most twice the newcomer's
 //     bytes and at least hardLow of them, pooled over the seeds (a
 //     viewer that kept 1.8 of the 2 Mbit/s would take 9×; one share,
-//     1.25 at most, is the centre cell's claim); and neither beside TCP (the centre cell's measured part,
-//     every seed) nor after TCP stops has the per-second rate an
-//     oscillation of period ≤ 2 intervals (no up-down alternation over
-//     4 s with swings beyond half its mean).
+//     1.25 at most, is the centre cell's claim); and neither beside TCP
+//     (the centre cell's measured part, every seed) nor after TCP stops
+//     has the per-second rate an oscillation of period ≤ 2 intervals (no
+//     up-down alternation over 4 s with swings beyond half its mean).
 func TestShares(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real-time gVisor TCP runs (about 60 s): not in -short")
