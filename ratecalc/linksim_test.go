@@ -17,13 +17,18 @@ import (
 // one one-way delay. Pings sample the RTT every pingEvery.
 
 type linkConfig struct {
-	capacity  Rate          // bottleneck, bytes/s
-	buffer    int           // FIFO length in packets
-	delay     time.Duration // one-way
-	loss      float64       // random loss probability per packet
-	burstLen  float64       // > 1: losses come in bursts of this mean length (Gilbert–Elliott), same mean rate
-	size      int           // payload bytes
-	appRate   Rate          // > 0: the application sends at most this
+	capacity Rate          // bottleneck, bytes/s
+	buffer   int           // FIFO length in packets
+	delay    time.Duration // one-way
+	loss     float64       // random loss probability per packet
+	burstLen float64       // > 1: losses come in bursts of this mean length (Gilbert–Elliott), same mean rate
+	size     int           // payload bytes
+	appRate  Rate          // > 0: the application sends at most this
+	// appBurst > 0: the application has appBurst bytes to send every
+	// appPeriod (a region resending terrain patches), sent at the
+	// throttle until they are gone: demand appBurst/appPeriod.
+	appBurst  int
+	appPeriod time.Duration
 	interval  time.Duration // request interval
 	pingEvery time.Duration
 	seed      uint64
@@ -43,6 +48,7 @@ func (c linkConfig) withDefaults() linkConfig {
 // linkResult summarises a run from the end of warm-up on.
 type linkResult struct {
 	requested  []Rate // the decision at each interval (whole run)
+	received   []Rate // what arrived over each interval, at its decision
 	meanRate   Rate   // mean requested rate, after warm-up
 	meanRecv   Rate   // mean received rate, after warm-up
 	packets    uint64 // sequence numbers sent, after warm-up
@@ -98,6 +104,9 @@ func runLink(ctrl Controller, cfg linkConfig, duration, warmup time.Duration) li
 		warmSet              bool
 		rateSum              float64
 		rateN                int
+		intervalBytes        float64
+		backlog              int // bytes the bursty application has yet to send
+		nextBurst            time.Duration
 	)
 	throttle = ctrl.Rate(at(0))
 	res.requested = append(res.requested, throttle)
@@ -138,8 +147,18 @@ func runLink(ctrl Controller, cfg linkConfig, duration, warmup time.Duration) li
 		}
 		return 0
 	}
+	bursty := cfg.appBurst > 0
+	if bursty {
+		nextSend = -1 // nothing to send before the first burst
+	}
 	for now < duration {
-		next := min(nextSend, nextControl, nextPing)
+		next := min(nextControl, nextPing)
+		if nextSend >= 0 {
+			next = min(next, nextSend)
+		}
+		if bursty {
+			next = min(next, nextBurst)
+		}
 		if len(queue) > 0 {
 			next = min(next, queue[0].arrival)
 		}
@@ -156,6 +175,12 @@ func runLink(ctrl Controller, cfg linkConfig, duration, warmup time.Duration) li
 			eventsAtWarm, pktsAt, lostAtWarm = st.LossEvents, seq, st.Lost
 		}
 		switch {
+		case bursty && now == nextBurst:
+			backlog += cfg.appBurst
+			nextBurst += cfg.appPeriod
+			if nextSend < 0 {
+				nextSend = now
+			}
 		case applyAt >= 0 && now == applyAt:
 			throttle, applyAt = pending, -1
 		case len(queue) > 0 && now == queue[0].arrival:
@@ -168,6 +193,7 @@ func runLink(ctrl Controller, cfg linkConfig, duration, warmup time.Duration) li
 				missing = append(missing, gap{before: highest, after: p.seq, tBefore: lastArrival, tAfter: now})
 			}
 			ctrl.OnPacket(Packet{At: at(now), Size: cfg.size})
+			intervalBytes += float64(cfg.size)
 			if warmSet {
 				recvBytes += float64(cfg.size)
 			}
@@ -188,6 +214,8 @@ func runLink(ctrl Controller, cfg linkConfig, duration, warmup time.Duration) li
 		case now == nextControl:
 			r := ctrl.Rate(at(now))
 			res.requested = append(res.requested, r)
+			res.received = append(res.received, RateFromDelta(intervalBytes, cfg.interval))
+			intervalBytes = 0
 			if warmSet {
 				rateSum += float64(r)
 				rateN++
@@ -234,6 +262,11 @@ func runLink(ctrl Controller, cfg linkConfig, duration, warmup time.Duration) li
 			}
 			queue = append(queue, p)
 			nextSend = now + time.Duration(float64(cfg.size)/float64(sendRate())*1e9)
+			if bursty {
+				if backlog -= cfg.size; backlog <= 0 {
+					backlog, nextSend = 0, -1
+				}
+			}
 		}
 	}
 	st := ctrl.Stats()

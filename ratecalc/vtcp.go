@@ -54,6 +54,10 @@ type VirtualTCPConfig struct {
 //     idle avatar cannot inflate it (RFC 7661 §4.3: a window is validated
 //     while at least half of it is used), and a window cannot run far
 //     ahead of a request that has yet to take effect.
+//   - After a data-limited interval, one in which less than half of the
+//     request arrived, the window is at least growthLimit times what
+//     arrived (Rate says why): a region sending less than one share is
+//     never throttled below its demand by the path's own losses.
 //   - A TCP flow at heavy random loss spends its time in retransmission
 //     timeouts, which the window does not model: the request is at most
 //     the TFRC equation at the virtual flow's loss event rate per segment
@@ -363,7 +367,20 @@ func (v *VirtualTCP) pRTT() time.Duration {
 }
 
 func (v *VirtualTCP) Rate(now time.Time) Rate {
-	v.closeInterval(now)
+	recv := v.closeInterval(now)
+	// A data-limited interval: the region sent less than half of what the
+	// request in force allowed (RFC 7661 §4.3's non-validated phase,
+	// pipeACK < cwnd/2). The losses in it are the path's, met at a rate
+	// the path carried: the window is not left below growthLimit times
+	// what arrived, the rate it may grow to anyway (RFC 7661 §4.4 keeps
+	// the window through such a phase; RFC 5348 §8.2 keeps a data-limited
+	// TFRC sender's limit at its receive rates). A region sending less
+	// than one share is then never throttled below its demand (issue 33).
+	// A saturated flow receives about what it asked for and is never
+	// data-limited: overflows cut it as before.
+	if recv > 0 && float64(recv)*growthLimit < float64(v.rate)*(1-tieMargin) {
+		v.cwnd = min(max(v.cwnd, growthLimit/NominalSegmentSize*float64(recv)*v.rttSec), v.maxWin)
+	}
 	r := v.windowRate()
 	if p := v.segmentLossEventRate(); p > 0 {
 		r = min(r, v.equationCap(p))

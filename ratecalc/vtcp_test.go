@@ -310,3 +310,118 @@ func TestVirtualTCPEquationCapCUBIC(t *testing.T) {
 		}
 	}
 }
+
+// TestVirtualTCPApplicationLimitedNoCollapse: a region that sends less
+// than one share (issue 33: terrain patches resent every 2 s, a smooth
+// trickle) over a path with random loss. Every request stays at or above
+// what arrived over its interval, and what arrives is the demand less the
+// path's losses: the controller never throttles a stream the link carries.
+func TestVirtualTCPApplicationLimitedNoCollapse(t *testing.T) {
+	const delay = 40 * time.Millisecond
+	for _, c := range []struct {
+		name     string
+		loss     float64
+		link     linkConfig
+		shareDiv float64 // demand = one share / shareDiv (smooth) ...
+	}{
+		{name: "terrain every 2 s, 3 %", loss: 0.03, link: linkConfig{appBurst: 32_000, appPeriod: 2 * time.Second, size: 1000}},
+		{name: "terrain every 2 s, 1 %", loss: 0.01, link: linkConfig{appBurst: 32_000, appPeriod: 2 * time.Second, size: 1000}},
+		{name: "terrain every 2 s, 10 %", loss: 0.10, link: linkConfig{appBurst: 8_000, appPeriod: 2 * time.Second, size: 1000}},
+		{name: "trickle at a fifth of a share, 3 %", loss: 0.03, shareDiv: 5, link: linkConfig{size: 300}},
+		{name: "trickle at half a share, 3 %", loss: 0.03, shareDiv: 2, link: linkConfig{size: 1200}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			share := TCPShareRate(NominalSegmentSize, 2*delay, c.loss)
+			for seed := uint64(1); seed <= 3; seed++ {
+				cfg := c.link
+				cfg.delay, cfg.loss, cfg.seed = delay, c.loss, seed
+				demand := Rate(float64(cfg.appBurst) / cfg.appPeriod.Seconds())
+				if c.shareDiv > 0 {
+					cfg.appRate = Rate(float64(share) / c.shareDiv)
+					demand = cfg.appRate
+				}
+				if demand >= share {
+					t.Fatalf("demand %v is not below one share %v: the case tests nothing", demand, share)
+				}
+				r := runLink(mustVirtualTCP(t, VirtualTCPConfig{}), cfg, 300*time.Second, 60*time.Second)
+				below := 0
+				for i := 2; i < len(r.received); i++ {
+					// requested[i+1] is the decision at the end of interval i.
+					if r.requested[i+1] < r.received[i] {
+						below++
+						if below <= 3 {
+							t.Errorf("seed %d, interval %d: asked %v after %v arrived", seed, i, r.requested[i+1], r.received[i])
+						}
+					}
+				}
+				want := Rate(float64(demand) * (1 - c.loss) * 0.95)
+				t.Logf("seed %d: demand %v (%.2f of one share, %v), received %v, mean request %v", seed, demand, float64(demand)/float64(share), share, r.meanRecv, r.meanRate)
+				if r.meanRecv < want {
+					t.Errorf("seed %d: received %v, under 0.95 of the demand less the path's loss (%v)", seed, r.meanRecv, want)
+				}
+			}
+		})
+	}
+}
+
+// TestVirtualTCPDataLimitedFloor: after an interval in which the region
+// sent less than half of what the request allowed, the request is at
+// least twice what arrived, however many loss events the interval held
+// (RFC 7661 §4.4, RFC 5348 §8.2); a saturated interval's window is left
+// as its losses made it.
+func TestVirtualTCPDataLimitedFloor(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	const rtt = 80 * time.Millisecond
+	for _, tc := range []struct {
+		name      string
+		gap       time.Duration // between 1,000-byte datagrams in the second interval
+		wantFloor bool
+	}{
+		{"data-limited: 20 kB/s under a 100 kB/s request", 50 * time.Millisecond, true},
+		{"saturated: 100 kB/s at a 100 kB/s request", 10 * time.Millisecond, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := mustVirtualTCP(t, VirtualTCPConfig{})
+			v.OnRTT(rtt, t0)
+			at := t0
+			// A first interval at 100 kB/s sets the request near it.
+			for at.Sub(t0) < 5*time.Second {
+				at = at.Add(10 * time.Millisecond)
+				v.OnPacket(Packet{At: at, Size: 1000})
+			}
+			leaveSlowStart(t, v, at)
+			v.cwnd = 100_000 * v.rttSec / NominalSegmentSize
+			first := v.Rate(at)
+			// The second interval: a loss event every 900 ms.
+			start, events := at, v.Stats().LossEvents
+			for i := 1; at.Sub(start) < 5*time.Second; i++ {
+				at = at.Add(tc.gap)
+				v.OnPacket(Packet{At: at, Size: 1000})
+				if at.Sub(start)%(900*time.Millisecond) < tc.gap {
+					for range 2 {
+						v.OnPacket(Packet{At: at, Lost: true})
+					}
+				}
+			}
+			recv := v.partialRate()
+			// As a longer run of loss events leaves it: the smallest window.
+			v.cwnd = v.cfg.MinWindow
+			before := v.cwnd
+			got := v.Rate(at)
+			cut := v.Stats().LossEvents - events
+			t.Logf("first request %v; %v arrived with %d loss events; window %.1f segments, request %v", first, recv, cut, before, got)
+			if cut < 5 {
+				t.Fatalf("only %d loss events: the case tests nothing", cut)
+			}
+			floor := Rate(growthLimit * float64(recv) * 0.999)
+			switch {
+			case tc.wantFloor && v.equationCap(v.segmentLossEventRate()) < floor:
+				t.Fatalf("the cap lies below the floor %v: the case tests the cap", floor)
+			case tc.wantFloor && got < floor:
+				t.Errorf("request %v after a data-limited interval at %v: want at least %v", got, recv, floor)
+			case !tc.wantFloor && v.cwnd != before:
+				t.Errorf("a saturated interval moved the window from %.2f to %.2f segments: only a data-limited one may", before, v.cwnd)
+			}
+		})
+	}
+}
