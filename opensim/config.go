@@ -36,6 +36,18 @@ type Config struct {
 	// AvatarPriority gives the Avatar channel strict priority up to its
 	// own rate; beyond that it competes like any channel.
 	AvatarPriority bool
+	// ChannelBuckets gives each of OpenSim's throttle categories that the
+	// channels gather a token bucket of its own, as OpenSim's
+	// LLUDPClient does (one TokenBucket per category, no lending): Layer
+	// (Land + Wind + Cloud), Texture, Asset, and one Task bucket that the
+	// Avatar and Task channels share at their sum, since OpenSim's Task
+	// category carries both. A packet leaves only while its bucket holds
+	// tokens, so an idle category's rate is lost instead of lent to the
+	// busy ones. Each bucket's depth is its rate × BurstTime, at most
+	// OpenSim's MAXBURST (7,500 bytes) and at least MinBurst. The client
+	// and scene buckets apply as in the default mode. Default false:
+	// idle channels lend their share (doc.go).
+	ChannelBuckets bool
 	// BurstTime sets bucket depths: rate × BurstTime, at least MinBurst.
 	// Default 10 ms (OpenSim's BurstTime).
 	BurstTime time.Duration

@@ -62,6 +62,9 @@ type differ struct {
 // insist it compared something.
 type differCoverage struct {
 	operations, packets, choices, sceneWaits, clientWaits, idle, refused, discarded, priority int
+	// Under ChannelBuckets: packets compared, and backlogged channels
+	// passed over because their category bucket was empty.
+	categoryPackets, categorySkips int
 	// Clients beyond a calendar's horizon, in its overflow heap.
 	farReady, farWaiting int
 }
@@ -223,6 +226,9 @@ func (d *differ) checkSent(it Item[int], t int64) {
 	d.noteHorizons(out, t)
 	d.ref.send(c, t)
 	d.seen.packets++
+	if d.ref.cfg.ChannelBuckets {
+		d.seen.categoryPackets++
+	}
 	if len(out.candidates) > 1 {
 		d.seen.choices++
 	}
@@ -358,6 +364,7 @@ func differConfig(r *opReader) Config {
 		BurstTime:      []time.Duration{0, time.Millisecond, 10 * time.Second, 3*time.Millisecond + 7}[(b>>6)%4],
 		MinBurst:       []int64{0, 1, 100_000, 700}[c%4],
 		ChannelMin:     [NumChannels]int64{int64(c>>2) % 3 * 250, 0, 0, 0, int64(c>>4) % 2 * 1000},
+		ChannelBuckets: c&0x80 != 0,
 		DefaultRates:   [NumChannels]int64{int64(e) * 97, int64(e) * 31, int64(e) * 53, int64(e) * 7, int64(e)},
 	}
 }
@@ -511,6 +518,7 @@ func runDifferential(t testing.TB, data []byte) (seen differCoverage, ran bool) 
 		d.fail("drained, but %d bytes enqueued, %d sent, %d discarded", st.EnqueuedBytes, st.SentBytes, st.DiscardedBytes)
 	}
 	d.seen.discarded = int(d.ref.stats.DiscardedBytes)
+	d.seen.categorySkips = d.ref.skipped
 	return d.seen, true
 }
 
@@ -545,6 +553,8 @@ func TestSchedulerMatchesReference(t *testing.T) {
 		total.priority += seen.priority
 		total.farReady += seen.farReady
 		total.farWaiting += seen.farWaiting
+		total.categoryPackets += seen.categoryPackets
+		total.categorySkips += seen.categorySkips
 	}
 	t.Logf("%d of %d configurations valid; compared %+v", runs, seeds, total)
 	if runs < seeds/2 {
@@ -555,6 +565,7 @@ func TestSchedulerMatchesReference(t *testing.T) {
 		"client waits": total.clientWaits, "idle": total.idle, "refusals": total.refused,
 		"discards": total.discarded, "Avatar priority sends": total.priority,
 		"ready clients beyond the horizon": total.farReady, "waiting clients beyond the horizon": total.farWaiting,
+		"packets under ChannelBuckets": total.categoryPackets, "channels passed over for an empty category bucket": total.categorySkips,
 	} {
 		if n == 0 {
 			t.Errorf("no %s compared: the sequences no longer exercise them", name)

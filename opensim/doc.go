@@ -65,6 +65,40 @@
 // channel's share goes to the busy ones: the client's total is
 // work-conserving, unlike OpenSim, where an idle category's rate is lost.
 //
+// # OpenSim's category buckets (Config.ChannelBuckets)
+//
+// Lending is a choice. With ChannelBuckets set, the scheduler does what
+// OpenSim 0.9.2.2 does: each throttle category has a token bucket of its
+// own (LLUDPClient.cs:250-262 creates one TokenBucket per category;
+// SetThrottles, :449-476, sets each one's rate and burst), and
+// DequeueOutgoing (:576-700) lets a category's head packet leave only if
+// that category's RemoveTokens succeeds (TokenBucket.cs:259-272), so what
+// an idle category does not use, no other category gets. The buckets are
+// OpenSim's categories as the channels gather them: Layer (Land + Wind +
+// Cloud), Texture, Asset, and one Task bucket that the Avatar and Task
+// channels share at their summed rate, as avatar updates are Task traffic
+// in OpenSim. A bucket is rate × BurstTime deep (SetThrottles:
+// RequestedBurst = rate × m_burstTime), at most MAXBURST, 7,500 bytes
+// (TokenBucket.cs:54, applied at :98-108), at least MinBurst, and like
+// OpenSim's it lets a packet leave while positive and may go negative
+// (RemoveTokens). A client is ready when its own bucket and the bucket of
+// at least one backlogged channel hold tokens; among those channels the
+// fair queuing above picks, and the packet is charged to its category's
+// bucket, the client's and the scene's. With every category busy the
+// rates are the same in both modes; with some idle, a client gets the sum
+// of its busy categories' rates (TestChannelBucketsRates).
+//
+// Differences that remain: resends are charged to their channel's bucket,
+// whose rate includes its share of the Resend value (OpenSim: a Resend
+// bucket of its own, served first); OpenSim's leaf buckets start empty and
+// skip their first drip (TokenBucket.cs), fairgrid's start full; and the
+// client bucket still polices the total (OpenSim's client bucket only
+// scales its children's rates, TokenBucket.cs:140-155, which with
+// SetThrottles' clamp comes to the same total). The cost is one branch per
+// packet in the default mode (BenchmarkEnqueueNext) and, in this mode, a
+// look at each backlogged category's bucket when a client is parked: still
+// O(1).
+//
 // Avatar priority (AvatarPriority): Avatar packets go first while a second
 // bucket at Avatar's own rate has tokens; those bytes are not charged to
 // Avatar's fair-queuing tags, so beyond its rate Avatar competes like any
@@ -125,7 +159,8 @@
 //
 //   - Resends stay in their original channel (OpenSim: one Resend bucket
 //     at the request's Resend rate, ahead of everything).
-//   - Idle channels lend their share to busy ones (OpenSim: no lending).
+//   - By default idle channels lend their share to busy ones (OpenSim:
+//     no lending); Config.ChannelBuckets chooses OpenSim's way.
 //   - Avatar updates are a channel of their own with optional priority
 //     (OpenSim today: part of Task).
 //   - Per-channel floors apply to the five channels (default 500 B/s, the

@@ -24,6 +24,13 @@ func checkInvariants(t *testing.T, s *Scheduler[int]) {
 		if c.bucket.tokens > c.bucket.burst || c.avatar.tokens > c.avatar.burst {
 			t.Fatalf("client %d: tokens %d/%d above burst %d/%d", i, c.bucket.tokens, c.avatar.tokens, c.bucket.burst, c.avatar.burst)
 		}
+		if s.cfg.ChannelBuckets {
+			for k, b := range s.chb[i] {
+				if k != int(Avatar) && (b.tokens > b.burst || b.burst > openSimMaxBurst*nanoPerByte && b.burst > s.cfg.MinBurst*nanoPerByte) {
+					t.Fatalf("client %d category bucket %v: tokens %d, burst %d", i, Channel(k), b.tokens, b.burst)
+				}
+			}
+		}
 		var n uint32
 		for ch := range c.queues {
 			queued += uint64(c.queues[ch].bytes)
@@ -99,7 +106,7 @@ func FuzzScheduler(f *testing.F) {
 	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20})
 	f.Add([]byte{0, 0, 0, 2, 200, 2, 200, 2, 200, 3, 3, 3, 3, 3, 1, 3, 3})
 	f.Fuzz(func(t *testing.T, ops []byte) {
-		s, err := New[int](Config{SceneMax: 200_000, QueuePackets: 8, QueueBytes: 20000, AvatarPriority: len(ops)%2 == 0})
+		s, err := New[int](Config{SceneMax: 200_000, QueuePackets: 8, QueueBytes: 20000, AvatarPriority: len(ops)%2 == 0, ChannelBuckets: len(ops)/2%2 == 1})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -32,6 +32,14 @@ import (
 //     packet.
 //   - A client that turns ready takes start tag max(v, F): v is the start
 //     tag of the packet last sent, F the client's previous finish tag.
+//   - With ChannelBuckets, each OpenSim category has a bucket too (Layer,
+//     Texture, Asset, and Task for the Avatar and Task channels at their
+//     sum), rate × BurstTime deep but at most 7,500 bytes and at least
+//     MinBurst. A client is ready when its own bucket and the bucket of
+//     some backlogged channel are positive; only such channels may send,
+//     and a packet takes its size from its category's bucket as well. A
+//     waiting client that gets a packet on a channel that had none looks
+//     again at once, as if woken.
 //
 // The two places where the fast scheduler rounds by design are part of the
 // model, stated exactly in differential_test.go: which of the ready
@@ -45,6 +53,9 @@ type refScheduler struct {
 	now     int64
 	started bool
 	stats   Stats
+	// skipped counts the backlogged channels headOf passed over because
+	// their category bucket was empty (ChannelBuckets), for coverage.
+	skipped int
 }
 
 type refState int
@@ -58,8 +69,9 @@ const (
 type refClient struct {
 	live     bool
 	rates    [NumChannels]int64
-	bucket   refBucket // the client's total
-	avatar   refBucket // Avatar's priority guarantee
+	bucket   refBucket              // the client's total
+	avatar   refBucket              // Avatar's priority guarantee
+	category [NumChannels]refBucket // with ChannelBuckets: by refCategory; Avatar's unused
 	queues   [NumChannels][]refPacket
 	state    refState
 	start    uint64 // scene-level tags
@@ -195,8 +207,41 @@ func (r *refScheduler) addClient(now time.Time) int {
 	return len(r.clients) - 1
 }
 
+// refCategory is the category bucket of a channel: Avatar's packets take
+// Task's tokens.
+func refCategory(ch Channel) Channel {
+	if ch == Avatar {
+		return Task
+	}
+	return ch
+}
+
+// categoryBurst is a category bucket's depth in bytes: rate × BurstTime,
+// at most OpenSim's MAXBURST of 7,500, at least MinBurst.
+func (r *refScheduler) categoryBurst(rate int64) int64 {
+	b := new(big.Int).Mul(big.NewInt(rate), big.NewInt(int64(r.cfg.BurstTime)))
+	b.Quo(b, big.NewInt(int64(time.Second)))
+	if b.Cmp(big.NewInt(7500)) > 0 {
+		b.SetInt64(7500)
+	}
+	return max(b.Int64(), r.cfg.MinBurst)
+}
+
 func (r *refScheduler) setRates(c *refClient, rates [NumChannels]int64, t int64) {
 	total := sumRates(rates)
+	if r.cfg.ChannelBuckets {
+		for _, ch := range []Channel{Task, Texture, Layer, Asset} {
+			rate := rates[ch]
+			if ch == Task {
+				rate += rates[Avatar]
+			}
+			if c.bucket.rate == 0 {
+				c.category[ch] = newRefBucket(rate, r.categoryBurst(rate), t)
+			} else {
+				c.category[ch].retune(rate, r.categoryBurst(rate), t)
+			}
+		}
+	}
 	if c.bucket.rate == 0 {
 		c.bucket = newRefBucket(total, r.burstFor(total), t)
 		c.avatar = newRefBucket(rates[Avatar], r.burstFor(rates[Avatar]), t)
@@ -359,7 +404,7 @@ func (r *refScheduler) enqueue(h int, ch Channel, size int, p int, resend bool, 
 	}
 	c.stats.Channels[ch].EnqueuedBytes += uint64(size)
 	r.stats.EnqueuedBytes += uint64(size)
-	if c.state == refIdle {
+	if c.state == refIdle || (r.cfg.ChannelBuckets && c.state == refWaiting && len(c.queues[ch]) == 1) {
 		c.start = max(r.v, c.finish)
 		r.park(c, t)
 	}
@@ -374,15 +419,39 @@ func (c *refClient) queued() int {
 	return n
 }
 
-// park makes a backlogged client ready if its bucket is positive at t,
+// park makes a backlogged client ready if its bucket is positive at t
+// (and, with ChannelBuckets, some backlogged channel's category bucket),
 // else waiting.
 func (r *refScheduler) park(c *refClient, t int64) {
 	c.bucket.catchUp(t)
-	if c.bucket.tokens > 0 {
+	ready := c.bucket.tokens > 0
+	if r.cfg.ChannelBuckets {
+		some := false
+		for ch := range Channel(NumChannels) {
+			if len(c.queues[ch]) > 0 {
+				b := &c.category[refCategory(ch)]
+				b.catchUp(t)
+				some = some || b.tokens > 0
+			}
+		}
+		ready = ready && some
+	}
+	if ready {
 		c.state = refReady
 	} else {
 		c.state = refWaiting
 	}
+}
+
+// mayUse reports whether channel ch of c may send at t: always, unless
+// ChannelBuckets and its category bucket is not positive.
+func (r *refScheduler) mayUse(c *refClient, ch Channel, t int64) bool {
+	if !r.cfg.ChannelBuckets {
+		return true
+	}
+	b := &c.category[refCategory(ch)]
+	b.catchUp(t)
+	return b.tokens > 0
 }
 
 // waitingSlot is the width of the fast scheduler's waiting calendar's
@@ -394,10 +463,20 @@ const waitingSlot = 1 << 17
 const readySlot = 1 << 20
 
 // refWakeTime is when a waiting client becomes ready: the first
-// nanosecond its bucket is positive, rounded up to the end of its slot in
-// the waiting calendar (a multiple of 2^17 ns).
+// nanosecond its bucket is positive (with ChannelBuckets, and also the
+// category bucket of some backlogged channel), rounded up to the end of
+// its slot in the waiting calendar (a multiple of 2^17 ns).
 func refWakeTime(c *refClient) int64 {
 	w := c.bucket.firstPositive()
+	if c.category[Task].rate > 0 { // ChannelBuckets
+		first := int64(math.MaxInt64)
+		for ch := range Channel(NumChannels) {
+			if len(c.queues[ch]) > 0 {
+				first = min(first, c.category[refCategory(ch)].firstPositive())
+			}
+		}
+		w = max(w, first)
+	}
 	return (w + waitingSlot - 1) / waitingSlot * waitingSlot
 }
 
@@ -474,13 +553,17 @@ func (r *refScheduler) headOf(h int, t int64) refCandidate {
 	c := r.clients[h]
 	if r.cfg.AvatarPriority && len(c.queues[Avatar]) > 0 {
 		c.avatar.catchUp(t)
-		if c.avatar.tokens > 0 {
+		if c.avatar.tokens > 0 && r.mayUse(c, Avatar, t) {
 			return refCandidate{client: h, channel: Avatar, priority: true, packet: c.queues[Avatar][0]}
 		}
 	}
 	best, bestTag := -1, uint64(0)
 	for ch := range NumChannels {
 		if len(c.queues[ch]) == 0 {
+			continue
+		}
+		if !r.mayUse(c, Channel(ch), t) {
+			r.skipped++
 			continue
 		}
 		if tag := max(c.vt, c.chFinish[ch]); best < 0 || tag < bestTag {
@@ -505,6 +588,11 @@ func (r *refScheduler) send(cand refCandidate, t int64) {
 	}
 	c.bucket.catchUp(t)
 	c.bucket.take(size)
+	if r.cfg.ChannelBuckets {
+		b := &c.category[refCategory(ch)]
+		b.catchUp(t)
+		b.take(size)
+	}
 	r.scene.take(size)
 	r.v = c.start
 	c.finish = c.start + refSpan(size, sumRates(c.rates))

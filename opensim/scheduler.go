@@ -100,8 +100,9 @@ type Scheduler[P any] struct {
 	clients []client[P]
 	cold    []clientCold
 	free    []uint32
-	ready   *calendar // by start tag
-	waiting *calendar // by time the bucket refills
+	ready   *calendar        // by start tag
+	waiting *calendar        // by time the bucket refills
+	chb     []channelBuckets // by client index, under ChannelBuckets only
 	scene   bucket
 	vt      uint64 // scene virtual time
 	now     int64
@@ -172,6 +173,9 @@ func (s *Scheduler[P]) AddClient(now time.Time) ClientID {
 	} else {
 		s.clients = append(s.clients, client[P]{})
 		s.cold = append(s.cold, clientCold{})
+		if s.cfg.ChannelBuckets {
+			s.chb = append(s.chb, channelBuckets{})
+		}
 		i = uint32(len(s.clients) - 1)
 	}
 	c := &s.clients[i]
@@ -258,6 +262,9 @@ func (s *Scheduler[P]) applyRates(c *client[P], i uint32, rates [NumChannels]int
 		c.chInverse[ch] = inverse(r)
 	}
 	c.inverse = inverse(cold.rate)
+	if s.cfg.ChannelBuckets {
+		s.applyChannelRates(i, rates, ns, c.bucket.rate == 0)
+	}
 	if c.bucket.rate == 0 {
 		c.bucket = newBucket(cold.rate, s.burstFor(cold.rate), ns)
 		c.avatar = newBucket(rates[Avatar], s.burstFor(rates[Avatar]), ns)
@@ -364,10 +371,18 @@ func (s *Scheduler[P]) enqueue(id ClientID, ch Channel, size int, p P, resend bo
 	}
 	s.stats.EnqueuedBytes += uint64(size)
 	c.queued++
+	was := c.backlog
 	c.backlog |= 1 << ch
-	if c.state == stateIdle {
+	switch {
+	case c.state == stateIdle:
 		// A client that was idle starts at the current virtual time: it
 		// gets no credit for the time it had nothing to send.
+		c.start = maxTag(s.vt, c.finish)
+		s.park(c, id.slot(), ns)
+	case s.cfg.ChannelBuckets && c.state == stateWaiting && was&(1<<ch) == 0:
+		// It waits for the buckets of its other channels; this one's may
+		// let it send sooner. It rejoins as one the timer wakes would.
+		s.leave(c, id.slot())
 		c.start = maxTag(s.vt, c.finish)
 		s.park(c, id.slot(), ns)
 	}
@@ -386,6 +401,10 @@ func (s *Scheduler[P]) prefetchClient(i uint32) {
 // tokens, else waiting until it will.
 func (s *Scheduler[P]) park(c *client[P], i uint32, ns int64) {
 	c.bucket.refill(ns)
+	if s.cfg.ChannelBuckets {
+		s.parkChannels(c, i, ns)
+		return
+	}
 	if c.bucket.ready() {
 		c.state = stateReady
 		s.push(s.ready, i, c.start>>readyShift)
@@ -515,17 +534,21 @@ func (s *Scheduler[P]) next(ns int64) (it Item[P], wait time.Duration, ok bool) 
 // send takes the next packet of a ready client: Avatar first while its
 // guarantee lasts (if AvatarPriority), else the backlogged channel with the
 // smallest start tag — start-time fair queuing with the channel rates as
-// weights, so an idle channel's share goes to the busy ones.
+// weights, so an idle channel's share goes to the busy ones. Under
+// ChannelBuckets only channels whose category bucket holds tokens take
+// part, and the packet is charged to that bucket too.
 func (s *Scheduler[P]) send(c *client[P], i uint32, ns int64) Item[P] {
 	ch, priority := -1, false
 	if s.cfg.AvatarPriority && c.queues[Avatar].n > 0 {
 		c.avatar.refill(ns)
-		if c.avatar.ready() {
+		if c.avatar.ready() && (!s.cfg.ChannelBuckets || s.channelReady(i, Avatar, ns)) {
 			ch, priority = int(Avatar), true
 		}
 	}
 	var start uint64
-	if ch < 0 {
+	if ch < 0 && s.cfg.ChannelBuckets {
+		ch, start = s.pickChannel(c, i, ns)
+	} else if ch < 0 {
 		for k := range NumChannels {
 			if c.backlog&(1<<k) == 0 {
 				continue
@@ -557,6 +580,9 @@ func (s *Scheduler[P]) send(c *client[P], i uint32, ns int64) Item[P] {
 	// refill is one park would do anyway, so it costs nothing more.
 	c.bucket.refill(ns)
 	c.bucket.take(size)
+	if s.cfg.ChannelBuckets {
+		s.chb[i][bucketOf[ch]].take(size)
+	}
 	s.scene.take(size)
 	s.vt = c.start
 	c.finish = advance(c.start, size, c.inverse)
