@@ -33,23 +33,31 @@ import (
 // and appends into it. It allocates only when dst lacks capacity for the
 // expanded datagram (at most MaxPacketSize bytes) and its coded form.
 func AppendReplacedThrottles(dst, datagram []byte, throttles [NumCategories]float32) ([]byte, error) {
+	out, _, err := AppendSwappedThrottles(dst, datagram, throttles)
+	return out, err
+}
+
+// AppendSwappedThrottles is AppendReplacedThrottles that also returns the
+// throttles the datagram carried: what the viewer asked for, which a proxy
+// that rewrites it must keep (the viewer's request is its limit).
+func AppendSwappedThrottles(dst, datagram []byte, throttles [NumCategories]float32) (out []byte, was [NumCategories]float32, err error) {
 	h, _, end, err := ParseHeader(datagram)
 	if err != nil {
-		return dst, err
+		return dst, was, err
 	}
 	if h.ID != AgentThrottleID {
-		return dst, decodeError(HeaderSize, nil, "message number", ErrWrongMessage)
+		return dst, was, decodeError(HeaderSize, nil, "message number", ErrWrongMessage)
 	}
 	start := len(dst)
-	out, err := appendExpanded(dst, datagram[:end], h.Flags.ZeroCoded())
+	out, err = appendExpanded(dst, datagram[:end], h.Flags.ZeroCoded())
 	if err != nil {
-		return dst, err
+		return dst, was, err
 	}
 	payload := out[start+HeaderSize:]
 	_, numLen, ok := parseMessageNumber(payload)
 	bodyOff := numLen + int(h.Extra)
 	if !ok || bodyOff > len(payload) {
-		return dst, decodeError(HeaderSize+len(payload), nil, "extra header", ErrTruncated)
+		return dst, was, decodeError(HeaderSize+len(payload), nil, "extra header", ErrTruncated)
 	}
 	body := payload[bodyOff:]
 
@@ -57,11 +65,12 @@ func AppendReplacedThrottles(dst, datagram []byte, throttles [NumCategories]floa
 	dec := codec{dec: true, buf: body}
 	m.code(&dec)
 	if dec.err != nil {
-		return dst, decodeError(HeaderSize+bodyOff+dec.off, nil, "AgentThrottle", dec.err)
+		return dst, was, decodeError(HeaderSize+bodyOff+dec.off, nil, "AgentThrottle", dec.err)
 	}
 	if m.ThrottlesLen != ThrottlesSize {
-		return dst, decodeError(HeaderSize+bodyOff+dec.off-m.ThrottlesLen, nil, "AgentThrottle.Throttles", ErrFieldSize)
+		return dst, was, decodeError(HeaderSize+bodyOff+dec.off-m.ThrottlesLen, nil, "AgentThrottle.Throttles", ErrFieldSize)
 	}
+	was = m.Throttles
 	// Encoding the same fields gives the same dec.off bytes, so appending to
 	// body[:0] overwrites them in place and leaves any trailing bytes.
 	m.Throttles = throttles
@@ -72,7 +81,7 @@ func AppendReplacedThrottles(dst, datagram []byte, throttles [NumCategories]floa
 	out = finishPacket(out, start, Header{Flags: h.Flags &^ FlagAcks, Sequence: h.Sequence, Extra: h.Extra}, nil)
 	out = append(out, datagram[end:]...)
 	out[start] |= byte(h.Flags & FlagAcks)
-	return out, nil
+	return out, was, nil
 }
 
 // appendExpanded appends the header of msg (a datagram without its acks)

@@ -134,6 +134,11 @@ func TestAppendReplacedThrottles(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// The swap returns what the viewer asked for, as decoded.
+			swapped, was, err := AppendSwappedThrottles(nil, tc.datagram, tc.throttles)
+			if _, _, orig := decodeThrottle(t, tc.datagram); err != nil || was != orig.Throttles || !bytes.Equal(swapped, out[len(prefix):]) {
+				t.Errorf("swap: %v, was %v, want %v and the same datagram as the replacement", err, was, orig.Throttles)
+			}
 			if !bytes.Equal(out[:len(prefix)], prefix) {
 				t.Fatalf("dst's bytes changed: %q", out[:len(prefix)])
 			}
