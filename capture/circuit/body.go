@@ -226,6 +226,11 @@ func (t *Tracker) learn(c *Circuit, n *note, d lludp.Datagram, h lludp.Header, e
 			c.IdentityConflicts++
 			break
 		}
+		if c.wasInjected(t.thr.Throttles) {
+			// fairgrid's own, seen on its way: neither the viewer's
+			// request nor proof of its identity.
+			break
+		}
 		c.ViewerThrottle, c.ViewerThrottleAt = t.thr.Throttles, d.At
 		c.identify(t.thr.AgentID, t.thr.SessionID, d.At)
 	}

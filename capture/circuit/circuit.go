@@ -41,6 +41,9 @@ type DirStats struct {
 	Bytes    uint64 // UDP payload bytes, every copy
 	Reliable uint64
 	Resent   uint64 // datagrams with the resent flag
+	// ResentBytes are their bytes: OpenSim sends every retransmission in
+	// its Resend category, whatever the message (protocol.md §8.6).
+	ResentBytes uint64
 	// SpuriousResends are resends of numbers already received: the ack was
 	// late or lost, nothing was lost. Not counted as loss.
 	SpuriousResends uint64
@@ -139,7 +142,9 @@ type Circuit struct {
 	// an injected AgentThrottle reuses it (protocol.md §10.2).
 	UpSequence uint32
 	// ViewerThrottle is the viewer's most recent AgentThrottle request, in
-	// bits/s per category, and when it was seen (zero if none).
+	// bits/s per category, and when it was seen (zero if none): the
+	// viewer's own, never one a sidecar injected in its name (NoteInjected),
+	// so that the viewer's limit stays known while fairgrid overrides it.
 	ViewerThrottle   [lludp.NumCategories]float32
 	ViewerThrottleAt time.Time
 	// ArrivedAt is when the viewer last sent CompleteAgentMovement here:
@@ -186,6 +191,11 @@ type measures struct {
 	simPings [8]pingRecord
 	reliable [32]sentRecord // the viewer's recent reliable packets
 	nextRel  int
+	// injected are the latest requests sent in the viewer's name, newest
+	// first: the one in force and the one before it, which may still be
+	// on its way when the next is decided (NoteInjected).
+	injected  [2][lludp.NumCategories]float32
+	ninjected int
 }
 
 // candidateMeasures is what a candidate reads: nothing measured yet. Only
@@ -296,4 +306,27 @@ func invalidReason(err error) InvalidReason {
 		return InvalidTruncated
 	}
 	return InvalidBody
+}
+
+// NoteInjected records a request sent in the viewer's name (an injected or
+// rewritten AgentThrottle's throttles): an AgentThrottle that carries it
+// or the one before it is fairgrid's, not the viewer's, and leaves
+// ViewerThrottle as it was.
+// A candidate is not measured and has nothing sent in its name.
+func (c *Circuit) NoteInjected(throttles [lludp.NumCategories]float32) {
+	m := c.m
+	if c.Candidate() || m.ninjected > 0 && m.injected[0] == throttles {
+		return
+	}
+	m.injected[1], m.injected[0] = m.injected[0], throttles
+	m.ninjected = min(m.ninjected+1, len(m.injected))
+}
+
+func (c *Circuit) wasInjected(throttles [lludp.NumCategories]float32) bool {
+	for i := range c.m.ninjected {
+		if c.m.injected[i] == throttles {
+			return true
+		}
+	}
+	return false
 }

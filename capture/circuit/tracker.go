@@ -547,6 +547,7 @@ func (c *Circuit) count(n *note) {
 	}
 	if n.flags.Resent() {
 		s.Resent++
+		s.ResentBytes += uint64(n.size)
 	}
 	s.ByCategory[min(int(n.cat), lludp.NumCategories)] += uint64(n.size)
 	s.ByChannel[min(int(n.ch), opensim.NumChannels)] += uint64(n.size)
