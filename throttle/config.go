@@ -41,11 +41,26 @@ type Config struct {
 	// can be lost (default 3).
 	MinChange   *float64
 	ResendEvery int
-	// Weights, if set, split every request over the seven categories
-	// (Resend, Land, Wind, Cloud, Task, Texture, Asset) in these
-	// proportions; nil means the viewer's own split (ViewerSplit). See
+	// Weights, if set, are the proportions of the seven categories
+	// (Resend, Land, Wind, Cloud, Task, Texture, Asset) a request starts
+	// from; nil means the viewer's own split (ViewerSplit). See
 	// CheckWeights.
 	Weights []float64
+	// FixedSplit splits every request in those proportions. By default
+	// the split follows what each category used over the last interval
+	// (DemandSplit), the proportions its floor and starting point:
+	// OpenSim's category buckets do not lend to each other (protocol.md
+	// §8.4), so a fixed split leaves a busy category with its small
+	// fraction of the total while idle ones waste the rest.
+	FixedSplit bool
+	// AboveViewer lets a request exceed what the viewer itself asked for.
+	// By default the rate in force is the lesser of one share and the
+	// viewer's latest AgentThrottle: the viewer's bandwidth setting is its
+	// user's cap, and fairgrid is there to be a good neighbour, not to
+	// take more than its user allowed. A user whose viewer asks for less
+	// than the link carries, and who wants fairgrid to decide alone, lifts
+	// it.
+	AboveViewer bool
 	// Sims are the simulator endpoints, if known, and SimPorts the
 	// simulators' ports (see circuit.Config).
 	Sims     []netip.AddrPort
@@ -324,12 +339,17 @@ func (c Config) Clamp(r ratecalc.Rate) ratecalc.Rate {
 	return min(max(r, lo), cmp.Or(c.Max, defaultMax))
 }
 
-// split divides a request's total over the categories.
-func (c Config) split(total ratecalc.Rate) [lludp.NumCategories]float32 {
-	if c.Weights == nil {
-		return ViewerSplit(total)
+// split divides a request's total over the categories: by what each
+// used (bits/s), unless the split is fixed.
+func (c Config) split(total ratecalc.Rate, used [lludp.NumCategories]float64) [lludp.NumCategories]float32 {
+	base := ViewerSplit(total)
+	if c.Weights != nil {
+		base = WeightedSplit(total, c.Weights)
 	}
-	return WeightedSplit(total, c.Weights)
+	if c.FixedSplit {
+		return base
+	}
+	return DemandSplit(base, used)
 }
 
 // WeightedSplit divides total over the seven categories in proportion to

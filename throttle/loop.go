@@ -25,9 +25,18 @@ type Request struct {
 	// injected packet reuses it (protocol.md §10.2).
 	Sequence  uint32
 	Total     ratecalc.Rate
-	Throttles [lludp.NumCategories]float32 // bits/s, split as configured (Config.Weights)
+	Throttles [lludp.NumCategories]float32 // bits/s, split as configured (Config.FixedSplit)
 	Reason    Reason
+	// Share is one TCP share, the controller's rate clamped; Total is the
+	// lesser of it and ViewerAsked, the viewer's latest request (0 when
+	// the viewer has sent none), unless Config.AboveViewer.
+	Share       ratecalc.Rate
+	ViewerAsked ratecalc.Rate
 }
+
+// LimitedByViewer reports whether the viewer's own request, not one
+// share, set the total.
+func (r Request) LimitedByViewer() bool { return r.ViewerAsked > 0 && r.Total < r.Share }
 
 // Reason says why a request was sent.
 type Reason uint8
@@ -89,6 +98,38 @@ type state struct {
 	reassert   bool
 	decided    ratecalc.Rate
 	requests   uint64
+	// down and downAt are the circuit's downstream counters at the
+	// previous decision: what each category used since is the split's
+	// demand.
+	down   circuit.DirStats
+	downAt time.Time
+}
+
+// used returns what each category used since the previous decision, in
+// bits/s, and keeps the counters for the next.
+func (st *state) used(c *circuit.Circuit, now time.Time) [lludp.NumCategories]float64 {
+	down := c.Stats(circuit.Down)
+	var u [lludp.NumCategories]float64
+	if !st.downAt.IsZero() {
+		u = usedPerCategory(down, st.down, now.Sub(st.downAt))
+	}
+	st.down, st.downAt = down, now
+	return u
+}
+
+// viewerAsked is the total of the viewer's latest own AgentThrottle, 0 if
+// it has sent none.
+func viewerAsked(c *circuit.Circuit) ratecalc.Rate {
+	if c.ViewerThrottleAt.IsZero() {
+		return 0
+	}
+	var bits float64
+	for _, v := range c.ViewerThrottle {
+		if v > 0 && !math.IsInf(float64(v), 0) {
+			bits += float64(v)
+		}
+	}
+	return ratecalc.RateFromBits(bits)
 }
 
 // Loop is the per-circuit control loop: it measures every circuit from the
@@ -288,7 +329,13 @@ func (l *Loop) Tick(now time.Time) []Request {
 			continue
 		}
 		st := l.state(c.Key)
-		target := l.cfg.Clamp(c.Controller.Rate(now))
+		share := l.cfg.Clamp(c.Controller.Rate(now))
+		used := st.used(c, now)
+		asked := viewerAsked(c)
+		target := share
+		if asked > 0 && !l.cfg.AboveViewer {
+			target = min(target, asked)
+		}
 		st.decided = target
 		st.intervals++
 		if !c.Known() {
@@ -302,9 +349,11 @@ func (l *Loop) Tick(now time.Time) []Request {
 		if l.cfg.RootOnly && !l.isRoot(c) {
 			continue
 		}
+		throttles := l.cfg.split(target, used)
 		// With MinChange 0 any change is one; an unchanged rate waits
-		// for the refresh all the same.
-		moved := math.Abs(float64(target/st.last.Total) - 1)
+		// for the refresh all the same. A split that moved as much of the
+		// total between categories is a change too.
+		moved := max(math.Abs(float64(target/st.last.Total)-1), splitMoved(throttles, st.last.Throttles))
 		changed := !st.sent || moved > 0 && moved >= *l.cfg.MinChange
 		if !changed && st.intervals < l.cfg.ResendEvery {
 			continue
@@ -314,7 +363,10 @@ func (l *Loop) Tick(now time.Time) []Request {
 			reason = Refresh
 		}
 		r := Request{Circuit: c.Key, Agent: lludp.AgentData{AgentID: c.AgentID, SessionID: c.SessionID},
-			CircuitCode: c.CircuitCode, Sequence: c.UpSequence, Total: target, Throttles: l.cfg.split(target), Reason: reason}
+			CircuitCode: c.CircuitCode, Sequence: c.UpSequence, Total: target, Throttles: throttles, Reason: reason,
+			Share: share, ViewerAsked: asked}
+		// What the capture sees of it is fairgrid's, not the viewer's.
+		c.NoteInjected(throttles)
 		if !st.sent {
 			// The viewer's own requests so far are overridden by this one.
 			st.seenViewer = c.ViewerThrottleAt
@@ -326,6 +378,7 @@ func (l *Loop) Tick(now time.Time) []Request {
 		// Rates read "235.0 kbit/s" for people, with whole bits/s beside
 		// them for machines; no figure carries more digits than it means.
 		l.log.Info("throttle decision", "circuit", c.Key, "rate", target, "rate_bps", int64(math.Round(target.BitsPerSecond())), "reason", reason,
+			"share_bps", int64(math.Round(share.BitsPerSecond())), "viewer_asked_bps", int64(math.Round(asked.BitsPerSecond())),
 			"loss_event_rate", roundSignificant(s.LossEventRate, 3), "rtt_ms", math.Round(float64(s.SRTT)/1e5)/10,
 			"received", s.ReceiveRate, "receive_bps", int64(math.Round(s.ReceiveRate.BitsPerSecond())))
 		out = append(out, r)
@@ -425,6 +478,24 @@ func (l *Loop) Request(k circuit.Key) (Request, bool) {
 		return Request{}, false
 	}
 	return st.last, true
+}
+
+// ViewerAsked records the viewer's own AgentThrottle on circuit k, seen
+// at at, when a proxy in its path rewrote it to fairgrid's request before
+// it was measured: the viewer's request stays its limit (Config.
+// AboveViewer), and since the rewrite already carried fairgrid's, it
+// calls for no re-assertion. Unknown circuits are ignored.
+func (l *Loop) ViewerAsked(k circuit.Key, throttles [lludp.NumCategories]float32, at time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c := l.tracker.Circuit(k)
+	if c == nil || !at.After(c.ViewerThrottleAt) {
+		return
+	}
+	c.ViewerThrottle, c.ViewerThrottleAt = throttles, at
+	if st := l.states[k]; st != nil {
+		st.seenViewer = at
+	}
 }
 
 // Reconfigure applies the settings that can change while running — the

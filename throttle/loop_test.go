@@ -115,7 +115,9 @@ func TestLoopDecisions(t *testing.T) {
 // TestLoopHysteresis: an unchanged rate is not re-sent until ResendEvery
 // intervals have passed.
 func TestLoopHysteresis(t *testing.T) {
-	l, _ := New(Config{Controller: "viewer", Sims: []netip.AddrPort{simEP}, ResendEvery: 3}, nil)
+	// A fixed split: the total's hysteresis alone (the demand's split
+	// moves from the viewer's proportions at the second decision).
+	l, _ := New(Config{Controller: "viewer", Sims: []netip.AddrPort{simEP}, ResendEvery: 3, FixedSplit: true}, nil)
 	f := &feed{t: t, l: l}
 	f.send(0, true, lludp.FlagReliable, &lludp.UseCircuitCode{Code: 1, SessionID: agent.SessionID, AgentID: agent.AgentID})
 	f.agentUpdates(0, IdentityDatagrams-1)
@@ -151,7 +153,7 @@ func TestLoopMinChangeZero(t *testing.T) {
 		{"zero", new(0.0), []Reason{Changed, Changed}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := Config{Controller: "viewer", Sims: []netip.AddrPort{simEP}, Floor: ratecalc.RateFromBits(3_000_000), MinChange: tc.minChange, ResendEvery: 10}
+			cfg := Config{Controller: "viewer", Sims: []netip.AddrPort{simEP}, Floor: ratecalc.RateFromBits(3_000_000), MinChange: tc.minChange, ResendEvery: 10, FixedSplit: true}
 			l, err := New(cfg, nil)
 			if err != nil {
 				t.Fatal(err)

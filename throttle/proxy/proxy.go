@@ -320,7 +320,7 @@ func (p *Proxy) ClientDatagrams(a *socks5.Association, batch []socks5.Datagram) 
 	for i := range batch {
 		payload := batch[i].Payload
 		if h, _, _, err := lludp.ParseHeader(payload); err == nil && h.ID == lludp.AgentThrottleID && !p.dryRun {
-			if out, ok := p.rewrite(st, circuit.Key{Viewer: ds[i].Src, Sim: ds[i].Dst}, payload); ok {
+			if out, ok := p.rewrite(st, circuit.Key{Viewer: ds[i].Src, Sim: ds[i].Dst}, payload, ds[i].At); ok {
 				// Over the viewer's own, so that each AgentThrottle of a
 				// batch keeps its own.
 				payload = append(payload[:0], out...)
@@ -338,13 +338,13 @@ func (p *Proxy) ClientDatagrams(a *socks5.Association, batch []socks5.Datagram) 
 // body (valid until the association's next rewrite), or false to relay it
 // unchanged: before the first decision, or if it does not decode (the
 // proxy never breaks a circuit it does not understand).
-func (p *Proxy) rewrite(st *association, k circuit.Key, payload []byte) ([]byte, bool) {
+func (p *Proxy) rewrite(st *association, k circuit.Key, payload []byte, at time.Time) ([]byte, bool) {
 	r, ok := p.loop.Request(k)
 	if !ok {
 		p.beforeDecision.Add(1)
 		return nil, false
 	}
-	out, err := lludp.AppendReplacedThrottles(st.rewrite[:0], payload, r.Throttles)
+	out, asked, err := lludp.AppendSwappedThrottles(st.rewrite[:0], payload, r.Throttles)
 	if err != nil {
 		p.malformed.Add(1)
 		p.malformedOnce.Do(func() {
@@ -354,6 +354,9 @@ func (p *Proxy) rewrite(st *association, k circuit.Key, payload []byte) ([]byte,
 	}
 	st.rewrite = out
 	p.rewritten.Add(1)
+	// Measurement sees the rewritten request: the viewer's own is told
+	// apart, as its limit.
+	p.loop.ViewerAsked(k, asked, at)
 	return out, true
 }
 
