@@ -49,6 +49,7 @@ type File struct {
 		FloorBPS     float64                 `toml:"floor_bps"`
 		MinChange    float64                 `toml:"min_change"`
 		ResendEvery  int                     `toml:"resend_every"`
+		ViewerLimit  bool                    `toml:"viewer_limit"`
 		Split        Split                   `toml:"split"`
 		SplitWeights []float64               `toml:"split_weights"`
 	} `toml:"control"`
@@ -389,7 +390,8 @@ func (f *File) Throttle() throttle.Config {
 	}
 	return throttle.Config{Controller: c.Controller, Segment: c.Segment, Interval: c.Interval.Duration,
 		Min: ratecalc.RateFromBits(c.MinBPS), Max: ratecalc.RateFromBits(c.MaxBPS), Floor: ratecalc.RateFromBits(c.FloorBPS),
-		MinChange: new(c.MinChange), ResendEvery: c.ResendEvery, Weights: weights, Sims: addrPorts(f.Capture.Sims), SimPorts: f.Capture.Ports.Ports(), RootOnly: f.Send.Regions == RegionsRoot,
+		MinChange: new(c.MinChange), ResendEvery: c.ResendEvery, Weights: weights,
+		FixedSplit: c.Split != SplitDemand, AboveViewer: !c.ViewerLimit, Sims: addrPorts(f.Capture.Sims), SimPorts: f.Capture.Ports.Ports(), RootOnly: f.Send.Regions == RegionsRoot,
 		MaxCircuits: f.Capture.MaxCircuits, IdleTimeout: f.Capture.IdleTimeout.Duration}
 }
 

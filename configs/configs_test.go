@@ -43,7 +43,7 @@ func TestInvalid(t *testing.T) {
 		{"metrics", "[metrics]\naddress = \"everywhere\"\n", `metrics.address: "everywhere": want ip:port, or empty`},
 		{"log level", "[log]\nlevel = \"chatty\"\n", `log.level: "chatty": want debug, info, warn or error`},
 		{"regions", "[send]\nregions = \"some\"\n", `send.regions: "some": want all or root`},
-		{"split", "[control]\nsplit = \"even\"\n", `line 2: control.split: "even": want viewer or weights`},
+		{"split", "[control]\nsplit = \"even\"\n", `line 2: control.split: "even": want demand, viewer or weights`},
 		{"log format", "[log]\nformat = \"logfmt\"\n", `line 2: log.format: "logfmt": want text or json`},
 		{"sims empty", "[capture]\nsims = [\"\"]\n", `capture.sims: "": want ip:port`},
 		{"ports not strings", "[capture]\nports = [9000]\n", `capture.ports: 9000: want a port or a range as a string`},

@@ -229,12 +229,13 @@ func checkRoutes(routes []Route) error {
 type Split string
 
 const (
+	SplitDemand  Split = "demand"  // by each category's use, the viewer's proportions its floor
 	SplitViewer  Split = "viewer"  // the viewer's own interpolation tables
 	SplitWeights Split = "weights" // control.split_weights
 )
 
 func (s *Split) UnmarshalText(b []byte) error {
-	return oneOf(s, b, "viewer or weights", SplitViewer, SplitWeights)
+	return oneOf(s, b, "demand, viewer or weights", SplitDemand, SplitViewer, SplitWeights)
 }
 
 func (s Split) MarshalText() ([]byte, error) { return []byte(s), nil }

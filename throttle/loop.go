@@ -97,6 +97,7 @@ type state struct {
 	seenViewer time.Time // the viewer's AgentThrottle last handled
 	reassert   bool
 	decided    ratecalc.Rate
+	share      ratecalc.Rate
 	requests   uint64
 	// down and downAt are the circuit's downstream counters at the
 	// previous decision: what each category used since is the split's
@@ -334,9 +335,11 @@ func (l *Loop) Tick(now time.Time) []Request {
 		asked := viewerAsked(c)
 		target := share
 		if asked > 0 && !l.cfg.AboveViewer {
-			target = min(target, asked)
+			// The clamps still apply: Min is what OpenSim floors a client
+			// at anyway, Floor a minimum the user configured.
+			target = l.cfg.Clamp(min(target, asked))
 		}
-		st.decided = target
+		st.decided, st.share = target, share
 		st.intervals++
 		if !c.Known() {
 			l.stats.Waiting++
@@ -499,7 +502,8 @@ func (l *Loop) ViewerAsked(k circuit.Key, throttles [lludp.NumCategories]float32
 }
 
 // Reconfigure applies the settings that can change while running — the
-// clamps, the floor, the segment size, the hysteresis, the split,
+// clamps, the floor, the segment size, the hysteresis, the split, the
+// viewer's limit,
 // RootOnly, IdleTimeout — and returns the names of those that differ but
 // need a restart (controller, interval, sims, sim ports, max circuits).
 // New clamps or a new segment size restart every circuit's controller: a
@@ -533,6 +537,7 @@ func (l *Loop) Reconfigure(cfg Config) (needRestart []string, err error) {
 	live.Min, live.Max, live.Floor, live.MinChange, live.ResendEvery = c.Min, c.Max, c.Floor, c.MinChange, c.ResendEvery
 	live.Segment = c.Segment
 	live.Weights, live.RootOnly, live.IdleTimeout = c.Weights, c.RootOnly, c.IdleTimeout
+	live.FixedSplit, live.AboveViewer = c.FixedSplit, c.AboveViewer
 	l.cfg = live
 	if rebuild {
 		for _, circ := range l.tracker.Circuits() {
@@ -560,6 +565,7 @@ type CircuitState struct {
 	Summary  circuit.Summary
 	Control  ratecalc.Stats
 	Target   ratecalc.Rate // the latest decision
+	Share    ratecalc.Rate // one share at the latest decision, before the viewer's limit
 	Requests uint64        // requests sent for it
 }
 
@@ -574,7 +580,7 @@ func (l *Loop) Snapshot() []CircuitState {
 			cs.Control = c.Controller.Stats()
 		}
 		if st := l.states[c.Key]; st != nil {
-			cs.Target, cs.Requests = st.decided, st.requests
+			cs.Target, cs.Share, cs.Requests = st.decided, st.share, st.requests
 		}
 		out = append(out, cs)
 	}

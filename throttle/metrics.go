@@ -35,7 +35,8 @@ var (
 	mLoss     = prometheus.NewDesc("fairgrid_circuit_loss_event_rate", "Loss event rate of the simulator-to-viewer direction (RFC 5348).", []string{"circuit"}, nil)
 	mRecv     = prometheus.NewDesc("fairgrid_circuit_receive_rate_bytes_per_second", "Received rate over the last interval.", []string{"circuit"}, nil)
 	mRecvCat  = prometheus.NewDesc("fairgrid_circuit_received_bytes_total", "Bytes received from the simulator, by throttle category.", []string{"circuit", "category"}, nil)
-	mTarget   = prometheus.NewDesc("fairgrid_circuit_target_rate_bytes_per_second", "The rate fairgrid decided to request.", []string{"circuit"}, nil)
+	mTarget   = prometheus.NewDesc("fairgrid_circuit_target_rate_bytes_per_second", "The rate fairgrid decided to request: the lesser of one share and the viewer's own request (control.viewer_limit).", []string{"circuit"}, nil)
+	mShare    = prometheus.NewDesc("fairgrid_circuit_share_bytes_per_second", "One TCP share on the circuit's path: the controller's rate (control.controller), clamped, before the viewer's own request limits it.", []string{"circuit"}, nil)
 	mTCPFair  = prometheus.NewDesc("fairgrid_circuit_tcp_fair_rate_bytes_per_second", "The TCP-fair rate: the TFRC equation (RFC 5348 §3.1) at the circuit's measured loss event rate, ping round-trip time and mean simulator datagram size; absent before the first loss event or RTT sample.", []string{"circuit"}, nil)
 	mViewer   = prometheus.NewDesc("fairgrid_circuit_viewer_request_bytes_per_second", "The viewer's own latest AgentThrottle total.", []string{"circuit"}, nil)
 	mReqs     = prometheus.NewDesc("fairgrid_circuit_requests_sent_total", "AgentThrottle requests sent for the circuit.", []string{"circuit"}, nil)
@@ -52,7 +53,7 @@ var (
 )
 
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{mRTT, mLoss, mRecv, mRecvCat, mTarget, mTCPFair, mViewer, mReqs, mCircuits, mReqTotal, mReassert, mEvicted, mFolded, mCaptured, mDrops, mDecode, mReloads, mBuild} {
+	for _, d := range []*prometheus.Desc{mRTT, mLoss, mRecv, mRecvCat, mTarget, mShare, mTCPFair, mViewer, mReqs, mCircuits, mReqTotal, mReassert, mEvicted, mFolded, mCaptured, mDrops, mDecode, mReloads, mBuild} {
 		ch <- d
 	}
 }
@@ -87,6 +88,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		counter(mRecvCat, float64(s.Summary.ByCategory[lludp.Unthrottled.String()]), id, lludp.Unthrottled.String())
 		gauge(mTarget, float64(s.Target), id)
+		gauge(mShare, float64(s.Share), id)
 		if fair, ok := TCPFairRate(s.Summary, segment); ok {
 			gauge(mTCPFair, float64(fair), id)
 		}

@@ -59,7 +59,7 @@ func TestCollectorGolden(t *testing.T) {
 	c := &Collector{Loop: goldenCircuit(t), Capture: func() capture.Stats { return capture.Stats{Datagrams: 1234, KernelDrops: 5} },
 		Reloads: func() ReloadStats { return ReloadStats{Applied: 2, Rejected: 1} }}
 	names := []string{"fairgrid_circuit_rtt_seconds", "fairgrid_circuit_loss_event_rate", "fairgrid_circuit_receive_rate_bytes_per_second",
-		"fairgrid_circuit_received_bytes_total", "fairgrid_circuit_target_rate_bytes_per_second", "fairgrid_circuit_tcp_fair_rate_bytes_per_second",
+		"fairgrid_circuit_received_bytes_total", "fairgrid_circuit_target_rate_bytes_per_second", "fairgrid_circuit_share_bytes_per_second", "fairgrid_circuit_tcp_fair_rate_bytes_per_second",
 		"fairgrid_circuit_viewer_request_bytes_per_second",
 		"fairgrid_circuit_requests_sent_total", "fairgrid_circuits", "fairgrid_throttle_requests_sent_total", "fairgrid_throttle_reassertions_total",
 		"fairgrid_circuits_evicted_total", "fairgrid_endpoints_folded_total",

@@ -203,7 +203,9 @@ var reloadCases = map[string]reloadCase{
 	"control.resend_every": {change: 7,
 		live: func(d *daemon) bool { return d.loop.Config().ResendEvery == 7 }},
 	"control.split": {change: configs.SplitWeights,
-		live: func(d *daemon) bool { return d.loop.Config().Weights != nil }},
+		live: func(d *daemon) bool { return d.loop.Config().Weights != nil && d.loop.Config().FixedSplit }},
+	"control.viewer_limit": {change: false,
+		live: func(d *daemon) bool { return d.loop.Config().AboveViewer }},
 	"control.split_weights": {base: func(f *configs.File) { f.Control.Split = configs.SplitWeights }, change: []float64{1, 1, 1, 1, 1, 1, 1},
 		live: func(d *daemon) bool { return slices.Equal(d.loop.Config().Weights, []float64{1, 1, 1, 1, 1, 1, 1}) }},
 	"send.dry_run": {change: true},
@@ -554,9 +556,11 @@ var (
 	scenarioNeighbour = netip.MustParseAddrPort("10.0.0.3:9001")
 	scenarioViewerA   = netip.MustParseAddrPort("10.0.0.2:50000")
 	scenarioViewerB   = netip.MustParseAddrPort("10.0.0.4:50001")
-	scenarioAgentA    = lludp.AgentData{AgentID: lludp.UUID{0xA}, SessionID: lludp.UUID{0xA, 1}}
-	scenarioAgentB    = lludp.AgentData{AgentID: lludp.UUID{0xB}, SessionID: lludp.UUID{0xB, 1}}
-	scenarioStart     = time.Unix(1_700_000_000, 0)
+	// scenarioViewerBAsks is viewer B's own request, bits/s.
+	scenarioViewerBAsks = 400_000.0
+	scenarioAgentA      = lludp.AgentData{AgentID: lludp.UUID{0xA}, SessionID: lludp.UUID{0xA, 1}}
+	scenarioAgentB      = lludp.AgentData{AgentID: lludp.UUID{0xB}, SessionID: lludp.UUID{0xB, 1}}
+	scenarioStart       = time.Unix(1_700_000_000, 0)
 )
 
 // countingHandler counts the records it is enabled for.
@@ -608,6 +612,9 @@ func runScenario(t *testing.T, toml string) scenario {
 		send(time.Millisecond, v.viewer, scenarioSim, &lludp.CompleteAgentMovement{AgentData: v.agent, CircuitCode: uint32(i + 1)})
 	}
 	send(2*time.Millisecond, scenarioViewerA, scenarioNeighbour, &lludp.UseCircuitCode{Code: 1, SessionID: scenarioAgentA.SessionID, AgentID: scenarioAgentA.AgentID})
+	// Viewer B asks for less than one share on its path: its limit.
+	send(3*time.Millisecond, scenarioViewerB, scenarioSim, &lludp.AgentThrottle{AgentData: scenarioAgentB, CircuitCode: 2,
+		Throttles: throttle.ViewerSplit(ratecalc.RateFromBits(scenarioViewerBAsks))})
 	interval := f.Control.Interval.Duration
 	const length = 60 * time.Second
 	next := interval
@@ -780,7 +787,8 @@ var behaviourCases = map[string]behaviourCase{
 		}
 		// 0 is a setting, not the default's stand-in: every change is
 		// sent, one of less than the default's 5 % too, and no unchanged
-		// rate (the refresh is resend_every's).
+		// rate (the refresh is resend_every's). The split fixed: a split
+		// that follows demand moves apart from the total.
 		steps := func(s scenario) (small, unchanged int) {
 			totals := s.totals(scenarioViewerA, scenarioSim)
 			for i := 1; i < len(totals); i++ {
@@ -793,13 +801,13 @@ var behaviourCases = map[string]behaviourCase{
 			}
 			return small, unchanged
 		}
-		zero := runScenario(t, "[control]\nmin_change = 0\nresend_every = 100\n")
+		zero := runScenario(t, "[control]\nmin_change = 0\nresend_every = 100\nsplit = \"viewer\"\n")
 		small, unchanged := steps(zero)
 		t.Logf("min_change = 0: %d requests, %d steps under 5 %%, %d unchanged", len(zero.totals(scenarioViewerA, scenarioSim)), small, unchanged)
 		if small == 0 || unchanged != 0 {
 			t.Errorf("min_change = 0: %d steps under 5 %%, %d unchanged; want some under 5 %% and none unchanged", small, unchanged)
 		}
-		if small, _ := steps(runScenario(t, "[control]\nresend_every = 100\n")); small != 0 {
+		if small, _ := steps(runScenario(t, "[control]\nresend_every = 100\nsplit = \"viewer\"\n")); small != 0 {
 			t.Errorf("min_change by default: %d steps under 5 %% sent", small)
 		}
 	}},
@@ -814,6 +822,13 @@ var behaviourCases = map[string]behaviourCase{
 		w := configs.Default().Control.SplitWeights
 		if want := throttle.WeightedSplit(r.Total, w); r.Throttles != want || def.requests[0].Throttles == throttle.WeightedSplit(def.requests[0].Total, w) {
 			t.Errorf("split %v; want %v", r.Throttles, want)
+		}
+	}},
+	"control.viewer_limit": {"[control]\nviewer_limit = false\n", func(t *testing.T, def, s scenario) {
+		// Viewer B asked for 400 kbit/s, under one share on its path.
+		limited, lifted := def.totals(scenarioViewerB, scenarioSim), s.totals(scenarioViewerB, scenarioSim)
+		if len(limited) == 0 || slices.Max(limited) > scenarioViewerBAsks || len(lifted) == 0 || slices.Max(lifted) <= scenarioViewerBAsks {
+			t.Errorf("viewer B asked %.0f bit/s: requests %v with its limit kept, %v with it lifted; want none above and some above", scenarioViewerBAsks, limited, lifted)
 		}
 	}},
 	"control.split_weights": {"[control]\nsplit = \"weights\"\nsplit_weights = [0, 0, 0, 0, 0, 1, 0]\n", func(t *testing.T, def, s scenario) {
