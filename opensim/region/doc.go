@@ -3,6 +3,21 @@
 // login handshake, acks and resends, pings, AgentThrottle) and schedules
 // its traffic with package opensim. `fairgrid sim` runs one.
 //
+// # On OpenSim's terms
+//
+// Config.Scheduler.ChannelBuckets gives each client OpenSim's per-category
+// token buckets, which do not lend an idle category's rate to the busy
+// ones (package opensim, doc.go); without it the region's scheduler lends
+// (`fairgrid sim --buckets opensim|fair`). The application-limited
+// activities (workload.go) offer what a region has to send — terrain
+// patches after edits, object updates on arrival and then a trickle,
+// Config.Avatars avatars moving, textures over UDP — whatever the throttle;
+// Demand states each one's mean in bytes/s. Neighbour regions (child.go)
+// are further Servers with Config.Child, each given the root's throttles
+// times OpenSim's distance factor, so one viewer holds a root circuit and
+// K child circuits as in OpenSim. docs/opensim.md lists the modes, the
+// workloads and their demands, and the sources in OpenSim 0.9.2.2.
+//
 // # Admission control
 //
 // Without Config.Allowed the region accepts any circuit code, and a

@@ -73,7 +73,7 @@ func (s *Server) handle(in inbound) {
 			c.moved = true
 			s.pending--
 		}
-		s.sendNow(c, &lludp.AgentMovementComplete{AgentData: m.AgentData, Position: lludp.Vector3{128, 128, 25},
+		s.sendNow(c, &lludp.AgentMovementComplete{AgentData: m.AgentData, Position: s.cfg.Position,
 			LookAt: lludp.Vector3{1, 0, 0}, RegionHandle: regionHandle, Timestamp: uint32(in.at.Unix()),
 			ChannelVersion: []byte("fairgrid sim\x00")}, lludp.FlagReliable, in.at)
 	case lludp.AgentThrottleID:
@@ -90,7 +90,21 @@ func (s *Server) handle(in inbound) {
 				_, total, _ := s.sched.Rates(c.id)
 				s.cfg.OnThrottle(c.addr, m.Total(), total, in.at)
 			}
+			if len(s.children) > 0 {
+				cats, _ := opensim.ParseThrottles(raw)
+				s.rootThrottleAll(c.login.AgentID, cats, in.at)
+			}
 		}
+	case lludp.RegionHandshakeReplyID:
+		// A neighbour's circuit is complete here: the viewer sends it no
+		// CompleteAgentMovement (protocol.md §11.2).
+		var m lludp.RegionHandshakeReply
+		if s.cfg.Child == nil || p.Unmarshal(&m) != nil || !s.owns(c, m.AgentData) || c.moved {
+			break
+		}
+		c.moved = true
+		s.pending--
+		s.applyRootThrottle(c, in.at)
 	case lludp.AgentUpdateID:
 		var m lludp.AgentUpdate
 		if p.Unmarshal(&m) == nil && s.owns(c, m.AgentData) && s.cfg.Stress.Enabled {
@@ -208,6 +222,10 @@ func (s *Server) remove(c *client, now time.Time) {
 // produce refills each channel's queue at its offered load, never past
 // QueueTarget packets: the scheduler paces production.
 func (s *Server) produce(now time.Time) {
+	if w, ok := workloads[s.cfg.Activity]; ok {
+		s.produceWorkload(w, now)
+		return
+	}
 	if loads[s.cfg.Activity] == ([opensim.NumChannels]channelLoad{}) {
 		return // nothing to offer: no need to visit every client 100 times a second
 	}

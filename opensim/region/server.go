@@ -33,6 +33,18 @@ type Config struct {
 	// otherwise any code is accepted (it is a test simulator).
 	Allowed  []Login
 	Activity Activity
+	// Avatars is the number of moving avatars of the Avatars workload
+	// (default DefaultAvatars, at most 10,000).
+	Avatars int
+	// Position is where the agent stands, as AgentMovementComplete says
+	// (default 128, 128, 25: the centre); neighbours scale their throttles
+	// by the distance from it (child.go).
+	Position lludp.Vector3
+	// Child, if set, makes the region a neighbour of the agent's region
+	// (child.go): its circuits are child agents, complete on
+	// RegionHandshakeReply, throttled at the root's throttle times
+	// ChildThrottleFactor once the root has AddChild'ed it.
+	Child *ChildConfig
 	// PingInterval: the region pings each client (OpenSim: 5 s).
 	PingInterval time.Duration
 	// ClientTimeout: a client silent this long is dropped (OpenSim's
@@ -61,6 +73,10 @@ func (c Config) withDefaults() Config {
 	c.AckFlush = cmp.Or(c.AckFlush, 500*time.Millisecond)
 	c.AckBytes = cmp.Or(c.AckBytes, 2800)
 	c.QueueTarget = cmp.Or(c.QueueTarget, 8)
+	c.Avatars = cmp.Or(c.Avatars, DefaultAvatars)
+	if c.Position == (lludp.Vector3{}) {
+		c.Position = lludp.Vector3{128, 128, 25}
+	}
 	c.Stress.ViewDistance = cmp.Or(c.Stress.ViewDistance, 32)
 	c.Admission = c.Admission.withDefaults()
 	return c
@@ -186,6 +202,10 @@ type client struct {
 	queued   [opensim.NumChannels]int
 	counter  uint32
 	stats    ClientInfo
+	// workloads: when this client's began (zero: at the next tick) and
+	// how many packets it has offered since
+	workFrom time.Time
+	workMade int64
 	// stress mode: where the client is in the grid
 	cell      cellKey
 	gridIndex int
@@ -269,6 +289,11 @@ type Server struct {
 	pending      int // clients not yet moved
 	limiter      *prefixLimiter
 	summarised   Counters // as of the last summary logged
+	scratch      []byte   // a workload's datagram, encoded to learn its size
+	// neighbours (child.go): a root's child regions, and a child's
+	// latest root throttles by agent, already scaled
+	children      []*Server
+	rootThrottles map[lludp.UUID][lludp.NumCategories]float32
 }
 
 type inbound struct {
@@ -282,6 +307,20 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.Admission.validate(); err != nil {
 		return nil, fmt.Errorf("region: %w", err)
+	}
+	if cfg.Avatars < 0 || cfg.Avatars > maxAvatars {
+		return nil, fmt.Errorf("region: %d avatars: want 0 to %d", cfg.Avatars, maxAvatars)
+	}
+	if int(cfg.Activity) >= len(activityNames) {
+		return nil, fmt.Errorf("region: %v: no such activity", cfg.Activity)
+	}
+	if err := cfg.Child.validate(); err != nil {
+		return nil, fmt.Errorf("region: %w", err)
+	}
+	for _, v := range cfg.Position {
+		if math.IsNaN(float64(v)) || v < 0 || v > regionSize*16 {
+			return nil, fmt.Errorf("region: position %v: want coordinates from 0 to %d m", cfg.Position, regionSize*16)
+		}
 	}
 	sched, err := opensim.New[*outPacket](cfg.Scheduler)
 	if err != nil {
@@ -527,11 +566,18 @@ func (s *Server) Traffic() Traffic {
 }
 
 // SetActivity changes the load the region offers (Standing to stop
-// producing all but a trickle).
+// producing all but a trickle). A workload starts anew for every client,
+// its arrival burst included. An activity out of range is ignored.
 func (s *Server) SetActivity(a Activity) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if int(a) >= len(activityNames) {
+		return
+	}
 	s.cfg.Activity = a
+	for _, c := range s.clients {
+		c.workFrom = time.Time{} // a workload starts anew
+	}
 }
 
 // SchedulerStats returns the scheduler's counters.

@@ -9,10 +9,17 @@ import (
 )
 
 // Activity is what the simulated avatar is doing; it sets the load the
-// region offers each channel. The load may exceed any throttle: producers
-// refill a channel's queue whenever it runs short, as OpenSim's
+// region offers each channel.
+//
+// The first five are load models: producers refill a channel's queue
+// whenever it runs short, up to the channel's offered rate, as OpenSim's
 // HandleQueueEmpty does (protocol.md §8.5), so the scheduler's buckets, not
-// the model, set the pace.
+// the model, set the pace when the load exceeds the throttle.
+//
+// The workloads after them (Terrain, Objects, Avatars, Textures; workload.go)
+// are application-limited: each offers a fixed schedule of packets, named
+// after what a region sends, whatever the throttle; what the scheduler's
+// queue cannot hold is refused and counted. Demand states each one's mean.
 type Activity uint8
 
 const (
@@ -21,9 +28,17 @@ const (
 	Flying // into a busy region: every channel loaded
 	LoginBurst
 	Idle // nothing but pings and acks: lets resends finish
+	// Terrain: LayerData patches resent after edits, a burst every 2 s.
+	Terrain
+	// Objects: ObjectUpdates in a burst on arrival, then a trickle.
+	Objects
+	// Avatars: terse updates of Config.Avatars moving avatars at 10 Hz.
+	Avatars
+	// Textures: ImagePackets over UDP, as old viewers fetch textures.
+	Textures
 )
 
-var activityNames = [...]string{"standing", "walking", "flying", "login", "idle"}
+var activityNames = [...]string{"standing", "walking", "flying", "login", "idle", "terrain", "objects", "avatars", "textures"}
 
 func (a Activity) String() string {
 	if int(a) < len(activityNames) {
