@@ -2,7 +2,9 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
+	"log/slog"
 	"math"
 	"net"
 	"net/netip"
@@ -20,13 +22,36 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-const simSynopsis = `[--listen ADDR] [--activity A] [--allow CODE:AGENT:SESSION,...] [--client-max BPS] [--scene-max BPS] [--avatar-priority] [--stress] [--metrics ADDR] [--log-format F] [--duration D] [--max-pending N] [--pending-timeout D] [--circuit-rate R] [--circuit-burst N] [--cpuprofile F] [--blockprofile F] [--mutexprofile F] [--trace F]
+const simSynopsis = `[--listen ADDR] [--activity A [--avatars N]] [--buckets opensim|fair] [--child-regions K [--position X,Y]] [--allow CODE:AGENT:SESSION,...] [--client-max BPS] [--scene-max BPS] [--avatar-priority] [--stress] [--metrics ADDR] [--log-format F] [--duration D] [--max-pending N] [--pending-timeout D] [--circuit-rate R] [--circuit-burst N] [--cpuprofile F] [--blockprofile F] [--mutexprofile F] [--trace F]
 
 A test region simulator speaking LLUDP: viewers log in with UseCircuitCode
 (any circuit code unless --allow restricts them), and it sends them the
-traffic of an activity (standing, walking, flying, login, idle), scheduled
+traffic of an activity (standing, walking, flying, login, idle, terrain, objects, avatars, textures), scheduled
 by package opensim at each client's AgentThrottle. It runs until
 interrupted or for --duration, then prints its clients.
+
+The first five activities fill a client's queues up to their load
+whenever they run short, so the throttle sets the pace; terrain,
+objects, avatars and textures are application-limited: each offers a
+fixed mean, below, whatever the throttle (docs/opensim.md gives their
+sources in OpenSim 0.9.2.2). Demand per client, bytes/s on the wire:
+
+%s
+
+--buckets opensim gives each client OpenSim's per-category token
+buckets, which do not lend an idle category's rate to the busy ones, as
+OpenSim 0.9.2.2 does; the default, fair, lets the busy categories share
+it (package opensim's own scheduler). The default stays fair so that
+existing set-ups keep their rates; runs that stand in for OpenSim should
+say --buckets opensim.
+
+--child-regions K (1 to 8) also opens K neighbour regions on the next K
+ports (--listen's port + 1 ... + K: east, north, west, south, then the
+corners), as fairgrid viewer --child-regions K expects. A viewer's
+circuit to a neighbour is a child agent: it completes with
+RegionHandshakeReply, and the neighbour applies the root's AgentThrottle
+times OpenSim's factor max(0.2, 1 - 0.3 d^2/256^2) for the agent at
+--position (default 128,128: 0.85 in every neighbour).
 
 Against floods of UseCircuitCode from spoofed addresses, circuits that have
 not completed the handshake are capped (--max-pending, --pending-timeout)
@@ -40,9 +65,14 @@ one region, so the viewers' density sweep can spread them wider. Its
 which fairgrid viewer --sim-metrics reads for each sweep step.`
 
 func runSim(args []string, s stdio) int {
-	fs := newFlagSet("sim", simSynopsis, s)
+	synopsis := fmt.Sprintf(simSynopsis, region.ActivityHelp())
+	fs := newFlagSet("sim", synopsis, s)
 	listen := fs.String("listen", "127.0.0.1:9000", "UDP address of the region")
 	activity := fs.String("activity", "walking", "what the avatar is doing: "+region.ActivityNames())
+	avatars := fs.Int("avatars", region.DefaultAvatars, "with --activity avatars: how many avatars move (1 to 10000)")
+	buckets := fs.String("buckets", "fair", "token buckets per client: `opensim` (one per category, no lending, as OpenSim 0.9.2.2) or fair (idle categories lend)")
+	childRegions := fs.Int("child-regions", 0, "also open this many neighbour regions (0 to 8) on the ports after --listen's")
+	position := fs.String("position", "128,128", "with --child-regions: where the agent stands in the region, X,Y in metres")
 	allow := fs.String("allow", "", "accept only these circuits: CODE:AGENT-UUID:SESSION-UUID, comma-separated")
 	clientMax := fs.String("client-max", "5.12M", "largest total per client, bits/s")
 	sceneMax := fs.String("scene-max", "50M", "cap over all clients, bits/s")
@@ -58,10 +88,13 @@ func runSim(args []string, s stdio) int {
 	logFormat := configs.Default().Log.Format
 	fs.TextVar(&logFormat, "log-format", logFormat, logFormatUsage)
 	profiles := addProfileFlags(fs)
-	if code, ok := parseFlags(fs, simSynopsis, args, s); !ok {
+	if code, ok := parseFlags(fs, synopsis, args, s); !ok {
 		return code
 	}
 	cfg, err := simConfig(*listen, *activity, *allow, *clientMax, *sceneMax, *priority)
+	if err == nil {
+		err = simRegionFlags(fs, &cfg, *buckets, *avatars, *childRegions, *position)
+	}
 	cfg.Stress = region.StressConfig{Enabled: *stress, ViewDistance: float32(*view)}
 	if err == nil && (!(*view > 0) || math.IsInf(*view, 0)) {
 		// The region takes 0 for its default: refused here, not swapped.
@@ -80,6 +113,11 @@ func runSim(args []string, s stdio) int {
 		fmt.Fprintf(s.err, "fairgrid sim: %v\n", err)
 		return exitFail
 	}
+	children, err := openChildRegions(srv, cfg, *childRegions, log)
+	if err != nil {
+		fmt.Fprintf(s.err, "fairgrid sim: %v\n", err)
+		return exitFail
+	}
 	ctx, stop := runContext(*duration, logNotice(log))
 	defer stop()
 	var metricsLn net.Listener
@@ -90,12 +128,15 @@ func runSim(args []string, s stdio) int {
 		}
 	}
 	g := simGroup(srv, metricsLn)
+	for _, c := range children {
+		g.Add(c.Run, nil)
+	}
 	stopProfiles, err := profiles.start()
 	if err != nil {
 		fmt.Fprintf(s.err, "fairgrid sim: %v\n", err)
 		return exitFail
 	}
-	log.Info("region listening", "addr", srv.Addr(), "activity", cfg.Activity.String())
+	log.Info("region listening", "addr", srv.Addr(), "activity", cfg.Activity.String(), "buckets", *buckets, "child_regions", len(children))
 	runErr := g.Run(ctx)
 	if err := stopProfiles(); err != nil {
 		fmt.Fprintf(s.err, "fairgrid sim: %v\n", err)
@@ -104,12 +145,18 @@ func runSim(args []string, s stdio) int {
 		fmt.Fprintf(s.err, "fairgrid sim: %v\n", runErr)
 		return exitFail
 	}
-	for _, c := range srv.Clients() {
-		var sent uint64
-		for _, b := range c.SentBytes {
-			sent += b
+	for i, r := range append([]*region.Server{srv}, children...) {
+		where := ""
+		if i > 0 {
+			where = fmt.Sprintf("child region %v: ", r.Addr())
 		}
-		fmt.Fprintf(s.out, "%v agent %v: throttle %.0f kbit/s, sent %d bytes, %d resends\n", c.Addr, c.AgentID, float64(c.Total)*8/1000, sent, c.Resends)
+		for _, c := range r.Clients() {
+			var sent uint64
+			for _, b := range c.SentBytes {
+				sent += b
+			}
+			fmt.Fprintf(s.out, "%s%v agent %v: throttle %.0f kbit/s, sent %d bytes, %d resends\n", where, c.Addr, c.AgentID, float64(c.Total)*8/1000, sent, c.Resends)
+		}
 	}
 	fmt.Fprintln(s.out, describeRefusals(srv.Counters()))
 	return exitOK
@@ -168,6 +215,70 @@ func simConfig(listen, activity, allow, clientMax, sceneMax string, priority boo
 	}
 	cfg.Scheduler = opensim.Config{ClientMax: int64(cm), SceneMax: int64(sm), AvatarPriority: priority}
 	return cfg, nil
+}
+
+// simRegionFlags applies --buckets, --avatars, --child-regions and
+// --position to cfg, refusing what would be ignored or out of range.
+func simRegionFlags(fs *flag.FlagSet, cfg *region.Config, buckets string, avatars, childRegions int, position string) error {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	switch buckets {
+	case "opensim":
+		cfg.Scheduler.ChannelBuckets = true
+	case "fair":
+	default:
+		return fmt.Errorf("--buckets %q: want opensim or fair", buckets)
+	}
+	if set["avatars"] && cfg.Activity != region.Avatars {
+		return errors.New("--avatars applies only with --activity avatars")
+	}
+	if avatars < 1 || avatars > 10_000 {
+		return fmt.Errorf("--avatars %d: want 1 to 10000", avatars)
+	}
+	cfg.Avatars = avatars
+	if childRegions < 0 || childRegions > len(region.NeighbourOffsets) {
+		return fmt.Errorf("--child-regions %d: want 0 to %d (the neighbours of a region)", childRegions, len(region.NeighbourOffsets))
+	}
+	if set["position"] && childRegions == 0 {
+		return errors.New("--position applies only with --child-regions")
+	}
+	xs, ys, ok := strings.Cut(position, ",")
+	x, err1 := strconv.ParseFloat(strings.TrimSpace(xs), 32)
+	y, err2 := strconv.ParseFloat(strings.TrimSpace(ys), 32)
+	if !ok || err1 != nil || err2 != nil || !(x >= 0 && x <= 256) || !(y >= 0 && y <= 256) {
+		return fmt.Errorf("--position %q: want X,Y in metres, each from 0 to 256", position)
+	}
+	cfg.Position = lludp.Vector3{float32(x), float32(y), 25}
+	if childRegions > 0 && cfg.Listen.Port() != 0 && int(cfg.Listen.Port())+childRegions > 65535 {
+		return fmt.Errorf("--child-regions %d: ports after %d run past 65535", childRegions, cfg.Listen.Port())
+	}
+	return nil
+}
+
+// openChildRegions opens n neighbour regions of root on the ports after
+// its own (any free port if root's was 0), each a child of root.
+func openChildRegions(root *region.Server, cfg region.Config, n int, log *slog.Logger) ([]*region.Server, error) {
+	var children []*region.Server
+	for i := range n {
+		c := cfg
+		off := region.NeighbourOffsets[i]
+		c.Child = &region.ChildConfig{OffsetX: off[0], OffsetY: off[1]}
+		if cfg.Listen.Port() != 0 {
+			c.Listen = netip.AddrPortFrom(cfg.Listen.Addr(), cfg.Listen.Port()+uint16(i+1))
+		}
+		child, err := region.New(c, log.With("region", fmt.Sprintf("child %d", i+1)))
+		if err == nil {
+			err = root.AddChild(child)
+		}
+		if err != nil {
+			for _, o := range children {
+				o.Close()
+			}
+			return nil, fmt.Errorf("child region %d: %w", i+1, err)
+		}
+		children = append(children, child)
+	}
+	return children, nil
 }
 
 // admissionConfig checks the admission flags: each must be positive, as a

@@ -380,6 +380,16 @@ func (s *Server) Clients() []ClientInfo {
 	return out
 }
 
+// Close releases the region's socket, for a region whose Run will not
+// be called (Run closes it when it returns). It may be called more than
+// once.
+func (s *Server) Close() error {
+	if err := s.conn.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+		return err
+	}
+	return nil
+}
+
 // Run serves until ctx ends.
 func (s *Server) Run(ctx context.Context) error {
 	go s.read()
