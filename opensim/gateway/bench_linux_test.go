@@ -237,10 +237,11 @@ func (c *benchChild) stop() {
 // datagrams in turn, each eighth followed by a PacketAck of the last
 // eight received.
 type benchViewer struct {
-	conn *net.UDPConn
-	seq  uint32
-	acks []uint32
-	mix  [][]byte
+	conn   *net.UDPConn
+	seq    uint32
+	offset uint32 // the echo's number less the viewer's own
+	acks   []uint32
+	mix    [][]byte
 }
 
 var benchImage = func() []byte {
@@ -313,10 +314,26 @@ func runLoad(b *testing.B, relay netip.AddrPort, n, window int, d time.Duration,
 		c.Write(login)
 		buf := make([]byte, 2048)
 		c.SetReadDeadline(time.Now().Add(5 * time.Second))
-		if _, err := c.Read(buf); err != nil {
+		k, err := c.Read(buf)
+		if err != nil {
 			b.Fatalf("viewer %d: no answer to its login: %v", i, err)
 		}
 		viewers[i].seq = 1
+		if h, _, _, err := lludp.ParseHeader(buf[:k]); err == nil && h.ID == lludp.StartPingCheckID && h.Flags.Reliable() {
+			// The gateway's probe of the viewer's address: acked, as a
+			// viewer acks it, and then the echo of the login arrives.
+			viewers[i].seq = 2
+			ack, _ := lludp.AppendMessage(nil, lludp.Header{Sequence: 2}, &lludp.PacketAck{IDs: []uint32{h.Sequence}}, nil)
+			c.Write(ack)
+			if k, err = c.Read(buf); err != nil {
+				b.Fatalf("viewer %d: no answer to its probe's ack: %v", i, err)
+			}
+		}
+		// The echo's numbers as the viewer sees them are the viewer's own
+		// plus an offset (the gateway's circuits start at a random one).
+		if h, _, _, err := lludp.ParseHeader(buf[:k]); err == nil {
+			viewers[i].offset = h.Sequence - 1
+		}
 	}
 	var count atomic.Uint64
 	var latMu sync.Mutex
@@ -349,11 +366,11 @@ func runLoad(b *testing.B, relay netip.AddrPort, n, window int, d time.Duration,
 					v.acks = append(v.acks, h.Sequence)
 				}
 				if lat != nil {
-					if at, ok := sent[h.Sequence]; ok {
+					if at, ok := sent[h.Sequence-v.offset]; ok {
 						latMu.Lock()
 						*lat = append(*lat, time.Since(at))
 						latMu.Unlock()
-						delete(sent, h.Sequence)
+						delete(sent, h.Sequence-v.offset)
 					}
 				}
 				count.Add(1)

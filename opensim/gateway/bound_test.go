@@ -67,7 +67,10 @@ func TestChannelBoundOnSockets(t *testing.T) {
 	ask := throttle.ViewerSplit(ratecalc.Rate(rate))
 
 	// On: the gateway in front of a stand-in region.
-	on := gatewaytest.Start(t, gateway.Config{}, nil)
+	// The viewer acks nothing (the stand-in viewer does not), which
+	// the gateway reads as losing everything (issue 34): the fair rate
+	// is clamped at the ask, so that this is the channels' bound alone.
+	on := gatewaytest.Start(t, gateway.Config{Control: throttle.Config{Min: ratecalc.Rate(rate)}}, nil)
 	onViewer := gatewaytest.NewViewer(t, on.GW.Addr(0), 1, gatewaytest.Loopback)
 	onAt := on.LoggedIn(t, onViewer, &ask)
 	// Off: the same region traffic through one FIFO at the same rate.

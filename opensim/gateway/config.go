@@ -4,11 +4,14 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"io"
+	"math"
 	"net/netip"
 	"time"
 
 	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/opensim"
+	"github.com/fairgrid/fairgrid/ratecalc"
 	"github.com/fairgrid/fairgrid/throttle"
 )
 
@@ -40,17 +43,32 @@ type Config struct {
 	// the sidecar. Its other fields are not used.
 	Control throttle.Config
 	// MaxViewers bounds the circuits carried at once, pending or not
-	// (default 4096). MaxPending bounds the circuits whose viewer has not
-	// yet answered the region (default 1024); beyond it the oldest pending
-	// circuit makes room. MaxPerPrefix bounds the circuits from one source
-	// /24 (IPv4) or /64 (IPv6) (default 1024: a NAT, a class).
+	// (default 4096); each costs a socket. MaxPending bounds the probes,
+	// endpoints whose address is not proven yet (probe.go; default
+	// 16384, about 200 bytes each); beyond it the oldest probe makes
+	// room once it is PendingHold old, else the newcomer is refused.
+	// MaxPerPrefix bounds the circuits, and apart the probes, from one
+	// source /24 (IPv4) or /64 (IPv6) (default 1024: a NAT, a class).
 	MaxViewers, MaxPending, MaxPerPrefix int
-	// PendingTimeout closes a circuit whose viewer has not answered the
-	// region in this long (default 10 s). IdleTimeout closes a circuit
+	// UpMax bounds what each circuit's viewer sends the region, in
+	// bytes/s, one second's worth deep; a datagram costs at least 100
+	// bytes (default 128 KB/s: a viewer sends a few KB/s, tens of KB/s
+	// while it uploads).
+	UpMax ratecalc.Rate
+	// Rand keys the random numbers that prove a viewer's address and
+	// start each circuit's numbering (default crypto/rand; a test gives a
+	// seeded source).
+	Rand io.Reader
+	// PendingTimeout drops a probe, and closes a circuit whose viewer has
+	// not answered the region, in this long (default 10 s). IdleTimeout closes a circuit
 	// whose viewer has sent nothing in this long (default 60 s, OpenSim's
 	// AckTimeout). Linger keeps a circuit after its logout or
 	// CloseCircuit so the last acks pass (default 2 s).
 	PendingTimeout, IdleTimeout, Linger time.Duration
+	// IdentifyViewers puts viewers' endpoints and AgentIDs in the metrics
+	// and the log; without it a circuit is named by its ordinal alone
+	// (issue 34: a scraper aimed spoofed datagrams with them).
+	IdentifyViewers bool
 	// Tap, if set, sees every datagram on the public side as it passes
 	// there: each viewer's as it arrives (before any rewriting), and each
 	// to a viewer as it leaves — a capture at the region's public address.
@@ -62,7 +80,8 @@ type Config struct {
 // Defaults (doc.go says why these).
 const (
 	DefaultMaxViewers     = 4096
-	DefaultMaxPending     = 1024
+	DefaultMaxPending     = 16384
+	DefaultUpMax          = 128 << 10
 	DefaultMaxPerPrefix   = 1024
 	DefaultPendingTimeout = 10 * time.Second
 	DefaultIdleTimeout    = 60 * time.Second
@@ -77,6 +96,7 @@ func (c Config) WithDefaults() (Config, error) {
 	c.MaxViewers = cmp.Or(c.MaxViewers, DefaultMaxViewers)
 	c.MaxPending = cmp.Or(c.MaxPending, DefaultMaxPending)
 	c.MaxPerPrefix = cmp.Or(c.MaxPerPrefix, DefaultMaxPerPrefix)
+	c.UpMax = cmp.Or(c.UpMax, DefaultUpMax)
 	c.PendingTimeout = cmp.Or(c.PendingTimeout, DefaultPendingTimeout)
 	c.IdleTimeout = cmp.Or(c.IdleTimeout, DefaultIdleTimeout)
 	c.Linger = cmp.Or(c.Linger, DefaultLinger)
@@ -89,15 +109,9 @@ func (c Config) WithDefaults() (Config, error) {
 	if len(c.Routes) == 0 {
 		bad("no routes: want at least one listen address and region")
 	}
-	listens := map[netip.AddrPort]bool{}
-	for i, r := range c.Routes {
-		if !r.Listen.IsValid() || !r.Region.IsValid() || r.Region.Port() == 0 || r.Region.Addr().IsUnspecified() {
-			bad("route %d: listen %v, region %v: want ip:port for both, the region's specific", i, r.Listen, r.Region)
-		}
-		if listens[r.Listen] {
-			bad("route %d: listen %v used twice", i, r.Listen)
-		}
-		listens[r.Listen] = true
+	errs = append(errs, CheckRoutes(c.Routes, localAddrs())...)
+	if !(c.UpMax >= minUpCost) || math.IsInf(float64(c.UpMax), 0) {
+		bad("up max %v: want at least %d bytes/s", c.UpMax, minUpCost)
 	}
 	if c.MaxViewers < 1 || c.MaxPending < 1 || c.MaxPerPrefix < 1 {
 		bad("max viewers %d, max pending %d, max per prefix %d: want at least 1 each", c.MaxViewers, c.MaxPending, c.MaxPerPrefix)

@@ -2,9 +2,12 @@ package gateway
 
 import (
 	"container/list"
+	cryptorand "crypto/rand"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"math"
+	"math/rand/v2"
 	"net/netip"
 	"reflect"
 	"slices"
@@ -23,15 +26,28 @@ const (
 	Passed    Drop = iota
 	Malformed      // not LLUDP: the header does not parse
 	Orphan         // from an endpoint with no circuit, and not a UseCircuitCode
-	Refused        // a UseCircuitCode the caps refused (MaxViewers, MaxPerPrefix)
+	Refused        // a UseCircuitCode the caps refused (MaxViewers, MaxPending, MaxPerPrefix)
 	QueueFull      // the region's datagram found its channel's queue full (tail drop)
 	// ResendQueued: the region resent a datagram whose original is still
 	// queued in the gateway; the original will do.
 	ResendQueued
+	// Probing: a datagram from an endpoint whose address is not proven
+	// yet (probe.go): a UseCircuitCode held, or the viewer's answer to
+	// the probe, which is the gateway's own.
+	Probing
+	// BadProof: a probed endpoint acked numbers it was never sent; past
+	// maxGuesses its probe is dropped.
+	BadProof
+	// Mismatch: a UseCircuitCode whose circuit code, agent or session
+	// differs from the circuit's (or the probe's) at that endpoint: a
+	// spoofed one cannot reset a viewer's circuit.
+	Mismatch
+	// UpLimited: over the circuit's upstream bound (Config.UpMax).
+	UpLimited
 	numDrops
 )
 
-var dropNames = [numDrops]string{"passed", "malformed", "orphan", "refused", "queue_full", "resend_queued"}
+var dropNames = [numDrops]string{"passed", "malformed", "orphan", "refused", "queue_full", "resend_queued", "probing", "bad_proof", "mismatch", "up_limited"}
 
 func (d Drop) String() string {
 	if d < numDrops {
@@ -43,7 +59,10 @@ func (d Drop) String() string {
 type viewerState uint8
 
 const (
-	pending viewerState = iota // UseCircuitCode passed; the viewer has not answered the region yet
+	// pending: the viewer's address is proven (probe.go) and its
+	// UseCircuitCode passed; it has not yet acked a datagram of the
+	// region's.
+	pending viewerState = iota
 	active
 	closing // logged out or closed: removed after Linger
 )
@@ -73,6 +92,11 @@ type Viewer struct {
 	agent, session lludp.UUID
 	code           uint32
 	upSeq          uint32 // the viewer's latest sequence number
+	id             uint64 // the circuit's ordinal since start: its name in metrics unless viewers are identified
+
+	// The upstream bound (Config.UpMax): a token bucket in bytes.
+	upTokens float64
+	upAt     time.Time
 
 	asked      [lludp.NumCategories]float32 // the viewer's own AgentThrottle, bits/s
 	askedTotal ratecalc.Rate                // its total, bytes/s; 0: none seen yet
@@ -142,15 +166,25 @@ type Core struct {
 	byClient map[opensim.ClientID]*Viewer
 	prefixes map[netip.Prefix]int
 	pendingQ list.List // of *Viewer, oldest first
-	packet   lludp.Packet
-	ack      lludp.PacketAck
-	items    [64]opensim.Item[queued]
-	rewrite  []byte
-	now      time.Time // the latest time given: readers' times interleave
-	gone     []*Viewer // removed since the shell last asked (Gone)
+	probes   probes    // endpoints whose address is not proven yet (probe.go)
+	rand     *rand.ChaCha8
+	opened   uint64 // circuits opened since start: the next one's id
+	events   []Event
+	replies  []Reply
+
+	viewerCap int // MaxViewers' ceiling from the open-file limit (0: none)
+
+	probesSent, probesExpired uint64
+	openedTotal, closedTotal  uint64
+	packet                    lludp.Packet
+	ack                       lludp.PacketAck
+	items                     [64]opensim.Item[queued]
+	rewrite                   []byte
+	now                       time.Time // the latest time given: readers' times interleave
+	gone                      []*Viewer // removed since the shell last asked (Gone)
 
 	counts   [numDrops]uint64
-	evicted  uint64 // pending circuits evicted to make room
+	evicted  uint64 // probes evicted to make room (each at least PendingHold old)
 	expired  uint64 // circuits closed by a timeout
 	asserts  uint64 // AgentThrottles sent by the gateway
 	rewrites uint64 // viewer AgentThrottles rewritten in flight
@@ -166,8 +200,19 @@ func NewCore(cfg Config) (*Core, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The probes' numbers and each circuit's first sequence number come
+	// from ChaCha8 keyed from Rand (crypto/rand unless a test injects a
+	// seeded source): a blind spoofer must guess them.
+	var seed [32]byte
+	src := c.Rand
+	if src == nil {
+		src = cryptorand.Reader
+	}
+	if _, err := io.ReadFull(src, seed[:]); err != nil {
+		return nil, fmt.Errorf("gateway: seed: %w", err)
+	}
 	return &Core{cfg: c, sched: sched, viewers: map[circuitKey]*Viewer{}, byClient: map[opensim.ClientID]*Viewer{},
-		prefixes: map[netip.Prefix]int{}}, nil
+		prefixes: map[netip.Prefix]int{}, probes: newProbes(), rand: rand.NewChaCha8(seed)}, nil
 }
 
 // clock returns now, or the latest time given if now is earlier: the
@@ -199,26 +244,41 @@ func sourcePrefix(a netip.Addr) netip.Prefix {
 
 // FromViewer takes a datagram from src on route. It returns the circuit
 // and the bytes to send to the region from that circuit's socket (b
-// itself, or the core's buffer with a rewritten AgentThrottle, valid until
-// the next call), or why nothing is sent. A circuit the call opened has
-// a nil Conn: the shell gives it its socket, or calls Remove.
+// itself, the held UseCircuitCode of a circuit the call opened, or the
+// core's buffer with a rewritten AgentThrottle, valid until the next
+// call), or why nothing is sent. A circuit the call opened has a nil
+// Conn: the shell gives it its socket, or calls Remove. What the core
+// sends the endpoint itself (a probe) the shell takes with Replies.
 func (g *Core) FromViewer(route int, src netip.AddrPort, b []byte, now time.Time) (*Viewer, []byte, Drop) {
 	now = g.clock(now)
 	h, acks, _, err := lludp.ParseHeader(b)
 	if err != nil || route < 0 || route >= len(g.cfg.Routes) {
-		g.counts[Malformed]++
-		return nil, nil, Malformed
+		return g.drop(nil, Malformed)
 	}
-	v := g.viewers[circuitKey{route, src}]
+	key := circuitKey{route, src}
+	v := g.viewers[key]
+	if v != nil && h.ID == lludp.UseCircuitCodeID {
+		var m lludp.UseCircuitCode
+		if !g.decode(b, &m) {
+			return g.drop(nil, Malformed)
+		}
+		if m.AgentID != v.agent || m.SessionID != v.session || m.Code != v.code {
+			if v.state != closing {
+				// Never a reset: a spoofed UseCircuitCode from a viewer's
+				// endpoint would restart its numbering (issue 34).
+				return g.drop(nil, Mismatch)
+			}
+			// A new login from the endpoint of a circuit that logged
+			// out: it starts with a probe of its own.
+			g.remove(v, now)
+			v = nil
+		}
+	}
 	if v == nil {
-		if h.ID != lludp.UseCircuitCodeID {
-			g.counts[Orphan]++
-			return nil, nil, Orphan
-		}
-		if v = g.open(route, src, now); v == nil {
-			g.counts[Refused]++
-			return nil, nil, Refused
-		}
+		return g.fromUnproven(key, h, acks, b, now)
+	}
+	if !g.upAllowed(v, len(b), now) {
+		return g.drop(nil, UpLimited)
 	}
 	v.seen = now
 	v.up += uint64(len(b))
@@ -232,18 +292,6 @@ func (g *Core) FromViewer(route int, src netip.AddrPort, b []byte, now time.Time
 	v.seq.translateAcks(b, acks)
 	out := b
 	switch h.ID {
-	case lludp.UseCircuitCodeID:
-		var m lludp.UseCircuitCode
-		if g.decode(b, &m) {
-			if v.state != pending && (m.AgentID != v.agent || m.SessionID != v.session || m.Code != v.code) {
-				// A new circuit from the same endpoint (a region restart,
-				// a new login): its numbers start again.
-				v.est.reset()
-				v.seq.reset()
-				clear(v.queuedReliable)
-			}
-			v.agent, v.session, v.code = m.AgentID, m.SessionID, m.Code
-		}
 	case lludp.PacketAckID:
 		if g.decode(b, &g.ack) {
 			for _, id := range g.ack.IDs {
@@ -256,18 +304,45 @@ func (g *Core) FromViewer(route int, src netip.AddrPort, b []byte, now time.Time
 		if g.decode(b, &m) {
 			v.est.viewerPong(m.PingID, now)
 		}
-	case lludp.CompleteAgentMovementID:
-		g.activate(v)
 	case lludp.AgentThrottleID:
 		out = g.viewerThrottle(v, b, now)
-	case lludp.LogoutRequestID, lludp.CloseCircuitID:
-		if h.ID == lludp.CloseCircuitID {
-			g.close(v, now)
-		}
+	case lludp.CloseCircuitID:
+		g.close(v, now)
 	}
 	g.counts[Passed]++
 	return v, out, Passed
 }
+
+func (g *Core) drop(v *Viewer, d Drop) (*Viewer, []byte, Drop) {
+	g.counts[d]++
+	return v, nil, d
+}
+
+// upAllowed charges a viewer datagram of n bytes to the circuit's
+// upstream bound: a token bucket of UpMax bytes a second, one second
+// deep. Each datagram costs at least minUpCost, its IP and UDP headers
+// counted, so a flood of tiny PacketAcks is bounded in datagrams too.
+func (g *Core) upAllowed(v *Viewer, n int, now time.Time) bool {
+	limit := float64(g.cfg.UpMax)
+	v.upTokens = min(limit, v.upTokens+now.Sub(v.upAt).Seconds()*limit)
+	v.upAt = now
+	cost := float64(max(minUpCost, n+28))
+	if v.upTokens < cost {
+		return false
+	}
+	v.upTokens -= cost
+	return true
+}
+
+// startDecide is how often a circuit's rate follows its controller
+// during its first Interval: the Tick's period, a few loopback round
+// trips, a fraction of an Internet one.
+const startDecide = 100 * time.Millisecond
+
+// minUpCost is the least a viewer datagram costs its upstream bound, in
+// bytes: a viewer's smallest datagrams (acks, pings) are tens of bytes,
+// and it sends tens a second, not thousands.
+const minUpCost = 100
 
 func (g *Core) decode(b []byte, m lludp.Typed) bool {
 	return g.packet.DecodeFromBytes(b) == nil && g.packet.Unmarshal(m) == nil
@@ -316,36 +391,32 @@ func (g *Core) viewerAck(v *Viewer, seq uint32, now time.Time) {
 	}
 }
 
-// open admits a new circuit, or returns nil when the caps refuse it.
-func (g *Core) open(route int, src netip.AddrPort, now time.Time) *Viewer {
+// open admits a circuit whose address a probe proved, or returns nil
+// when the caps refuse it. Its numbering towards the viewer continues
+// from the probe's number, which only a receiver of the probe knows, and
+// its rate is the fair rate's first value (the controller's initial
+// window) until the viewer asks for less: never the scheduler's default.
+func (g *Core) open(route int, src netip.AddrPort, first uint32, now time.Time) *Viewer {
 	prefix := sourcePrefix(src.Addr())
-	if g.prefixes[prefix] >= g.cfg.MaxPerPrefix {
+	if g.prefixes[prefix] >= g.cfg.MaxPerPrefix || len(g.viewers) >= g.cfg.MaxViewers {
 		return nil
-	}
-	if g.pendingQ.Len() >= g.cfg.MaxPending || len(g.viewers) >= g.cfg.MaxViewers {
-		// The oldest pending circuit makes room: a flood from fresh
-		// addresses cycles through the pending slots, and a real viewer
-		// completes its handshake within a round trip (doc.go).
-		el := g.pendingQ.Front()
-		if el == nil {
-			return nil
-		}
-		g.evicted++
-		g.remove(el.Value.(*Viewer), now)
-		if g.prefixes[prefix] >= g.cfg.MaxPerPrefix {
-			return nil
-		}
 	}
 	ctl, err := g.cfg.Control.NewController(g.cfg.Control.Controller)
 	if err != nil {
 		return nil // validated in NewCore: cannot happen
 	}
-	v := &Viewer{Route: route, Addr: src, state: pending, prefix: prefix, created: now, seen: now,
-		sched: g.sched.AddClient(now), est: newEstimator(ctl), queuedReliable: map[uint32]struct{}{}, nextDecide: now.Add(g.cfg.Control.Interval)}
+	g.opened++
+	v := &Viewer{Route: route, Addr: src, state: pending, prefix: prefix, created: now, seen: now, id: g.opened,
+		sched: g.sched.AddClient(now), est: newEstimator(ctl), queuedReliable: map[uint32]struct{}{}, nextDecide: now.Add(startDecide),
+		upTokens: float64(g.cfg.UpMax), upAt: now}
+	v.seq.next = first
 	v.pendEl = g.pendingQ.PushBack(v)
 	g.viewers[circuitKey{route, src}] = v
 	g.byClient[v.sched] = v
 	g.prefixes[prefix]++
+	v.fair = g.cfg.Control.Clamp(ctl.Rate(now))
+	g.apply(v, now)
+	g.event(EventOpened, v)
 	return v
 }
 
@@ -380,6 +451,7 @@ func (g *Core) remove(v *Viewer, now time.Time) {
 	delete(g.viewers, k)
 	delete(g.byClient, v.sched)
 	g.gone = append(g.gone, v)
+	g.event(EventClosed, v)
 	g.sched.RemoveClient(v.sched, now)
 	if g.prefixes[v.prefix]--; g.prefixes[v.prefix] <= 0 {
 		delete(g.prefixes, v.prefix)
@@ -416,18 +488,23 @@ func (g *Core) viewerThrottle(v *Viewer, b []byte, now time.Time) []byte {
 // apply sets the circuit's rate in force, min(asked, fair), and the
 // scheduler's rates for it: the viewer's own split, scaled.
 func (g *Core) apply(v *Viewer, now time.Time) {
-	if v.askedTotal <= 0 {
-		return // the scheduler's defaults, as OpenSim's before any request
-	}
 	v.rate = v.askedTotal
-	if v.fair > 0 && v.fair < v.rate {
+	if v.fair > 0 && (v.rate <= 0 || v.fair < v.rate) {
+		// Before the viewer's AgentThrottle, the fair rate alone: the
+		// scheduler's default (OpenSim's, 66,747 B/s) is more than a new
+		// circuit's fair share, and reflected traffic rode on it.
 		v.rate = v.fair
+	}
+	if v.rate <= 0 {
+		return
 	}
 	g.sched.SetThrottleValues(v.sched, scaled(v.asked, v.rate), now)
 }
 
-// scaled is the viewer's split of asked scaled to total (bytes/s), in
-// bits/s per category.
+// scaled is the one place the gateway splits a circuit's rate over the
+// categories: the viewer's own split of asked scaled to total (bytes/s),
+// in bits/s per category, or the Second Life viewer's default split
+// before the viewer asked.
 func scaled(asked [lludp.NumCategories]float32, total ratecalc.Rate) [lludp.NumCategories]float32 {
 	var sum float64
 	for _, x := range asked {
@@ -554,7 +631,9 @@ func (g *Core) Next(out []Out, now time.Time) (n int, wait time.Duration) {
 // Tick or Gone, whose sockets the shell closes.
 func (g *Core) Tick(now time.Time, asserts []Assert, closed []*Viewer) ([]Assert, []*Viewer) {
 	now = g.clock(now)
+	g.expireProbes(now)
 	for _, v := range g.viewers {
+		v.est.expire(now)
 		switch {
 		case v.state == pending && now.Sub(v.created) > g.cfg.PendingTimeout,
 			v.state == active && now.Sub(v.seen) > g.cfg.IdleTimeout,
@@ -563,12 +642,24 @@ func (g *Core) Tick(now time.Time, asserts []Assert, closed []*Viewer) ([]Assert
 			g.remove(v, now)
 			continue
 		}
-		if v.state != active || now.Before(v.nextDecide) {
+		if v.state == closing || now.Before(v.nextDecide) {
 			continue
 		}
+		// A new circuit's rate starts at the controller's initial one
+		// (open), so for its first Interval it follows the controller
+		// every startDecide, as a TCP flow leaves slow start within
+		// round trips, not seconds; the region is told on the regular
+		// schedule only (the scheduler holds the rate meanwhile).
+		early := now.Sub(v.created) < g.cfg.Control.Interval
 		v.nextDecide = now.Add(g.cfg.Control.Interval)
+		if early {
+			v.nextDecide = now.Add(startDecide)
+		}
 		v.fair = g.cfg.Control.Clamp(v.est.ctl.Rate(now))
 		g.apply(v, now)
+		if early || v.state != active {
+			continue
+		}
 		if a, ok := g.assert(v); ok {
 			asserts = append(asserts, a)
 		}
@@ -615,6 +706,9 @@ func (g *Core) assert(v *Viewer) (Assert, bool) {
 // Viewers returns the number of circuits, and of those pending.
 func (g *Core) Viewers() (all, pendingCircuits int) { return len(g.viewers), g.pendingQ.Len() }
 
+// Probes returns the number of endpoints being probed.
+func (g *Core) Probes() int { return g.probes.q.Len() }
+
 // Reconfigure applies what can change live — the fair rate's controller,
 // segment, clamps, interval and hysteresis, the caps and the timeouts —
 // and returns the settings that differ but need a restart (routes, bind
@@ -624,6 +718,9 @@ func (g *Core) Reconfigure(cfg Config, now time.Time) (restart []string, err err
 	c, err := cfg.WithDefaults()
 	if err != nil {
 		return nil, err
+	}
+	if g.viewerCap > 0 {
+		c.MaxViewers = min(c.MaxViewers, g.viewerCap)
 	}
 	if !slices.Equal(c.Routes, g.cfg.Routes) {
 		restart = append(restart, "routes")
@@ -636,7 +733,7 @@ func (g *Core) Reconfigure(cfg Config, now time.Time) (restart []string, err err
 	}
 	rebuild := c.Control.Controller != g.cfg.Control.Controller || c.Control.Segment != g.cfg.Control.Segment ||
 		c.Control.Min != g.cfg.Control.Min || c.Control.Max != g.cfg.Control.Max
-	c.Routes, c.Bind, c.Scheduler = g.cfg.Routes, g.cfg.Bind, g.cfg.Scheduler
+	c.Routes, c.Bind, c.Scheduler, c.Rand = g.cfg.Routes, g.cfg.Bind, g.cfg.Scheduler, g.cfg.Rand
 	g.cfg = c
 	if rebuild {
 		for _, v := range g.viewers {

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"encoding/binary"
 	"net/netip"
 	"testing"
@@ -21,6 +22,9 @@ func newTestCore(t *testing.T, cfg Config) *Core {
 	t.Helper()
 	if cfg.Routes == nil {
 		cfg.Routes = []Route{{Listen: testListen, Region: testRegion}}
+	}
+	if cfg.Rand == nil {
+		cfg.Rand = seeded(1)
 	}
 	c, err := NewCore(cfg)
 	if err != nil {
@@ -53,90 +57,162 @@ func regionDatagram(id lludp.MessageID, seq uint32, flags lludp.Flags, size int)
 	return lludp.AppendPacket(nil, lludp.Header{Flags: flags, Sequence: seq}, payload, nil)
 }
 
-// TestAdmission: only UseCircuitCode opens a circuit; the caps hold; a
-// pending circuit makes room for a new one, an established one never.
+// seeded is a seeded source of the core's random numbers (Config.Rand).
+func seeded(seed byte) *bytes.Reader { return bytes.NewReader(bytes.Repeat([]byte{seed}, 32)) }
+
+// login proves addr's address with the probe's ack and returns the circuit
+// it opens (pending: the viewer has not acked the region yet).
+func login(t *testing.T, c *Core, addr netip.AddrPort, code uint32, now time.Time) *Viewer {
+	t.Helper()
+	if _, _, d := c.FromViewer(0, addr, useCircuitCode(t, code), now); d != Probing {
+		t.Fatalf("UseCircuitCode from %v: %v, want probing", addr, d)
+	}
+	r := c.Replies(nil)
+	if len(r) != 1 || r[0].To != addr {
+		t.Fatalf("probes %v, want one to %v", r, addr)
+	}
+	h, _, _, _ := lludp.ParseHeader(r[0].B)
+	v, out, d := c.FromViewer(0, addr, datagram(t, 2, 0, &lludp.PacketAck{IDs: []uint32{h.Sequence}}), now)
+	if d != Passed || v == nil || string(out) != string(useCircuitCode(t, code)) {
+		t.Fatalf("the probe's ack from %v: %v, passed on %x", addr, d, out)
+	}
+	return v
+}
+
+// establish has the region send v a reliable datagram and the viewer ack
+// it: the circuit is established.
+func establish(t *testing.T, c *Core, v *Viewer, now time.Time) {
+	t.Helper()
+	b := regionDatagram(lludp.RegionHandshakeID, 1, lludp.FlagReliable, 200)
+	if send, _ := c.FromRegion(v, b, now); !send {
+		t.Fatal("the handshake waits in the scheduler")
+	}
+	h, _, _, _ := lludp.ParseHeader(b)
+	c.FromViewer(0, v.Addr, datagram(t, 3, 0, &lludp.PacketAck{IDs: []uint32{h.Sequence}}), now)
+	if v.state != active {
+		t.Fatal("the ack of the region's datagram did not establish the circuit")
+	}
+}
+
+// TestAdmission: only a UseCircuitCode starts a probe, and only the
+// probe's ack from the endpoint opens a circuit; until then the endpoint
+// gets at most 3x what it sent; a truncated UseCircuitCode costs nothing;
+// CompleteAgentMovement establishes nothing; a full probe table refuses
+// newcomers rather than evict a probe younger than PendingHold; the caps
+// per prefix hold.
 func TestAdmission(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	c := newTestCore(t, Config{MaxViewers: 4, MaxPending: 2, MaxPerPrefix: 3})
-	// Not a UseCircuitCode from an unknown endpoint: dropped, nothing kept.
-	if _, _, d := c.FromViewer(0, viewerAddr(192, 0, 2, 1, 1), datagram(t, 1, 0, &lludp.AgentUpdate{}), t0); d != Orphan {
-		t.Errorf("AgentUpdate from a stranger: %v", d)
+	stranger := viewerAddr(192, 0, 2, 1, 1)
+	for _, tc := range []struct {
+		name  string
+		route int
+		b     []byte
+		want  Drop
+	}{
+		{"AgentUpdate from a stranger", 0, datagram(t, 1, 0, &lludp.AgentUpdate{}), Orphan},
+		{"three bytes", 0, []byte{0x40, 0, 0}, Malformed},
+		{"a route that does not exist", 3, useCircuitCode(t, 1), Malformed},
+		{"a truncated UseCircuitCode", 0, useCircuitCode(t, 1)[:20], Malformed},
+		{"an ack from a stranger", 0, datagram(t, 1, 0, &lludp.PacketAck{IDs: []uint32{1, 2, 3}}), Orphan},
+	} {
+		if _, _, d := c.FromViewer(tc.route, stranger, tc.b, t0); d != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, d, tc.want)
+		}
 	}
-	if _, _, d := c.FromViewer(0, viewerAddr(192, 0, 2, 1, 1), []byte{0x40, 0, 0}, t0); d != Malformed {
-		t.Errorf("three bytes: %v", d)
+	if c.Probes() != 0 || len(c.Replies(nil)) != 0 {
+		t.Fatalf("%d probes, something sent, after datagrams that start none", c.Probes())
 	}
-	if _, _, d := c.FromViewer(3, viewerAddr(192, 0, 2, 1, 1), useCircuitCode(t, 1), t0); d != Malformed {
-		t.Errorf("a route that does not exist: %v", d)
-	}
-	// An established circuit: it acks a region datagram.
+	// A probe: guesses and CompleteAgentMovement prove nothing; the
+	// probe's own number does.
 	good := viewerAddr(192, 0, 2, 1, 1)
-	v, out, d := c.FromViewer(0, good, useCircuitCode(t, 1), t0)
-	if d != Passed || len(out) == 0 || v.Route != 0 {
+	use := useCircuitCode(t, 1)
+	if _, _, d := c.FromViewer(0, good, use, t0); d != Probing {
 		t.Fatalf("UseCircuitCode: %v", d)
 	}
-	if send, _ := c.FromRegion(v, regionDatagram(lludp.RegionHandshakeID, 1, lludp.FlagReliable, 200), t0); !send {
-		t.Fatal("the handshake waits in the scheduler")
+	r := c.Replies(nil)
+	if len(r) != 1 || len(r[0].B) > 3*len(use) {
+		t.Fatalf("probe %v: want one, within 3x the %d bytes received", r, len(use))
 	}
-	c.FromViewer(0, good, datagram(t, 2, 0, &lludp.PacketAck{IDs: []uint32{1}}), t0)
-	if all, pend := c.Viewers(); all != 1 || pend != 0 {
-		t.Fatalf("after the ack: %d circuits, %d pending", all, pend)
+	ph, _, _, _ := lludp.ParseHeader(r[0].B)
+	if _, _, d := c.FromViewer(0, good, datagram(t, 2, lludp.FlagReliable, &lludp.CompleteAgentMovement{}), t0); d != Probing {
+		t.Errorf("CompleteAgentMovement before the proof: %v", d)
 	}
-	// A flood from fresh addresses: the pending slots cycle, the
-	// established circuit stays.
+	v, out, d := c.FromViewer(0, good, datagram(t, 3, 0, &lludp.PacketAck{IDs: []uint32{ph.Sequence}}), t0)
+	if d != Passed || string(out) != string(use) || v.Route != 0 || v.state != pending {
+		t.Fatalf("the probe's ack: %v, passed on %x", d, out)
+	}
+	establish(t, c, v, t0)
+	// A flood from fresh addresses: two probe slots, each kept
+	// PendingHold; the established circuit untouched.
+	refused := 0
 	for i := range 100 {
-		c.FromViewer(0, viewerAddr(198, 51, byte(i), 7, 5000), useCircuitCode(t, uint32(10+i)), t0.Add(time.Duration(i)*time.Millisecond))
+		at := t0.Add(time.Duration(i) * 20 * time.Millisecond)
+		if _, _, d := c.FromViewer(0, viewerAddr(198, 51, byte(i), 7, 5000), useCircuitCode(t, uint32(10+i)), at); d == Refused {
+			refused++
+		}
 	}
-	if all, pend := c.Viewers(); all != 3 || pend != 2 {
-		t.Errorf("after the flood: %d circuits, %d pending; want 3 and 2", all, pend)
+	// Over 2 s, a slot frees once a probe is 1 s old: 4 admitted.
+	if k := c.Counters(); k.Probes != 2 || k.Evicted != 2 || refused != 96 {
+		t.Errorf("after the flood: %d probes, %d evicted, %d refused; want 2, 2, 96", k.Probes, k.Evicted, refused)
 	}
 	if c.viewers[circuitKey{0, good}] != v {
-		t.Error("the flood evicted the established circuit")
+		t.Error("the flood touched the established circuit")
 	}
-	k := c.Counters()
-	if k.Evicted != 98 {
-		t.Errorf("evicted %d pending circuits, want 98", k.Evicted)
+	// Guessing: 16 wrong acks are taken, the 17th drops the probe.
+	c3 := newTestCore(t, Config{})
+	c3.FromViewer(0, good, use, t0)
+	wrong := make([]uint32, maxGuesses)
+	for i := range wrong {
+		wrong[i] = uint32(i + 1)
 	}
-	if gone := c.Gone(nil); len(gone) != 98 {
-		t.Errorf("Gone reports %d evicted circuits, want 98: their sockets must close", len(gone))
+	if _, _, d := c3.FromViewer(0, good, datagram(t, 2, 0, &lludp.PacketAck{IDs: wrong}), t0); d != Probing {
+		t.Errorf("%d wrong acks: %v", maxGuesses, d)
+	}
+	if _, _, d := c3.FromViewer(0, good, datagram(t, 3, 0, &lludp.PacketAck{IDs: []uint32{1 << 23}}), t0); d != BadProof || c3.Probes() != 0 {
+		t.Errorf("one more: %v, %d probes", d, c3.Probes())
 	}
 	// Per prefix: the fourth circuit from one /24 is refused.
 	c2 := newTestCore(t, Config{MaxPerPrefix: 3})
 	for i := range 4 {
 		_, _, d := c2.FromViewer(0, viewerAddr(203, 0, 113, byte(i+1), 5000), useCircuitCode(t, uint32(i)), t0)
-		if want := map[bool]Drop{true: Refused, false: Passed}[i == 3]; d != want {
-			t.Errorf("circuit %d of one /24: %v, want %v", i+1, d, want)
+		if want := map[bool]Drop{true: Refused, false: Probing}[i == 3]; d != want {
+			t.Errorf("probe %d of one /24: %v, want %v", i+1, d, want)
 		}
 	}
-	if _, _, d := c2.FromViewer(0, viewerAddr(203, 0, 114, 1, 5000), useCircuitCode(t, 9), t0); d != Passed {
+	if _, _, d := c2.FromViewer(0, viewerAddr(203, 0, 114, 1, 5000), useCircuitCode(t, 9), t0); d != Probing {
 		t.Errorf("another /24: %v", d)
 	}
 }
 
-// TestTimeouts: pending, idle and logged-out circuits close when their
-// time is up, and not before.
+// TestTimeouts: probes, pending, idle and logged-out circuits close when
+// their time is up, and not before.
 func TestTimeouts(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	c := newTestCore(t, Config{PendingTimeout: 10 * time.Second, IdleTimeout: 60 * time.Second, Linger: 2 * time.Second})
-	pend, _, _ := c.FromViewer(0, viewerAddr(192, 0, 2, 1, 1), useCircuitCode(t, 1), t0)
-	idle, _, _ := c.FromViewer(0, viewerAddr(192, 0, 2, 2, 1), useCircuitCode(t, 2), t0)
-	c.FromViewer(0, idle.Addr, datagram(t, 2, 0, &lludp.CompleteAgentMovement{}), t0)
-	gone, _, _ := c.FromViewer(0, viewerAddr(192, 0, 2, 3, 1), useCircuitCode(t, 3), t0)
-	c.FromViewer(0, gone.Addr, datagram(t, 2, 0, &lludp.CompleteAgentMovement{}), t0)
+	c.FromViewer(0, viewerAddr(192, 0, 2, 9, 1), useCircuitCode(t, 9), t0) // a probe never answered
+	c.Replies(nil)
+	pend := login(t, c, viewerAddr(192, 0, 2, 1, 1), 1, t0)
+	idle := login(t, c, viewerAddr(192, 0, 2, 2, 1), 2, t0)
+	establish(t, c, idle, t0)
+	gone := login(t, c, viewerAddr(192, 0, 2, 3, 1), 3, t0)
+	establish(t, c, gone, t0)
 	c.FromRegion(gone, regionDatagram(lludp.LogoutReplyID, 6, lludp.FlagReliable, 40), t0.Add(time.Second))
 	for _, tc := range []struct {
-		at   time.Duration
-		want []*Viewer
+		at     time.Duration
+		want   []*Viewer
+		probes int
 	}{
-		{2 * time.Second, nil},
-		{3100 * time.Millisecond, []*Viewer{gone}},
-		{10 * time.Second, nil},
-		{10100 * time.Millisecond, []*Viewer{pend}},
-		{60 * time.Second, nil},
-		{60100 * time.Millisecond, []*Viewer{idle}},
+		{2 * time.Second, nil, 1},
+		{3100 * time.Millisecond, []*Viewer{gone}, 1},
+		{10 * time.Second, nil, 1},
+		{10100 * time.Millisecond, []*Viewer{pend}, 0},
+		{60 * time.Second, nil, 0},
+		{60100 * time.Millisecond, []*Viewer{idle}, 0},
 	} {
 		_, closed := c.Tick(t0.Add(tc.at), nil, nil)
-		if len(closed) != len(tc.want) || len(closed) == 1 && closed[0] != tc.want[0] {
-			t.Errorf("at %v closed %d circuits, want %d", tc.at, len(closed), len(tc.want))
+		if len(closed) != len(tc.want) || len(closed) == 1 && closed[0] != tc.want[0] || c.Probes() != tc.probes {
+			t.Errorf("at %v closed %d circuits, %d probes left; want %d, %d", tc.at, len(closed), c.Probes(), len(tc.want), tc.probes)
 		}
 	}
 	if all, _ := c.Viewers(); all != 0 {
@@ -154,14 +230,16 @@ func TestRewriteAndAssert(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	c := newTestCore(t, Config{Control: throttle.Config{Controller: throttle.TFRC, Interval: time.Second}})
 	addr := viewerAddr(192, 0, 2, 1, 1)
-	v, _, _ := c.FromViewer(0, addr, useCircuitCode(t, 1), t0)
-	c.FromViewer(0, addr, datagram(t, 2, 0, &lludp.CompleteAgentMovement{}), t0)
+	v := login(t, c, addr, 1, t0)
+	establish(t, c, v, t0)
 	ask := ratecalc.RateFromBits(1_500_000)
 	thr := &lludp.AgentThrottle{AgentData: lludp.AgentData{AgentID: lludp.UUID{1, 1}, SessionID: lludp.UUID{2, 1}}, Throttles: throttle.ViewerSplit(ask)}
 	in := datagram(t, 3, lludp.FlagReliable, thr)
 	_, out, _ := c.FromViewer(0, addr, in, t0)
-	if string(out) != string(in) {
-		t.Error("the first AgentThrottle was changed before any decision")
+	// The fair rate applies from the circuit's first datagram: before
+	// any decision it is the controller's initial one, below the ask.
+	if v.fair <= 0 || v.fair >= ask || string(out) == string(in) || v.rate != v.fair {
+		t.Errorf("before any decision: fair %v, rate %v, ask %v, rewritten %v; want the initial fair rate in force", v.fair, v.rate, ask, string(out) != string(in))
 	}
 	// The controller's decision: held at 200 kbit/s by its clamps.
 	v.fair = ratecalc.RateFromBits(200_000)
@@ -205,8 +283,8 @@ func TestChannelFairQueuing(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	c := newTestCore(t, Config{})
 	addr := viewerAddr(192, 0, 2, 1, 1)
-	v, _, _ := c.FromViewer(0, addr, useCircuitCode(t, 1), t0)
-	c.FromViewer(0, addr, datagram(t, 2, 0, &lludp.CompleteAgentMovement{}), t0)
+	v := login(t, c, addr, 1, t0)
+	establish(t, c, v, t0)
 	ask := ratecalc.RateFromBits(400_000)
 	c.FromViewer(0, addr, datagram(t, 3, 0, &lludp.AgentThrottle{AgentData: lludp.AgentData{AgentID: lludp.UUID{1, 1}, SessionID: lludp.UUID{2, 1}},
 		Throttles: throttle.ViewerSplit(ask)}), t0)
@@ -280,40 +358,52 @@ func TestChannelFairQueuing(t *testing.T) {
 	}
 }
 
-// TestNewCircuitSameEndpoint: after a region restart a viewer logs in
-// again from the same endpoint; the circuit keeps its socket, and its
-// measurement starts afresh with the new circuit's sequence numbers.
-func TestNewCircuitSameEndpoint(t *testing.T) {
+// TestUseCircuitCodeNoReset: a UseCircuitCode from a viewer's endpoint
+// with another circuit code, agent or session (a spoofed one, issue 34)
+// is dropped and counted, and the circuit's numbering and measurement go
+// on; the viewer's own resend passes and changes nothing; once the
+// circuit has logged out, a new login from the endpoint starts a probe.
+func TestUseCircuitCodeNoReset(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	c := newTestCore(t, Config{})
 	addr := viewerAddr(192, 0, 2, 1, 1)
-	v, _, _ := c.FromViewer(0, addr, useCircuitCode(t, 1), t0)
-	c.FromViewer(0, addr, datagram(t, 2, 0, &lludp.CompleteAgentMovement{}), t0)
-	for seq := uint32(1); seq <= 10; seq++ {
+	v := login(t, c, addr, 1, t0)
+	establish(t, c, v, t0)
+	for seq := uint32(2); seq <= 11; seq++ {
 		c.FromRegion(v, regionDatagram(lludp.ObjectUpdateID, seq, lludp.FlagReliable, 300), t0)
 	}
 	var out [16]Out
 	for ms := range 500 {
 		c.Next(out[:], t0.Add(time.Duration(ms)*time.Millisecond))
 	}
-	if v.est.tail-v.est.head != 10 {
-		t.Fatalf("%d reliable datagrams outstanding, want 10", v.est.tail-v.est.head)
+	next := v.seq.next
+	use := func(code uint32, agent, session byte) []byte {
+		return datagram(t, 1, lludp.FlagReliable, &lludp.UseCircuitCode{Code: code, AgentID: lludp.UUID{1, agent}, SessionID: lludp.UUID{2, session}})
 	}
-	// The new login: other IDs, numbers from 1 again.
-	again, _, d := c.FromViewer(0, addr, useCircuitCode(t, 2), t0.Add(time.Second))
-	if d != Passed || again != v {
-		t.Fatalf("the second login made a new circuit (%v)", d)
+	for _, tc := range []struct {
+		name string
+		b    []byte
+		want Drop
+	}{
+		{"another code", use(2, 1, 1), Mismatch},
+		{"another agent", use(1, 9, 1), Mismatch},
+		{"another session", use(1, 1, 9), Mismatch},
+		{"the viewer's own resend", use(1, 1, 1), Passed},
+	} {
+		if _, _, d := c.FromViewer(0, addr, tc.b, t0.Add(time.Second)); d != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, d, tc.want)
+		}
+		if v.est.tail-v.est.head != 10 || v.seq.next != next || v.code != 1 || c.viewers[circuitKey{0, addr}] != v {
+			t.Errorf("%s: %d outstanding, next number %d (was %d), code %d: the circuit was reset", tc.name, v.est.tail-v.est.head, v.seq.next, next, v.code)
+		}
 	}
-	if v.est.tail != v.est.head || v.code != 2 {
-		t.Errorf("after the new login: %d outstanding, code %d", v.est.tail-v.est.head, v.code)
+	if k := c.Counters(); k.Drops[Mismatch] != 3 {
+		t.Errorf("%d mismatches counted, want 3", k.Drops[Mismatch])
 	}
-	// The same login resent (a viewer resends an unacked UseCircuitCode)
-	// changes nothing.
-	c.FromRegion(v, regionDatagram(lludp.ObjectUpdateID, 1, lludp.FlagReliable, 300), t0.Add(time.Second))
-	c.Next(out[:], t0.Add(1500*time.Millisecond))
-	c.FromViewer(0, addr, useCircuitCode(t, 2), t0.Add(2*time.Second))
-	if v.est.tail-v.est.head != 1 {
-		t.Errorf("a resent UseCircuitCode reset the measurement")
+	// Logged out: the next login from the endpoint is a new circuit.
+	c.FromRegion(v, regionDatagram(lludp.LogoutReplyID, 20, lludp.FlagReliable, 40), t0.Add(2*time.Second))
+	if _, _, d := c.FromViewer(0, addr, use(2, 2, 2), t0.Add(2*time.Second)); d != Probing || c.viewers[circuitKey{0, addr}] != nil {
+		t.Errorf("a new login after logout: %v", d)
 	}
 }
 
@@ -326,8 +416,12 @@ func TestRenumber(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	c := newTestCore(t, Config{})
 	addr := viewerAddr(192, 0, 2, 1, 1)
-	v, _, _ := c.FromViewer(0, addr, useCircuitCode(t, 1), t0)
-	c.FromViewer(0, addr, datagram(t, 2, 0, &lludp.CompleteAgentMovement{}), t0)
+	v := login(t, c, addr, 1, t0)
+	first := v.seq.next
+	if first == 0 || first > seqMask {
+		t.Fatalf("the circuit's numbering starts at %d", first)
+	}
+	establish(t, c, v, t0)
 	// Region numbers 100 and 101 (Texture), 102 (Avatar).
 	c.FromRegion(v, regionDatagram(lludp.ImagePacketID, 100, lludp.FlagReliable, 1000), t0)
 	c.FromRegion(v, regionDatagram(lludp.ImagePacketID, 101, lludp.FlagReliable, 1000), t0)
@@ -345,10 +439,12 @@ func TestRenumber(t *testing.T) {
 			got = append(got, h.Sequence)
 		}
 	}
-	if len(got) != 3 || got[0] != 1 || got[1] != 2 || got[2] != 3 {
-		t.Fatalf("the viewer saw numbers %v, want 1 2 3", got)
+	// The handshake took the probe's number + 1: these follow it.
+	f := first + 1
+	if len(got) != 3 || got[0] != f+1 || got[1] != f+2 || got[2] != f+3 {
+		t.Fatalf("the viewer saw numbers %v, want %d %d %d", got, f+1, f+2, f+3)
 	}
-	region := func(viewer uint32) uint32 { return v.seq.region(viewer) }
+	region := func(viewer uint32) uint32 { return v.seq.region(viewer + f) }
 	if region(1)+region(2)+region(3) != 303 {
 		t.Errorf("numbers map to %d %d %d", region(1), region(2), region(3))
 	}
@@ -361,7 +457,7 @@ func TestRenumber(t *testing.T) {
 	var p lludp.Packet
 	var ack lludp.PacketAck
 	for _, flags := range []lludp.Flags{0, lludp.FlagZeroCoded} {
-		b, _ := lludp.AppendMessage(nil, lludp.Header{Flags: flags, Sequence: 7}, &lludp.PacketAck{IDs: []uint32{1, 2}}, []uint32{3})
+		b, _ := lludp.AppendMessage(nil, lludp.Header{Flags: flags, Sequence: 7}, &lludp.PacketAck{IDs: []uint32{f + 1, f + 2}}, []uint32{f + 3})
 		_, fwd, _ := c.FromViewer(0, addr, b, t0.Add(3*time.Second))
 		if err := p.DecodeFromBytes(fwd); err != nil || p.Unmarshal(&ack) != nil {
 			t.Fatalf("%v: translated PacketAck does not decode: %v", flags, err)

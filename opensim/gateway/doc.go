@@ -15,22 +15,27 @@
 // as without the gateway. Destinations come from the configuration only,
 // never from a datagram: the gateway is not an open relay.
 //
-// A circuit opens with a viewer's UseCircuitCode and is pending until the
-// viewer shows it hears the region (an ack of a reliable datagram the
-// region sent it, or CompleteAgentMovement). Bounds (Config): MaxViewers
-// circuits in all; MaxPerPrefix from one source /24 or /64; MaxPending
-// pending ones, the oldest evicted to make room, so a flood of
-// UseCircuitCode from fresh addresses only cycles the pending slots and
-// never touches an established circuit — a viewer completes its handshake
-// within a round trip, and while a flood of F datagrams a second runs,
-// one whose round trip is under MaxPending/F still gets in (1024 slots at
-// 10,000 a second: 100 ms). Pending circuits close after PendingTimeout,
-// silent ones after IdleTimeout, logged-out ones Linger after the
-// LogoutReply or CloseCircuit. LLUDP has no proof of address: a blind
-// spoofer can ack the region's predictable first sequence numbers, and
-// the caps are what bound it. Each circuit costs one socket and, at most,
-// its scheduler queues (Config.Scheduler.QueueBytes per channel).
-//
+// A circuit opens only once the viewer has proved its address (probe.go):
+// its first UseCircuitCode is held, not passed on, and answered with one
+// reliable StartPingCheck numbered at random; the viewer's ack of that
+// number, which only a receiver of it can know, opens the circuit, sends
+// the held UseCircuitCode to the region from the circuit's new socket, and
+// starts the circuit's numbering towards the viewer there. Until then the
+// endpoint costs no socket and is sent at most three times what it sent
+// (RFC 9000 §8). The circuit is pending until the viewer acks a datagram
+// of the region's (whose numbers are as unguessable), then established;
+// CompleteAgentMovement, which anyone can spoof, proves nothing. Bounds
+// (Config): MaxViewers circuits in all, each a socket; MaxPending probes,
+// the oldest making room only once it is PendingHold (1 s) old, else the
+// newcomer is refused; MaxPerPrefix circuits, and apart probes, from one
+// source /24 or /64; UpMax bytes a second from each viewer to the region.
+// A UseCircuitCode from a circuit's endpoint with another code, agent or
+// session is dropped (Mismatch): it never resets a circuit, which only a
+// logout or CloseCircuit ends. Probes are dropped after PendingTimeout,
+// pending circuits closed after it, silent ones after IdleTimeout,
+// logged-out ones Linger after the LogoutReply or CloseCircuit.
+// docs/gateway.md, "The gateway under attack", gives each defence's limit.
+
 // # Scheduling
 //
 // The region's datagrams go into the opensim scheduler by channel
@@ -89,7 +94,13 @@
 // # The rate
 //
 // A circuit's rate is min(the viewer's own AgentThrottle, the fair rate),
-// split over the categories as the viewer split its request. The viewer's
+// split over the categories as the viewer split its request (scaled, the
+// one place the split is made). The fair rate applies from the circuit's
+// first datagram: the controller's initial rate before any decision,
+// never the scheduler's default, and during the circuit's first Interval
+// it follows the controller every 100 ms. A reliable datagram unacked for
+// max(1 s, 3 RTT + 200 ms) counts as lost, so a circuit that acks nothing
+// reads as losing everything. The viewer's
 // AgentThrottle is rewritten in flight when the fair rate is lower
 // (lludp.AppendReplacedThrottles: sequence number, flags and acks kept),
 // and the gateway asserts the rate from the circuit's socket, unreliable

@@ -5,6 +5,7 @@ import (
 	"context"
 	"math"
 	"net/netip"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/fairgrid/fairgrid/opensim/gateway/gatewaytest"
 	"github.com/fairgrid/fairgrid/opensim/region"
 	"github.com/fairgrid/fairgrid/ratecalc"
+	"github.com/fairgrid/fairgrid/throttle"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -167,7 +169,11 @@ func jain(xs []float64) float64 {
 func TestSceneShares(t *testing.T) {
 	sim, _ := startRegion(t, region.Config{Activity: region.Flying})
 	scene := ratecalc.RateFromBits(480_000)
-	gw := startGateway(t, gateway.Config{Routes: route(sim.Addr()), Scheduler: opensim.Config{SceneMax: int64(scene)}})
+	// The fair rate is clamped above every ask: this is the scene's
+	// sharing alone (a new circuit starts at its controller's initial
+	// rate, below these asks, and climbs: TestFairRateFromStart).
+	gw := startGateway(t, gateway.Config{Routes: route(sim.Addr()), Scheduler: opensim.Config{SceneMax: int64(scene)},
+		Control: throttle.Config{Min: ratecalc.RateFromBits(2_000_000)}})
 	asks := []ratecalc.Rate{ratecalc.RateFromBits(300_000), ratecalc.RateFromBits(600_000), ratecalc.RateFromBits(900_000)}
 	reps := startViewers(t, gw.Addr(0), asks, 200, 3*time.Second).wait()
 	var sum ratecalc.Rate
@@ -252,12 +258,24 @@ func TestMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := map[string]int{}
+	var info map[string]string
 	for _, mf := range mfs {
 		got[mf.GetName()] = len(mf.GetMetric())
+		if mf.GetName() == "fairgrid_gateway_circuit_info" {
+			info = map[string]string{}
+			for _, l := range mf.GetMetric()[0].GetLabel() {
+				info[l.GetName()] = l.GetValue()
+			}
+		}
+	}
+	// Who the viewer is stays out unless the operator asks
+	// (IdentifyViewers, TestMetricsIdentify).
+	if info["viewer"] != "c1" || info["local"] != "" || info["agent"] != "" {
+		t.Errorf("circuit info %v: want the circuit's ordinal, no endpoint, no agent", info)
 	}
 	c := gw.Circuits()[0]
 	for name, n := range map[string]int{
-		"fairgrid_gateway_circuits": 2, "fairgrid_gateway_datagrams_total": 6, "fairgrid_gateway_circuit_info": 1,
+		"fairgrid_gateway_circuits": 3, "fairgrid_gateway_datagrams_total": 10, "fairgrid_gateway_circuit_info": 1, "fairgrid_gateway_region_answers": 1,
 		"fairgrid_gateway_circuit_rate_bytes_per_second": 1, "fairgrid_gateway_circuit_fair_rate_bytes_per_second": 1,
 		"fairgrid_gateway_circuit_received_rate_bytes_per_second": 1, "fairgrid_gateway_circuit_loss_event_rate": 1,
 		"fairgrid_gateway_circuit_queue_delay_seconds": 5, "fairgrid_gateway_circuit_queue_dropped_total": 5,
@@ -270,6 +288,31 @@ func TestMetrics(t *testing.T) {
 		t.Errorf("circuit %+v: no local endpoint or agent", c)
 	}
 	f.wait()
+}
+
+// TestMetricsIdentify: with IdentifyViewers, the circuit's series name
+// the viewer's endpoint, the endpoint the region sees and the agent.
+func TestMetricsIdentify(t *testing.T) {
+	for _, identify := range []bool{false, true} {
+		u := gatewaytest.Start(t, gateway.Config{IdentifyViewers: identify}, nil)
+		v := gatewaytest.NewViewer(t, u.GW.Addr(0), 7, gatewaytest.Loopback)
+		local := u.LoggedIn(t, v, nil)
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(gateway.NewCollector(u.GW, 0))
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var text bytes.Buffer
+		for _, mf := range mfs {
+			text.WriteString(mf.String())
+		}
+		for _, s := range []string{v.Addr().String(), local.String(), v.Agent().AgentID.String()} {
+			if strings.Contains(text.String(), s) != identify {
+				t.Errorf("identify %v: %s in the metrics: %v", identify, s, !identify)
+			}
+		}
+	}
 }
 
 // TestMeasuredOnRealSockets: a viewer behind the link emulator (3 % loss

@@ -93,18 +93,11 @@ type EstimatorStats struct {
 	UnreliableSent uint64
 	UpGaps         uint64 // viewer datagrams missing on the way up
 	StaleAcks      uint64 // acks for nothing outstanding (duplicates, resends' acks)
+	Expired        uint64 // of Lost, declared lost by the ack timeout (expire)
 }
 
 func newEstimator(ctl ratecalc.Controller) *estimator {
 	return &estimator{ctl: ctl, ring: make([]sentRecord, minRing), mask: minRing - 1}
-}
-
-// reset forgets the circuit's sequence state: a new UseCircuitCode from the
-// same endpoint starts a new circuit, whose numbers start again.
-func (e *estimator) reset() {
-	clear(e.ring)
-	e.head, e.tail, e.ackedAhead = 0, 0, 0
-	e.upKnown, e.upLast = false, 0
 }
 
 // sent records a datagram of size bytes leaving for the viewer at at.
@@ -167,6 +160,35 @@ func (e *estimator) overrun(at time.Time) {
 	e.head++
 	e.advance(at)
 }
+
+// expire declares lost every unacked record older than the ack timeout:
+// a circuit that acks nothing shows no duplicate acks, and without this
+// it would read as losing nothing (issue 34: reflection rode on it). The
+// timeout is three smoothed round trips and the viewer's ack allowance,
+// at least minAckTimeout, as TCP's RTO is at least a second (RFC 6298
+// §2.4).
+func (e *estimator) expire(now time.Time) {
+	limit := now.UnixNano() - int64(max(minAckTimeout, 3*e.srtt()+ackAllowance))
+	for e.head < e.tail {
+		r := &e.ring[e.head&e.mask]
+		if r.acked || r.at > limit {
+			e.advance(now)
+			return
+		}
+		if r.uncertain {
+			e.stats.Unknown++
+		} else {
+			e.stats.Lost++
+			e.stats.Expired++
+			e.ctl.OnPacket(ratecalc.Packet{At: time.Unix(0, r.at), Lost: true})
+		}
+		e.head++
+	}
+}
+
+// minAckTimeout is the least time an unacked datagram waits before
+// expire declares it lost.
+const minAckTimeout = time.Second
 
 // find returns the ordinal of seq's record among the unresolved, if it is
 // there.

@@ -53,17 +53,22 @@ func FuzzCore(f *testing.F) {
 	data := append([]byte{4}, regionDatagram(lludp.ImagePacketID, 6, lludp.FlagReliable, 600)...)
 	resend := append([]byte{4}, regionDatagram(lludp.ImagePacketID, 6, lludp.FlagReliable|lludp.FlagResent, 600)...)
 	f.Add(fuzzOps(login, thr, ping, data, []byte{8}, pong, ack, resend, []byte{9}, []byte{8}))
+	proven := append([]byte{0x10}, login[1:]...)
+	f.Add(fuzzOps(proven, thr, ping, data, []byte{8}, pong, ack, resend, []byte{9}, []byte{8}))
 	for _, d := range seedDatagrams {
-		f.Add(fuzzOps(login, append([]byte{4}, d...), []byte{8}, append([]byte{1}, d...)))
+		f.Add(fuzzOps(proven, append([]byte{4}, d...), []byte{8}, append([]byte{1}, d...)))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
-		c, err := NewCore(Config{Routes: []Route{{Listen: testListen, Region: testRegion}}, MaxViewers: 3, MaxPending: 2, MaxPerPrefix: 3,
+		c, err := NewCore(Config{Routes: []Route{{Listen: testListen, Region: testRegion}}, MaxViewers: 3, MaxPending: 2, MaxPerPrefix: 3, Rand: seeded(1),
 			Control: throttle.Config{Interval: 100 * time.Millisecond}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		now := time.Unix(1000, 0)
 		var out [16]Out
+		// Bytes from each endpoint while it had no circuit, and bytes
+		// the core sent it then: at most 3x (RFC 9000 §8).
+		unproven, probed := map[netip.AddrPort]int{}, map[netip.AddrPort]int{}
 		for len(in) >= 3 {
 			op := in[0]
 			n := int(binary.BigEndian.Uint16(in[1:3]))
@@ -73,8 +78,22 @@ func FuzzCore(f *testing.F) {
 			now = now.Add(time.Duration(op&0xF0) * time.Millisecond)
 			addr := netip.AddrPortFrom(netip.AddrFrom4([4]byte{192, 0, 2, op & 3}), 5000)
 			switch op & 0x0C {
-			case 0: // from a viewer
+			case 0: // from a viewer, which acks the probe it is sent
+				if c.viewers[circuitKey{0, addr}] == nil {
+					unproven[addr] += len(b)
+				}
 				c.FromViewer(0, addr, append([]byte(nil), b...), now)
+				for _, r := range c.Replies(nil) {
+					if probed[r.To] += len(r.B); probed[r.To] > antiAmplification*unproven[r.To] {
+						t.Fatalf("%v: sent %d bytes before its proof, received %d", r.To, probed[r.To], unproven[r.To])
+					}
+					h, _, _, _ := lludp.ParseHeader(r.B)
+					ack, _ := lludp.AppendMessage(nil, lludp.Header{Sequence: 99}, &lludp.PacketAck{IDs: []uint32{h.Sequence}}, nil)
+					if op&0x10 != 0 { // and sometimes does not
+						unproven[r.To] += len(ack)
+						c.FromViewer(0, r.To, ack, now)
+					}
+				}
 			case 4: // from the region, on that viewer's circuit
 				if v := c.viewers[circuitKey{0, addr}]; v != nil {
 					c.FromRegion(v, append([]byte(nil), b...), now)
@@ -85,8 +104,8 @@ func FuzzCore(f *testing.F) {
 				c.Tick(now, nil, nil)
 			}
 			all, pend := c.Viewers()
-			if all > 3 || pend > 2 {
-				t.Fatalf("%d circuits, %d pending: caps 3 and 2", all, pend)
+			if all > 3 || pend > 3 || c.Probes() > 2 {
+				t.Fatalf("%d circuits, %d pending, %d probes: caps 3, 3 and 2", all, pend, c.Probes())
 			}
 		}
 		for {

@@ -61,9 +61,14 @@ type Gateway struct {
 	core *Core
 
 	gone    []*Viewer      // scratch for Core.Gone (under mu)
+	replies []Reply        // scratch for Core.Replies (under mu)
 	readers sync.WaitGroup // every reader, so Run returns after them
 	dropped atomic.Uint64  // datagrams from unknown endpoints dropped at a full channel
 	errs    uint64         // send errors towards regions (under mu)
+
+	regions  []regionHealth // by route (under mu)
+	logs     eventLog       // circuits opened and closed, rate-limited (under mu)
+	identify bool           // Config.IdentifyViewers
 }
 
 // New validates cfg and binds each route's public socket.
@@ -75,7 +80,15 @@ func New(cfg Config, log *slog.Logger) (*Gateway, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	g := &Gateway{log: log, core: core, fresh: make(chan event, freshCap), wake: make(chan struct{}, 1)}
+	g := &Gateway{log: log, core: core, fresh: make(chan event, freshCap), wake: make(chan struct{}, 1),
+		regions: make([]regionHealth, len(core.cfg.Routes)), logs: eventLog{every: logEvery, burst: logBurst},
+		identify: core.cfg.IdentifyViewers}
+	for _, w := range RouteWarnings(core.cfg.Routes) {
+		log.Warn("gateway: " + w)
+	}
+	if err := g.fitFiles(openFiles{}); err != nil {
+		return nil, err
+	}
 	for _, r := range core.cfg.Routes {
 		c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(r.Listen))
 		if err != nil {
@@ -139,6 +152,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 		case now := <-ticker.C:
 			g.mu.Lock()
 			asserts, closed = g.core.Tick(now, asserts[:0], closed[:0])
+			g.watch(now)
 			for _, a := range asserts {
 				g.toRegion(a.V, a.B)
 			}
@@ -203,7 +217,12 @@ func (g *Gateway) handle(e event) {
 		tap(lludp.Datagram{At: e.at, Src: e.from, Dst: g.Addr(e.route), Payload: e.b})
 	}
 	v, out, drop := g.core.FromViewer(e.route, e.from, e.b, e.at)
-	// A new circuit may have evicted a pending one: close its socket.
+	// A probe to send; a circuit closed by a new login at its endpoint.
+	g.replies = g.core.Replies(g.replies[:0])
+	for _, r := range g.replies {
+		g.send[r.Route].add(r.B, r.To)
+	}
+	clear(g.replies)
 	g.gone = g.core.Gone(g.gone[:0])
 	for _, old := range g.gone {
 		g.closeConn(old)
@@ -215,6 +234,7 @@ func (g *Gateway) handle(e event) {
 	if v.Conn == nil {
 		if err := g.dial(v); err != nil {
 			g.errs++
+			g.log.Error("gateway: circuit socket", "route", v.Route, "err", err)
 			g.core.Remove(v, e.at)
 			g.core.Gone(nil)
 			return
@@ -255,6 +275,12 @@ func (g *Gateway) closeConn(v *Viewer) {
 }
 
 func (g *Gateway) toRegion(v *Viewer, b []byte) {
+	if b == nil {
+		return
+	}
+	if h := &g.regions[v.Route]; h.waiting.IsZero() {
+		h.waiting = time.Now()
+	}
 	if c, ok := v.Conn.(*net.UDPConn); ok {
 		if _, err := c.Write(b); err != nil {
 			g.errs++ // a region that is down answers with ICMP: not the viewer's fault
@@ -336,6 +362,7 @@ func (g *Gateway) readRegion(v *Viewer, c *net.UDPConn) {
 		// woken for what must wait.
 		g.mu.Lock()
 		now := time.Now()
+		g.regions[v.Route].heard(now)
 		g.handle(event{route: -1, v: v, b: b, at: now})
 		wait := g.drain(out[:], now)
 		g.mu.Unlock()

@@ -35,15 +35,18 @@ var (
 
 	descViewers  = prometheus.NewDesc("fairgrid_gateway_circuits", "Viewer circuits through the gateway, by state.", []string{"state"}, nil)
 	descDrops    = prometheus.NewDesc("fairgrid_gateway_datagrams_total", "Datagrams by what became of them: passed (from viewers), or why they were dropped.", []string{"outcome"}, nil)
-	descEvicted  = prometheus.NewDesc("fairgrid_gateway_pending_evicted_total", "Pending circuits evicted to make room for new ones.", nil, nil)
+	descEvicted  = prometheus.NewDesc("fairgrid_gateway_pending_evicted_total", "Probes (unproven endpoints) evicted to make room for new ones, each at least 1 s old.", nil, nil)
 	descExpired  = prometheus.NewDesc("fairgrid_gateway_circuits_closed_total", "Circuits closed by a timeout or after logout.", nil, nil)
 	descAsserts  = prometheus.NewDesc("fairgrid_gateway_throttle_asserts_total", "AgentThrottles the gateway sent the regions.", nil, nil)
 	descRewrites = prometheus.NewDesc("fairgrid_gateway_throttle_rewrites_total", "Viewers' AgentThrottles rewritten in flight.", nil, nil)
 	descInbound  = prometheus.NewDesc("fairgrid_gateway_inbound_dropped_total", "Datagrams dropped on arrival because the gateway's loop was behind.", nil, nil)
 	descSendErrs = prometheus.NewDesc("fairgrid_gateway_send_errors_total", "Datagrams the kernel refused to send.", nil, nil)
+	descProbes   = prometheus.NewDesc("fairgrid_gateway_probes_sent_total", "Probes sent to endpoints whose address is not proven yet (each within 3x the bytes the endpoint sent).", nil, nil)
+	descOpened   = prometheus.NewDesc("fairgrid_gateway_circuits_opened_total", "Circuits opened once the viewer's address was proven.", nil, nil)
+	descRegionUp = prometheus.NewDesc("fairgrid_gateway_region_answers", "1 if the route's region answers what the gateway sends it (0: nothing back for 10 s).", []string{"route"}, nil)
 	descSent     = prometheus.NewDesc("fairgrid_gateway_scheduled_bytes_total", "Bytes the scheduler let leave for viewers.", nil, nil)
 
-	descInfo     = prometheus.NewDesc("fairgrid_gateway_circuit_info", "A viewer circuit: the endpoint the region sees for the viewer (local) and its agent, for matching OpenSim's logs to viewers.", []string{"route", "viewer", "local", "agent"}, nil)
+	descInfo     = prometheus.NewDesc("fairgrid_gateway_circuit_info", "A viewer circuit: the endpoint the region sees for the viewer (local) and its agent, for matching OpenSim's logs to viewers; empty unless the operator asked (gateway.metrics_identify_viewers), the viewer label then the circuit's ordinal.", []string{"route", "viewer", "local", "agent"}, nil)
 	descAsked    = prometheus.NewDesc("fairgrid_gateway_circuit_asked_rate_bytes_per_second", "The viewer's own AgentThrottle total (0: none seen).", circuitLabels, nil)
 	descFair     = prometheus.NewDesc("fairgrid_gateway_circuit_fair_rate_bytes_per_second", "The controller's TCP-fair rate (0: not decided yet).", circuitLabels, nil)
 	descRate     = prometheus.NewDesc("fairgrid_gateway_circuit_rate_bytes_per_second", "The rate in force: the lesser of asked and fair.", circuitLabels, nil)
@@ -58,7 +61,7 @@ var (
 )
 
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descViewers, descDrops, descEvicted, descExpired, descAsserts, descRewrites, descInbound, descSendErrs, descSent,
+	for _, d := range []*prometheus.Desc{descViewers, descDrops, descEvicted, descExpired, descAsserts, descRewrites, descInbound, descSendErrs, descSent, descProbes, descOpened, descRegionUp,
 		descInfo, descAsked, descFair, descRate, descReceived, descLoss, descRTT, descDelay, descQueueMax, descQueued, descChDrops, descChSent} {
 		ch <- d
 	}
@@ -74,6 +77,16 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	k := c.g.Counters()
 	gauge(descViewers, float64(k.Viewers-k.Pending), "established")
 	gauge(descViewers, float64(k.Pending), "pending")
+	gauge(descViewers, float64(k.Probes), "probing")
+	counter(descProbes, k.ProbesSent)
+	counter(descOpened, k.Opened)
+	for _, h := range c.g.Health() {
+		up := 0.0
+		if h.Answers {
+			up = 1
+		}
+		gauge(descRegionUp, up, strconv.Itoa(h.Route))
+	}
 	for d := range numDrops {
 		counter(descDrops, k.Drops[d], d.String())
 	}
@@ -89,6 +102,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		if circuits[i].Route != circuits[j].Route {
 			return circuits[i].Route < circuits[j].Route
 		}
+		if !c.g.identify {
+			return circuits[i].ID < circuits[j].ID
+		}
 		return circuits[i].Viewer.Compare(circuits[j].Viewer) < 0
 	})
 	for i, s := range circuits {
@@ -96,7 +112,13 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			break
 		}
 		l := []string{strconv.Itoa(s.Route), s.Viewer.String()}
-		gauge(descInfo, 1, l[0], l[1], s.Local.String(), s.AgentID)
+		local, agent := s.Local.String(), s.AgentID
+		if !c.g.identify {
+			// Who the viewers are is the operator's to ask for: a scraper
+			// aimed spoofed datagrams at the endpoints listed (issue 34).
+			l[1], local, agent = "c"+strconv.FormatUint(s.ID, 10), "", ""
+		}
+		gauge(descInfo, 1, l[0], l[1], local, agent)
 		gauge(descAsked, float64(s.Asked), l...)
 		gauge(descFair, float64(s.Fair), l...)
 		gauge(descRate, float64(s.Rate), l...)

@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"net/netip"
 	"testing"
 
 	"github.com/fairgrid/fairgrid/lludp"
@@ -8,23 +9,24 @@ import (
 	"github.com/fairgrid/fairgrid/opensim/gateway/gatewaytest"
 )
 
-// TestReloginSameEndpoint: on real sockets, the region restarts at its
-// address and the viewer logs in again from the same endpoint with a new
-// circuit code. The gateway keeps the circuit's socket (the new region
-// sees the same endpoint), carries the new agent, and numbers the new
-// region's datagrams to the viewer from 1 again, as the new circuit's.
+// TestReloginSameEndpoint: on real sockets, a viewer logs in again from
+// the same endpoint with a new circuit code. While its circuit lives, the
+// new UseCircuitCode is dropped (a spoofed one must not reset a viewer's
+// circuit, issue 34); once the viewer has closed its circuit, the new
+// login is probed and carried on a circuit of its own, numbered from its
+// own probe's number, and the region sees it from a new socket.
 func TestReloginSameEndpoint(t *testing.T) {
 	first := gatewaytest.StartRegion(t)
 	u := gatewaytest.Start(t, gateway.Config{}, first)
 	v := gatewaytest.NewViewer(t, u.GW.Addr(0), 1, gatewaytest.Loopback)
-	at := u.LoggedIn(t, v, nil)
-	v.Send(t, &lludp.CompleteAgentMovement{AgentData: v.Agent(), CircuitCode: v.Code()}, lludp.FlagReliable)
-	first.NextOf(t, lludp.CompleteAgentMovementID)
+	v.UseCircuitCode(t)
+	probe := v.Prove(t)
+	at := first.NextOf(t, lludp.UseCircuitCodeID).From
 	// received sends n reliable ObjectUpdates from region to the circuit,
 	// numbered from 1, and returns the numbers the viewer sees.
-	received := func(region *gatewaytest.Region, n int) []uint32 {
+	received := func(region *gatewaytest.Region, to netip.AddrPort, n int) []uint32 {
 		for seq := range uint32(n) {
-			region.Send(t, at, gatewaytest.Datagram(lludp.ObjectUpdateID, seq+1, lludp.FlagReliable, 300, nil))
+			region.Send(t, to, gatewaytest.Datagram(lludp.ObjectUpdateID, seq+1, lludp.FlagReliable, 300, nil))
 		}
 		var got []uint32
 		for len(got) < n {
@@ -34,24 +36,28 @@ func TestReloginSameEndpoint(t *testing.T) {
 		}
 		return got
 	}
-	if got := received(first, 5); got[0] != 1 || got[4] != 5 {
-		t.Fatalf("the first circuit's datagrams arrived numbered %v", got)
+	if got := received(first, at, 5); got[0] != probe+1 || got[4] != probe+5 {
+		t.Fatalf("the first circuit's datagrams arrived numbered %v, want from %d", got, probe+1)
 	}
-	// The region restarts at its address; the viewer logs in again.
-	first.Close()
-	second := gatewaytest.StartRegionAt(t, first.Addr())
+	// The same endpoint, another code, while the circuit lives: dropped.
 	v.NewCircuit(2)
 	v.UseCircuitCode(t)
-	if again := second.NextOf(t, lludp.UseCircuitCodeID).From; again != at {
-		t.Errorf("the restarted region sees the new login at %v, the old circuit at %v: want the same socket", again, at)
+	u.HandledFresh(t)
+	gatewaytest.WaitUntil(t, "the mismatch counted", func() bool { return u.GW.Counters().Drops[gateway.Mismatch] == 1 })
+	// The viewer closes its circuit; the new login is a circuit of its own.
+	v.Send(t, &lludp.CloseCircuit{}, 0)
+	first.NextOf(t, lludp.CloseCircuitID)
+	v.UseCircuitCode(t)
+	probe2 := v.Prove(t)
+	again := first.NextOf(t, lludp.UseCircuitCodeID).From
+	if again == at {
+		t.Errorf("the new login reached the region from the old circuit's socket %v", at)
 	}
-	v.Send(t, &lludp.CompleteAgentMovement{AgentData: v.Agent(), CircuitCode: v.Code()}, lludp.FlagReliable)
-	second.NextOf(t, lludp.CompleteAgentMovementID)
-	if got := received(second, 3); got[0] != 1 || got[2] != 3 {
-		t.Errorf("the new circuit's datagrams arrived numbered %v, want 1, 2, 3", got)
+	if got := received(first, again, 3); got[0] != probe2+1 || got[2] != probe2+3 {
+		t.Errorf("the new circuit's datagrams arrived numbered %v, want from %d", got, probe2+1)
 	}
-	c := u.GW.Circuits()
-	if len(c) != 1 || c[0].AgentID != v.Agent().AgentID.String() || c[0].Local != at {
-		t.Errorf("after the new login the gateway carries %+v", c)
-	}
+	gatewaytest.WaitUntil(t, "one circuit", func() bool {
+		c := u.GW.Circuits()
+		return len(c) == 1 && c[0].AgentID == v.Agent().AgentID.String() && c[0].Local == again
+	})
 }

@@ -197,9 +197,24 @@ func runSim(t *testing.T, sc simConfig) simResult {
 			}
 		}
 	}
+	var replies []Reply
 	toGateway := func(v *simViewer, b []byte, now time.Time) {
 		gv, out, drop := core.FromViewer(0, v.addr, b, now)
+		// The gateway's probe of the viewer's address goes down its pipe.
+		replies = core.Replies(replies[:0])
+		for _, r := range replies {
+			if at, cause := v.down.Offer(len(r.B)+28, now); cause == link.Forwarded {
+				v.toViewer = append(v.toViewer, simDatagram{at, r.B})
+			}
+		}
 		if drop == Passed {
+			if v.gv == nil {
+				// Proven: the viewer's login goes on, as a viewer's does
+				// once its UseCircuitCode is acked.
+				ad := agent(v)
+				defer viewerSend(v, &lludp.AgentThrottle{AgentData: ad, CircuitCode: v.code, Throttles: throttle.ViewerSplit(v.ask)}, now)
+				defer viewerSend(v, &lludp.CompleteAgentMovement{AgentData: ad, CircuitCode: v.code}, now)
+			}
 			v.gv = gv
 			regionHears(v, out)
 		}
@@ -240,11 +255,11 @@ func runSim(t *testing.T, sc simConfig) simResult {
 	lastPing, lastTick := simT0, simT0
 	for now := simT0; now.Before(end); now = now.Add(simStep) {
 		for _, v := range vs {
-			if now.Equal(simT0) {
+			if v.gv == nil && now.Sub(simT0)%time.Second == 0 {
+				// The login, resent each second until the circuit opens
+				// (the probe or its ack may be lost on the link).
 				ad := agent(v)
 				viewerSend(v, &lludp.UseCircuitCode{Code: v.code, SessionID: ad.SessionID, AgentID: ad.AgentID}, now)
-				viewerSend(v, &lludp.CompleteAgentMovement{AgentData: ad, CircuitCode: v.code}, now)
-				viewerSend(v, &lludp.AgentThrottle{AgentData: ad, CircuitCode: v.code, Throttles: throttle.ViewerSplit(v.ask)}, now)
 			}
 			// Up: datagrams reaching the gateway.
 			for len(v.toGateway) > 0 && !v.toGateway[0].at.After(now) {

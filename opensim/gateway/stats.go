@@ -10,6 +10,7 @@ import (
 
 // CircuitStats is one circuit's state, for metrics, logs and tests.
 type CircuitStats struct {
+	ID      uint64 // the circuit's ordinal since start
 	Route   int
 	Viewer  netip.AddrPort
 	Local   netip.AddrPort // the circuit's socket: the endpoint the region sees
@@ -35,8 +36,12 @@ type CircuitStats struct {
 // Counters are the gateway's totals.
 type Counters struct {
 	Viewers, Pending int
+	Probes           int              // endpoints whose address is not proven yet
 	Drops            [numDrops]uint64 // by Drop; Passed counts viewer datagrams passed on
-	Evicted          uint64           // pending circuits evicted to make room
+	Evicted          uint64           // probes evicted to make room, each PendingHold old at least
+	ProbesSent       uint64           // probes sent (each within 3× what the endpoint sent)
+	ProbesExpired    uint64           // probes never answered within PendingTimeout
+	Opened, Closed   uint64           // circuits opened (address proven) and closed since start
 	Expired          uint64           // circuits closed by a timeout or after logout
 	Asserts          uint64           // AgentThrottles the gateway sent
 	Rewrites         uint64           // viewer AgentThrottles rewritten in flight
@@ -55,7 +60,7 @@ func (g *Core) Circuits() []CircuitStats {
 }
 
 func (g *Core) circuitStats(v *Viewer) CircuitStats {
-	s := CircuitStats{Route: v.Route, Viewer: v.Addr, Pending: v.state == pending, Closing: v.state == closing,
+	s := CircuitStats{ID: v.id, Route: v.Route, Viewer: v.Addr, Pending: v.state == pending, Closing: v.state == closing,
 		Asked: v.askedTotal, Fair: v.fair, Rate: v.rate, Controller: v.est.ctl.Stats(), Estimator: v.est.stats,
 		Sent: v.sent, Refused: v.refused, UpBytes: v.up}
 	if !v.agent.IsZero() {
@@ -83,6 +88,7 @@ func (g *Core) circuitStats(v *Viewer) CircuitStats {
 
 // Counters returns the core's totals.
 func (g *Core) Counters() Counters {
-	return Counters{Viewers: len(g.viewers), Pending: g.pendingQ.Len(), Drops: g.counts, Evicted: g.evicted,
+	return Counters{Viewers: len(g.viewers), Pending: g.pendingQ.Len(), Probes: g.probes.q.Len(), Drops: g.counts, Evicted: g.evicted,
+		ProbesSent: g.probesSent, ProbesExpired: g.probesExpired, Opened: g.openedTotal, Closed: g.closedTotal,
 		Expired: g.expired, Asserts: g.asserts, Rewrites: g.rewrites, Scheduler: g.sched.Stats()}
 }

@@ -203,6 +203,7 @@ func (u *Gateway) HandledFresh(t testing.TB) {
 func (u *Gateway) LoggedIn(t testing.TB, v *Viewer, th *[lludp.NumCategories]float32) netip.AddrPort {
 	t.Helper()
 	v.UseCircuitCode(t)
+	v.Prove(t)
 	from := u.Region.NextOf(t, lludp.UseCircuitCodeID).From
 	if th != nil {
 		v.Throttle(t, *th)
@@ -267,6 +268,21 @@ func (v *Viewer) UseCircuitCode(t testing.TB) {
 	t.Helper()
 	ad := v.Agent()
 	v.Send(t, &lludp.UseCircuitCode{Code: v.code, AgentID: ad.AgentID, SessionID: ad.SessionID}, lludp.FlagReliable)
+}
+
+// Prove answers the gateway's probe of the viewer's address, as a viewer
+// acks every reliable datagram: it reads up to the probe (a reliable
+// StartPingCheck) and acks its number, and returns the number (the
+// circuit's numbering towards the viewer continues from it).
+func (v *Viewer) Prove(t testing.TB) uint32 {
+	t.Helper()
+	for {
+		h, _, _ := v.Recv(t)
+		if h.ID == lludp.StartPingCheckID && h.Flags.Reliable() {
+			v.Send(t, &lludp.PacketAck{IDs: []uint32{h.Sequence}}, 0)
+			return h.Sequence
+		}
+	}
 }
 
 // Throttle sends the viewer's AgentThrottle (bits/s per category).
