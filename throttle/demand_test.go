@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fairgrid/fairgrid/capture"
 	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/ratecalc"
 )
@@ -233,3 +234,71 @@ func TestNoCollapseOnCategoryBuckets(t *testing.T) {
 		}
 	}
 }
+
+// TestLoopViewerCircuitsShareOne: a viewer's root circuit and a
+// neighbour's, from one viewer endpoint, take one share between them,
+// divided by what each receives; another viewer's circuit keeps its own.
+func TestLoopViewerCircuitsShareOne(t *testing.T) {
+	neighbour := netip.MustParseAddrPort("10.0.0.1:9001")
+	other := netip.MustParseAddrPort("10.0.0.3:50000")
+	l, err := New(Config{Sims: []netip.AddrPort{simEP, neighbour}, MinChange: new(0.0)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq := map[[2]netip.AddrPort]uint32{}
+	send := func(at time.Duration, src, dst netip.AddrPort, m lludp.Typed) {
+		k := [2]netip.AddrPort{src, dst}
+		seq[k]++
+		b, err := lludp.AppendMessage(nil, lludp.Header{Flags: lludp.FlagReliable, Sequence: seq[k]}, m, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Observe(capture.Datagram{At: t0.Add(at), Src: src, Dst: dst, Payload: b})
+	}
+	agentB := lludp.AgentData{AgentID: lludp.UUID{3}, SessionID: lludp.UUID{4}}
+	for _, v := range []struct {
+		ep netip.AddrPort
+		a  lludp.AgentData
+	}{{viewerEP, agent}, {other, agentB}} {
+		send(0, v.ep, simEP, &lludp.UseCircuitCode{Code: 1, SessionID: v.a.SessionID, AgentID: v.a.AgentID})
+		send(time.Millisecond, v.ep, simEP, &lludp.CompleteAgentMovement{AgentData: v.a, CircuitCode: 1})
+	}
+	send(2*time.Millisecond, viewerEP, neighbour, &lludp.UseCircuitCode{Code: 1, SessionID: agent.SessionID, AgentID: agent.AgentID})
+	var last map[circuitPair]Request
+	for k := 1; k <= 8; k++ {
+		start := time.Duration(k-1) * 5 * time.Second
+		for i := range 500 {
+			at := start + time.Duration(i)*10*time.Millisecond
+			if i%10 == 0 {
+				send(at, viewerEP, simEP, &lludp.AgentUpdate{AgentData: agent})
+				send(at, other, simEP, &lludp.AgentUpdate{AgentData: agentB})
+			}
+			send(at, simEP, viewerEP, &lludp.ImagePacket{Data: make([]byte, 970)})
+			send(at, simEP, other, &lludp.ImagePacket{Data: make([]byte, 970)})
+			if i%4 == 0 { // the neighbour sends a quarter as much
+				send(at, neighbour, viewerEP, &lludp.ImagePacket{Data: make([]byte, 970)})
+			}
+		}
+		last = map[circuitPair]Request{}
+		for _, r := range l.Tick(t0.Add(start + 5*time.Second)) {
+			last[circuitPair{r.Circuit.Viewer, r.Circuit.Sim}] = r
+		}
+	}
+	root, child, alone := last[circuitPair{viewerEP, simEP}], last[circuitPair{viewerEP, neighbour}], last[circuitPair{other, simEP}]
+	if root.Total == 0 || child.Total == 0 || alone.Total == 0 {
+		t.Fatalf("requests at the last decision: root %v, neighbour %v, the other viewer %v", root.Total, child.Total, alone.Total)
+	}
+	sum, share := root.Total+child.Total, max(root.Share, child.Share)
+	t.Logf("root %v + neighbour %v = %v of one share %v; the other viewer %v (share %v)", root.Total, child.Total, sum, share, alone.Total, alone.Share)
+	if math.Abs(float64(sum/share)-1) > 0.01 {
+		t.Errorf("the viewer's circuits ask %v together, want one share, %v", sum, share)
+	}
+	if r := float64(child.Total / root.Total); r < 0.15 || r > 0.5 {
+		t.Errorf("the neighbour asks %.2f of the root's, where it receives a quarter as much", r)
+	}
+	if alone.Total != alone.Share {
+		t.Errorf("a viewer with one circuit asks %v, not its share %v", alone.Total, alone.Share)
+	}
+}
+
+type circuitPair struct{ viewer, sim netip.AddrPort }

@@ -324,35 +324,25 @@ func (l *Loop) Tick(now time.Time) []Request {
 	defer l.mu.Unlock()
 	l.forget(now.Add(-l.cfg.IdleTimeout))
 	vouched := l.vouched()
+	ds := l.decide(now, vouched)
 	var out []Request
-	for _, c := range l.tracker.Circuits() {
-		if c.Controller == nil {
-			continue
-		}
-		st := l.state(c.Key)
-		share := l.cfg.Clamp(c.Controller.Rate(now))
-		used := st.used(c, now)
-		asked := viewerAsked(c)
-		target := share
-		if asked > 0 && !l.cfg.AboveViewer {
-			// The clamps still apply: Min is what OpenSim floors a client
-			// at anyway, Floor a minimum the user configured.
-			target = l.cfg.Clamp(min(target, asked))
-		}
+	for i := range ds {
+		d := &ds[i]
+		c, st, share, asked, target := d.c, d.st, d.share, d.asked, d.target
 		st.decided, st.share = target, share
 		st.intervals++
 		if !c.Known() {
 			l.stats.Waiting++
 			continue
 		}
-		if !vouched[identityOf(c)] {
+		if !d.believed {
 			l.stats.Implausible++
 			continue
 		}
 		if l.cfg.RootOnly && !l.isRoot(c) {
 			continue
 		}
-		throttles := l.cfg.split(target, used)
+		throttles := l.cfg.split(target, d.used)
 		// With MinChange 0 any change is one; an unchanged rate waits
 		// for the refresh all the same. A split that moved as much of the
 		// total between categories is a change too.
@@ -388,6 +378,88 @@ func (l *Loop) Tick(now time.Time) []Request {
 	}
 	l.summarize(len(out))
 	return out
+}
+
+// decision is one circuit's part of a Tick.
+type decision struct {
+	c        *circuit.Circuit
+	st       *state
+	believed bool // its IDs are known and vouched for
+	share    ratecalc.Rate
+	asked    ratecalc.Rate
+	used     [lludp.NumCategories]float64
+	received float64 // bits/s, what its categories used together
+	target   ratecalc.Rate
+}
+
+// decide takes every circuit's share and sets its target: the lesser of
+// one share and the viewer's own request, and, where one viewer holds
+// several circuits (its region and the neighbours in view), one share for
+// them all, divided by what each receives. A viewer uses one UDP socket
+// for all its circuits, so they cross the same bottleneck: each circuit's
+// own share would give the host K + 1 shares beside one download, where
+// TCP's application would hold one. The viewer's circuits share the
+// largest of their estimates (the root's, which carries most and measures
+// best, as a rule) and the limit of the viewer's own request, which it
+// sends to its root region only (protocol.md §7.5). The division is
+// DemandSplit's: a tenth equally, each circuit twice what it received as
+// far as the rest goes, what is left equally.
+func (l *Loop) decide(now time.Time, vouched map[identity]bool) []decision {
+	var ds []decision
+	groups := map[netip.AddrPort][]int{}
+	for _, c := range l.tracker.Circuits() {
+		if c.Controller == nil {
+			continue
+		}
+		st := l.state(c.Key)
+		d := decision{c: c, st: st, share: l.cfg.Clamp(c.Controller.Rate(now)), asked: viewerAsked(c), used: st.used(c, now)}
+		d.believed = c.Known() && vouched[identityOf(c)]
+		for _, u := range d.used {
+			d.received += u
+		}
+		if d.believed {
+			groups[c.Key.Viewer] = append(groups[c.Key.Viewer], len(ds))
+		}
+		ds = append(ds, d)
+	}
+	for i := range ds {
+		if !ds[i].believed {
+			ds[i].target = l.limit(ds[i].share, ds[i].asked)
+		}
+	}
+	var base, used, parts []float64
+	for _, idx := range groups {
+		var share, asked ratecalc.Rate
+		for _, i := range idx {
+			share, asked = max(share, ds[i].share), max(asked, ds[i].asked)
+		}
+		total := l.limit(share, asked)
+		if len(idx) == 1 {
+			ds[idx[0]].target = total
+			continue
+		}
+		base, used, parts = base[:0], used[:0], parts[:0]
+		for _, i := range idx {
+			base, used, parts = append(base, float64(total)/float64(len(idx))), append(used, ds[i].received/8), append(parts, 0)
+		}
+		if !apportion(base, used, parts) {
+			copy(parts, base)
+		}
+		for j, i := range idx {
+			ds[i].target = l.cfg.Clamp(ratecalc.Rate(parts[j]))
+		}
+	}
+	return ds
+}
+
+// limit is what one share comes to under the viewer's own request.
+func (l *Loop) limit(share, asked ratecalc.Rate) ratecalc.Rate {
+	if asked > 0 && !l.cfg.AboveViewer {
+		// The clamps still apply: Min is what OpenSim floors a client at
+		// anyway, Floor a minimum the user configured.
+		return l.cfg.Clamp(min(share, asked))
+	}
+	return share
 }
 
 // identity is who a circuit speaks for, from where: a viewer uses one UDP

@@ -43,29 +43,49 @@ func ViewerSplit(total ratecalc.Rate) [lludp.NumCategories]float32 {
 // With no usage measured yet it is base. With every category busy in the
 // viewer's proportions it is base. It never asks more in total than base.
 func DemandSplit(base [lludp.NumCategories]float32, used [lludp.NumCategories]float64) [lludp.NumCategories]float32 {
+	var b, parts [lludp.NumCategories]float64
+	for i, v := range base {
+		b[i] = float64(v)
+	}
+	if !apportion(b[:], used[:], parts[:]) {
+		return base
+	}
+	var out [lludp.NumCategories]float32
+	for i, p := range parts {
+		out[i] = float32(p)
+	}
+	return out
+}
+
+// apportion divides the sum of base over its places by what each used,
+// as DemandSplit describes: demandFloor of it in base's proportions, then
+// demandHeadroom times each place's use as far as the rest goes, then
+// what is left in base's proportions. It writes out and reports whether
+// there was any use to follow (else out is untouched).
+func apportion(base, used, out []float64) bool {
 	var total, need float64
-	var needs [lludp.NumCategories]float64
 	for i, b := range base {
-		total += float64(b)
+		total += b
 		if u := used[i]; u > 0 && !math.IsInf(u, 0) {
-			needs[i] = demandHeadroom * u
-			need += needs[i]
+			need += demandHeadroom * u
 		}
 	}
 	if !(need > 0) || !(total > 0) {
-		return base
+		return false
 	}
 	rest := total * (1 - demandFloor)
 	scale, left := 1.0, rest-need
 	if need > rest {
 		scale, left = rest/need, 0
 	}
-	var out [lludp.NumCategories]float32
 	for i, b := range base {
-		share := float64(b) / total
-		out[i] = float32(demandFloor*float64(b) + scale*needs[i] + left*share)
+		var n float64
+		if u := used[i]; u > 0 && !math.IsInf(u, 0) {
+			n = demandHeadroom * u
+		}
+		out[i] = demandFloor*b + scale*n + left*b/total
 	}
-	return out
+	return true
 }
 
 // demandHeadroom is how far a category's rate may run ahead of what it

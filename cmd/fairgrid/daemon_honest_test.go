@@ -698,21 +698,23 @@ var behaviourCases = map[string]behaviourCase{
 			t.Errorf("the viewer rule requested what the default controller did: %v", s.totals(scenarioViewerA, scenarioSim))
 		}
 	}},
-	"control.segment": {"[control]\ncontroller = \"window\"\nsegment = \"" + string(otherSegment()) + "\"\n", func(t *testing.T, _, s scenario) {
+	"control.segment": {"[control]\ncontroller = \"window\"\nviewer_limit = false\nsegment = \"" + string(otherSegment()) + "\"\n", func(t *testing.T, _, s scenario) {
 		// Window tracking's request is cwnd·s/RTT, and the window itself
 		// does not depend on s: each request moves by the ratio of the two
 		// settings' s (1460 over the mean payload, about 1000 B here). The
 		// default controller (vtcp) always stands on 1460 B, so the
-		// baseline is window tracking with the default segment.
-		def := runScenario(t, "[control]\ncontroller = \"window\"\n")
-		k := circuit.Key{Viewer: scenarioViewerA, Sim: scenarioSim}
+		// baseline is window tracking with the default segment. Viewer B,
+		// with one circuit (A shares one share with its neighbour) and
+		// its own request's limit lifted.
+		def := runScenario(t, "[control]\ncontroller = \"window\"\nviewer_limit = false\n")
+		k := circuit.Key{Viewer: scenarioViewerB, Sim: scenarioSim}
 		_, defStats, ok1 := def.d.loop.Circuit(k)
 		_, stats, ok2 := s.d.loop.Circuit(k)
 		if !ok1 || !ok2 || s.d.loop.Config().Segment != otherSegment() {
 			t.Fatalf("circuit measured: %v, %v; segment %q", ok1, ok2, s.d.loop.Config().Segment)
 		}
 		want := stats.FairSegmentSize / defStats.FairSegmentSize
-		d, c := def.totals(scenarioViewerA, scenarioSim), s.totals(scenarioViewerA, scenarioSim)
+		d, c := def.totals(scenarioViewerB, scenarioSim), s.totals(scenarioViewerB, scenarioSim)
 		t.Logf("s %.1f B → %.1f B; requests %v → %v", defStats.FairSegmentSize, stats.FairSegmentSize, d, c)
 		if math.Abs(want-1) < 0.2 || len(d) != len(c) {
 			t.Fatalf("s %.1f B and %.1f B, %d and %d requests: the case shows nothing", defStats.FairSegmentSize, stats.FairSegmentSize, len(d), len(c))
