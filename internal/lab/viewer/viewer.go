@@ -53,6 +53,10 @@ type Config struct {
 	// username and password it asks for (RFC 1929).
 	SOCKS5     string
 	SOCKS5Auth *socks5.Auth
+	// Children are neighbour regions: once the root circuit to Sim is
+	// complete the viewer opens a child circuit to each, from the same
+	// socket (child.go). Not with Stress.
+	Children []netip.AddrPort
 }
 
 // DefaultThrottle is the classic viewer's 1,500 kbps request.
@@ -131,6 +135,10 @@ type Viewer struct {
 	stressFrom time.Time // movements before this are not timed
 	terse      lludp.ImprovedTerseObjectUpdate
 	reliable   Reliability
+	// child circuits (child.go); childBySim is fixed at construction, so
+	// the reader may look a source up without the lock
+	children   []*childCircuit
+	childBySim map[netip.AddrPort]*childCircuit
 }
 
 // datagramConn is the viewer's socket: a plain UDP socket, or a UDP
@@ -171,6 +179,9 @@ func New(cfg Config, log *slog.Logger) (*Viewer, error) {
 	if !cfg.Sim.IsValid() {
 		return nil, errors.New("viewer: simulator address required")
 	}
+	if err := checkChildren(cfg); err != nil {
+		return nil, err
+	}
 	local := cfg.Local
 	if !local.IsValid() {
 		local = netip.AddrPortFrom(cfg.Sim.Addr(), 0)
@@ -199,7 +210,8 @@ func newViewer(cfg Config, log *slog.Logger, conn datagramConn) (*Viewer, error)
 	}
 	v := &Viewer{cfg: cfg, log: log, conn: conn, self: conn.LocalAddr().(*net.UDPAddr).AddrPort(),
 		unacked: map[uint32]*pendingReliable{}, throttle: cfg.Throttle, served: make(chan struct{})}
-	tcfg := circuit.Config{Sims: []netip.AddrPort{cfg.Sim}}
+	v.children, v.childBySim = newChildren(cfg.Children)
+	tcfg := circuit.Config{Sims: append([]netip.AddrPort{cfg.Sim}, cfg.Children...)}
 	if cfg.FollowViewerRule {
 		// The stock rule steps 10 % of the preference, which the request is
 		// 1.5× of (protocol.md §7.3).
@@ -230,6 +242,32 @@ func dial(cfg Config, local netip.AddrPort) (datagramConn, error) {
 	return conn, nil
 }
 
+// maxChildren bounds Config.Children: a region has eight neighbours, and
+// a viewer with a long draw distance sees a few rings of them.
+const maxChildren = 64
+
+// checkChildren refuses child regions that are not addresses, repeat, are
+// the root's, or come with Stress.
+func checkChildren(cfg Config) error {
+	if len(cfg.Children) > maxChildren {
+		return fmt.Errorf("viewer: %d child regions: want at most %d", len(cfg.Children), maxChildren)
+	}
+	if len(cfg.Children) > 0 && cfg.Stress {
+		return errors.New("viewer: child regions do not apply to stress mode")
+	}
+	seen := map[netip.AddrPort]bool{cfg.Sim: true}
+	for _, c := range cfg.Children {
+		if !c.IsValid() || c.Port() == 0 {
+			return fmt.Errorf("viewer: child region %v: want ip:port", c)
+		}
+		if seen[c] {
+			return fmt.Errorf("viewer: child region %v named twice, or the root's", c)
+		}
+		seen[c] = true
+	}
+	return nil
+}
+
 // Addr is the viewer's UDP endpoint.
 func (v *Viewer) Addr() netip.AddrPort { return v.self }
 
@@ -252,7 +290,7 @@ func (v *Viewer) Run(ctx context.Context) error {
 			return nil
 		case d := <-in:
 			v.mu.Lock()
-			v.handle(d)
+			v.dispatch(d)
 			v.mu.Unlock()
 		case now := <-ticker.C:
 			v.mu.Lock()
@@ -274,9 +312,24 @@ func (v *Viewer) login(now time.Time) {
 	v.sendReliable(&lludp.UseCircuitCode{Code: v.cfg.CircuitCode, SessionID: v.cfg.SessionID, AgentID: v.cfg.AgentID}, 0, now)
 }
 
+// dispatch hands a datagram to the circuit it came on. v.mu is held.
+func (v *Viewer) dispatch(d inbound) {
+	if d.from.IsValid() && d.from != v.cfg.Sim {
+		if c := v.childBySim[d.from]; c != nil {
+			v.handleChild(c, d)
+		}
+		return
+	}
+	v.handle(d)
+}
+
 // housekeep does what is due by now apart from the AgentUpdate stream:
-// pings, the ack flush, the throttle rule, resends. v.mu is held.
+// pings, the ack flush, the throttle rule, resends, on the root circuit
+// and the children. v.mu is held.
 func (v *Viewer) housekeep(now time.Time) {
+	if len(v.children) > 0 {
+		v.childHousekeep(now)
+	}
 	if v.loggedIn && now.Sub(v.lastPing) >= v.cfg.PingInterval {
 		v.pingID++
 		v.send(&lludp.StartPingCheck{PingID: v.pingID, OldestUnacked: v.seq}, 0, now)
@@ -302,6 +355,7 @@ func (v *Viewer) housekeep(now time.Time) {
 type inbound struct {
 	data []byte
 	at   time.Time
+	from netip.AddrPort // zero: the root's simulator
 }
 
 func (v *Viewer) read(in chan<- inbound) {
@@ -314,10 +368,10 @@ func (v *Viewer) read(in chan<- inbound) {
 			}
 			continue // a refused send reports here; keep reading
 		}
-		if from != v.cfg.Sim {
+		if from != v.cfg.Sim && v.childBySim[from] == nil {
 			continue
 		}
-		in <- inbound{data: append([]byte(nil), buf[:n]...), at: time.Now()}
+		in <- inbound{data: append([]byte(nil), buf[:n]...), at: time.Now(), from: from}
 	}
 }
 
@@ -463,6 +517,7 @@ func (v *Viewer) handle(d inbound) {
 		if !v.moved {
 			v.moved = true
 			v.sendThrottle(d.at)
+			v.openChildren(d.at)
 		}
 	}
 }
@@ -547,6 +602,7 @@ func (v *Viewer) logout(in <-chan inbound) {
 	v.mu.Lock()
 	moved := v.moved
 	if moved {
+		v.closeChildren(time.Now())
 		v.sendReliable(&lludp.LogoutRequest{AgentData: v.agent()}, 0, time.Now())
 	}
 	v.mu.Unlock()
@@ -559,7 +615,7 @@ func (v *Viewer) logout(in <-chan inbound) {
 		select {
 		case d := <-in:
 			v.mu.Lock()
-			v.handle(d)
+			v.dispatch(d)
 			done := v.loggedOut
 			v.mu.Unlock()
 			if done {
