@@ -18,7 +18,7 @@ import (
 	"github.com/fairgrid/fairgrid/throttle"
 )
 
-const viewerSynopsis = `--sim ADDR [--clients N] [--duration D] [--throttle R] [--viewer-rule] [--ack-delay D] [--socks5 ADDR [--socks5-user U --socks5-pass P]] [--format text|json]
+const viewerSynopsis = `--sim ADDR [--clients N] [--duration D] [--throttle R] [--viewer-rule] [--ack-delay D] [--child-regions K] [--socks5 ADDR [--socks5-user U --socks5-pass P]] [--format text|json]
        fairgrid viewer --stress --sim ADDR [--clients N | --sweep N,N,...] [--duration D] [--neighbours K [--view-distance M]] [--sim-metrics URL] [--fleet auto|shared|per-viewer] [--format text|json]
 
 Synthetic viewers: each logs in to the simulator with UseCircuitCode (no
@@ -26,7 +26,16 @@ XML-RPC against fairgrid sim), completes the handshake, streams AgentUpdate
 at 10 Hz, acks, pings every 5 s and asks for its throttle with the viewer's
 split (default 1,500 kbps of 1024 bit/s, the classic viewer), optionally
 following the stock ±10 % rule. At the end each prints what it measured;
---format json gives one object per viewer. With --stress (against fairgrid
+--format json gives one object per viewer.
+
+With --child-regions K each viewer also opens a child circuit, from the
+same socket, to each of K neighbour regions at --sim's port + 1 ... + K
+(as fairgrid sim --child-regions K opens them) once its root circuit is
+complete: UseCircuitCode, RegionHandshakeReply, acks and pings, but no
+CompleteAgentMovement, AgentUpdate or AgentThrottle, as a real viewer's
+child circuits (a neighbour takes its throttle from the root region).
+It reports what each circuit received and the total. (Not --neighbours:
+that is stress mode's neighbours per movement.) With --stress (against fairgrid
 sim --stress) each viewer moves once a second and times the echo of its
 movement; --sweep tries each viewer count in turn and reports the largest
 whose mean delay stays under 100 ms. Each step reports, over its window
@@ -62,6 +71,7 @@ func runViewer(args []string, s stdio) int {
 	throttleFlag := fs.String("throttle", "1536k", "requested total, bits/s (the classic 1,500 kbps is 1536k)")
 	rule := fs.Bool("viewer-rule", false, "follow the stock viewer's ±10 % rule every 5 s")
 	ackDelay := fs.Duration("ack-delay", 100*time.Millisecond, "how long acks wait to be batched")
+	childRegions := fs.Int("child-regions", 0, "also open child circuits to this many neighbour regions (0 to 8), at --sim's port + 1 ... + K")
 	code := fs.Uint("circuit-code", 1, "circuit code of the first viewer; the others count up")
 	format := formatFlag(fs, "output format: `text` or json")
 	stress := fs.Bool("stress", false, "stress mode: move once a second and time the region's echoes (run fairgrid sim --stress)")
@@ -80,6 +90,9 @@ func runViewer(args []string, s stdio) int {
 	auth, err := socksAuth(*proxy, *proxyUser, *proxyPass)
 	if err == nil && *stress && *proxy != "" {
 		err = errors.New("--socks5 does not apply to --stress")
+	}
+	if err == nil && *stress && *childRegions != 0 {
+		err = errors.New("--child-regions does not apply to --stress")
 	}
 	if err == nil && !*stress {
 		// A stress flag without --stress would be ignored: a user who
@@ -118,6 +131,10 @@ func runViewer(args []string, s stdio) int {
 	if err == nil && (*clients < 1 || *clients > 100_000) {
 		err = fmt.Errorf("--clients %d: want 1 to 100000", *clients)
 	}
+	var children []netip.AddrPort
+	if err == nil {
+		children, err = childRegionAddrs(addr, *childRegions)
+	}
 	if err != nil {
 		fmt.Fprintf(s.err, "fairgrid viewer: %v\n", err)
 		return exitUsage
@@ -127,7 +144,7 @@ func runViewer(args []string, s stdio) int {
 	vs := make([]*viewer.Viewer, *clients)
 	for i := range vs {
 		v, err := viewer.New(viewer.Config{Sim: addr, CircuitCode: uint32(*code) + uint32(i), Throttle: asked,
-			FollowViewerRule: *rule, AckDelay: *ackDelay, SOCKS5: *proxy, SOCKS5Auth: auth}, nil)
+			FollowViewerRule: *rule, AckDelay: *ackDelay, SOCKS5: *proxy, SOCKS5Auth: auth, Children: children}, nil)
 		if err != nil {
 			fmt.Fprintf(s.err, "fairgrid viewer: %v\n", err)
 			return exitFail
@@ -156,6 +173,16 @@ func runViewer(args []string, s stdio) int {
 		}
 		fmt.Fprintf(out, "%s: received %s (asked %s), %d lost in %d loss events, RTT %s, %d reliable (%d duplicates)\n",
 			r.Viewer, ratecalc.Rate(r.RateBPS/8), ratecalc.Rate(r.ThrottleBPS/8), r.Lost, r.LossEvents, rtt, r.ReliableReceived, r.ReliableDuplicates)
+		for _, c := range r.Children {
+			state := "complete"
+			if !c.Complete {
+				state = "not complete"
+			}
+			fmt.Fprintf(out, "%s: child circuit to %s (%s): received %s, %d lost\n", r.Viewer, c.Sim, state, ratecalc.Rate(c.RateBPS/8), c.Lost)
+		}
+		if len(r.Children) > 0 {
+			fmt.Fprintf(out, "%s: all %d circuits: received %s\n", r.Viewer, len(r.Children)+1, ratecalc.Rate(r.TotalRateBPS/8))
+		}
 		fmt.Fprintf(out, "%s: verdict: %s\n", r.Viewer, viewerVerdict(r))
 	}
 	if failed > 0 {
@@ -173,6 +200,22 @@ func viewerGroup[V runner](vs []V) *throttle.Group {
 		g.Add(v.Run, nil)
 	}
 	return &g
+}
+
+// childRegionAddrs are the k neighbour regions of sim: the ports after
+// its own, as fairgrid sim --child-regions opens them.
+func childRegionAddrs(sim netip.AddrPort, k int) ([]netip.AddrPort, error) {
+	if k < 0 || k > 8 {
+		return nil, fmt.Errorf("--child-regions %d: want 0 to 8 (the neighbours of a region)", k)
+	}
+	if int(sim.Port())+k > 65535 {
+		return nil, fmt.Errorf("--child-regions %d: ports after %d run past 65535", k, sim.Port())
+	}
+	var out []netip.AddrPort
+	for i := range k {
+		out = append(out, netip.AddrPortFrom(sim.Addr(), sim.Port()+uint16(i+1)))
+	}
+	return out, nil
 }
 
 // socksAuth checks the proxy flags: a username and a password go

@@ -1,9 +1,17 @@
 package main
 
 import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/fairgrid/fairgrid/internal/lab/viewer"
+	"github.com/fairgrid/fairgrid/opensim/region"
 )
 
 // TestViewerVerdict: the viewer's verdict in each case, the lossy one
@@ -27,4 +35,111 @@ func TestViewerVerdict(t *testing.T) {
 			t.Errorf("%+v: %q, want %q", tc.r, got, tc.want)
 		}
 	}
+}
+
+// TestViewerChildRegionsFlag: --child-regions names the ports after
+// --sim's; bad counts and --stress are refused, exit 2, no panic.
+func TestViewerChildRegionsFlag(t *testing.T) {
+	sim := netip.MustParseAddrPort("127.0.0.1:9000")
+	got, err := childRegionAddrs(sim, 3)
+	want := []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:9001"), netip.MustParseAddrPort("127.0.0.1:9002"), netip.MustParseAddrPort("127.0.0.1:9003")}
+	if err != nil || !slices.Equal(got, want) {
+		t.Errorf("childRegionAddrs(%v, 3) = %v, %v; want %v", sim, got, err, want)
+	}
+	if got, err := childRegionAddrs(sim, 0); err != nil || len(got) != 0 {
+		t.Errorf("childRegionAddrs(%v, 0) = %v, %v", sim, got, err)
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--child-regions", "9"}, "--child-regions 9: want 0 to 8"},
+		{[]string{"--child-regions", "-2"}, "--child-regions -2: want 0 to 8"},
+		{[]string{"--sim", "127.0.0.1:65535", "--child-regions", "1"}, "run past 65535"},
+		{[]string{"--stress", "--child-regions", "2"}, "--child-regions does not apply to --stress"},
+	} {
+		code, _, errOut := runCmd(t, "", append([]string{"viewer", "--duration", "1ms"}, tt.args...)...)
+		if code != exitUsage || !strings.Contains(errOut, tt.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", tt.args, code, errOut, exitUsage, tt.want)
+		}
+	}
+}
+
+// TestViewerChildRegionsRun: against a region with two neighbours on the
+// next two ports, fairgrid viewer --child-regions 2 reports a child
+// circuit to each and the total of all three; without the flag it opens
+// none.
+func TestViewerChildRegionsRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped with -short: an end-to-end run in real time")
+	}
+	root := startNeighbours(t, 2)
+	for _, k := range []int{0, 2} {
+		args := []string{"viewer", "--sim", root.String(), "--duration", "1500ms", "--circuit-code", strconv.Itoa(50 + k)}
+		if k > 0 {
+			args = append(args, "--child-regions", strconv.Itoa(k))
+		}
+		code, out, errOut := runCmd(t, "", args...)
+		if code != exitOK {
+			t.Fatalf("%v: exit %d: %s", args, code, errOut)
+		}
+		if n := strings.Count(out, "child circuit to"); n != k {
+			t.Errorf("--child-regions %d: %d child circuits reported:\n%s", k, n, out)
+		}
+		if n := strings.Count(out, "(complete): received"); n != k {
+			t.Errorf("--child-regions %d: %d complete child circuits:\n%s", k, n, out)
+		}
+		if k > 0 && !strings.Contains(out, fmt.Sprintf("all %d circuits: received", k+1)) {
+			t.Errorf("no total over the circuits:\n%s", out)
+		}
+	}
+}
+
+// startNeighbours runs a region and n neighbours on the n ports after its
+// own, trying a few ports until all are free, until the test ends.
+func startNeighbours(t *testing.T, n int) netip.AddrPort {
+	t.Helper()
+	for range 20 {
+		probe, err := region.New(region.Config{Listen: netip.MustParseAddrPort("127.0.0.1:0")}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := probe.Addr()
+		probe.Close()
+		if int(addr.Port())+n > 65535 {
+			continue
+		}
+		cfg := region.Config{Listen: addr, Activity: region.Terrain}
+		var regions []*region.Server
+		root, err := region.New(cfg, nil)
+		if err == nil {
+			regions = append(regions, root)
+		}
+		for i := 0; err == nil && i < n; i++ {
+			c := cfg
+			c.Listen = netip.AddrPortFrom(addr.Addr(), addr.Port()+uint16(i+1))
+			c.Child = &region.ChildConfig{OffsetX: region.NeighbourOffsets[i][0], OffsetY: region.NeighbourOffsets[i][1]}
+			var child *region.Server
+			if child, err = region.New(c, nil); err == nil {
+				regions = append(regions, child)
+				err = root.AddChild(child)
+			}
+		}
+		if err != nil {
+			for _, r := range regions {
+				r.Close()
+			}
+			continue // a port was taken: another run
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		for _, r := range regions {
+			wg.Add(1)
+			go func() { defer wg.Done(); r.Run(ctx) }()
+		}
+		t.Cleanup(func() { cancel(); wg.Wait() })
+		return addr
+	}
+	t.Fatal("no free run of ports")
+	return netip.AddrPort{}
 }
