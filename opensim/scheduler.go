@@ -395,6 +395,9 @@ func (s *Scheduler[P]) enqueue(id ClientID, ch Channel, size int, p P, resend bo
 func (s *Scheduler[P]) prefetchClient(i uint32) {
 	c := &s.clients[i]
 	prefetch(unsafe.Pointer(c), int(unsafe.Sizeof(*c))/64+1)
+	if s.cfg.ChannelBuckets {
+		prefetch(unsafe.Pointer(&s.chb[i]), int(unsafe.Sizeof(s.chb[i]))/64+1)
+	}
 }
 
 // park puts a backlogged client where it belongs: ready if its bucket has
