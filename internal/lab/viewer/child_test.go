@@ -92,3 +92,20 @@ func TestChildrenErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkloadReceived: what a viewer receives of an application-limited
+// workload, on the wire, is the region's stated demand: 40 avatars moving
+// at 10 Hz, under OpenSim's buckets at a throttle well above it.
+func TestWorkloadReceived(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped with -short: an end-to-end run in real time")
+	}
+	sim := startRegion(t, region.Config{Activity: region.Avatars, Avatars: 40, Scheduler: opensim.Config{ChannelBuckets: true}})
+	_, rep := runViewer(t, Config{Sim: sim.Addr(), CircuitCode: 41, Throttle: ratecalc.RateFromBits(3_000_000)}, 2*time.Second)
+	want := float64(region.Demand(region.Avatars, 40)) * 8
+	got := rep.ByChannel[opensim.Avatar.String()]
+	t.Logf("Avatar channel %.0f bit/s, demand %.0f bit/s", got, want)
+	if r := got / want; r < 0.9 || r > 1.1 {
+		t.Errorf("received %.0f bit/s on the Avatar channel, %.2f of the stated demand %.0f", got, r, want)
+	}
+}

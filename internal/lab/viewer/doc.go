@@ -8,6 +8,18 @@
 // with 3 retries (message.h LL_RELIABLE_TIMEOUT_FACTOR,
 // LL_DEFAULT_RELIABLE_RETRIES), the classic 1,500 kbps throttle.
 //
+// # Child circuits
+//
+// With Config.Children the viewer also holds a child circuit to each
+// neighbour region, from its one socket, opened once the root circuit is
+// complete, as a viewer does on EnableSimulator (child.go): UseCircuitCode,
+// RegionHandshakeReply, acks, pings and resends, but no
+// CompleteAgentMovement, AgentUpdate or AgentThrottle. A neighbour region
+// (opensim/region, Config.Child) completes the circuit on the
+// RegionHandshakeReply and throttles it at the root's throttle times
+// OpenSim's distance factor. The Report gives each child circuit's
+// figures and the total over all circuits.
+//
 // # Stress mode
 //
 // After the study of MMORPG server I/O that issue #15 follows (Registered
