@@ -71,7 +71,7 @@
 // OpenSim 0.9.2.2 does: each throttle category has a token bucket of its
 // own (LLUDPClient.cs:250-262 creates one TokenBucket per category;
 // SetThrottles, :449-476, sets each one's rate and burst), and
-// DequeueOutgoing (:576-700) lets a category's head packet leave only if
+// DequeueOutgoing (:576-710) lets a category's head packet leave only if
 // that category's RemoveTokens succeeds (TokenBucket.cs:259-272), so what
 // an idle category does not use, no other category gets. The buckets are
 // OpenSim's categories as the channels gather them: Layer (Land + Wind +
@@ -93,7 +93,7 @@
 // bucket of its own, served first); OpenSim's leaf buckets start empty and
 // skip their first drip (TokenBucket.cs), fairgrid's start full; and the
 // client bucket still polices the total (OpenSim's client bucket only
-// scales its children's rates, TokenBucket.cs:140-155, which with
+// scales its children's rates, TokenBucket.cs:141-155, which with
 // SetThrottles' clamp comes to the same total). The cost is one branch per
 // packet in the default mode (BenchmarkEnqueueNext) and, in this mode, a
 // look at each backlogged category's bucket when a client is parked: still

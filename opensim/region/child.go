@@ -13,15 +13,15 @@ import (
 // §8.9, §11.2). A neighbour learns the root's throttles from the root
 // region (OpenSim: ChildAgentDataUpdate and AgentPosition between
 // regions) and applies them scaled down with distance: OpenSim 0.9.2.2's
-// ScenePresence.ChildAgentDataUpdate (ScenePresence.cs:4815-4857) takes
-// the agent's position in the neighbour's coordinates,
+// ScenePresence.UpdateChildAgent(AgentPosition) (ScenePresence.cs:
+// 4807-4863) takes the agent's position in the neighbour's coordinates,
 //
 //	(x, y) = position in the root + (root − neighbour) × 256 m,
 //	x −= 256 if x > 256 (and y alike),
 //	factor = max(0.2, 1 − 0.3 · (x² + y²) / 256²),
 //
 // and calls SetChildAgentThrottle(throttles, factor), which multiplies
-// every category (LLUDPClient.SetThrottles, LLUDPClient.cs:396-418). An
+// every category (LLUDPClient.SetThrottles, LLUDPClient.cs:396-424). An
 // agent at the root's centre gets 0.85 in each of the eight neighbours.
 // (A crossing or teleport sets the factor to 1, ScenePresence.cs:4990-4991.)
 //
