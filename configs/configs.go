@@ -98,6 +98,13 @@ type File struct {
 		PendingTimeout Duration `toml:"pending_timeout"`
 		IdleTimeout    Duration `toml:"idle_timeout"`
 		Linger         Duration `toml:"linger"`
+		UpBPS          float64  `toml:"up_bps"`
+		// MetricsIdentifyViewers puts viewers' endpoints and AgentIDs in
+		// the gateway's metrics and log; MetricsPublic lets
+		// metrics.gateway_address be off loopback (fairgrid gateway
+		// refuses it otherwise).
+		MetricsIdentifyViewers bool `toml:"metrics_identify_viewers"`
+		MetricsPublic          bool `toml:"metrics_public"`
 	} `toml:"gateway"`
 }
 
@@ -248,6 +255,11 @@ func (f *File) validateGateway(bad func(key, format string, a ...any)) {
 	}
 	if gw.QueuePackets < 1 || gw.QueuePackets > 1<<20 {
 		bad("gateway.queue_packets", "%d outside [1, 1048576]", gw.QueuePackets)
+	}
+	if err := ratecalc.CheckBits(gw.UpBPS); err != nil {
+		bad("gateway.up_bps", "%v", err)
+	} else if gw.UpBPS < 800 {
+		bad("gateway.up_bps", "%v: want at least 800 bit/s (a viewer's datagram costs at least 100 bytes of it)", gw.UpBPS)
 	}
 	for _, k := range []struct {
 		key string
@@ -405,7 +417,8 @@ func (f *File) GatewayConfig() gateway.Config {
 			QueueBytes: int64(gw.QueueBytes), QueuePackets: gw.QueuePackets, AvatarPriority: gw.AvatarPriority},
 		Control:    f.Throttle(),
 		MaxViewers: gw.MaxViewers, MaxPending: gw.MaxPending, MaxPerPrefix: gw.MaxPerPrefix,
-		PendingTimeout: gw.PendingTimeout.Duration, IdleTimeout: gw.IdleTimeout.Duration, Linger: gw.Linger.Duration}
+		PendingTimeout: gw.PendingTimeout.Duration, IdleTimeout: gw.IdleTimeout.Duration, Linger: gw.Linger.Duration,
+		UpMax: ratecalc.RateFromBits(gw.UpBPS), IdentifyViewers: gw.MetricsIdentifyViewers}
 	for _, r := range gw.Routes {
 		cfg.Routes = append(cfg.Routes, gateway.Route{Listen: r.Listen, Region: r.Region})
 	}

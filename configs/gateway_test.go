@@ -26,6 +26,8 @@ func TestGatewayKeys(t *testing.T) {
 		{"pending_timeout", `pending_timeout = "3s"`, "PendingTimeout"},
 		{"idle_timeout", `idle_timeout = "30s"`, "IdleTimeout"},
 		{"linger", `linger = "1s"`, "Linger"},
+		{"up_bps", `up_bps = 100000`, "UpMax"},
+		{"metrics_identify_viewers", `metrics_identify_viewers = true`, "IdentifyViewers"},
 	} {
 		f, err := Parse([]byte("[gateway]\n" + tc.toml + "\n"))
 		if err != nil {
@@ -70,6 +72,8 @@ func TestGatewayRefused(t *testing.T) {
 		{`pending_timeout = "1ms"`, "gateway.pending_timeout: 1ms outside [100ms, 24h]"},
 		{`idle_timeout = "100h"`, "gateway.idle_timeout: 100h0m0s outside"},
 		{`linger = 5`, "gateway.linger"},
+		{`up_bps = 100`, "gateway.up_bps: 100: want at least 800 bit/s"},
+		{`up_bps = inf`, "gateway.up_bps"},
 		{`nonesuch = 1`, "unknown key gateway.nonesuch"},
 	} {
 		_, err := Parse([]byte("[gateway]\n" + tc.toml + "\n"))

@@ -92,6 +92,9 @@ func runGateway(args []string, s stdio) int {
 		return fail(exitUsage, "configuration: %v", err)
 	}
 	if *check {
+		for _, w := range gateway.RouteWarnings(cfg.Routes) {
+			fmt.Fprintf(s.err, "fairgrid gateway: warning: %s\n", w)
+		}
 		fmt.Fprintln(s.out, "configuration ok")
 		return exitOK
 	}
@@ -110,11 +113,11 @@ func runGateway(args []string, s stdio) int {
 			return fail(exitFail, "%v", err)
 		}
 		if !f.Metrics.GatewayAddress.Loopback() {
-			log.Warn("metrics are served beyond loopback: viewers' addresses become visible to the network", "address", f.Metrics.GatewayAddress)
+			log.Warn("metrics are served beyond loopback (gateway.metrics_public)", "address", f.Metrics.GatewayAddress, "viewers_identified", cfg.IdentifyViewers)
 		}
 		reg := registry(gateway.NewCollector(gw, f.Metrics.MaxCircuits))
 		reg.MustRegister(reloads.ok, reloads.at)
-		handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+		handler = gatewayHandler(gw, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	}
 	hup, stopHUP := notifyReloads()
 	defer stopHUP()
@@ -128,9 +131,32 @@ func runGateway(args []string, s stdio) int {
 		log.Error("fairgrid gateway stopped", "err", err)
 		return exitFail
 	}
-	k := gw.Counters()
-	log.Info("fairgrid gateway stopped", "circuits", k.Viewers, "passed", k.Drops[gateway.Passed], "asserts", k.Asserts, "rewrites", k.Rewrites)
+	log.Info("fairgrid gateway stopped", gw.Counters().Summary()...)
 	return exitOK
+}
+
+// gatewayHandler serves the metrics, and at /healthz whether each route's
+// region answers: 200 when every one does (or has not been sent anything
+// yet), 503 naming those that do not, so a load balancer or a monitor
+// sees a region that is down behind a gateway that is up.
+func gatewayHandler(gw *gateway.Gateway, metrics http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/", metrics)
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		hs := gw.Health()
+		code := http.StatusOK
+		for _, h := range hs {
+			if !h.Answers {
+				code = http.StatusServiceUnavailable
+			}
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(code)
+		for _, h := range hs {
+			fmt.Fprintln(w, h)
+		}
+	})
+	return mux
 }
 
 // gatewayGroup is gateway's group: the gateway, the metrics' server on
@@ -169,10 +195,10 @@ func newReloadGauges() reloadGauges {
 	return r
 }
 
-// gatewayStartKeys are the keys outside [gateway] that the gateway reads
-// once, at start: its log's format, its metrics listener and its
-// collector's circuit limit.
-var gatewayStartKeys = []string{"log.format", "metrics.gateway_address", "metrics.max_circuits"}
+// gatewayStartKeys are the keys the gateway reads once, at start, beside
+// those gateway.Reconfigure names: its log's format, its metrics listener,
+// whether that may be off loopback, and its collector's circuit limit.
+var gatewayStartKeys = []string{"log.format", "metrics.gateway_address", "metrics.max_circuits", "gateway.metrics_public"}
 
 // reloadGateway applies the file anew (SIGHUP): what can change live
 // does, and the log names what needs a restart (gateway.Reconfigure's,
@@ -223,6 +249,12 @@ func (c *gatewayCommand) load() (*configs.File, gateway.Config, error) {
 	}
 	if len(f.Gateway.Routes) == 0 {
 		return nil, gateway.Config{}, errors.New("no region: give --listen PUBLIC:PORT --region INTERNAL:PORT, or gateway.routes")
+	}
+	if a := f.Metrics.GatewayAddress; !a.IsZero() && !a.Loopback() && !f.Gateway.MetricsPublic {
+		// The metrics show each circuit's rates and, when asked, who the
+		// viewers are: a scraper aimed spoofed datagrams with them (issue
+		// 34). Off loopback only when the operator says so.
+		return nil, gateway.Config{}, fmt.Errorf("metrics.gateway_address %v is off loopback: set gateway.metrics_public = true to serve the gateway's metrics there", a)
 	}
 	cfg := f.GatewayConfig()
 	if _, err := cfg.WithDefaults(); err != nil {

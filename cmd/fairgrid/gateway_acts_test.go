@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/fairgrid/fairgrid/opensim/gateway/gatewaytest"
 	"github.com/fairgrid/fairgrid/ratecalc"
 	"github.com/fairgrid/fairgrid/throttle"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Each [gateway] key acting on a running gateway (gatewayKeyCases): a
@@ -171,20 +173,21 @@ func avatarPriorityAct(t *testing.T, changed, def gateway.Config) {
 }
 
 // capAct (max_viewers, max_pending, max_per_prefix at 2): two viewers
-// from 127.0.0.1 log in (and, for max_viewers, complete their movement, so
-// neither is pending), then a third sends its UseCircuitCode. Under the
-// cap it is refused (drop), or the oldest pending circuit makes room for
-// it (evict); at the defaults it is carried as a third circuit.
-func capAct(activate, evict bool) func(t *testing.T, changed, def gateway.Config) {
+// from 127.0.0.1 send their UseCircuitCode and, unless probes is set,
+// answer the gateway's probe (their circuits open); then a third sends
+// its UseCircuitCode. Under the cap it is refused: two circuits (or, with
+// probes, two probes younger than a second) leave it no room. At the
+// defaults it is carried (probed).
+func capAct(probes bool) func(t *testing.T, changed, def gateway.Config) {
 	return func(t *testing.T, changed, def gateway.Config) {
 		run := func(cfg gateway.Config) gateway.Counters {
 			u := gatewaytest.Start(t, cfg, nil)
 			for code := range uint32(2) {
 				v := gatewaytest.NewViewer(t, u.GW.Addr(0), code+1, gatewaytest.Loopback)
-				u.LoggedIn(t, v, nil)
-				if activate {
-					v.Send(t, &lludp.CompleteAgentMovement{AgentData: v.Agent(), CircuitCode: v.Code()}, lludp.FlagReliable)
-					u.Region.NextOf(t, lludp.CompleteAgentMovementID)
+				if probes {
+					v.UseCircuitCode(t)
+				} else {
+					u.LoggedIn(t, v, nil)
 				}
 			}
 			gatewaytest.NewViewer(t, u.GW.Addr(0), 3, gatewaytest.Loopback).UseCircuitCode(t)
@@ -192,17 +195,65 @@ func capAct(activate, evict bool) func(t *testing.T, changed, def gateway.Config
 			return u.GW.Counters()
 		}
 		capped, free := run(changed), run(def)
-		t.Logf("capped: %d circuits (%d pending), %d refused, %d evicted; defaults: %d circuits (%d pending), %d refused, %d evicted",
-			capped.Viewers, capped.Pending, capped.Drops[gateway.Refused], capped.Evicted, free.Viewers, free.Pending, free.Drops[gateway.Refused], free.Evicted)
-		if free.Viewers != 3 || free.Drops[gateway.Refused] != 0 || free.Evicted != 0 {
+		t.Logf("capped: %d circuits, %d probes, %d refused; defaults: %d circuits, %d probes, %d refused",
+			capped.Viewers, capped.Probes, capped.Drops[gateway.Refused], free.Viewers, free.Probes, free.Drops[gateway.Refused])
+		if free.Drops[gateway.Refused] != 0 || free.Viewers+free.Probes != 3 {
 			t.Errorf("at the defaults the third viewer was not carried: %+v", free)
 		}
-		if !evict && (capped.Viewers != 2 || capped.Drops[gateway.Refused] != 1) {
+		if capped.Drops[gateway.Refused] != 1 || capped.Viewers+capped.Probes != 2 {
 			t.Errorf("under the cap the third viewer was not refused: %+v", capped)
 		}
-		if evict && (capped.Viewers != 2 || capped.Pending != 2 || capped.Evicted != 1) {
-			t.Errorf("under the cap the oldest pending circuit did not make room: %+v", capped)
+	}
+}
+
+// upAct (up_bps at 8,000: 1,000 bytes a second): a viewer sends 50
+// AgentUpdates at once; each costs at least 100 bytes of its upstream
+// bound, so about ten pass and the rest are dropped. At the default
+// (1 Mbit/s) all pass.
+func upAct(t *testing.T, changed, def gateway.Config) {
+	run := func(cfg gateway.Config) gateway.Counters {
+		u := gatewaytest.Start(t, cfg, nil)
+		v := gatewaytest.NewViewer(t, u.GW.Addr(0), 1, gatewaytest.Loopback)
+		u.LoggedIn(t, v, nil)
+		for range 50 {
+			v.Send(t, &lludp.AgentUpdate{AgentData: v.Agent()}, 0)
 		}
+		v.Send(t, &lludp.CompletePingCheck{}, 0)
+		gatewaytest.WaitUntil(t, "the gateway handled the 51 datagrams", func() bool {
+			k := u.GW.Counters()
+			return k.Drops[gateway.Passed]+k.Drops[gateway.UpLimited] >= 52 // and the probe's ack
+		})
+		return u.GW.Counters()
+	}
+	capped, free := run(changed), run(def)
+	t.Logf("up_bps 8000: %d passed, %d limited; default: %d passed, %d limited", capped.Drops[gateway.Passed], capped.Drops[gateway.UpLimited], free.Drops[gateway.Passed], free.Drops[gateway.UpLimited])
+	if free.Drops[gateway.UpLimited] != 0 || capped.Drops[gateway.UpLimited] < 30 {
+		t.Errorf("up_bps did not bound the viewer: %d limited (default %d)", capped.Drops[gateway.UpLimited], free.Drops[gateway.UpLimited])
+	}
+}
+
+// identifyAct (metrics_identify_viewers): the viewer's endpoint is in the
+// gateway's metrics only when asked for.
+func identifyAct(t *testing.T, changed, def gateway.Config) {
+	shows := func(cfg gateway.Config) bool {
+		u := gatewaytest.Start(t, cfg, nil)
+		v := gatewaytest.NewViewer(t, u.GW.Addr(0), 1, gatewaytest.Loopback)
+		u.LoggedIn(t, v, nil)
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(gateway.NewCollector(u.GW, 0))
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if strings.Contains(mf.String(), v.Addr().String()) {
+				return true
+			}
+		}
+		return false
+	}
+	if !shows(changed) || shows(def) {
+		t.Errorf("the viewer's endpoint in the metrics: %v asked, %v by default; want true, false", shows(changed), shows(def))
 	}
 }
 
@@ -210,8 +261,8 @@ func capAct(activate, evict bool) func(t *testing.T, changed, def gateway.Config
 type silence int
 
 const (
-	stayPending  silence = iota // UseCircuitCode only: pending_timeout
-	goSilent                    // and CompleteAgentMovement: idle_timeout
+	stayPending  silence = iota // UseCircuitCode and the probe's ack only: pending_timeout
+	goSilent                    // and an ack of the region's: idle_timeout
 	closeCircuit                // and CloseCircuit: linger
 )
 
@@ -230,11 +281,10 @@ func timeoutAct(s silence) func(t *testing.T, changed, def gateway.Config) {
 			// The clock starts before the viewer's last datagram is sent:
 			// the gateway's timeout runs from no earlier.
 			last[i] = time.Now()
-			u.LoggedIn(t, v, nil)
+			at := u.LoggedIn(t, v, nil)
 			if s >= goSilent {
 				last[i] = time.Now()
-				v.Send(t, &lludp.CompleteAgentMovement{AgentData: v.Agent(), CircuitCode: v.Code()}, lludp.FlagReliable)
-				u.Region.NextOf(t, lludp.CompleteAgentMovementID)
+				u.Establish(t, v, at)
 			}
 			if s == closeCircuit {
 				last[i] = time.Now()

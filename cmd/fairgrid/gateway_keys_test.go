@@ -42,18 +42,20 @@ var gatewayKeyCases = map[string]gatewayKeyCase{
 	"gateway.routes": {`routes = ["127.0.0.1:0=127.0.0.1:9000"]`, func(c gateway.Config) bool {
 		return len(c.Routes) == 1 && c.Routes[0].Region == netip.MustParseAddrPort("127.0.0.1:9000")
 	}, routesAct},
-	"gateway.bind":            {`bind = "127.0.0.2"`, func(c gateway.Config) bool { return c.Bind == netip.MustParseAddr("127.0.0.2") }, bindAct},
-	"gateway.scene_bps":       {`scene_bps = 80000`, func(c gateway.Config) bool { return c.Scheduler.SceneMax == 10_000 }, rateCapAct},
-	"gateway.client_max_bps":  {`client_max_bps = 80000`, func(c gateway.Config) bool { return c.Scheduler.ClientMax == 10_000 }, rateCapAct},
-	"gateway.queue_bytes":     {`queue_bytes = 8192`, func(c gateway.Config) bool { return c.Scheduler.QueueBytes == 8192 }, queueBoundAct},
-	"gateway.queue_packets":   {`queue_packets = 4`, func(c gateway.Config) bool { return c.Scheduler.QueuePackets == 4 }, queueBoundAct},
-	"gateway.avatar_priority": {`avatar_priority = true`, func(c gateway.Config) bool { return c.Scheduler.AvatarPriority }, avatarPriorityAct},
-	"gateway.max_viewers":     {`max_viewers = 2`, func(c gateway.Config) bool { return c.MaxViewers == 2 }, capAct(true, false)},
-	"gateway.max_pending":     {`max_pending = 2`, func(c gateway.Config) bool { return c.MaxPending == 2 }, capAct(false, true)},
-	"gateway.max_per_prefix":  {`max_per_prefix = 2`, func(c gateway.Config) bool { return c.MaxPerPrefix == 2 }, capAct(false, false)},
-	"gateway.pending_timeout": {`pending_timeout = "300ms"`, func(c gateway.Config) bool { return c.PendingTimeout == 300*time.Millisecond }, timeoutAct(stayPending)},
-	"gateway.idle_timeout":    {`idle_timeout = "300ms"`, func(c gateway.Config) bool { return c.IdleTimeout == 300*time.Millisecond }, timeoutAct(goSilent)},
-	"gateway.linger":          {`linger = "300ms"`, func(c gateway.Config) bool { return c.Linger == 300*time.Millisecond }, timeoutAct(closeCircuit)},
+	"gateway.bind":                     {`bind = "127.0.0.2"`, func(c gateway.Config) bool { return c.Bind == netip.MustParseAddr("127.0.0.2") }, bindAct},
+	"gateway.scene_bps":                {`scene_bps = 80000`, func(c gateway.Config) bool { return c.Scheduler.SceneMax == 10_000 }, rateCapAct},
+	"gateway.client_max_bps":           {`client_max_bps = 80000`, func(c gateway.Config) bool { return c.Scheduler.ClientMax == 10_000 }, rateCapAct},
+	"gateway.queue_bytes":              {`queue_bytes = 8192`, func(c gateway.Config) bool { return c.Scheduler.QueueBytes == 8192 }, queueBoundAct},
+	"gateway.queue_packets":            {`queue_packets = 4`, func(c gateway.Config) bool { return c.Scheduler.QueuePackets == 4 }, queueBoundAct},
+	"gateway.avatar_priority":          {`avatar_priority = true`, func(c gateway.Config) bool { return c.Scheduler.AvatarPriority }, avatarPriorityAct},
+	"gateway.max_viewers":              {`max_viewers = 2`, func(c gateway.Config) bool { return c.MaxViewers == 2 }, capAct(false)},
+	"gateway.max_pending":              {`max_pending = 2`, func(c gateway.Config) bool { return c.MaxPending == 2 }, capAct(true)},
+	"gateway.max_per_prefix":           {`max_per_prefix = 2`, func(c gateway.Config) bool { return c.MaxPerPrefix == 2 }, capAct(false)},
+	"gateway.up_bps":                   {`up_bps = 8000`, func(c gateway.Config) bool { return c.UpMax == 1000 }, upAct},
+	"gateway.metrics_identify_viewers": {`metrics_identify_viewers = true`, func(c gateway.Config) bool { return c.IdentifyViewers }, identifyAct},
+	"gateway.pending_timeout":          {`pending_timeout = "300ms"`, func(c gateway.Config) bool { return c.PendingTimeout == 300*time.Millisecond }, timeoutAct(stayPending)},
+	"gateway.idle_timeout":             {`idle_timeout = "300ms"`, func(c gateway.Config) bool { return c.IdleTimeout == 300*time.Millisecond }, timeoutAct(goSilent)},
+	"gateway.linger":                   {`linger = "300ms"`, func(c gateway.Config) bool { return c.Linger == 300*time.Millisecond }, timeoutAct(closeCircuit)},
 }
 
 // gatewayFileConfig is the gateway's Config from a [gateway] table
@@ -88,7 +90,8 @@ func init() {
 		"gateway.scene_bps": 8e6, "gateway.client_max_bps": 8e5, "gateway.queue_bytes": 65536, "gateway.queue_packets": 64,
 		"gateway.avatar_priority": true, "gateway.max_viewers": 7, "gateway.max_pending": 9, "gateway.max_per_prefix": 11,
 		"gateway.pending_timeout": configs.Duration{Duration: 3 * time.Second}, "gateway.idle_timeout": configs.Duration{Duration: 20 * time.Second},
-		"gateway.linger": configs.Duration{Duration: 5 * time.Second},
+		"gateway.linger": configs.Duration{Duration: 5 * time.Second}, "gateway.up_bps": 8e5,
+		"gateway.metrics_identify_viewers": true, "gateway.metrics_public": true,
 	} {
 		reloadCases[key] = reloadCase{change: v}
 	}
@@ -121,7 +124,24 @@ func metricsKeyCase(command, key, table string) func(t *testing.T, _, _ scenario
 	}
 }
 
+// metricsPublicCase: metrics.gateway_address off loopback is refused at
+// --check-config unless gateway.metrics_public says so.
+func metricsPublicCase(t *testing.T, _, _ scenario) {
+	for _, public := range []bool{false, true} {
+		path := filepath.Join(t.TempDir(), "fairgrid.toml")
+		toml := fmt.Sprintf("[metrics]\ngateway_address = \"0.0.0.0:9103\"\n[gateway]\nroutes = [\"127.0.0.1:9300=127.0.0.1:9000\"]\nmetrics_public = %v\n", public)
+		if err := os.WriteFile(path, []byte(toml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		code, _, errOut := runCmd(t, "", "gateway", "--check-config", path)
+		if want := map[bool]int{false: exitUsage, true: exitOK}[public]; code != want || !public && !strings.Contains(errOut, "gateway.metrics_public") {
+			t.Errorf("metrics off loopback, metrics_public %v: exit %d, %q; want exit %d", public, code, errOut, want)
+		}
+	}
+}
+
 func init() {
+	behaviourCases["gateway.metrics_public"] = behaviourCase{"", metricsPublicCase}
 	behaviourCases["metrics.proxy_address"] = behaviourCase{"", metricsKeyCase("proxy", "metrics.proxy_address", "[proxy]\nlisten = \"127.0.0.1:0\"\n")}
 	behaviourCases["metrics.gateway_address"] = behaviourCase{"", metricsKeyCase("gateway", "metrics.gateway_address",
 		"[gateway]\nroutes = [\"127.0.0.1:0=127.0.0.1:9\"]\n")}

@@ -5,6 +5,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -15,6 +17,7 @@ import (
 	"github.com/fairgrid/fairgrid/configs"
 	"github.com/fairgrid/fairgrid/internal/lab/viewer"
 	"github.com/fairgrid/fairgrid/opensim/gateway"
+	"github.com/fairgrid/fairgrid/opensim/gateway/gatewaytest"
 	"github.com/fairgrid/fairgrid/opensim/region"
 	"github.com/fairgrid/fairgrid/ratecalc"
 	"github.com/fairgrid/fairgrid/throttle"
@@ -29,6 +32,10 @@ func TestGatewayRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	route := []string{"--listen", "127.0.0.1:9300", "--region", "127.0.0.1:9000"}
+	loops := filepath.Join(dir, "loops.toml")
+	if err := os.WriteFile(loops, []byte("[gateway]\nroutes = [\"127.0.0.1:9300=127.0.0.1:9301\"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -49,6 +56,13 @@ func TestGatewayRefused(t *testing.T) {
 		{"log format", append([]string{"--log-format", "yaml"}, route...), "log.format"},
 		{"config", append([]string{"--config", bad}, route...), "gateway.max_viewers"},
 		{"argument is the file to check", append([]string{"extra"}, route...), `open extra`},
+		// Issue 34, item 5: the routes that turn the gateway on itself.
+		{"self-loop", []string{"--listen", "127.0.0.1:9300", "--region", "127.0.0.1:9300"}, "the route's own listen address"},
+		{"self-loop through 0.0.0.0", []string{"--listen", "0.0.0.0:9300", "--region", "127.0.0.1:9300"}, "the route's own listen address"},
+		{"loop between routes", []string{"--config", loops, "--listen", "127.0.0.1:9301", "--region", "127.0.0.1:9000"}, "a loop between routes"},
+		{"broadcast region", []string{"--listen", "127.0.0.1:9300", "--region", "255.255.255.255:9000"}, "broadcast"},
+		{"multicast region", []string{"--listen", "127.0.0.1:9300", "--region", "239.0.0.1:9000"}, "multicast"},
+		{"metrics off loopback", append([]string{"--metrics", "0.0.0.0:9103"}, route...), "gateway.metrics_public"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errOut := runCmd(t, "", append([]string{"gateway", "--check-config"}, tc.args...)...)
@@ -62,6 +76,13 @@ func TestGatewayRefused(t *testing.T) {
 	}
 	if code, out, errOut := runCmd(t, "", append([]string{"gateway", "--check-config"}, route...)...); code != exitOK || out != "configuration ok\n" {
 		t.Errorf("a good command line: exit %d, %q %q", code, out, errOut)
+	}
+	// A region port of a well-known service is warned about, not refused.
+	for _, port := range []string{"22", "53"} {
+		code, out, errOut := runCmd(t, "", "gateway", "--check-config", "--listen", "127.0.0.1:9300", "--region", "127.0.0.1:"+port)
+		if code != exitOK || out != "configuration ok\n" || !strings.Contains(errOut, "warning: route 0: region port "+port+" is outside the simulator range") {
+			t.Errorf("region port %s: exit %d, %q %q; want ok and a warning", port, code, out, errOut)
+		}
 	}
 	good := filepath.Join(dir, "good.toml")
 	if err := os.WriteFile(good, []byte("[gateway]\nroutes = [\"127.0.0.1:9300=127.0.0.1:9000\"]\n"), 0o600); err != nil {
@@ -158,8 +179,37 @@ func TestGatewayCommand(t *testing.T) {
 	if !rep.LoggedIn || rep.ReliableReceived == 0 {
 		t.Errorf("the viewer got nothing through fairgrid gateway: %+v\n%s", rep, errOut)
 	}
-	if !strings.Contains(errOut, "fairgrid gateway listening") || !strings.Contains(errOut, "fairgrid gateway stopped") {
-		t.Errorf("log: %s", errOut)
+	// The operator sees it work (issue 34, item 9): the circuit opened,
+	// and the totals at exit.
+	for _, want := range []string{"fairgrid gateway listening", "gateway: circuit opened", "fairgrid gateway stopped", "opened=1", "probes_sent=1"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("the log has no %q: %s", want, errOut)
+		}
+	}
+}
+
+// TestGatewayHealthz (issue 34, item 9): /healthz answers 200 while each
+// route's region answers, and 503 naming the route once one has left the
+// gateway's datagrams unanswered for the region timeout.
+func TestGatewayHealthz(t *testing.T) {
+	dead := gatewaytest.StartRegion(t)
+	dead.Close()
+	u := gatewaytest.Start(t, gateway.Config{RegionTimeout: 200 * time.Millisecond}, dead)
+	h := gatewayHandler(u.GW, http.NotFoundHandler())
+	get := func() (int, string) {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
+		return rec.Code, rec.Body.String()
+	}
+	if code, body := get(); code != http.StatusOK {
+		t.Errorf("before anything was sent: %d %q", code, body)
+	}
+	v := gatewaytest.NewViewer(t, u.GW.Addr(0), 1, gatewaytest.Loopback)
+	v.UseCircuitCode(t)
+	v.Prove(t) // the gateway passes the UseCircuitCode to the dead region
+	gatewaytest.WaitUntil(t, "healthz turns 503", func() bool { code, _ := get(); return code == http.StatusServiceUnavailable })
+	if _, body := get(); !strings.Contains(body, "route 0 region "+dead.Addr().String()+": not answering") {
+		t.Errorf("healthz: %q", body)
 	}
 }
 

@@ -65,6 +65,10 @@ type Config struct {
 	// AckTimeout). Linger keeps a circuit after its logout or
 	// CloseCircuit so the last acks pass (default 2 s).
 	PendingTimeout, IdleTimeout, Linger time.Duration
+	// RegionTimeout: a region that leaves what the gateway sent it
+	// unanswered this long is logged and reported (Health) as not
+	// answering (default DefaultRegionTimeout, 10 s).
+	RegionTimeout time.Duration
 	// IdentifyViewers puts viewers' endpoints and AgentIDs in the metrics
 	// and the log; without it a circuit is named by its ordinal alone
 	// (issue 34: a scraper aimed spoofed datagrams with them).
@@ -100,6 +104,7 @@ func (c Config) WithDefaults() (Config, error) {
 	c.PendingTimeout = cmp.Or(c.PendingTimeout, DefaultPendingTimeout)
 	c.IdleTimeout = cmp.Or(c.IdleTimeout, DefaultIdleTimeout)
 	c.Linger = cmp.Or(c.Linger, DefaultLinger)
+	c.RegionTimeout = cmp.Or(c.RegionTimeout, DefaultRegionTimeout)
 	c.Control.Controller = cmp.Or(c.Control.Controller, throttle.DefaultController)
 	c.Control.Interval = cmp.Or(c.Control.Interval, 5*time.Second)
 	c.Control.MinChange = throttle.MinChangeOrDefault(c.Control.MinChange)
@@ -116,8 +121,8 @@ func (c Config) WithDefaults() (Config, error) {
 	if c.MaxViewers < 1 || c.MaxPending < 1 || c.MaxPerPrefix < 1 {
 		bad("max viewers %d, max pending %d, max per prefix %d: want at least 1 each", c.MaxViewers, c.MaxPending, c.MaxPerPrefix)
 	}
-	if c.PendingTimeout <= 0 || c.IdleTimeout <= 0 || c.Linger <= 0 {
-		bad("pending timeout %v, idle timeout %v, linger %v: want more than 0 each", c.PendingTimeout, c.IdleTimeout, c.Linger)
+	if c.PendingTimeout <= 0 || c.IdleTimeout <= 0 || c.Linger <= 0 || c.RegionTimeout <= 0 {
+		bad("pending timeout %v, idle timeout %v, linger %v, region timeout %v: want more than 0 each", c.PendingTimeout, c.IdleTimeout, c.Linger, c.RegionTimeout)
 	}
 	if err := throttle.CheckInterval(c.Control.Interval); err != nil {
 		bad("interval %v", err)

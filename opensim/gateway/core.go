@@ -731,9 +731,12 @@ func (g *Core) Reconfigure(cfg Config, now time.Time) (restart []string, err err
 	if !reflect.DeepEqual(c.Scheduler, g.cfg.Scheduler) {
 		restart = append(restart, "scheduler")
 	}
+	if c.IdentifyViewers != g.cfg.IdentifyViewers {
+		restart = append(restart, "identify viewers")
+	}
 	rebuild := c.Control.Controller != g.cfg.Control.Controller || c.Control.Segment != g.cfg.Control.Segment ||
 		c.Control.Min != g.cfg.Control.Min || c.Control.Max != g.cfg.Control.Max
-	c.Routes, c.Bind, c.Scheduler, c.Rand = g.cfg.Routes, g.cfg.Bind, g.cfg.Scheduler, g.cfg.Rand
+	c.Routes, c.Bind, c.Scheduler, c.Rand, c.IdentifyViewers = g.cfg.Routes, g.cfg.Bind, g.cfg.Scheduler, g.cfg.Rand, g.cfg.IdentifyViewers
 	g.cfg = c
 	if rebuild {
 		for _, v := range g.viewers {

@@ -6,12 +6,12 @@ import (
 	"time"
 )
 
-// RegionTimeout is how long a region may leave the gateway's datagrams
-// unanswered before it counts as not answering: OpenSim acks a viewer's
-// reliable datagrams within its ack interval and pings every 5 s, so a
-// region that sends nothing for longer while it is sent to is down or
-// unreachable.
-const RegionTimeout = 10 * time.Second
+// DefaultRegionTimeout is how long a region may leave the gateway's
+// datagrams unanswered before it counts as not answering: OpenSim acks a
+// viewer's reliable datagrams within its ack interval and pings every
+// 5 s, so a region that sends nothing for longer while it is sent to is
+// down or unreachable.
+const DefaultRegionTimeout = 10 * time.Second
 
 // regionHealth is one route's region as the gateway sees it.
 type regionHealth struct {
@@ -23,8 +23,8 @@ type regionHealth struct {
 
 func (h *regionHealth) heard(time.Time) { h.waiting = time.Time{} }
 
-func (h *regionHealth) silent(now time.Time) bool {
-	return !h.waiting.IsZero() && now.Sub(h.waiting) > RegionTimeout
+func (h *regionHealth) silent(now time.Time, timeout time.Duration) bool {
+	return !h.waiting.IsZero() && now.Sub(h.waiting) > timeout
 }
 
 // RouteHealth is whether one route's region answers.
@@ -37,7 +37,7 @@ type RouteHealth struct {
 }
 
 // Health reports each route's region: it answers unless the gateway has
-// sent it datagrams for RegionTimeout and heard nothing back. A route
+// sent it datagrams for Config.RegionTimeout and heard nothing back. A route
 // nobody uses answers (there is nothing to judge it by).
 func (g *Gateway) Health() []RouteHealth {
 	g.mu.Lock()
@@ -46,7 +46,7 @@ func (g *Gateway) Health() []RouteHealth {
 	out := make([]RouteHealth, len(g.regions))
 	for i := range g.regions {
 		h := &g.regions[i]
-		out[i] = RouteHealth{Route: i, Region: g.core.cfg.Routes[i].Region.String(), Answers: !h.silent(now)}
+		out[i] = RouteHealth{Route: i, Region: g.core.cfg.Routes[i].Region.String(), Answers: !h.silent(now, g.core.cfg.RegionTimeout)}
 		if !h.waiting.IsZero() {
 			out[i].Waiting = now.Sub(h.waiting)
 		}
@@ -102,7 +102,7 @@ func (g *Gateway) watch(now time.Time) {
 	}
 	for i := range g.regions {
 		h := &g.regions[i]
-		switch silent := h.silent(now); {
+		switch silent := h.silent(now, g.core.cfg.RegionTimeout); {
 		case silent && !h.down:
 			h.down = true
 			g.log.Warn("gateway: region not answering", "route", i, "region", g.core.cfg.Routes[i].Region, "waiting", now.Sub(h.waiting).Round(time.Second))

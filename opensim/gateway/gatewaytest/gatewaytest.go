@@ -212,6 +212,22 @@ func (u *Gateway) LoggedIn(t testing.TB, v *Viewer, th *[lludp.NumCategories]flo
 	return from
 }
 
+// Establish has the region send v's circuit (at the region's endpoint at)
+// a reliable datagram and v ack it: the gateway counts the circuit
+// established once the viewer acks the region.
+func (u *Gateway) Establish(t testing.TB, v *Viewer, at netip.AddrPort) {
+	t.Helper()
+	u.Region.Send(t, at, Datagram(lludp.RegionHandshakeID, 1, lludp.FlagReliable, 100, nil))
+	for {
+		h, _, _ := v.Recv(t)
+		if h.ID == lludp.RegionHandshakeID {
+			v.Send(t, &lludp.PacketAck{IDs: []uint32{h.Sequence}}, 0)
+			u.Region.NextOf(t, lludp.PacketAckID)
+			return
+		}
+	}
+}
+
 // Viewer sends LLUDP to the gateway from a socket of its own.
 type Viewer struct {
 	conn *net.UDPConn
