@@ -156,6 +156,7 @@ func runLab(args []string, s stdio) int {
 		fmt.Fprintf(s.err, "fairgrid lab: %s: %v\n", sc.Name, err)
 		return exitFail
 	}
+	res.Command = "fairgrid lab " + strings.Join(args, " ")
 	w := &resultWriter{w: s.out}
 	switch format {
 	case "json":

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -31,7 +32,7 @@ func fakeJobs(o Options) []job {
 func fakeResult(_ []job, runs []RunResult) Result {
 	r := Result{Scenario: "fake", Runs: runs}
 	for _, run := range runs {
-		r.Comparisons = append(r.Comparisons, ours("fake", run.Name, "seed", "", "a test", 0, run.Measurement.Seconds, "-", allAtMost(2, "small", "large")))
+		r.Comparisons = append(r.Comparisons, ours("fake", run.Name, "seed", "", "a test", 0, run.Measurement.Seconds, "-", everySeed("at most 2", func(x float64) bool { return x <= 2 })))
 	}
 	return r
 }
@@ -43,17 +44,17 @@ func TestOptionsSeeds(t *testing.T) {
 		seeds          int
 		wantRuns       int
 		median, maxima float64
-		ok             bool
+		verdict        string
 	}{
-		{1, 2, 5, 5, false},
-		{3, 6, 6, 7, false},
+		{1, 2, 5, 5, "at most 2 only not in the one seed run (--seeds N judges the spread)"},
+		{3, 6, 6, 7, "at most 2 only in 0 of 3 seeds"},
 	} {
 		res, err := runSeeded(context.Background(), Options{Seed: 5, Seeds: tc.seeds}, fakeJobs, fakeResult)
 		if err != nil {
 			t.Fatal(err)
 		}
 		c := res.Comparisons[0]
-		if len(res.Runs) != tc.wantRuns || len(c.Samples) != tc.seeds || c.Measured != tc.median || c.Max != tc.maxima || c.OK != tc.ok {
+		if len(res.Runs) != tc.wantRuns || len(c.Samples) != tc.seeds || c.Measured != tc.median || c.Max != tc.maxima || c.Judgement != Reported || !strings.HasSuffix(c.Verdict, tc.verdict) {
 			t.Errorf("seeds %d: %d runs, comparison %+v; want %d runs, median %v, max %v", tc.seeds, len(res.Runs), c, tc.wantRuns, tc.median, tc.maxima)
 		}
 		if tc.seeds > 1 && res.Runs[2].Name != "a seed=6" {

@@ -27,9 +27,14 @@ func TestJain(t *testing.T) {
 }
 
 func TestSummaryTable(t *testing.T) {
-	c := ours("s", "A", "m", "×", "why", 1, 1.5, "scaled", allAtMost(1.25, "fair", "unfair"))
-	row := SummaryTable([]Comparison{c}).Rows[0]
-	want := []string{"s", "A", "m", "ours: why", "1 ×", "1.5 ×", "scaled", "unfair (a seed above 1.25: 1.50)"}
+	c := ours("s", "A", "m", "×", "why", 1, 1.5, "scaled", everySeed("at most 1.25", func(x float64) bool { return x <= 1.25 }))
+	f := Figure{File: docThesis, Line: 107, Quote: "q"}.compare("s", "B", "m", "×", 2, "scaled", reportedAs("no claim"))
+	rows := SummaryTable([]Comparison{c, f}).Rows
+	row := rows[0]
+	want := []string{"s", "A", "m", "ours: why", "1 ×", "1.5 ×", "scaled", "reported: ours: at most 1.25 only not in the one seed run (--seeds N judges the spread)"}
+	if got := rows[1][3]; got != "Oliver, PhD thesis (St Andrews, 2011), ch. 7–8, line 107 (002_de6dcb7b65c28c7b.txt:107)" {
+		t.Errorf("source shown as %q, want the document's title and line", got)
+	}
 	if strings.Join(row, "|") != strings.Join(want, "|") {
 		t.Errorf("row %q, want %q", row, want)
 	}

@@ -40,19 +40,49 @@ type Figure struct {
 	Unit  string  `json:"unit,omitempty"`
 }
 
-// cited is every Figure the scenarios quote, in the order declared.
+// cited is every Figure the scenarios quote or refer to, in the order
+// declared: the seed test finds each on its line.
 var cited []Figure
 
 // cite declares a published figure: quote must stand on line of file (the
-// seed test checks it), and value, if not 0, must be written in quote.
+// seed test checks it), and value, if not 0, must be written in quote,
+// followed by unit as the document writes it (unitWords).
 func cite(file string, line int, quote string, value float64, unit string) Figure {
 	f := Figure{File: file, Line: line, Quote: quote, Value: value, Unit: unit}
 	cited = append(cited, f)
 	return f
 }
 
+// ref declares a line the lab's prose refers to (in a differs, an
+// "ours:" source or a verdict) without publishing a figure from it, and
+// returns its FILE:LINE: quote must stand on the line (the seed test
+// checks it, as it checks every figure).
+func ref(file string, line int, quote string) string {
+	return cite(file, line, quote, 0, "").Source()
+}
+
 // Source is FILE:LINE.
 func (f Figure) Source() string { return fmt.Sprintf("%s:%d", f.File, f.Line) }
+
+// docTitles names each source document for a reader of the output: who
+// wrote it and what it is.
+var docTitles = map[string]string{
+	docCoexistence:  `Saldana, Suznjevic, Sequeira et al., "The Effect of TCP Variants on the Coexistence of MMORPG and Best-Effort Traffic"`,
+	docMultiplexing: "Saldana, preliminary NS2 results on multiplexed game TCP flows (tcmtf list)",
+	docThesis:       "Oliver, PhD thesis (St Andrews, 2011), ch. 7–8",
+	docWireless:     `Ando, Murase, Oguchi, "Characteristics of QoS-Guaranteed TCP on Real Mobile Terminal in Wireless LAN" (CQR 2011)`,
+}
+
+// sourceShown is a source as the text and markdown show it: the
+// document's title and line, then its FILE:LINE; ours as it is.
+func sourceShown(source string) string {
+	file, line, ok := strings.Cut(source, ":")
+	title, known := docTitles[file]
+	if !ok || !known || isOurs(source) {
+		return source
+	}
+	return fmt.Sprintf("%s, line %s (%s)", title, line, source)
+}
 
 // published is what a table prints in its "published" column.
 func (f Figure) published() string {
@@ -69,10 +99,21 @@ func oursSource(why string) string { return "ours: " + why }
 // isOurs reports whether a source is ours rather than a document's.
 func isOurs(source string) bool { return strings.HasPrefix(source, "ours") }
 
-// judge turns a comparison's samples (one per seed) into a verdict, and
-// whether the measurement is what the lab asserts (the document's result
-// where we reproduce it, what we measure where we do not).
-type judge func(samples []float64) (verdict string, ok bool)
+// The verdicts' one vocabulary: every verdict starts with one of these.
+const (
+	// Agrees: the document's own claim, judged over the seeds, holds.
+	Agrees = "agrees"
+	// Disagrees: it does not.
+	Disagrees = "disagrees"
+	// Reported: the figure is ours, or the document makes no claim we can
+	// judge here; the reason says which.
+	Reported = "reported"
+)
+
+// judge turns a comparison's samples (one per seed, in seed order) into
+// a judgement (Agrees, Disagrees or Reported) and the reason, which
+// states what was tested and, over several seeds, how many held.
+type judge func(samples []float64) (judgement, reason string)
 
 // Comparison is one measured figure beside the published one, over one
 // or more seeds.
@@ -94,33 +135,54 @@ type Comparison struct {
 	Max      float64   `json:"max"`
 	Samples  []float64 `json:"samples"`
 	// Source is the figure's FILE:LINE in ../shared/seeds, or "ours: why"
-	// when no document gives it.
-	Source string `json:"source"`
+	// when no document gives it; SourceTitle names the document.
+	Source      string `json:"source"`
+	SourceTitle string `json:"source_title,omitempty"`
 	// Differs says how our set-up differs from the document's: what was
 	// scaled down and what we chose where the document is silent.
 	Differs string `json:"differs"`
-	// Verdict says what the measurement shows against the document; OK
-	// whether it is what the lab asserts.
-	Verdict string `json:"verdict"`
-	OK      bool   `json:"ok"`
-	judge   judge
+	// Judgement is Agrees, Disagrees or Reported; Verdict is it with the
+	// reason ("agrees: ...").
+	Judgement string `json:"judgement"`
+	Verdict   string `json:"verdict"`
+	judge     judge
+	// figure is the cited figure the row stands on (none for ours).
+	figure Figure
+	// pair, if set, judges the row beside another (pairCase, the same
+	// scenario) once both have every seed: a claim that compares two of
+	// the document's clients.
+	pairCase string
+	pair     func(self, other []float64) (judgement, reason string)
 }
 
 // compare is figure f beside one measurement.
 func (f Figure) compare(scenario, kase, metric, unit string, measured float64, differs string, j judge) Comparison {
 	c := Comparison{Scenario: scenario, Case: kase, Metric: metric, Unit: unit, Published: f.Value, PublishedText: f.published(),
-		Source: f.Source(), Differs: differs, judge: j}
+		Source: f.Source(), SourceTitle: docTitles[f.File], Differs: differs, judge: j, figure: f}
 	return c.with(measured)
 }
 
-// ours is a measurement beside no document: the lab's own row.
+// ours is a measurement beside no document: the lab's own row, always
+// reported (j, if set, says what we measured against our own bound).
 func ours(scenario, kase, metric, unit, why string, published float64, measured float64, differs string, j judge) Comparison {
 	c := Comparison{Scenario: scenario, Case: kase, Metric: metric, Unit: unit, Published: published, PublishedText: "-",
-		Source: oursSource(why), Differs: differs, judge: j}
+		Source: oursSource(why), Differs: differs, judge: oursJudge(j)}
 	if published != 0 {
 		c.PublishedText = num(published, unit)
 	}
 	return c.with(measured)
+}
+
+// oursJudge makes any judge's outcome a report: a bound of ours is not a
+// document's claim, so it neither agrees nor disagrees.
+func oursJudge(j judge) judge {
+	return func(s []float64) (string, string) {
+		if j == nil {
+			return Reported, "ours, no claim to judge"
+		}
+		_, reason := j(s)
+		return Reported, "ours: " + reason
+	}
 }
 
 // with sets the comparison's samples to one measurement and judges it.
@@ -140,59 +202,91 @@ func (c Comparison) judged() Comparison {
 			c.Measured = (s[len(s)/2-1] + s[len(s)/2]) / 2
 		}
 	}
-	c.Verdict, c.OK = "-", true
-	if c.judge != nil {
-		c.Verdict, c.OK = c.judge(c.Samples)
+	c.Judgement, c.Verdict = Reported, Reported+": no claim to judge"
+	if c.judge != nil && len(c.Samples) > 0 {
+		c.setVerdict(c.judge(c.Samples))
 	}
 	return c
 }
 
-// Judges. Each states its bound in its verdict, so that the table shows
-// what was asserted.
+func (c *Comparison) setVerdict(judgement, reason string) {
+	c.Judgement, c.Verdict = judgement, judgement+": "+reason
+}
 
-// allAtMost: every sample at most limit.
-func allAtMost(limit float64, yes, no string) judge {
-	return func(s []float64) (string, bool) {
-		if m := slices.Max(s); m <= limit {
-			return fmt.Sprintf("%s (every seed ≤ %.2f)", yes, limit), true
+// judgePairs judges the rows that compare themselves with another row,
+// once every seed is in.
+func judgePairs(cs []Comparison) {
+	for i, c := range cs {
+		if c.pair == nil {
+			continue
 		}
-		return fmt.Sprintf("%s (a seed above %.2f: %.2f)", no, limit, slices.Max(s)), false
+		for _, o := range cs {
+			if o.Scenario == c.Scenario && o.Case == c.pairCase && o.Metric == c.Metric {
+				cs[i].setVerdict(c.pair(c.Samples, o.Samples))
+			}
+		}
 	}
 }
 
-// allBelow: every sample below limit.
-func allBelow(limit float64, yes, no string) judge {
-	return func(s []float64) (string, bool) {
-		if m := slices.Max(s); m < limit {
-			return fmt.Sprintf("%s (every seed < %.2f)", yes, limit), true
+// Judges. Each tests a document's claim on every seed and says, in its
+// reason, what was tested and how many seeds held.
+
+// seedCount is "in k of n seeds" (or "in the one seed").
+func seedCount(k, n int) string {
+	if n == 1 {
+		if k == 1 {
+			return "in the one seed run (--seeds N judges the spread)"
 		}
-		return fmt.Sprintf("%s (a seed at %.2f, not < %.2f)", no, slices.Max(s), limit), false
+		return "not in the one seed run (--seeds N judges the spread)"
+	}
+	return fmt.Sprintf("in %d of %d seeds", k, n)
+}
+
+// count is how many samples satisfy ok.
+func count(s []float64, ok func(float64) bool) int {
+	n := 0
+	for _, x := range s {
+		if ok(x) {
+			n++
+		}
+	}
+	return n
+}
+
+// publishedInRange: the document's figure, known to its printed
+// precision as lo–hi, lies within the seeds' range (min–max). No bound
+// of ours: a single seed must itself fall within lo–hi.
+func publishedInRange(lo, hi float64, what string) judge {
+	return func(s []float64) (string, string) {
+		mn, mx := slices.Min(s), slices.Max(s)
+		below := count(s, func(x float64) bool { return x < lo })
+		above := count(s, func(x float64) bool { return x > hi })
+		switch {
+		case mn <= hi && mx >= lo:
+			return Agrees, fmt.Sprintf("the published %s (%s–%s as printed) lies within the seeds' range", what, num(lo, ""), num(hi, ""))
+		case below == len(s):
+			return Disagrees, fmt.Sprintf("below the published %s (%s–%s as printed) %s", what, num(lo, ""), num(hi, ""), seedCount(below, len(s)))
+		default:
+			return Disagrees, fmt.Sprintf("above the published %s (%s–%s as printed) %s", what, num(lo, ""), num(hi, ""), seedCount(above, len(s)))
+		}
 	}
 }
 
-// allAtLeast: every sample at least limit.
-func allAtLeast(limit float64, yes, no string) judge {
-	return func(s []float64) (string, bool) {
-		if m := slices.Min(s); m >= limit {
-			return fmt.Sprintf("%s (every seed ≥ %s)", yes, num(limit, "")), true
+// everySeed: the claim holds if ok holds in every seed; claim says what
+// ok tests.
+func everySeed(claim string, ok func(float64) bool) judge {
+	return func(s []float64) (string, string) {
+		k := count(s, ok)
+		if k == len(s) {
+			return Agrees, claim + " " + seedCount(k, len(s))
 		}
-		return fmt.Sprintf("%s (a seed at %s, under %s)", no, num(slices.Min(s), ""), num(limit, "")), false
+		return Disagrees, claim + " only " + seedCount(k, len(s))
 	}
 }
 
-// allWithin: every sample in [lo, hi].
-func allWithin(lo, hi float64, yes, no string) judge {
-	return func(s []float64) (string, bool) {
-		if slices.Min(s) >= lo && slices.Max(s) <= hi {
-			return fmt.Sprintf("%s (every seed in %.3g–%.3g)", yes, lo, hi), true
-		}
-		return fmt.Sprintf("%s (seeds %.3g–%.3g, outside %.3g–%.3g)", no, slices.Min(s), slices.Max(s), lo, hi), false
-	}
-}
-
-// logged: reported, not judged.
-func logged(what string) judge {
-	return func([]float64) (string, bool) { return what, true }
+// reportedAs: no claim to judge, for the reason given.
+func reportedAs(why string) judge {
+	return func([]float64) (string, string) { return Reported, why }
 }
 
 // spread prints a comparison's measurement: the median, and with several
@@ -227,6 +321,7 @@ func mergeSeeds(rs []Result) (Result, error) {
 	for i := range out.Comparisons {
 		out.Comparisons[i] = out.Comparisons[i].judged()
 	}
+	judgePairs(out.Comparisons)
 	if len(rs) > 1 {
 		for i := range out.Tables {
 			out.Tables[i].Title += " (first seed)"
