@@ -77,8 +77,8 @@ interop-deps:
 # REALTIME_P=1 LAB_P=1 to see whether a failure comes from sharing the
 # machine.
 REALTIME_P ?= 3
-LAB_P ?= 4
-REALTIME_LAB := ./internal/lab/scenario ./internal/lab/demo ./internal/lab/fairness ./internal/lab/gatewaylab
+LAB_P ?= 5
+REALTIME_LAB := ./internal/lab/scenario ./internal/lab/demo ./internal/lab/fairness ./internal/lab/gatewaylab ./internal/lab/demand
 # Of those, the ones whose checks are finest run alone: the golden traces
 # (loss events grouped by RTT: 62 against the viewer's 55 at 10 % when
 # run three at a time under load 4.6) and two kernel TCP flows' share

@@ -1,0 +1,234 @@
+package demand
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/fairgrid/fairgrid/internal/lab/link"
+	"github.com/fairgrid/fairgrid/internal/lab/viewer"
+	"github.com/fairgrid/fairgrid/lludp"
+	"github.com/fairgrid/fairgrid/opensim"
+	"github.com/fairgrid/fairgrid/opensim/region"
+	"github.com/fairgrid/fairgrid/throttle"
+	"github.com/fairgrid/fairgrid/throttle/proxy"
+)
+
+// FrontEnd is what stands between the viewer and the region.
+type FrontEnd string
+
+// The front-ends.
+const (
+	Stock   FrontEnd = "stock"
+	Sidecar FrontEnd = "sidecar"
+	Proxy   FrontEnd = "proxy"
+)
+
+// FrontEnds lists them, the baseline first.
+var FrontEnds = []FrontEnd{Stock, Sidecar, Proxy}
+
+// Config is one run.
+type Config struct {
+	FrontEnd FrontEnd
+	// Activity is the region's workload.
+	Activity region.Activity
+	// Path is each direction of the link between the viewer's host and
+	// the region: loss and one-way delay.
+	Path link.PipeConfig
+	// Interval is fairgrid's decision interval (default 5 s).
+	Interval time.Duration
+	// Warmup is left out of the measurement, Duration measured after it.
+	Warmup, Duration time.Duration
+	// Seed makes the link's losses repeatable.
+	Seed uint64
+	// Throttle configures fairgrid's loop beyond the interval (the
+	// defaults if zero): the split, the viewer's limit.
+	Throttle throttle.Config
+}
+
+// Result is what one run measured over its measured part.
+type Result struct {
+	FrontEnd FrontEnd
+	// ReceivedBPS is what the viewer received, bits/s of LLUDP payload,
+	// and GoodputBPS the part that was not a duplicate of a reliable
+	// datagram it had (a resend whose ack was late): a front-end that
+	// asks less for Resend saves those, and the viewer loses nothing.
+	// Reckoned by datagrams, since a workload's are of one size.
+	ReceivedBPS, GoodputBPS float64
+	// DemandBPS is what the workload offers, region.Demand in bits/s.
+	DemandBPS float64
+	// Requests are fairgrid's decisions sent in the measured part.
+	Requests []throttle.Request
+}
+
+// Run runs cfg for Warmup+Duration on loopback.
+func Run(ctx context.Context, cfg Config, log *slog.Logger) (Result, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Warmup <= 0 || cfg.Duration <= 0 {
+		return Result{}, errors.New("demand: warm-up and duration must be positive")
+	}
+	res := Result{FrontEnd: cfg.FrontEnd, DemandBPS: float64(region.Demand(cfg.Activity, 0)) * 8}
+	var g throttle.Group
+	var closers []func() error
+	closeAll := func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}
+	sim, err := region.New(region.Config{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Activity: cfg.Activity,
+		Scheduler: opensim.Config{ChannelBuckets: true}}, log)
+	if err != nil {
+		return res, fmt.Errorf("demand: %w", err)
+	}
+	closers = append(closers, sim.Close)
+	g.Add(sim.Run, nil)
+
+	var (
+		mu       sync.Mutex
+		sent     []throttle.Request
+		measFrom time.Time
+	)
+	afterTick := func(now time.Time, rs []throttle.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !measFrom.IsZero() && now.After(measFrom) {
+			sent = append(sent, rs...)
+		}
+	}
+	tcfg := cfg.Throttle
+	tcfg.Interval = cfg.Interval
+	if tcfg.Interval == 0 {
+		tcfg.Interval = 5 * time.Second
+	}
+	// The sidecar's tap: the viewer's datagrams as its host sees them.
+	var tap *throttle.PushSource
+	if cfg.FrontEnd == Sidecar {
+		tap = throttle.NewChanSource(4096)
+	}
+	relay, err := link.New(link.Config{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Upstream: sim.Addr(),
+		Down: cfg.Path, Up: cfg.Path, Seed: cfg.Seed,
+		Tap: func(d link.Datagram) {
+			if tap != nil {
+				tap.Push(lludp.Datagram{At: d.At, Src: d.Src, Dst: d.Dst, Payload: bytes.Clone(d.Payload)})
+			}
+		}}, log)
+	if err != nil {
+		closeAll()
+		return res, fmt.Errorf("demand: %w", err)
+	}
+	g.Add(relay.Run, nil)
+	vcfg := viewer.Config{Sim: relay.Addr(), FollowViewerRule: true, CircuitCode: 4242}
+
+	switch cfg.FrontEnd {
+	case Stock:
+	case Sidecar:
+		loop, err := throttle.New(tcfg, log)
+		if err != nil {
+			closeAll()
+			return res, fmt.Errorf("demand: %w", err)
+		}
+		sc, err := throttle.NewSidecar(throttle.SidecarConfig{Loop: loop, Source: tap, Sender: relaySender{relay}, Log: log, AfterTick: afterTick})
+		if err != nil {
+			tap.Close()
+			closeAll()
+			return res, fmt.Errorf("demand: %w", err)
+		}
+		sc.AddTo(&g)
+	case Proxy:
+		loop, err := throttle.New(tcfg, log)
+		if err != nil {
+			closeAll()
+			return res, fmt.Errorf("demand: %w", err)
+		}
+		p, err := proxy.New(proxy.Config{UDPPorts: lludp.Ports{{Lo: 1, Hi: 65535}}}, throttle.SidecarConfig{Loop: loop, Log: log, AfterTick: afterTick}, log)
+		if err != nil {
+			closeAll()
+			return res, fmt.Errorf("demand: %w", err)
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			closeAll()
+			return res, fmt.Errorf("demand: %w", err)
+		}
+		p.AddTo(&g, ln)
+		vcfg.SOCKS5 = ln.Addr().String()
+	default:
+		closeAll()
+		return res, fmt.Errorf("demand: front-end %q: want stock, sidecar or proxy", cfg.FrontEnd)
+	}
+	// The front-end serves before the viewer is made: a viewer behind
+	// the proxy opens its association in New.
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	served := make(chan error, 1)
+	go func() { served <- g.Run(runCtx) }()
+	v, err := viewer.New(vcfg, log)
+	if err != nil {
+		cancel()
+		return res, fmt.Errorf("demand: %w", errors.Join(err, <-served))
+	}
+	var vg throttle.Group
+	vg.Add(v.Run, nil)
+	done := make(chan error, 1)
+	go func() {
+		err := vg.Run(runCtx)
+		cancel()
+		done <- errors.Join(err, <-served)
+	}()
+	var before viewer.Report
+	timer := time.NewTimer(cfg.Warmup)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+	case err := <-done:
+		return res, fmt.Errorf("demand: ended in the warm-up: %w", errors.Join(err, ctx.Err()))
+	}
+	before = v.Report()
+	mu.Lock()
+	measFrom = time.Now()
+	mu.Unlock()
+	timer.Reset(cfg.Duration)
+	select {
+	case <-timer.C:
+	case err := <-done:
+		return res, fmt.Errorf("demand: ended early: %w", errors.Join(err, ctx.Err()))
+	}
+	after := v.Report()
+	cancel()
+	if err := <-done; err != nil {
+		return res, fmt.Errorf("demand: %w", err)
+	}
+	if !after.LoggedIn {
+		return res, errors.New("demand: the viewer never logged in")
+	}
+	res.ReceivedBPS = float64(after.Bytes-before.Bytes) * 8 / cfg.Duration.Seconds()
+	if n := after.Received - before.Received; n > 0 {
+		dup := after.ReliableDuplicates - before.ReliableDuplicates
+		res.GoodputBPS = res.ReceivedBPS * float64(n-min(dup, n)) / float64(n)
+	}
+	mu.Lock()
+	res.Requests = sent
+	mu.Unlock()
+	return res, nil
+}
+
+// relaySender sends fairgrid's AgentThrottle from the viewer's host,
+// across the link.
+type relaySender struct{ r *link.Relay }
+
+func (s relaySender) Send(_ context.Context, req throttle.Request) error {
+	b, err := req.Encode()
+	if err != nil {
+		return err
+	}
+	s.r.InjectUp(req.Circuit.Viewer, b)
+	return nil
+}

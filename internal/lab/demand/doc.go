@@ -1,0 +1,22 @@
+// Package demand runs a viewer against a region that has less to say than
+// the link carries, through each of fairgrid's front-ends, and measures
+// what the viewer receives: issue 33's check that fairgrid never makes a
+// viewer slower when the link has room.
+//
+// The region is `fairgrid sim`'s, with OpenSim 0.9.2.2's per-category
+// token buckets that do not lend to each other (opensim.Config.
+// ChannelBuckets; protocol.md §8.4) and one of its application-limited
+// workloads (region.Terrain, Objects, Avatars, Textures), whose demand
+// region.Demand states. The path is the lab's link emulator (loss and
+// delay each way). The viewer is the lab's LLUDP viewer, asking for the
+// classic 1,500 kbps and following the stock ±10 % rule. The front-ends:
+//
+//   - Stock: no fairgrid, the baseline;
+//   - Sidecar: `fairgrid run`'s loop on the viewer's datagrams as its host
+//     sees them, its AgentThrottles sent from the viewer's address;
+//   - Proxy: the viewer's UDP through `fairgrid proxy`'s SOCKS 5 relay,
+//     which rewrites the viewer's AgentThrottles and sends its own.
+//
+// Each is the product's own code (throttle.Loop, throttle.Sidecar,
+// throttle/proxy) over real LLUDP on loopback, in real time.
+package demand
