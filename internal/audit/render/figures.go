@@ -194,9 +194,9 @@ func (fewDecadesTicks) Ticks(lo, hi float64) []plot.Tick {
 	var ts []plot.Tick
 	labelled := 0
 	for e := math.Floor(math.Log10(lo)); math.Pow(10, e) <= hi; e++ {
-		base := math.Pow(10, e)
 		for m := 1; m <= 9; m++ {
-			v := float64(m) * base
+			// m×10^e parsed, not multiplied: 7 × 0.1 is 0.7000000000000001.
+			v, _ := strconv.ParseFloat(fmt.Sprintf("%de%d", m, int(e)), 64)
 			if v < lo || v > hi {
 				continue
 			}

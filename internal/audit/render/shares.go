@@ -7,6 +7,7 @@ import (
 	"html/template"
 	"io"
 	"math"
+	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -90,6 +91,7 @@ func shareFigure(p SharePanel) (template.HTML, error) {
 		}
 	}
 	n := float64(max(len(p.Cells), 1))
+	var band, fair *plotter.Line
 	for _, y := range []float64{shareLow, 1, shareHigh} {
 		dashes := []vg.Length{vg.Points(4), vg.Points(3)}
 		if y == 1 {
@@ -100,6 +102,11 @@ func shareFigure(p SharePanel) (template.HTML, error) {
 			return "", err
 		}
 		pl.Add(l)
+		if y == 1 {
+			fair = l
+		} else {
+			band = l
+		}
 	}
 	if len(pts) > 0 {
 		s, err := scatter(pts, okBlue, draw.CircleGlyph{}, vg.Points(3))
@@ -109,11 +116,26 @@ func shareFigure(p SharePanel) (template.HTML, error) {
 		pl.Add(s)
 		pl.Legend.Add("mean over the seeds (bar: their range)", s)
 	}
+	pl.Legend.Add("1: one TCP flow's bytes/s", fair)
+	pl.Legend.Add(fmt.Sprintf("%s and %s: the promised band", tickLabel(shareLow), tickLabel(shareHigh)), band)
 	pl.X.Min, pl.X.Max = 0.5, n+0.5
 	pl.Y.Min, pl.Y.Max = lo/1.2, hi*1.2
-	pl.Y.Tick.Marker = plot.DefaultTicks{}
+	pl.X.Tick.Marker = cellTicks(len(p.Cells))
 	return svgOf(pl)
 }
+
+// cellTicks marks each cell by its number in the table, and nothing
+// between cells.
+func cellTicks(n int) plot.ConstantTicks {
+	var ts plot.ConstantTicks
+	for i := 1; i <= n; i++ {
+		ts = append(ts, plot.Tick{Value: float64(i), Label: strconv.Itoa(i)})
+	}
+	return ts
+}
+
+// tickLabel writes v in the fewest digits that read back as v.
+func tickLabel(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 
 var sharesTemplate = template.Must(template.New("shares").Funcs(template.FuncMap{"inc": func(i int) int { return i + 1 }}).Parse(`<!DOCTYPE html>
 <html lang="en">
