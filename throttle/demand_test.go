@@ -151,7 +151,7 @@ func TestLoopKeepsViewerLimit(t *testing.T) {
 			rs = append(rs, got...)
 		}
 		top := rs[len(rs)-1]
-		t.Logf("above %v: %d requests, last %v (one share %v, the viewer asked %v)", above, len(rs), top.Total, top.Share, top.ViewerAsked)
+		t.Logf("above %v: %d requests, last %v (one share %v, the viewer asked %v)", above, len(rs), top.Total, top.Decided, top.ViewerAsked)
 		if top.ViewerAsked != ratecalc.RateFromBits(500_000) {
 			t.Errorf("the viewer's request reads %v after fairgrid's went out, want 500 kbit/s", top.ViewerAsked)
 		}
@@ -161,10 +161,10 @@ func TestLoopKeepsViewerLimit(t *testing.T) {
 			}
 		}
 		if above && top.Total <= top.ViewerAsked {
-			t.Errorf("with the limit lifted the request %v stays at the viewer's %v, where one share is %v", top.Total, top.ViewerAsked, top.Share)
+			t.Errorf("with the limit lifted the request %v stays at the viewer's %v, where one share is %v", top.Total, top.ViewerAsked, top.Decided)
 		}
 		if !above && !top.LimitedByViewer() {
-			t.Errorf("the last request %v is not marked as limited by the viewer (share %v)", top.Total, top.Share)
+			t.Errorf("the last request %v is not marked as limited by the viewer (share %v)", top.Total, top.Decided)
 		}
 	}
 }
@@ -288,16 +288,16 @@ func TestLoopViewerCircuitsShareOne(t *testing.T) {
 	if root.Total == 0 || child.Total == 0 || alone.Total == 0 {
 		t.Fatalf("requests at the last decision: root %v, neighbour %v, the other viewer %v", root.Total, child.Total, alone.Total)
 	}
-	sum, share := root.Total+child.Total, max(root.Share, child.Share)
-	t.Logf("root %v + neighbour %v = %v of one share %v; the other viewer %v (share %v)", root.Total, child.Total, sum, share, alone.Total, alone.Share)
+	sum, share := root.Total+child.Total, max(root.Decided, child.Decided)
+	t.Logf("root %v + neighbour %v = %v of one share %v; the other viewer %v (share %v)", root.Total, child.Total, sum, share, alone.Total, alone.Decided)
 	if math.Abs(float64(sum/share)-1) > 0.01 {
 		t.Errorf("the viewer's circuits ask %v together, want one share, %v", sum, share)
 	}
 	if r := float64(child.Total / root.Total); r < 0.15 || r > 0.5 {
 		t.Errorf("the neighbour asks %.2f of the root's, where it receives a quarter as much", r)
 	}
-	if alone.Total != alone.Share {
-		t.Errorf("a viewer with one circuit asks %v, not its share %v", alone.Total, alone.Share)
+	if alone.Total != alone.Decided {
+		t.Errorf("a viewer with one circuit asks %v, not its share %v", alone.Total, alone.Decided)
 	}
 }
 

@@ -27,16 +27,17 @@ type Request struct {
 	Total     ratecalc.Rate
 	Throttles [lludp.NumCategories]float32 // bits/s, split as configured (Config.FixedSplit)
 	Reason    Reason
-	// Share is one TCP share, the controller's rate clamped; Total is the
-	// lesser of it and ViewerAsked, the viewer's latest request (0 when
-	// the viewer has sent none), unless Config.AboveViewer.
-	Share       ratecalc.Rate
+	// Decided is the controller's rate, clamped, for the circuit's part of
+	// its viewer's one share; Total is the lesser of it and ViewerAsked,
+	// the viewer's latest request (0 when the viewer has sent none),
+	// unless Config.AboveViewer.
+	Decided     ratecalc.Rate
 	ViewerAsked ratecalc.Rate
 }
 
 // LimitedByViewer reports whether the viewer's own request, not one
 // share, set the total.
-func (r Request) LimitedByViewer() bool { return r.ViewerAsked > 0 && r.Total < r.Share }
+func (r Request) LimitedByViewer() bool { return r.ViewerAsked > 0 && r.Total < r.Decided }
 
 // Reason says why a request was sent.
 type Reason uint8
@@ -97,7 +98,6 @@ type state struct {
 	seenViewer time.Time // the viewer's AgentThrottle last handled
 	reassert   bool
 	decided    ratecalc.Rate
-	share      ratecalc.Rate
 	requests   uint64
 	// down and downAt are the circuit's downstream counters at the
 	// previous decision: what each category used since is the split's
@@ -329,7 +329,7 @@ func (l *Loop) Tick(now time.Time) []Request {
 	for i := range ds {
 		d := &ds[i]
 		c, st, share, asked, target := d.c, d.st, d.share, d.asked, d.target
-		st.decided, st.share = target, share
+		st.decided = target
 		st.intervals++
 		if !c.Known() {
 			l.stats.Waiting++
@@ -357,7 +357,7 @@ func (l *Loop) Tick(now time.Time) []Request {
 		}
 		r := Request{Circuit: c.Key, Agent: lludp.AgentData{AgentID: c.AgentID, SessionID: c.SessionID},
 			CircuitCode: c.CircuitCode, Sequence: c.UpSequence, Total: target, Throttles: throttles, Reason: reason,
-			Share: share, ViewerAsked: asked}
+			Decided: share, ViewerAsked: asked}
 		// What the capture sees of it is fairgrid's, not the viewer's.
 		c.NoteInjected(throttles)
 		if !st.sent {
@@ -371,7 +371,8 @@ func (l *Loop) Tick(now time.Time) []Request {
 		// Rates read "235.0 kbit/s" for people, with whole bits/s beside
 		// them for machines; no figure carries more digits than it means.
 		l.log.Info("throttle decision", "circuit", c.Key, "rate", target, "rate_bps", int64(math.Round(target.BitsPerSecond())), "reason", reason,
-			"share_bps", int64(math.Round(share.BitsPerSecond())), "viewer_asked_bps", int64(math.Round(asked.BitsPerSecond())),
+			"share_bps", int64(math.Round(OneShare(s).BitsPerSecond())), "controller_bps", int64(math.Round(share.BitsPerSecond())),
+			"viewer_asked_bps", int64(math.Round(asked.BitsPerSecond())),
 			"loss_event_rate", roundSignificant(s.LossEventRate, 3), "rtt_ms", math.Round(float64(s.SRTT)/1e5)/10,
 			"received", s.ReceiveRate, "receive_bps", int64(math.Round(s.ReceiveRate.BitsPerSecond())))
 		out = append(out, r)
@@ -637,7 +638,6 @@ type CircuitState struct {
 	Summary  circuit.Summary
 	Control  ratecalc.Stats
 	Target   ratecalc.Rate // the latest decision
-	Share    ratecalc.Rate // one share at the latest decision, before the viewer's limit
 	Requests uint64        // requests sent for it
 }
 
@@ -652,7 +652,7 @@ func (l *Loop) Snapshot() []CircuitState {
 			cs.Control = c.Controller.Stats()
 		}
 		if st := l.states[c.Key]; st != nil {
-			cs.Target, cs.Share, cs.Requests = st.decided, st.share, st.requests
+			cs.Target, cs.Requests = st.decided, st.requests
 		}
 		out = append(out, cs)
 	}

@@ -35,9 +35,9 @@ var (
 	mLoss     = prometheus.NewDesc("fairgrid_circuit_loss_event_rate", "Loss event rate of the simulator-to-viewer direction (RFC 5348).", []string{"circuit"}, nil)
 	mRecv     = prometheus.NewDesc("fairgrid_circuit_receive_rate_bytes_per_second", "Received rate over the last interval.", []string{"circuit"}, nil)
 	mRecvCat  = prometheus.NewDesc("fairgrid_circuit_received_bytes_total", "Bytes received from the simulator, by throttle category.", []string{"circuit", "category"}, nil)
-	mTarget   = prometheus.NewDesc("fairgrid_circuit_target_rate_bytes_per_second", "The rate fairgrid decided to request: the lesser of one share and the viewer's own request (control.viewer_limit).", []string{"circuit"}, nil)
-	mShare    = prometheus.NewDesc("fairgrid_circuit_share_bytes_per_second", "One TCP share on the circuit's path: the controller's rate (control.controller), clamped, before the viewer's own request limits it.", []string{"circuit"}, nil)
-	mTCPFair  = prometheus.NewDesc("fairgrid_circuit_tcp_fair_rate_bytes_per_second", "The TCP-fair rate: the TFRC equation (RFC 5348 §3.1) at the circuit's measured loss event rate, ping round-trip time and mean simulator datagram size; absent before the first loss event or RTT sample.", []string{"circuit"}, nil)
+	mTarget   = prometheus.NewDesc("fairgrid_circuit_target_rate_bytes_per_second", "The rate fairgrid decided to request: its controller's rate (control.controller) for the circuit, its part of its viewer's one share, limited by the viewer's own request (control.viewer_limit).", []string{"circuit"}, nil)
+	mShare    = prometheus.NewDesc("fairgrid_circuit_share_bytes_per_second", "One share: what one TCP flow of full 1,460-byte segments gets on the circuit's path (ratecalc.TCPShareRate: Padhye's equation with CUBIC's window) at its RTT and loss event rate per segment, as fairgrid rate and the audit reckon it; absent before the first loss event.", []string{"circuit"}, nil)
+	mTCPFair  = prometheus.NewDesc("fairgrid_circuit_tfrc_equation_bytes_per_second", "An equation, not one share: TFRC's (RFC 5348 §3.1) at the circuit's loss event rate per datagram, ping round-trip time and mean simulator datagram size (control.segment); absent before the first loss event or RTT sample.", []string{"circuit"}, nil)
 	mViewer   = prometheus.NewDesc("fairgrid_circuit_viewer_request_bytes_per_second", "The viewer's own latest AgentThrottle total.", []string{"circuit"}, nil)
 	mReqs     = prometheus.NewDesc("fairgrid_circuit_requests_sent_total", "AgentThrottle requests sent for the circuit.", []string{"circuit"}, nil)
 	mCircuits = prometheus.NewDesc("fairgrid_circuits", "Circuits being measured.", nil, nil)
@@ -88,7 +88,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		counter(mRecvCat, float64(s.Summary.ByCategory[lludp.Unthrottled.String()]), id, lludp.Unthrottled.String())
 		gauge(mTarget, float64(s.Target), id)
-		gauge(mShare, float64(s.Share), id)
+		if share := OneShare(s.Control); share > 0 {
+			gauge(mShare, float64(share), id)
+		}
 		if fair, ok := TCPFairRate(s.Summary, segment); ok {
 			gauge(mTCPFair, float64(fair), id)
 		}
@@ -118,8 +120,25 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(mBuild, 1, cmp.Or(c.Version, "devel"), cmp.Or(c.Commit, "unknown"), runtimeVersion())
 }
 
-// TCPFairRate is the rate a TCP flow would get on the circuit's path: the
-// TFRC equation (RFC 5348 §3.1, ratecalc.TFRCRate) at the loss event rate
+// OneShare is what one TCP flow of full segments gets on a circuit's path,
+// from its controller's measurements: ratecalc.TCPShareRate at the path's
+// RTT and the loss event rate per 1,460-byte segment, the quantity
+// `fairgrid rate`, the audit and the lab call one share. 0 before the
+// first loss event, or for a controller that counts no losses per segment
+// (vtcp does; window tracking and TFRC count them per datagram).
+func OneShare(s ratecalc.Stats) ratecalc.Rate {
+	if !(s.SegmentLossEventRate > 0) {
+		return 0
+	}
+	rtt := s.PathRTT
+	if rtt <= 0 {
+		rtt = s.SRTT
+	}
+	return ratecalc.TCPShareRate(ratecalc.NominalSegmentSize, rtt, s.SegmentLossEventRate)
+}
+
+// TCPFairRate is the TFRC equation (RFC 5348 §3.1, ratecalc.TFRCRate),
+// labelled as one: at the loss event rate
 // measured on the simulator-to-viewer direction, the ping-based RTT and
 // the segment size the controllers use: the mean size of the simulator's
 // datagrams, or TFRC-SP's nominal 1460 B (control.segment). It is what the

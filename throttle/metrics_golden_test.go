@@ -59,7 +59,7 @@ func TestCollectorGolden(t *testing.T) {
 	c := &Collector{Loop: goldenCircuit(t), Capture: func() capture.Stats { return capture.Stats{Datagrams: 1234, KernelDrops: 5} },
 		Reloads: func() ReloadStats { return ReloadStats{Applied: 2, Rejected: 1} }}
 	names := []string{"fairgrid_circuit_rtt_seconds", "fairgrid_circuit_loss_event_rate", "fairgrid_circuit_receive_rate_bytes_per_second",
-		"fairgrid_circuit_received_bytes_total", "fairgrid_circuit_target_rate_bytes_per_second", "fairgrid_circuit_share_bytes_per_second", "fairgrid_circuit_tcp_fair_rate_bytes_per_second",
+		"fairgrid_circuit_received_bytes_total", "fairgrid_circuit_target_rate_bytes_per_second", "fairgrid_circuit_share_bytes_per_second", "fairgrid_circuit_tfrc_equation_bytes_per_second",
 		"fairgrid_circuit_viewer_request_bytes_per_second",
 		"fairgrid_circuit_requests_sent_total", "fairgrid_circuits", "fairgrid_throttle_requests_sent_total", "fairgrid_throttle_reassertions_total",
 		"fairgrid_circuits_evicted_total", "fairgrid_endpoints_folded_total",
@@ -132,7 +132,7 @@ func TestTCPFairRate(t *testing.T) {
 // series, with the value TCPFairRate gives its summary; one without a loss
 // has none.
 func TestCollectorTCPFairRate(t *testing.T) {
-	const name = "fairgrid_circuit_tcp_fair_rate_bytes_per_second"
+	const name = "fairgrid_circuit_tfrc_equation_bytes_per_second"
 	l := goldenCircuit(t)
 	states := l.Snapshot()
 	if len(states) != 1 {
@@ -173,5 +173,35 @@ func TestCollectorTCPFairRate(t *testing.T) {
 	}
 	if n := testutil.CollectAndCount(&Collector{Loop: lossless}, name); n != 0 {
 		t.Errorf("%d series for a circuit without loss, want none", n)
+	}
+}
+
+// TestCollectorOneShare: the share series is ratecalc.TCPShareRate at the
+// controller's path RTT and loss event rate per segment, the formula
+// `fairgrid rate` prints as one share, and differs from the TFRC
+// equation's series, which is labelled as an equation.
+func TestCollectorOneShare(t *testing.T) {
+	l := goldenCircuit(t)
+	states := l.Snapshot()
+	if len(states) != 1 {
+		t.Fatalf("%d circuits", len(states))
+	}
+	st := states[0].Control
+	want := ratecalc.TCPShareRate(ratecalc.NominalSegmentSize, st.PathRTT, st.SegmentLossEventRate)
+	if want <= 0 || OneShare(st) != want {
+		t.Fatalf("OneShare %v, TCPShareRate at RTT %v and p %v: %v", OneShare(st), st.PathRTT, st.SegmentLossEventRate, want)
+	}
+	got, err := testutil.CollectAndFormat(&Collector{Loop: l}, expfmt.TypeTextPlain, "fairgrid_circuit_share_bytes_per_second")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(got), fmt.Sprint(float64(want))) {
+		t.Errorf("exported %s, want %v", got, float64(want))
+	}
+	if eq, _ := TCPFairRate(states[0].Summary, SegmentMean); eq == want {
+		t.Errorf("the equation's series equals one share (%v): the case cannot tell them apart", eq)
+	}
+	if OneShare(ratecalc.Stats{PathRTT: st.PathRTT}) != 0 {
+		t.Error("one share before any loss event")
 	}
 }

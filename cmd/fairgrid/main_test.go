@@ -167,7 +167,7 @@ func TestRate(t *testing.T) {
 	code, out, _ = runCmd(t, "", "rate", "--loss", "0.1", "--rtt", "100ms")
 	// TFRC, Padhye and a TCP flow's share agree at 10 %: Reno's window is
 	// the larger there.
-	if code != exitOK || strings.Count(out, "206.7 kbit/s") != 3 || !strings.Contains(out, "CUBIC or Reno flow") {
+	if code != exitOK || strings.Count(out, "206.7 kbit/s") != 3 || !strings.Contains(out, "one share (TCP flow)") {
 		t.Errorf("text: %d %s", code, out)
 	}
 	for _, bad := range [][]string{

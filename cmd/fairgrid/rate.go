@@ -13,9 +13,10 @@ const rateSynopsis = `--loss P --rtt D [--size BYTES] [--format text|json]
 
 Prints the TCP-fair rate of a path with loss event rate P and round-trip
 time D, by the TFRC equation (RFC 5348), the Padhye model (64 KiB window)
-and the Mathis simplification, and what a CUBIC or Reno flow would take
-there (the audit's estimate: the equation with the larger of Reno's and
-CUBIC's average window between timeouts). P is a fraction or a percentage
+and the Mathis simplification, and one share: what a CUBIC or Reno flow
+would take there (the audit's estimate and the metrics' share: the
+equation with the larger of Reno's and CUBIC's average window between
+timeouts). P is a fraction or a percentage
 (0.03 or 3%); D a duration (100ms). JSON gives bits per second:
 {"tfrc_bps":…,"padhye_bps":…,"mathis_bps":…,"tcp_share_bps":…}.`
 
@@ -84,7 +85,7 @@ func runRate(args []string, s stdio) int {
 	fmt.Fprintf(out, "  TFRC (RFC 5348)     %12.1f kbit/s\n", tfrc.BitsPerSecond()/1000)
 	fmt.Fprintf(out, "  Padhye (64 KiB win) %12.1f kbit/s\n", padhye.BitsPerSecond()/1000)
 	fmt.Fprintf(out, "  Mathis (no timeouts)%12.1f kbit/s\n", mathis.BitsPerSecond()/1000)
-	fmt.Fprintf(out, "  CUBIC or Reno flow  %12.1f kbit/s\n", share.BitsPerSecond()/1000)
+	fmt.Fprintf(out, "  one share (TCP flow)%12.1f kbit/s\n", share.BitsPerSecond()/1000)
 	return out.finish(s, "rate", exitOK)
 }
 

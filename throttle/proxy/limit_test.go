@@ -63,12 +63,12 @@ func TestProxyKeepsViewerLimit(t *testing.T) {
 			continue
 		}
 		req, _ := r.loop.Request(key)
-		if req.Share <= ratecalc.RateFromBits(1.2*asked) {
+		if req.Decided <= ratecalc.RateFromBits(1.2*asked) {
 			continue
 		}
 		checked++
 		if got := m.Total(); got > asked*1.0001 || req.Total > ratecalc.RateFromBits(asked*1.0001) {
-			t.Errorf("the simulator got a request for %.0f bit/s (decided %v, one share %v) for a viewer that asked %d", got, req.Total, req.Share, asked)
+			t.Errorf("the simulator got a request for %.0f bit/s (decided %v, one share %v) for a viewer that asked %d", got, req.Total, req.Decided, asked)
 		}
 		if req.ViewerAsked != ratecalc.RateFromBits(asked) {
 			t.Errorf("the viewer's request reads %v, want %d bit/s", req.ViewerAsked, asked)
