@@ -25,6 +25,7 @@ import (
 	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/opensim"
 	"github.com/fairgrid/fairgrid/opensim/gateway"
+	"github.com/fairgrid/fairgrid/throttle"
 )
 
 // benchEnv makes the test binary a relay for BenchmarkGateway, so that
@@ -70,6 +71,10 @@ func init() {
 		}
 		g, err := gateway.New(gateway.Config{Routes: []gateway.Route{{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Region: target}},
 			Scheduler:  opensim.Config{SceneMax: 1 << 33, ClientMax: 1 << 30, DefaultRates: rates, ChannelMax: [opensim.NumChannels]int64{1 << 30, 1 << 30, 1 << 30, 1 << 30, 1 << 30}},
+			// The fair rate (which applies from a circuit's first datagram)
+			// and each viewer's upstream bound are held as high too: one
+			// viewer of the round-trip run sends thousands a second.
+			Control: throttle.Config{Min: 1 << 30, Max: 1 << 30}, UpMax: 1 << 30,
 			MaxPending: 4096, MaxPerPrefix: 4096}, nil)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)

@@ -101,7 +101,8 @@ type Viewer struct {
 	asked      [lludp.NumCategories]float32 // the viewer's own AgentThrottle, bits/s
 	askedTotal ratecalc.Rate                // its total, bytes/s; 0: none seen yet
 	fair       ratecalc.Rate                // the controller's latest decision, clamped; 0: none yet
-	rate       ratecalc.Rate                // in force: min(asked, fair)
+	rate       ratecalc.Rate                // in force: min(asked, fair), or min(the default, fair) before any ask
+	split      bool                         // the scheduler holds rates the gateway set, not its defaults
 	asserted   ratecalc.Rate                // the last total the region was told
 	sinceSent  int                          // decisions since a request was sent
 	nextDecide time.Time
@@ -172,7 +173,8 @@ type Core struct {
 	events   []Event
 	replies  []Reply
 
-	viewerCap int // MaxViewers' ceiling from the open-file limit (0: none)
+	viewerCap    int           // MaxViewers' ceiling from the open-file limit (0: none)
+	defaultTotal ratecalc.Rate // the scheduler's default rate for a new client, bytes/s
 
 	probesSent, probesExpired uint64
 	openedTotal, closedTotal  uint64
@@ -410,6 +412,10 @@ func (g *Core) open(route int, src netip.AddrPort, first uint32, now time.Time) 
 		sched: g.sched.AddClient(now), est: newEstimator(ctl), queuedReliable: map[uint32]struct{}{}, nextDecide: now.Add(startDecide),
 		upTokens: float64(g.cfg.UpMax), upAt: now}
 	v.seq.next = first
+	if g.defaultTotal == 0 {
+		_, total, _ := g.sched.Rates(v.sched) // a new client's: the defaults
+		g.defaultTotal = ratecalc.Rate(total)
+	}
 	v.pendEl = g.pendingQ.PushBack(v)
 	g.viewers[circuitKey{route, src}] = v
 	g.byClient[v.sched] = v
@@ -489,16 +495,25 @@ func (g *Core) viewerThrottle(v *Viewer, b []byte, now time.Time) []byte {
 // scheduler's rates for it: the viewer's own split, scaled.
 func (g *Core) apply(v *Viewer, now time.Time) {
 	v.rate = v.askedTotal
-	if v.fair > 0 && (v.rate <= 0 || v.fair < v.rate) {
-		// Before the viewer's AgentThrottle, the fair rate alone: the
-		// scheduler's default (OpenSim's, 66,747 B/s) is more than a new
-		// circuit's fair share, and reflected traffic rode on it.
+	if v.rate <= 0 {
+		// Before the viewer's AgentThrottle: the lesser of the
+		// scheduler's default (OpenSim's, 66,747 B/s, more than a new
+		// circuit's fair share: reflected traffic rode on it) and the
+		// fair rate.
+		v.rate = g.defaultTotal
+		if v.fair <= 0 || v.fair >= g.defaultTotal {
+			if v.split {
+				g.sched.SetThrottleValues(v.sched, scaled(v.asked, v.rate), now)
+				v.split = false
+			}
+			return // the scheduler's defaults, as they were
+		}
+		v.rate = v.fair
+	} else if v.fair > 0 && v.fair < v.rate {
 		v.rate = v.fair
 	}
-	if v.rate <= 0 {
-		return
-	}
 	g.sched.SetThrottleValues(v.sched, scaled(v.asked, v.rate), now)
+	v.split = true
 }
 
 // scaled is the one place the gateway splits a circuit's rate over the

@@ -476,3 +476,40 @@ func TestRenumber(t *testing.T) {
 		t.Errorf("OldestUnacked %d, want %d", sp.OldestUnacked, v.seq.viewer(101))
 	}
 }
+
+// TestFairRateFromStart (issue 34, item 3): a new circuit is held at its
+// controller's initial rate from its first datagram — below the
+// scheduler's default, 66,747 B/s, which reflected traffic rode on — and
+// a circuit that acks nothing reads as losing everything: its reliable
+// datagrams are declared lost after the ack timeout, and the next
+// decision brings its rate down to the clamp's floor.
+func TestFairRateFromStart(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	c := newTestCore(t, Config{})
+	v := login(t, c, viewerAddr(192, 0, 2, 1, 1), 1, t0)
+	_, total, _ := c.sched.Rates(v.sched)
+	if v.fair <= 0 || v.rate != v.fair || float64(total) > float64(v.fair)*1.01 || total >= 66_747 {
+		t.Fatalf("before any AgentThrottle: fair %v, in force %v, the scheduler's %d B/s; want the fair rate, under 66,747", v.fair, v.rate, total)
+	}
+	initial := v.fair
+	// The region sends 2 s of reliable datagrams; the viewer acks none.
+	var out [64]Out
+	for ms := range 2000 {
+		now := t0.Add(time.Duration(ms) * time.Millisecond)
+		if ms%10 == 0 {
+			c.FromRegion(v, regionDatagram(lludp.ObjectUpdateID, uint32(ms/10+1), lludp.FlagReliable, 300), now)
+		}
+		c.Next(out[:], now)
+		if ms%100 == 0 {
+			c.Tick(now, nil, nil)
+		}
+	}
+	e := v.est.stats
+	if e.Expired == 0 || e.Lost != e.Expired || e.Acked != 0 {
+		t.Errorf("nothing acked in 2 s: %+v; want the old ones expired as lost", e)
+	}
+	floor := c.cfg.Control.Clamp(0)
+	if v.fair > initial || v.fair != floor {
+		t.Errorf("after 2 s of no acks the fair rate is %v (initial %v); want the floor %v", v.fair, initial, floor)
+	}
+}

@@ -92,3 +92,27 @@ func TestEstimatorFindsAcks(t *testing.T) {
 		t.Errorf("sequence 0 counted as %d unreliable, want 1 (not recorded)", e.stats.UnreliableSent)
 	}
 }
+
+// TestEstimatorExpire: an unacked reliable datagram is declared lost once
+// it is max(1 s, 3 RTT + 200 ms) old, and not before; an acked one never.
+func TestEstimatorExpire(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	ctl, err := throttle.Config{}.NewController(throttle.TFRC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEstimator(ctl)
+	for seq := uint32(1); seq <= 4; seq++ {
+		e.sent(seq, 500, true, false, t0.Add(time.Duration(seq)*10*time.Millisecond))
+	}
+	e.acked(2, t0.Add(50*time.Millisecond))
+	for _, tc := range []struct {
+		at   time.Duration
+		lost uint64
+	}{{999 * time.Millisecond, 0}, {1011 * time.Millisecond, 1}, {1041 * time.Millisecond, 3}, {5 * time.Second, 3}} {
+		e.expire(t0.Add(tc.at))
+		if e.stats.Lost != tc.lost || e.stats.Expired != tc.lost {
+			t.Errorf("at %v: %d lost (%d expired), want %d", tc.at, e.stats.Lost, e.stats.Expired, tc.lost)
+		}
+	}
+}

@@ -154,7 +154,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 			asserts, closed = g.core.Tick(now, asserts[:0], closed[:0])
 			g.watch(now)
 			for _, a := range asserts {
-				g.toRegion(a.V, a.B)
+				g.toRegion(a.V, a.B, now)
 			}
 			for _, v := range closed {
 				g.closeConn(v)
@@ -241,7 +241,7 @@ func (g *Gateway) handle(e event) {
 		}
 		g.known.Store(circuitKey{v.Route, v.Addr}, v)
 	}
-	g.toRegion(v, out)
+	g.toRegion(v, out, e.at)
 }
 
 // dial opens circuit v's socket towards its region and starts its reader.
@@ -274,12 +274,14 @@ func (g *Gateway) closeConn(v *Viewer) {
 	g.known.CompareAndDelete(circuitKey{v.Route, v.Addr}, v)
 }
 
-func (g *Gateway) toRegion(v *Viewer, b []byte) {
+// toRegion sends b to v's region from v's socket, at now: from then the
+// region owes the gateway an answer (regionHealth).
+func (g *Gateway) toRegion(v *Viewer, b []byte, now time.Time) {
 	if b == nil {
 		return
 	}
 	if h := &g.regions[v.Route]; h.waiting.IsZero() {
-		h.waiting = time.Now()
+		h.waiting = now
 	}
 	if c, ok := v.Conn.(*net.UDPConn); ok {
 		if _, err := c.Write(b); err != nil {
