@@ -70,7 +70,7 @@ func init() {
 			rates[ch] = 1 << 20
 		}
 		g, err := gateway.New(gateway.Config{Routes: []gateway.Route{{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Region: target}},
-			Scheduler:  opensim.Config{SceneMax: 1 << 33, ClientMax: 1 << 30, DefaultRates: rates, ChannelMax: [opensim.NumChannels]int64{1 << 30, 1 << 30, 1 << 30, 1 << 30, 1 << 30}},
+			Scheduler: opensim.Config{SceneMax: 1 << 33, ClientMax: 1 << 30, DefaultRates: rates, ChannelMax: [opensim.NumChannels]int64{1 << 30, 1 << 30, 1 << 30, 1 << 30, 1 << 30}},
 			// The fair rate (which applies from a circuit's first datagram)
 			// and each viewer's upstream bound are held as high too: one
 			// viewer of the round-trip run sends thousands a second.
