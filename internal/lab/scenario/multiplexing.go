@@ -550,11 +550,11 @@ func multiplexComparisons(c multiplexCase, v muxVariant, dur time.Duration, b []
 	for k, name := range []string{"sawtooth branch (node0->node1)", "plain branch (node6->node7)"} {
 		p := c.published[k].Value
 		out = append(out, c.published[k].compare("multiplexing", kase, name+" client→server", "kbit/s", b[k].UpKbps, differs,
-			publishedInRange(p-0.5, p+0.5, "throughput")))
+			publishedInRange(p-0.5, p+0.5, "throughput", "as printed, to the kbit/s")))
 	}
 	a, p := c.published[0].Value, c.published[1].Value
 	lo, hi := (a-0.5)/(p+0.5), (a+0.5)/(p-0.5)
-	inRange := publishedInRange(lo, hi, "ratio")
+	inRange := publishedInRange(lo, hi, "ratio", "from the throughputs as printed")
 	r := c.finding.compare("multiplexing", kase, "sawtooth / plain, client→server", "×", ratio, differs, func(s []float64) (string, string) {
 		j, reason := inRange(s)
 		behind := count(s, func(x float64) bool { return x < lo })

@@ -78,3 +78,27 @@ func skipJudgingUnderRace(t *testing.T) {
 		t.Skip("the runs completed without a data race; their numbers are not judged under -race, which slows the TCP stacks below real time")
 	}
 }
+
+// TestWriteTextPrintsVerdicts: a scenario's text ends with its
+// comparisons and their verdicts, not only its tables (issue 38: lab
+// mongoose printed none); all's summary is not printed twice.
+func TestWriteTextPrintsVerdicts(t *testing.T) {
+	c := Figure{File: docThesis, Line: 107, Quote: "q"}.compare("mongoose", "stock, 3 % loss", "received / TCP-fair", "×", 2.9, "d",
+		everySeed("over the line", func(x float64) bool { return x > 1.25 }))
+	for _, r := range []Result{
+		{Scenario: "mongoose", Tables: []Table{{Title: "T"}}, Comparisons: []Comparison{c}},
+		{Scenario: "all", Tables: []Table{{Title: "T"}, SummaryTable([]Comparison{c})}, Comparisons: []Comparison{c}},
+	} {
+		var b strings.Builder
+		if err := WriteText(&b, r); err != nil {
+			t.Fatal(err)
+		}
+		out := b.String()
+		if n := strings.Count(out, "agrees: over the line in the one seed run"); n != 1 {
+			t.Errorf("%s: the verdict printed %d times in\n%s", r.Scenario, n, out)
+		}
+		if !strings.Contains(out, "Oliver, PhD thesis (St Andrews, 2011), ch. 7–8, line 107") {
+			t.Errorf("%s: the source without its title in\n%s", r.Scenario, out)
+		}
+	}
+}

@@ -255,19 +255,21 @@ func count(s []float64, ok func(float64) bool) int {
 
 // publishedInRange: the document's figure, known to its printed
 // precision as lo–hi, lies within the seeds' range (min–max). No bound
-// of ours: a single seed must itself fall within lo–hi.
-func publishedInRange(lo, hi float64, what string) judge {
+// of ours: a single seed must itself fall within lo–hi. what names the
+// figure; asPrinted says how lo–hi was read from it.
+func publishedInRange(lo, hi float64, what, asPrinted string) judge {
+	bounds := fmt.Sprintf("%s–%s %s", num(lo, ""), num(hi, ""), asPrinted)
 	return func(s []float64) (string, string) {
 		mn, mx := slices.Min(s), slices.Max(s)
 		below := count(s, func(x float64) bool { return x < lo })
 		above := count(s, func(x float64) bool { return x > hi })
 		switch {
 		case mn <= hi && mx >= lo:
-			return Agrees, fmt.Sprintf("the published %s (%s–%s as printed) lies within the seeds' range", what, num(lo, ""), num(hi, ""))
+			return Agrees, fmt.Sprintf("the published %s (%s) lies within the seeds' range", what, bounds)
 		case below == len(s):
-			return Disagrees, fmt.Sprintf("below the published %s (%s–%s as printed) %s", what, num(lo, ""), num(hi, ""), seedCount(below, len(s)))
+			return Disagrees, fmt.Sprintf("below the published %s (%s) %s", what, bounds, seedCount(below, len(s)))
 		default:
-			return Disagrees, fmt.Sprintf("above the published %s (%s–%s as printed) %s", what, num(lo, ""), num(hi, ""), seedCount(above, len(s)))
+			return Disagrees, fmt.Sprintf("above the published %s (%s) %s", what, bounds, seedCount(above, len(s)))
 		}
 	}
 }

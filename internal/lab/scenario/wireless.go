@@ -113,7 +113,7 @@ var wirelessFloor = ratecalc.RateFromBits(512_000)
 
 func wirelessBuffers() Scenario {
 	return Scenario{Name: "wireless-buffers", DefaultDuration: 30 * time.Second,
-		Summary: "the QoS-TCP study's uplink unfairness: 2–8 terminals uploading TCP through an AP whose buffer holds their ACKs; and (ours) a viewer with a 512 kbit/s QoS floor beside three downloads, AP buffers of 37–266 packets",
+		Summary: "the QoS-TCP study's uplink unfairness: 2–10 terminals uploading TCP through an AP whose buffer holds their ACKs; and (ours) a viewer with a 512 kbit/s QoS floor beside three downloads, AP buffers of 37–266 packets",
 		Run:     func(ctx context.Context, o Options) (Result, error) { return runSeeding(ctx, o, wirelessSeeding(o)) }, seeding: wirelessSeeding}
 }
 
