@@ -204,8 +204,9 @@ type client struct {
 	stats    ClientInfo
 	// workloads: when this client's began (zero: at the next tick) and
 	// how many packets it has offered since
-	workFrom time.Time
-	workMade int64
+	workFrom    time.Time
+	workMade    int64
+	workSkipped uint64 // bytes due after a stall beyond what the queue holds
 	// stress mode: where the client is in the grid
 	cell      cellKey
 	gridIndex int
@@ -375,6 +376,7 @@ func (s *Server) Clients() []ClientInfo {
 		for _, ch := range st.Channels {
 			info.Refused += ch.RefusedBytes
 		}
+		info.Refused += c.workSkipped
 		out = append(out, info)
 	}
 	return out

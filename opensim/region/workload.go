@@ -150,6 +150,7 @@ func ActivityHelp() string {
 // §8.5); what falls due meanwhile is offered when it ends.
 func (s *Server) produceWorkload(w workload, now time.Time) {
 	var buf []byte
+	queueLimit := s.sched.Config().QueuePackets
 	for _, c := range s.clients {
 		if !c.moved {
 			continue
@@ -161,6 +162,13 @@ func (s *Server) produceWorkload(w workload, now time.Time) {
 			continue
 		}
 		due := w.due(now.Sub(c.workFrom), s.cfg.Avatars)
+		if behind := due - c.workMade; behind > int64(queueLimit) {
+			// After a long stall, more than the queue holds: what it could
+			// not hold is refused unbuilt, and counted as refused.
+			skip := behind - int64(queueLimit)
+			c.workMade += skip
+			c.workSkipped += uint64(skip) * uint64(w.wireSize())
+		}
 		for ; c.workMade < due; c.workMade++ {
 			c.counter++
 			payload, flags, err := message(w.channel, w.size, c.counter, buf)

@@ -182,3 +182,29 @@ func TestBadAvatars(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkloadAfterStall: while a client has more than ackStall packets
+// unacked, its workload waits (OpenSim's stall); when the stall ends, what
+// fell due is offered, but no more than a queue holds is built: the rest
+// is counted as refused, so the bytes offered still add up to the demand.
+func TestWorkloadAfterStall(t *testing.T) {
+	r := newWorkloadRig(t, Config{Activity: Textures}, 40e6)
+	for seq := range uint32(ackStall + 1) {
+		r.c.unacked[seq+1] = &outPacket{}
+	}
+	r.run(10 * time.Second)
+	if r.offered() != 0 {
+		t.Fatalf("stalled, yet offered %d bytes", r.offered())
+	}
+	clear(r.c.unacked)
+	r.run(10 * time.Millisecond)
+	w := workloads[Textures]
+	limit := int64(r.s.sched.Config().QueuePackets) * int64(w.wireSize())
+	if got := r.offered(); got > limit {
+		t.Errorf("after the stall %d bytes built, more than the queue's %d", got, limit)
+	}
+	total := float64(r.offered()) + float64(r.c.workSkipped)
+	if want := float64(w.due(10*time.Second, 0) * int64(w.wireSize())); math.Abs(total/want-1) > 0.01 {
+		t.Errorf("offered %d and skipped %d bytes, want %.0f due in all", r.offered(), r.c.workSkipped, want)
+	}
+}
