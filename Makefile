@@ -34,7 +34,7 @@ LEAVES   := lludp ratecalc
 # Packages that must never read the clock: every event carries its time.
 NOCLOCK  := lludp ratecalc opensim
 
-.PHONY: all build demo test check cross dist interop-deps unit scale fuzz-smoke fuzz bench bench-js bench-capture bench-proxy bench-sim bench-daemon bench-audit bench-kernel bench-gateway lint check-deps generate cover clean
+.PHONY: all build demo test check cross dist interop-deps unit scale fuzz-smoke fuzz bench bench-js bench-capture bench-proxy bench-sim bench-daemon bench-audit bench-kernel bench-gateway lint check-deps generate cover clean acceptance-opensim
 
 all: build
 
@@ -210,6 +210,14 @@ bench-daemon: build
 # round trip, memory per viewer (docs/gateway.md).
 bench-gateway:
 	$(GO) test -run '^$$' -bench 'BenchmarkGateway' -benchtime 1x -count 3 ./opensim/gateway
+
+# Acceptance against a real OpenSim 0.9.2.2 and two libopenmetaverse
+# TestClients (root; not part of `make test`): OPENSIM_DIR is OpenSim's
+# built bin/, TESTCLIENT its TestClient.exe; without them it says why and
+# skips (before building bin/fairgrid). ACCEPTANCE_OUT=docs/results/
+# acceptance-opensim.md keeps the table; docs/opensim.md.
+acceptance-opensim:
+	GO=$(GO) internal/acceptance/opensim/run.sh
 
 # Unused code, simplifications and bugs vet does not look for; a tool run
 # from the module proxy, not a dependency of the module.
