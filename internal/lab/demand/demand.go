@@ -12,10 +12,12 @@ import (
 	"time"
 
 	"github.com/fairgrid/fairgrid/internal/lab/link"
+	"github.com/fairgrid/fairgrid/internal/lab/tcpflow"
 	"github.com/fairgrid/fairgrid/internal/lab/viewer"
 	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/opensim"
 	"github.com/fairgrid/fairgrid/opensim/region"
+	"github.com/fairgrid/fairgrid/ratecalc"
 	"github.com/fairgrid/fairgrid/throttle"
 	"github.com/fairgrid/fairgrid/throttle/proxy"
 )
@@ -41,6 +43,13 @@ type Config struct {
 	// Path is each direction of the link between the viewer's host and
 	// the region: loss and one-way delay.
 	Path link.PipeConfig
+	// Bottleneck, if set, is a link the viewer shares with a bulk TCP
+	// download (gVisor's CUBIC) in place of Path: the viewer's datagrams
+	// and the TCP flow's packets queue in one drop-tail FIFO each way.
+	Bottleneck *link.BottleneckConfig
+	// ViewerAsks is what the viewer asks for (default the classic 1,500
+	// kbps), fairgrid's limit unless the loop's AboveViewer.
+	ViewerAsks ratecalc.Rate
 	// Interval is fairgrid's decision interval (default 5 s).
 	Interval time.Duration
 	// Warmup is left out of the measurement, Duration measured after it.
@@ -65,6 +74,9 @@ type Result struct {
 	DemandBPS float64
 	// Requests are fairgrid's decisions sent in the measured part.
 	Requests []throttle.Request
+	// TCPBPS is what the TCP download beside read, bits/s of payload, with
+	// a Bottleneck.
+	TCPBPS float64
 }
 
 // Run runs cfg for Warmup+Duration on loopback.
@@ -113,19 +125,39 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (Result, error) {
 	if cfg.FrontEnd == Sidecar {
 		tap = throttle.NewChanSource(4096)
 	}
-	relay, err := link.New(link.Config{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Upstream: sim.Addr(),
-		Down: cfg.Path, Up: cfg.Path, Seed: cfg.Seed,
-		Tap: func(d link.Datagram) {
-			if tap != nil {
-				tap.Push(lludp.Datagram{At: d.At, Src: d.Src, Dst: d.Dst, Payload: bytes.Clone(d.Payload)})
-			}
-		}}, log)
+	var tcp *tcpflow.Flow
+	lcfg := link.Config{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Upstream: sim.Addr(), Down: cfg.Path, Up: cfg.Path, Seed: cfg.Seed}
+	if cfg.Bottleneck != nil {
+		b, err := link.NewBottleneck(*cfg.Bottleneck, log)
+		if err != nil {
+			closeAll()
+			return res, fmt.Errorf("demand: %w", err)
+		}
+		stacks, err := tcpflow.New(b, tcpflow.Config{Seed: cfg.Seed}, log)
+		if err != nil {
+			closeAll()
+			return res, fmt.Errorf("demand: %w", err)
+		}
+		if tcp, err = stacks.AddFlow(tcpflow.FlowConfig{Name: "tcp", CC: tcpflow.CUBIC, Dir: tcpflow.Download}); err != nil {
+			closeAll()
+			return res, fmt.Errorf("demand: %w", err)
+		}
+		g.Add(b.Run, nil)
+		g.Add(stacks.Run, nil)
+		lcfg.Down, lcfg.Up, lcfg.Shared = link.PipeConfig{}, link.PipeConfig{}, b
+	}
+	lcfg.Tap = func(d link.Datagram) {
+		if tap != nil {
+			tap.Push(lludp.Datagram{At: d.At, Src: d.Src, Dst: d.Dst, Payload: bytes.Clone(d.Payload)})
+		}
+	}
+	relay, err := link.New(lcfg, log)
 	if err != nil {
 		closeAll()
 		return res, fmt.Errorf("demand: %w", err)
 	}
 	g.Add(relay.Run, nil)
-	vcfg := viewer.Config{Sim: relay.Addr(), FollowViewerRule: true, CircuitCode: 4242}
+	vcfg := viewer.Config{Sim: relay.Addr(), FollowViewerRule: true, CircuitCode: 4242, Throttle: cfg.ViewerAsks}
 
 	switch cfg.FrontEnd {
 	case Stock:
@@ -192,6 +224,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (Result, error) {
 		return res, fmt.Errorf("demand: ended in the warm-up: %w", errors.Join(err, ctx.Err()))
 	}
 	before = v.Report()
+	var tcpBefore uint64
+	if tcp != nil {
+		tcpBefore = tcp.Read(link.Down)
+	}
 	mu.Lock()
 	measFrom = time.Now()
 	mu.Unlock()
@@ -202,6 +238,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (Result, error) {
 		return res, fmt.Errorf("demand: ended early: %w", errors.Join(err, ctx.Err()))
 	}
 	after := v.Report()
+	if tcp != nil {
+		res.TCPBPS = float64(tcp.Read(link.Down)-tcpBefore) * 8 / cfg.Duration.Seconds()
+	}
 	cancel()
 	if err := <-done; err != nil {
 		return res, fmt.Errorf("demand: %w", err)
