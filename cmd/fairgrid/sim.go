@@ -159,6 +159,9 @@ func runSim(args []string, s stdio) int {
 		}
 	}
 	fmt.Fprintln(s.out, describeRefusals(srv.Counters()))
+	for _, c := range children {
+		fmt.Fprintf(s.out, "child region %v: %s\n", c.Addr(), describeRefusals(c.Counters()))
+	}
 	return exitOK
 }
 

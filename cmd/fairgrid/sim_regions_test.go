@@ -109,4 +109,7 @@ func TestSimChildRegionsRun(t *testing.T) {
 	if !strings.Contains(errOut, "child_regions=2") {
 		t.Errorf("the log does not say two child regions opened: %s\n%s", errOut, out)
 	}
+	if n := strings.Count(out, "child region 127.0.0.1:"); n != 2 {
+		t.Errorf("%d child regions summed up, want 2:\n%s", n, out)
+	}
 }
