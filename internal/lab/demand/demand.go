@@ -50,6 +50,13 @@ type Config struct {
 	// ViewerAsks is what the viewer asks for (default the classic 1,500
 	// kbps), fairgrid's limit unless the loop's AboveViewer.
 	ViewerAsks ratecalc.Rate
+	// Children are neighbour regions (0–8, region.NeighbourOffsets'
+	// order), each with the same workload, over links of the same kind,
+	// throttled at the root's throttles times OpenSim's distance factor for
+	// an agent at Position; the viewer opens a child circuit to each from
+	// its one socket.
+	Children int
+	Position lludp.Vector3
 	// Interval is fairgrid's decision interval (default 5 s).
 	Interval time.Duration
 	// Warmup is left out of the measurement, Duration measured after it.
@@ -64,6 +71,9 @@ type Config struct {
 // Result is what one run measured over its measured part.
 type Result struct {
 	FrontEnd FrontEnd
+	// TotalBPS is what the viewer received on all its circuits, its
+	// neighbours' included, bits/s of LLUDP payload.
+	TotalBPS float64
 	// ReceivedBPS is what the viewer received, bits/s of LLUDP payload,
 	// and GoodputBPS the part that was not a duplicate of a reliable
 	// datagram it had (a resend whose ack was late): a front-end that
@@ -95,13 +105,34 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (Result, error) {
 			closers[i]()
 		}
 	}
-	sim, err := region.New(region.Config{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Activity: cfg.Activity,
-		Scheduler: opensim.Config{ChannelBuckets: true}}, log)
+	if cfg.Children < 0 || cfg.Children > len(region.NeighbourOffsets) {
+		return res, fmt.Errorf("demand: %d neighbour regions: want 0 to %d", cfg.Children, len(region.NeighbourOffsets))
+	}
+	regionCfg := region.Config{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Activity: cfg.Activity, Position: cfg.Position,
+		Scheduler: opensim.Config{ChannelBuckets: true}}
+	sim, err := region.New(regionCfg, log)
 	if err != nil {
 		return res, fmt.Errorf("demand: %w", err)
 	}
 	closers = append(closers, sim.Close)
 	g.Add(sim.Run, nil)
+	sims := []*region.Server{sim}
+	for i := range cfg.Children {
+		c := regionCfg
+		c.Child = &region.ChildConfig{OffsetX: region.NeighbourOffsets[i][0], OffsetY: region.NeighbourOffsets[i][1]}
+		child, err := region.New(c, log)
+		if err != nil {
+			closeAll()
+			return res, fmt.Errorf("demand: %w", err)
+		}
+		closers = append(closers, child.Close)
+		if err := sim.AddChild(child); err != nil {
+			closeAll()
+			return res, fmt.Errorf("demand: %w", err)
+		}
+		g.Add(child.Run, nil)
+		sims = append(sims, child)
+	}
 
 	var (
 		mu       sync.Mutex
@@ -126,7 +157,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (Result, error) {
 		tap = throttle.NewChanSource(4096)
 	}
 	var tcp *tcpflow.Flow
-	lcfg := link.Config{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Upstream: sim.Addr(), Down: cfg.Path, Up: cfg.Path, Seed: cfg.Seed}
+	lcfg := link.Config{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Down: cfg.Path, Up: cfg.Path, Seed: cfg.Seed}
 	if cfg.Bottleneck != nil {
 		b, err := link.NewBottleneck(*cfg.Bottleneck, log)
 		if err != nil {
@@ -151,13 +182,22 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (Result, error) {
 			tap.Push(lludp.Datagram{At: d.At, Src: d.Src, Dst: d.Dst, Payload: bytes.Clone(d.Payload)})
 		}
 	}
-	relay, err := link.New(lcfg, log)
-	if err != nil {
-		closeAll()
-		return res, fmt.Errorf("demand: %w", err)
+	// A link to each region, the root's first: what the viewer sends to
+	// the link's address reaches the region behind it.
+	relays := relaySender{}
+	var addrs []netip.AddrPort
+	for i, s := range sims {
+		lcfg.Upstream, lcfg.Seed = s.Addr(), cfg.Seed+uint64(i)
+		relay, err := link.New(lcfg, log)
+		if err != nil {
+			closeAll()
+			return res, fmt.Errorf("demand: %w", err)
+		}
+		g.Add(relay.Run, nil)
+		relays[relay.Addr()] = relay
+		addrs = append(addrs, relay.Addr())
 	}
-	g.Add(relay.Run, nil)
-	vcfg := viewer.Config{Sim: relay.Addr(), FollowViewerRule: true, CircuitCode: 4242, Throttle: cfg.ViewerAsks}
+	vcfg := viewer.Config{Sim: addrs[0], Children: addrs[1:], FollowViewerRule: true, CircuitCode: 4242, Throttle: cfg.ViewerAsks}
 
 	switch cfg.FrontEnd {
 	case Stock:
@@ -167,7 +207,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (Result, error) {
 			closeAll()
 			return res, fmt.Errorf("demand: %w", err)
 		}
-		sc, err := throttle.NewSidecar(throttle.SidecarConfig{Loop: loop, Source: tap, Sender: relaySender{relay}, Log: log, AfterTick: afterTick})
+		sc, err := throttle.NewSidecar(throttle.SidecarConfig{Loop: loop, Source: tap, Sender: relays, Log: log, AfterTick: afterTick})
 		if err != nil {
 			tap.Close()
 			closeAll()
@@ -249,6 +289,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (Result, error) {
 		return res, errors.New("demand: the viewer never logged in")
 	}
 	res.ReceivedBPS = float64(after.Bytes-before.Bytes) * 8 / cfg.Duration.Seconds()
+	res.TotalBPS = float64(after.TotalBytes-before.TotalBytes) * 8 / cfg.Duration.Seconds()
 	if n := after.Received - before.Received; n > 0 {
 		dup := after.ReliableDuplicates - before.ReliableDuplicates
 		res.GoodputBPS = res.ReceivedBPS * float64(n-min(dup, n)) / float64(n)
@@ -260,14 +301,18 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (Result, error) {
 }
 
 // relaySender sends fairgrid's AgentThrottle from the viewer's host,
-// across the link.
-type relaySender struct{ r *link.Relay }
+// across the link to the circuit's region: the links by their address.
+type relaySender map[netip.AddrPort]*link.Relay
 
 func (s relaySender) Send(_ context.Context, req throttle.Request) error {
+	r := s[req.Circuit.Sim]
+	if r == nil {
+		return fmt.Errorf("demand: no link to %v", req.Circuit.Sim)
+	}
 	b, err := req.Encode()
 	if err != nil {
 		return err
 	}
-	s.r.InjectUp(req.Circuit.Viewer, b)
+	r.InjectUp(req.Circuit.Viewer, b)
 	return nil
 }
