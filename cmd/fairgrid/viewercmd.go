@@ -396,5 +396,5 @@ func viewerVerdict(r viewer.Report) string {
 	}
 	fair := ratecalc.TCPShareRate(audit.NominalSegmentBytes, rtt, p)
 	ratio := r.RateBPS / fair.BitsPerSecond()
-	return fmt.Sprintf("%s (a TCP flow would get about %s here)", audit.Verdict(audit.FairKnown, &ratio), fair)
+	return fmt.Sprintf("%s (one share, what a TCP flow would get here: about %s)", audit.Verdict(audit.FairKnown, &ratio), fair)
 }

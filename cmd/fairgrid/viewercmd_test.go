@@ -29,7 +29,7 @@ func TestViewerVerdict(t *testing.T) {
 		// 3 % of 1,460-byte segments lost, one event each: TFRC gives
 		// 646.4 kbit/s at 100 ms (ratecalc's reference value)
 		{viewer.Report{LoggedIn: true, Received: 10_000, Bytes: 14_600_000, Lost: 300, LossEvents: 300, RTTms: &rtt, RateBPS: 2 * 646_400},
-			"2.0× its TCP-fair rate (a TCP flow would get about 646.4 kbit/s here)"},
+			"2.0× its TCP-fair rate (one share, what a TCP flow would get here: about 646.4 kbit/s)"},
 	} {
 		if got := viewerVerdict(tc.r); got != tc.want {
 			t.Errorf("%+v: %q, want %q", tc.r, got, tc.want)
