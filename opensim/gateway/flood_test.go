@@ -38,8 +38,8 @@ func randomUseCircuitCode(rng *rand.Rand) []byte {
 
 // TestBadInput: while a viewer is served, 5,000 UseCircuitCode from fresh
 // addresses (5,000 a second), 500 malformed datagrams and 500 AgentUpdates
-// from endpoints with no circuit arrive. The gateway keeps at most MaxPending pending
-// circuits and its heap within MaxPending circuits' worth; the region sees
+// from endpoints with no circuit arrive. The gateway keeps at most MaxPending probes,
+// opens no circuit for them, and keeps its heap within MaxPending circuits' worth; the region sees
 // only the gateway's sockets; the viewer keeps at least 90 % of its rate
 // over all of it.
 func TestBadInput(t *testing.T) {
@@ -92,7 +92,8 @@ func TestBadInput(t *testing.T) {
 		}
 		sendFrom(t, src(i), gw.Addr(0), randomUseCircuitCode(rng))
 		if i%100 == 99 {
-			worst = max(worst, gw.Counters().Pending)
+			k := gw.Counters()
+			worst = max(worst, k.Probes, k.Pending)
 		}
 	}
 	pace.Stop()
@@ -117,10 +118,12 @@ func TestBadInput(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	k := gw.Counters()
 	growth := int64(after.HeapAlloc) - int64(before.HeapAlloc)
-	t.Logf("viewer %.0f bit/s of %.0f over its run; sent %.0f bit/s at a rate of %.0f during the %v of bad input; worst pending %d; counters %+v; heap growth %d KB",
+	t.Logf("viewer %.0f bit/s of %.0f over its run; sent %.0f bit/s at a rate of %.0f during the %v of bad input; worst probes or pending %d; counters %+v; heap growth %d KB",
 		reps[0].RateBPS, ask.BitsPerSecond(), during.BitsPerSecond(), rate.BitsPerSecond(), floodTime, worst, k, growth>>10)
-	if worst > maxPending || k.Pending > maxPending {
-		t.Errorf("pending circuits %d (worst %d) above the cap %d", k.Pending, worst, maxPending)
+	// The flood's UseCircuitCodes start probes (probe.go), capped at
+	// MaxPending; none opens a circuit.
+	if worst > maxPending || k.Probes > maxPending || k.Opened != 1 {
+		t.Errorf("probes %d (worst %d) above the cap %d, or %d circuits opened for one viewer", k.Probes, worst, maxPending, k.Opened)
 	}
 	// Every bad datagram is counted: malformed, orphan (the region's
 	// answers to evicted circuits count there too), or dropped at the
