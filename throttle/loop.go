@@ -346,7 +346,7 @@ func (l *Loop) Tick(now time.Time) []Request {
 		// With MinChange 0 any change is one; an unchanged rate waits
 		// for the refresh all the same. A split that moved as much of the
 		// total between categories is a change too.
-		moved := max(math.Abs(float64(target/st.last.Total)-1), splitMoved(throttles, st.last.Throttles))
+		moved := max(math.Abs(float64(target/st.last.Total)-1), SplitMoved(throttles, st.last.Throttles))
 		changed := !st.sent || moved > 0 && moved >= *l.cfg.MinChange
 		if !changed && st.intervals < l.cfg.ResendEvery {
 			continue

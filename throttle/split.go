@@ -131,9 +131,10 @@ func usedPerCategory(now, then circuit.DirStats, elapsed time.Duration) [lludp.N
 	return used
 }
 
-// splitMoved is the part of the total that moved between categories from
-// old to now: half the sum of the differences over the total.
-func splitMoved(now, old [lludp.NumCategories]float32) float64 {
+// SplitMoved is the part of the total that moved between categories from
+// old to now: half the sum of the differences over the total. A split
+// that moves MinChange of it is a change worth a request.
+func SplitMoved(now, old [lludp.NumCategories]float32) float64 {
 	var diff, total float64
 	for i := range now {
 		diff += math.Abs(float64(now[i]) - float64(old[i]))

@@ -104,8 +104,18 @@ type Viewer struct {
 	rate       ratecalc.Rate                // in force: min(asked, fair), or min(the default, fair) before any ask
 	split      bool                         // the scheduler holds rates the gateway set, not its defaults
 	asserted   ratecalc.Rate                // the last total the region was told
-	sinceSent  int                          // decisions since a request was sent
-	nextDecide time.Time
+	// assertedSplit is the split the region was last told; fromRegion the
+	// bytes the region sent per throttle category (a resend in Resend, as
+	// OpenSim charges it), usedMark and usedAt their reading at the last
+	// decision, used what each category carried since then, bits/s: the
+	// demand the split follows (throttle.DemandSplit).
+	assertedSplit [lludp.NumCategories]float32
+	fromRegion    [lludp.NumCategories]uint64
+	usedMark      [lludp.NumCategories]uint64
+	usedAt        time.Time
+	used          [lludp.NumCategories]float64
+	sinceSent     int // decisions since a request was sent
+	nextDecide    time.Time
 
 	est *estimator
 	seq renumber // the region's sequence numbers as the viewer sees them
@@ -478,16 +488,17 @@ func (g *Core) viewerThrottle(v *Viewer, b []byte, now time.Time) []byte {
 	v.asked = m.Throttles
 	v.askedTotal = ratecalc.RateFromBits(m.Total())
 	g.apply(v, now)
-	if v.rate >= v.askedTotal {
+	split := g.splitOf(v)
+	if v.rate >= v.askedTotal && throttle.SplitMoved(split, v.asked) < *g.cfg.Control.MinChange {
 		return b
 	}
-	out, err := lludp.AppendReplacedThrottles(g.rewrite[:0], b, scaled(v.asked, v.rate))
+	out, err := lludp.AppendReplacedThrottles(g.rewrite[:0], b, split)
 	if err != nil {
 		return b
 	}
 	g.rewrite = out
 	g.rewrites++
-	v.asserted, v.sinceSent = v.rate, 0
+	v.asserted, v.assertedSplit, v.sinceSent = v.rate, split, 0
 	return out
 }
 
@@ -512,8 +523,33 @@ func (g *Core) apply(v *Viewer, now time.Time) {
 	} else if v.fair > 0 && v.fair < v.rate {
 		v.rate = v.fair
 	}
-	g.sched.SetThrottleValues(v.sched, scaled(v.asked, v.rate), now)
+	g.sched.SetThrottleValues(v.sched, g.splitOf(v), now)
 	v.split = true
+}
+
+// splitOf is the one place the gateway splits a circuit's rate over the
+// categories, for the region and for its own scheduler: the viewer's own
+// proportions (scaled), or, unless Control.FixedSplit, those followed by
+// what each category carried over the last interval (throttle.
+// DemandSplit): OpenSim's category buckets do not lend, and a busy
+// category held to its fixed fraction of the rate starves (issue 33).
+func (g *Core) splitOf(v *Viewer) [lludp.NumCategories]float32 {
+	base := scaled(v.asked, v.rate)
+	if g.cfg.Control.FixedSplit {
+		return base
+	}
+	return throttle.DemandSplit(base, v.used)
+}
+
+// measureUse sets what each category carried since the last decision.
+func (v *Viewer) measureUse(now time.Time) {
+	if !v.usedAt.IsZero() && now.After(v.usedAt) {
+		perSecond := 8 / now.Sub(v.usedAt).Seconds()
+		for i := range v.used {
+			v.used[i] = float64(v.fromRegion[i]-v.usedMark[i]) * perSecond
+		}
+	}
+	v.usedMark, v.usedAt = v.fromRegion, now
 }
 
 // scaled is the one place the gateway splits a circuit's rate over the
@@ -562,6 +598,12 @@ func (g *Core) FromRegion(v *Viewer, b []byte, now time.Time) (sendNow bool, dro
 	ch := opensim.NoChannel
 	if m := lludp.Builtin().Lookup(h.ID); m != nil {
 		ch = opensim.ChannelOf(m)
+		switch cat := m.Category(); {
+		case h.Flags.Resent():
+			v.fromRegion[lludp.Resend] += uint64(len(b))
+		case cat < lludp.NumCategories:
+			v.fromRegion[cat] += uint64(len(b))
+		}
 	}
 	switch h.ID {
 	case lludp.StartPingCheckID:
@@ -671,6 +713,9 @@ func (g *Core) Tick(now time.Time, asserts []Assert, closed []*Viewer) ([]Assert
 			v.nextDecide = now.Add(startDecide)
 		}
 		v.fair = g.cfg.Control.Clamp(v.est.ctl.Rate(now))
+		if !early {
+			v.measureUse(now)
+		}
 		g.apply(v, now)
 		if early || v.state != active {
 			continue
@@ -702,18 +747,20 @@ func (g *Core) assert(v *Viewer) (Assert, bool) {
 	if v.askedTotal <= 0 || v.agent.IsZero() {
 		return Assert{}, false
 	}
-	changed := v.asserted == 0 || math.Abs(float64(v.rate-v.asserted)) > *g.cfg.Control.MinChange*float64(v.asserted)
-	below := v.rate < v.askedTotal
+	split := g.splitOf(v)
+	changed := v.asserted == 0 || math.Abs(float64(v.rate-v.asserted)) > *g.cfg.Control.MinChange*float64(v.asserted) ||
+		throttle.SplitMoved(split, v.assertedSplit) >= *g.cfg.Control.MinChange
+	below := v.rate < v.askedTotal || throttle.SplitMoved(split, v.asked) >= *g.cfg.Control.MinChange
 	if !changed && !(below && v.sinceSent >= g.cfg.Control.ResendEvery) {
 		return Assert{}, false
 	}
 	m := lludp.AgentThrottle{AgentData: lludp.AgentData{AgentID: v.agent, SessionID: v.session}, CircuitCode: v.code,
-		Throttles: scaled(v.asked, v.rate)}
+		Throttles: split}
 	b, err := lludp.AppendMessage(nil, lludp.Header{Sequence: v.upSeq}, &m, nil)
 	if err != nil {
 		return Assert{}, false
 	}
-	v.asserted, v.sinceSent = v.rate, 0
+	v.asserted, v.assertedSplit, v.sinceSent = v.rate, split, 0
 	g.asserts++
 	return Assert{V: v, B: b}, true
 }

@@ -94,8 +94,12 @@
 // # The rate
 //
 // A circuit's rate is min(the viewer's own AgentThrottle, the fair rate),
-// split over the categories as the viewer split its request (scaled, the
-// one place the split is made). The fair rate applies from the circuit's
+// split over the categories by what each carried from the region over the
+// last interval, the viewer's own proportions its floor and starting point
+// (splitOf, the one place the split is made, with throttle.DemandSplit;
+// Control.FixedSplit keeps the viewer's proportions): OpenSim's category
+// buckets do not lend to each other, and a busy category held to its
+// fixed fraction of the rate starves. The fair rate applies from the circuit's
 // first datagram: the controller's initial rate before any decision,
 // never the scheduler's default, and during the circuit's first Interval
 // it follows the controller every 100 ms. A reliable datagram unacked for
