@@ -16,6 +16,7 @@ import (
 	"github.com/fairgrid/fairgrid/internal/lab/viewer"
 	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/opensim"
+	"github.com/fairgrid/fairgrid/opensim/gateway"
 	"github.com/fairgrid/fairgrid/opensim/region"
 	"github.com/fairgrid/fairgrid/ratecalc"
 	"github.com/fairgrid/fairgrid/throttle"
@@ -30,10 +31,11 @@ const (
 	Stock   FrontEnd = "stock"
 	Sidecar FrontEnd = "sidecar"
 	Proxy   FrontEnd = "proxy"
+	Gateway FrontEnd = "gateway"
 )
 
 // FrontEnds lists them, the baseline first.
-var FrontEnds = []FrontEnd{Stock, Sidecar, Proxy}
+var FrontEnds = []FrontEnd{Stock, Sidecar, Proxy, Gateway}
 
 // Config is one run.
 type Config struct {
@@ -82,7 +84,8 @@ type Result struct {
 	ReceivedBPS, GoodputBPS float64
 	// DemandBPS is what the workload offers, region.Demand in bits/s.
 	DemandBPS float64
-	// Requests are fairgrid's decisions sent in the measured part.
+	// Requests are fairgrid's decisions sent in the measured part (the
+	// sidecar's and the proxy's; the gateway's stay inside it).
 	Requests []throttle.Request
 	// TCPBPS is what the TCP download beside read, bits/s of payload, with
 	// a Bottleneck.
@@ -183,11 +186,30 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (Result, error) {
 		}
 	}
 	// A link to each region, the root's first: what the viewer sends to
-	// the link's address reaches the region behind it.
+	// the link's address reaches the region behind it, or the gateway at
+	// the region's public address, in front of it.
+	upstreams := make([]netip.AddrPort, len(sims))
+	for i, s := range sims {
+		upstreams[i] = s.Addr()
+	}
+	if cfg.FrontEnd == Gateway {
+		if cfg.Children > 0 {
+			closeAll()
+			return res, errors.New("demand: the gateway runs in front of one region here: no neighbours")
+		}
+		gw, err := gateway.New(gateway.Config{Routes: []gateway.Route{{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Region: sim.Addr()}},
+			Control: tcfg}, log)
+		if err != nil {
+			closeAll()
+			return res, fmt.Errorf("demand: %w", err)
+		}
+		g.Add(gw.Run, nil)
+		upstreams[0] = gw.Addr(0)
+	}
 	relays := relaySender{}
 	var addrs []netip.AddrPort
-	for i, s := range sims {
-		lcfg.Upstream, lcfg.Seed = s.Addr(), cfg.Seed+uint64(i)
+	for i, up := range upstreams {
+		lcfg.Upstream, lcfg.Seed = up, cfg.Seed+uint64(i)
 		relay, err := link.New(lcfg, log)
 		if err != nil {
 			closeAll()
@@ -200,7 +222,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (Result, error) {
 	vcfg := viewer.Config{Sim: addrs[0], Children: addrs[1:], FollowViewerRule: true, CircuitCode: 4242, Throttle: cfg.ViewerAsks}
 
 	switch cfg.FrontEnd {
-	case Stock:
+	case Stock, Gateway:
 	case Sidecar:
 		loop, err := throttle.New(tcfg, log)
 		if err != nil {
@@ -234,7 +256,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (Result, error) {
 		vcfg.SOCKS5 = ln.Addr().String()
 	default:
 		closeAll()
-		return res, fmt.Errorf("demand: front-end %q: want stock, sidecar or proxy", cfg.FrontEnd)
+		return res, fmt.Errorf("demand: front-end %q: want stock, sidecar, proxy or gateway", cfg.FrontEnd)
 	}
 	// The front-end serves before the viewer is made: a viewer behind
 	// the proxy opens its association in New.

@@ -13,7 +13,7 @@ import (
 // TestNeverSlowerWithRoom (issue 33): a region with OpenSim's non-lending
 // category buckets sends each application-limited workload, below one
 // share, over a path with 3 % loss and 40 ms each way. Through the
-// sidecar and through the proxy the viewer receives at least 0.95 of what
+// sidecar, the proxy and the gateway the viewer receives at least 0.95 of what
 // it receives with no fairgrid, in the same run, counting what was new to
 // it (GoodputBPS: the stock viewer's larger Resend rate brings it more
 // duplicates). Decisions every second
@@ -65,7 +65,7 @@ func TestNeverSlowerWithRoom(t *testing.T) {
 			}
 			t.Logf("%v (demand %.0f bit/s, %.2f of one share): %v received %.0f bit/s (%.0f new), stock %.0f (%.0f): %.3f; %d requests, the lowest %.0f bit/s",
 				a, r.DemandBPS, r.DemandBPS/share, f, r.ReceivedBPS, r.GoodputBPS, stock.ReceivedBPS, stock.GoodputBPS, ratio, len(r.Requests), lowest)
-			if len(r.Requests) == 0 {
+			if f != Gateway && len(r.Requests) == 0 {
 				t.Errorf("%v, %v: fairgrid sent no request in the measured part: the run tests nothing", a, f)
 			}
 			if ratio < 0.95 {

@@ -15,8 +15,12 @@
 //   - Sidecar: `fairgrid run`'s loop on the viewer's datagrams as its host
 //     sees them, its AgentThrottles sent from the viewer's address;
 //   - Proxy: the viewer's UDP through `fairgrid proxy`'s SOCKS 5 relay,
-//     which rewrites the viewer's AgentThrottles and sends its own.
+//     which rewrites the viewer's AgentThrottles and sends its own;
+//   - Gateway: a stock viewer behind `fairgrid gateway` at the region's
+//     address, which schedules the region's datagrams and asserts its own
+//     rate towards the region.
 //
 // Each is the product's own code (throttle.Loop, throttle.Sidecar,
-// throttle/proxy) over real LLUDP on loopback, in real time.
+// throttle/proxy, opensim/gateway) over real LLUDP on loopback, in real
+// time.
 package demand
