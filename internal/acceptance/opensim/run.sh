@@ -204,7 +204,12 @@ run_arm() { # arm
 		;;
 	d)
 		up=$GATEWAY
-		ip netns exec "$NS" "$FAIRGRID" gateway --listen "$GATEWAY" --region "$REGION" --metrics 127.0.0.1:9103 >"$d/gateway.log" 2>&1 &
+		# Agent IDs in the metrics, to tell the clients apart (a key of
+		# newer builds; without it the circuits are told by their order).
+		local gwargs=(--listen "$GATEWAY" --region "$REGION")
+		printf '[gateway]\nroutes = ["%s=%s"]\nmetrics_identify_viewers = true\n' "$GATEWAY" "$REGION" >"$d/gateway.toml"
+		"$FAIRGRID" gateway --check-config "$d/gateway.toml" >/dev/null 2>&1 && gwargs=(--config "$d/gateway.toml")
+		ip netns exec "$NS" "$FAIRGRID" gateway "${gwargs[@]}" --metrics 127.0.0.1:9103 >"$d/gateway.log" 2>&1 &
 		pid_fg=$!
 		;;
 	b)
@@ -317,6 +322,8 @@ summarize_arm() { # arm secs
 		d) # the rate in force at the gateway: the lesser of asked and fair
 			local v r0 r f
 			v=$(grep '^fairgrid_gateway_circuit_info' "$d/metrics.txt" | grep -F "agent=\"$agent\"" | grep -o 'viewer="[^"]*"' | head -1)
+			# Unidentified circuits are c1, c2 in the order they opened.
+			[ -n "$v" ] || v=$(grep '^fairgrid_gateway_circuit_info' "$d/metrics.txt" | grep -F "viewer=\"c$n\"" | grep -o 'viewer="[^"]*"' | head -1)
 			r0=$(grep '^fairgrid_gateway_circuit_rate_bytes_per_second' "$d/metrics-start.txt" | grep -F "$v" | awk '{printf "%d", $NF*8/1000}')
 			r=$(grep '^fairgrid_gateway_circuit_rate_bytes_per_second' "$d/metrics.txt" | grep -F "$v" | awk '{printf "%d", $NF*8/1000}')
 			f=$(grep '^fairgrid_gateway_circuit_fair_rate_bytes_per_second' "$d/metrics.txt" | grep -F "$v" | awk '{printf "%d", $NF*8/1000}')
