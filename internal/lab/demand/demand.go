@@ -90,6 +90,12 @@ type Result struct {
 	// TCPBPS is what the TCP download beside read, bits/s of payload, with
 	// a Bottleneck.
 	TCPBPS float64
+	// ControllerBPS is the mean, over the measured part sampled each
+	// second, of the front-end's controller rate for the viewer (the
+	// largest over its circuits; clamped, before the viewer's limit): the
+	// sidecar's and the proxy's loop, the gateway's estimator. 0 for
+	// Stock.
+	ControllerBPS float64
 }
 
 // Run runs cfg for Warmup+Duration on loopback.
@@ -192,12 +198,14 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (Result, error) {
 	for i, s := range sims {
 		upstreams[i] = s.Addr()
 	}
+	var gw *gateway.Gateway
+	var loop *throttle.Loop
 	if cfg.FrontEnd == Gateway {
 		if cfg.Children > 0 {
 			closeAll()
 			return res, errors.New("demand: the gateway runs in front of one region here: no neighbours")
 		}
-		gw, err := gateway.New(gateway.Config{Routes: []gateway.Route{{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Region: sim.Addr()}},
+		gw, err = gateway.New(gateway.Config{Routes: []gateway.Route{{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Region: sim.Addr()}},
 			Control: tcfg}, log)
 		if err != nil {
 			closeAll()
@@ -224,7 +232,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (Result, error) {
 	switch cfg.FrontEnd {
 	case Stock, Gateway:
 	case Sidecar:
-		loop, err := throttle.New(tcfg, log)
+		loop, err = throttle.New(tcfg, log)
 		if err != nil {
 			closeAll()
 			return res, fmt.Errorf("demand: %w", err)
@@ -237,7 +245,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (Result, error) {
 		}
 		sc.AddTo(&g)
 	case Proxy:
-		loop, err := throttle.New(tcfg, log)
+		loop, err = throttle.New(tcfg, log)
 		if err != nil {
 			closeAll()
 			return res, fmt.Errorf("demand: %w", err)
@@ -294,10 +302,24 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (Result, error) {
 	measFrom = time.Now()
 	mu.Unlock()
 	timer.Reset(cfg.Duration)
-	select {
-	case <-timer.C:
-	case err := <-done:
-		return res, fmt.Errorf("demand: ended early: %w", errors.Join(err, ctx.Err()))
+	every := time.NewTicker(time.Second)
+	defer every.Stop()
+	var rates []float64
+measure:
+	for {
+		select {
+		case <-timer.C:
+			break measure
+		case <-every.C:
+			if r, ok := controllerRate(loop, gw); ok {
+				rates = append(rates, r)
+			}
+		case err := <-done:
+			return res, fmt.Errorf("demand: ended early: %w", errors.Join(err, ctx.Err()))
+		}
+	}
+	for _, r := range rates {
+		res.ControllerBPS += r / float64(len(rates))
 	}
 	after := v.Report()
 	if tcp != nil {
@@ -320,6 +342,23 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (Result, error) {
 	res.Requests = sent
 	mu.Unlock()
 	return res, nil
+}
+
+// controllerRate is the front-end's controller rate for the viewer now,
+// bits/s: the largest over its circuits.
+func controllerRate(loop *throttle.Loop, gw *gateway.Gateway) (float64, bool) {
+	var r ratecalc.Rate
+	switch {
+	case loop != nil:
+		for _, c := range loop.Snapshot() {
+			r = max(r, c.Control.Rate)
+		}
+	case gw != nil:
+		for _, c := range gw.Circuits() {
+			r = max(r, c.Fair)
+		}
+	}
+	return r.BitsPerSecond(), r > 0
 }
 
 // relaySender sends fairgrid's AgentThrottle from the viewer's host,

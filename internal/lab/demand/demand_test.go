@@ -23,6 +23,7 @@ func TestNeverSlowerWithRoom(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real time on loopback: 50 s a run (-short)")
 	}
+	t.Parallel() // beside TestSidecarAndGatewayAgree: both wait on the clock
 	path := link.PipeConfig{Delay: 40 * time.Millisecond, Loss: 0.03}
 	share := ratecalc.TCPShareRate(ratecalc.NominalSegmentSize, 2*path.Delay, path.Loss).BitsPerSecond()
 	type key struct {
