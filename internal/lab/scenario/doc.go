@@ -56,10 +56,14 @@
 // Figure made by cite with the document's file, the line it stands on
 // and the words there; a test finds each on its line. A Comparison puts
 // a measurement beside it with a differs (what we scaled down or chose
-// where the document is silent) and a verdict; what no document gives is
-// labelled ours. With Options.Seeds every run is repeated and each
-// comparison reports the median and the spread; the verdicts judge every
-// seed. WriteMarkdown prints the summary docs/lab.md holds.
+// where the document is silent) and a verdict in one vocabulary: Agrees
+// or Disagrees with the document's own claim, judged on every seed, or
+// Reported (ours, or no claim the lab can judge); what no document gives
+// is labelled ours, and always reported. Lines the prose refers to are
+// declared by ref, and the same test reads them. With Options.Seeds
+// every run is repeated and each comparison reports the median and the
+// spread. WriteMarkdown prints the summary docs/lab.md holds, headed by
+// the command that made it.
 //
 // # Multiplexing
 //

@@ -202,9 +202,13 @@ func mongooseResult(jobs []job, runs []RunResult, dur time.Duration) Result {
 		t.Rows = append(t.Rows, []string{fmt.Sprintf("%g %%", loss*100), variant.String(), with, fmt.Sprintf("%.4f", v.LossEventRate), fmt.Sprintf("%.0f", v.RTTms),
 			fmt.Sprintf("%.0f", v.SegmentBytes), kbit(v.Down.ThroughputBPS), kbitOpt(fair), ratio, med, above, reno})
 		if besideReno {
-			beside = append(beside, ours("mongoose", fmt.Sprintf("%s beside Reno, %g %% loss", variant, loss*100), "received / TCP-fair", "×",
+			c := ours("mongoose", fmt.Sprintf("%s beside Reno, %g %% loss", variant, loss*100), "received / TCP-fair", "×",
 				"the thesis ran no competing flow", 1, got, mongooseDiffers(dur, true),
-				everySeed(fmt.Sprintf("within fairgrid's %.2g–%.3g", fairLow, fairHigh), func(x float64) bool { return x >= fairLow && x <= fairHigh })))
+				everySeed(fmt.Sprintf("within fairgrid's %.2g–%.3g", fairLow, fairHigh), func(x float64) bool { return x >= fairLow && x <= fairHigh }))
+			if fair <= 0 {
+				c = c.unmeasured()
+			}
+			beside = append(beside, c)
 			continue
 		}
 		if variant == (mongooseVariant{Window, 5 * time.Second}) {
@@ -212,15 +216,23 @@ func mongooseResult(jobs []job, runs []RunResult, dur time.Duration) Result {
 				kbitOpt(v.FairMeanBPS), kbitOpt(v.FairTFRCBPS)})
 		}
 		if c, ok := mongooseComparison(variant, loss, got, dur); ok {
+			if fair <= 0 {
+				c = c.unmeasured()
+			}
 			res.Comparisons = append(res.Comparisons, c)
 		}
 	}
-	res.Comparisons = append(res.Comparisons, mongoosePoints(dur, func(v mongooseVariant) float64 {
+	for _, c := range mongoosePoints(dur, func(v mongooseVariant) float64 {
 		if p := points[v]; p != nil && p.seconds > 0 {
 			return p.above / p.seconds
 		}
-		return 0 // no fair rate: no loss measured (JSON has no NaN)
-	})...)
+		return math.NaN()
+	}) {
+		if math.IsNaN(c.Samples[0]) {
+			c = c.unmeasured()
+		}
+		res.Comparisons = append(res.Comparisons, c)
+	}
 	res.Comparisons = append(res.Comparisons, beside...)
 	res.Tables = append(res.Tables, t, eq)
 	return res

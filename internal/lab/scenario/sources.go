@@ -134,6 +134,10 @@ type Comparison struct {
 	Min      float64   `json:"min"`
 	Max      float64   `json:"max"`
 	Samples  []float64 `json:"samples"`
+	// Unmeasured counts the seeds whose run could not give the figure
+	// (mongoose: no loss event in the measured part, so no fair rate):
+	// they are left out of Samples, and the verdict says how many.
+	Unmeasured int `json:"unmeasured,omitempty"`
 	// Source is the figure's FILE:LINE in ../shared/seeds, or "ours: why"
 	// when no document gives it; SourceTitle names the document.
 	Source      string `json:"source"`
@@ -187,7 +191,13 @@ func oursJudge(j judge) judge {
 
 // with sets the comparison's samples to one measurement and judges it.
 func (c Comparison) with(measured float64) Comparison {
-	c.Samples = []float64{measured}
+	c.Samples, c.Unmeasured = []float64{measured}, 0
+	return c.judged()
+}
+
+// unmeasured is c from a run that could not measure it: no sample.
+func (c Comparison) unmeasured() Comparison {
+	c.Samples, c.Unmeasured = nil, 1
 	return c.judged()
 }
 
@@ -195,6 +205,7 @@ func (c Comparison) with(measured float64) Comparison {
 func (c Comparison) judged() Comparison {
 	s := slices.Clone(c.Samples)
 	slices.Sort(s)
+	c.Measured, c.Min, c.Max = 0, 0, 0
 	if len(s) > 0 {
 		c.Min, c.Max = s[0], s[len(s)-1]
 		c.Measured = s[len(s)/2]
@@ -203,11 +214,20 @@ func (c Comparison) judged() Comparison {
 		}
 	}
 	c.Judgement, c.Verdict = Reported, Reported+": no claim to judge"
-	if c.judge != nil && len(c.Samples) > 0 {
+	switch {
+	case len(c.Samples) == 0 && c.Unmeasured > 0:
+		c.setVerdict(Reported, fmt.Sprintf("no seed of %d measured it (%s)", c.Unmeasured, unmeasuredWhy))
+	case c.judge != nil && len(c.Samples) > 0:
 		c.setVerdict(c.judge(c.Samples))
+	}
+	if len(c.Samples) > 0 && c.Unmeasured > 0 {
+		c.Verdict += fmt.Sprintf("; %d more seeds did not measure it (%s)", c.Unmeasured, unmeasuredWhy)
 	}
 	return c
 }
+
+// unmeasuredWhy is why a run measures no figure: the one case there is.
+const unmeasuredWhy = "no loss event in the measured part, so no fair rate"
 
 func (c *Comparison) setVerdict(judgement, reason string) {
 	c.Judgement, c.Verdict = judgement, judgement+": "+reason
@@ -221,6 +241,9 @@ func judgePairs(cs []Comparison) {
 			continue
 		}
 		for _, o := range cs {
+			if len(c.Samples) == 0 || len(o.Samples) == 0 {
+				continue // unmeasured: judged() said so
+			}
 			if o.Scenario == c.Scenario && o.Case == c.pairCase && o.Metric == c.Metric {
 				cs[i].setVerdict(c.pair(c.Samples, o.Samples))
 			}
@@ -294,10 +317,19 @@ func reportedAs(why string) judge {
 // spread prints a comparison's measurement: the median, and with several
 // seeds the range and their number.
 func (c Comparison) spread() string {
-	if len(c.Samples) <= 1 {
-		return num(c.Measured, c.Unit)
+	var out string
+	switch {
+	case len(c.Samples) == 0:
+		out = "none"
+	case len(c.Samples) == 1:
+		out = num(c.Measured, c.Unit)
+	default:
+		out = fmt.Sprintf("%s (%s–%s, %d seeds)", num(c.Measured, c.Unit), num(c.Min, ""), num(c.Max, ""), len(c.Samples))
 	}
-	return fmt.Sprintf("%s (%s–%s, %d seeds)", num(c.Measured, c.Unit), num(c.Min, ""), num(c.Max, ""), len(c.Samples))
+	if c.Unmeasured > 0 {
+		out += fmt.Sprintf(", %d unmeasured", c.Unmeasured)
+	}
+	return out
 }
 
 // mergeSeeds joins one result per seed (the same runs, in the same order,
@@ -317,6 +349,7 @@ func mergeSeeds(rs []Result) (Result, error) {
 		}
 		for i, c := range r.Comparisons {
 			out.Comparisons[i].Samples = append(out.Comparisons[i].Samples, c.Samples...)
+			out.Comparisons[i].Unmeasured += c.Unmeasured
 		}
 		out.Runs = append(out.Runs, r.Runs...)
 	}
