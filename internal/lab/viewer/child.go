@@ -150,24 +150,8 @@ func (v *Viewer) childHousekeep(now time.Time) {
 		if len(c.unacked) == 0 {
 			continue
 		}
-		timeout := minReliableTimeout
-		if tc := v.tracker.Circuit(circuit.Key{Viewer: v.self, Sim: c.sim}); tc != nil && tc.RTT().Samples() > 0 {
-			timeout = max(timeout, 5*tc.RTT().SRTT())
-		}
-		for seq, p := range c.unacked {
-			if now.Sub(p.sentAt) < timeout {
-				continue
-			}
-			if p.retries == reliableRetries {
-				delete(c.unacked, seq)
-				v.reliable.GaveUp++
-				continue
-			}
-			p.retries++
-			v.reliable.Resent++
-			p.sentAt = now
-			v.childWrite(c, p.datagram, now)
-		}
+		v.resendDue(c.unacked, v.tracker.Circuit(circuit.Key{Viewer: v.self, Sim: c.sim}), now,
+			func(b []byte, now time.Time) { v.childWrite(c, b, now) })
 	}
 }
 

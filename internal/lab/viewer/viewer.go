@@ -428,25 +428,33 @@ func (v *Viewer) flushAcks(now time.Time) {
 	}
 }
 
-// retransmit resends reliable packets unacked for max(1 s, 5 × RTT).
+// retransmit resends the root circuit's reliable packets unacked for
+// max(1 s, 5 × RTT).
 func (v *Viewer) retransmit(now time.Time) {
+	v.resendDue(v.unacked, v.circuit(), now, v.write)
+}
+
+// resendDue resends the reliable packets of unacked, one circuit's (tc,
+// nil before its first datagram), unacked for max(1 s, 5 × its RTT), by
+// write, and gives up on one after reliableRetries resends.
+func (v *Viewer) resendDue(unacked map[uint32]*pendingReliable, tc *circuit.Circuit, now time.Time, write func([]byte, time.Time)) {
 	timeout := minReliableTimeout
-	if c := v.circuit(); c != nil && c.RTT().Samples() > 0 {
-		timeout = max(timeout, 5*c.RTT().SRTT())
+	if tc != nil && tc.RTT().Samples() > 0 {
+		timeout = max(timeout, 5*tc.RTT().SRTT())
 	}
-	for seq, p := range v.unacked {
+	for seq, p := range unacked {
 		if now.Sub(p.sentAt) < timeout {
 			continue
 		}
 		if p.retries == reliableRetries {
-			delete(v.unacked, seq)
+			delete(unacked, seq)
 			v.reliable.GaveUp++
 			continue
 		}
 		p.retries++
 		v.reliable.Resent++
 		p.sentAt = now
-		v.write(p.datagram, now)
+		write(p.datagram, now)
 	}
 }
 
