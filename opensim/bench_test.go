@@ -86,23 +86,7 @@ func BenchmarkEnqueueNext(b *testing.B) {
 	for _, n := range []int{100, 10_000} {
 		b.Run(fmt.Sprintf("clients=%d/single", n), func(b *testing.B) {
 			s, ids := loaded(b, n)
-			w := newWorkload(s, ids)
-			now := epoch
-			i := 0
-			b.ReportAllocs()
-			for b.Loop() {
-				pk := &w.pkts[i]
-				s.Enqueue(pk.Client, pk.Channel, pk.Size, 0, false, now)
-				for {
-					if _, _, ok := s.Next(now); !ok {
-						break
-					}
-				}
-				now = now.Add(w.step)
-				if i++; i == len(w.pkts) {
-					i = 0
-				}
-			}
+			enqueueNextSingle(b, s, ids)
 			checkThroughput(b, s, b.N)
 		})
 		b.Run(fmt.Sprintf("clients=%d/batch=64", n), func(b *testing.B) {
@@ -131,29 +115,35 @@ func BenchmarkEnqueueNext(b *testing.B) {
 	}
 }
 
+// enqueueNextSingle is the single-packet loop of BenchmarkEnqueueNext:
+// a packet in, everything the scheduler lets out, time on by one step.
+func enqueueNextSingle(b *testing.B, s *Scheduler[int], ids []ClientID) {
+	w := newWorkload(s, ids)
+	now := epoch
+	i := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		pk := &w.pkts[i]
+		s.Enqueue(pk.Client, pk.Channel, pk.Size, 0, false, now)
+		for {
+			if _, _, ok := s.Next(now); !ok {
+				break
+			}
+		}
+		now = now.Add(w.step)
+		if i++; i == len(w.pkts) {
+			i = 0
+		}
+	}
+}
+
 // BenchmarkEnqueueNextChannelBuckets is BenchmarkEnqueueNext's single
 // case under ChannelBuckets: what OpenSim's per-category buckets cost.
 func BenchmarkEnqueueNextChannelBuckets(b *testing.B) {
 	for _, n := range []int{100, 10_000} {
 		b.Run(fmt.Sprintf("clients=%d/single", n), func(b *testing.B) {
 			s, ids := loadedWith(b, n, Config{ChannelBuckets: true})
-			w := newWorkload(s, ids)
-			now := epoch
-			i := 0
-			b.ReportAllocs()
-			for b.Loop() {
-				pk := &w.pkts[i]
-				s.Enqueue(pk.Client, pk.Channel, pk.Size, 0, false, now)
-				for {
-					if _, _, ok := s.Next(now); !ok {
-						break
-					}
-				}
-				now = now.Add(w.step)
-				if i++; i == len(w.pkts) {
-					i = 0
-				}
-			}
+			enqueueNextSingle(b, s, ids)
 			// Without lending a category's random surplus waits for its
 			// own bucket, so more stays queued at the end than with it.
 			if st := s.Stats(); st.RefusedBytes > 0 || int(st.SentBytes/packetSize) < b.N*9/10 {
