@@ -62,7 +62,16 @@ func TestChildCircuits(t *testing.T) {
 			t.Errorf("child %d received %.2f of the root's rate, want the factor %.2f", i, r, want)
 		}
 		// The neighbour applied the root's throttle, scaled, and was sent
-		// no CompleteAgentMovement: its circuit was gone at logout.
+		// no CompleteAgentMovement: its circuit was gone at logout. The
+		// viewer's CloseCircuit may still be in flight when runViewer
+		// returns; the region handles it on its own loop, which exports
+		// nothing to wait on but its counters (a fresh clone's make test
+		// read them a moment early once).
+		closed := time.NewTicker(5 * time.Millisecond)
+		for deadline := time.Now().Add(2 * time.Second); children[i].Counters().LoggedOut == 0 && time.Now().Before(deadline); {
+			<-closed.C
+		}
+		closed.Stop()
 		if n := len(children[i].Clients()); n != 0 {
 			t.Errorf("child region %d still has %d circuits after logout", i, n)
 		}
