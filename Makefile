@@ -87,7 +87,7 @@ REALTIME_ALONE := ./internal/audit ./internal/lab/kerneltcp
 REALTIME := ./cmd/fairgrid ./internal/socks5 ./internal/benchrelay \
 	./internal/lab/link ./internal/lab/tcpflow ./internal/lab/viewer ./opensim/region ./opensim/gateway ./throttle ./throttle/proxy ./capture
 # Run without the race detector (scale), which would measure itself.
-SCALE_ONLY := TestDecodeFloodCapture
+SCALE_ONLY := TestDecodeFloodCapture|TestFloodKeepsViewer
 # cmd/fairgrid's end-to-end runs (each waits out its own clock: 11-32 s)
 # run in a process of their own beside the rest of its tests, the longest
 # package's, so that the two halves overlap.
@@ -106,6 +106,7 @@ unit:
 scale:
 	$(GO) test -count=1 -run 'TestThousandViewers|TestStress' ./internal/lab/viewer
 	$(GO) test -count=1 -run 'TestSimFlood$$|$(SCALE_ONLY)' ./cmd/fairgrid
+	$(GO) test -count=1 -run 'TestFloodKeepsViewer$$' ./internal/socks5
 	$(GO) test -count=1 -run 'TestBadInput$$|TestSpoofedLockout|TestAckFlood|TestEstimatorGroundTruth|TestStockViewerGetsFairRate|TestClientSideBehindGateway|TestChannelBoundOnSockets' ./opensim/gateway
 	@$(GO) test -count=1 -run 'TestSingleFlowFillsBottleneck|TestTwoFlowsShare|TestViewerBesideTCP|TestReceiveBufferLimitsFlow' ./internal/lab/tcpflow & flows=$$!; \
 		$(GO) test -count=1 -p $(LAB_P) $(REALTIME_LAB); lab=$$?; \

@@ -135,7 +135,10 @@ func TestFloodKeepsViewer(t *testing.T) {
 	deadline := time.Now().Add(3 * ioDeadline)
 	for !full() {
 		if time.Now().After(deadline) {
-			t.Fatalf("the flood never filled the caps: %v", srv.sessions.total)
+			srv.sessions.mu.Lock()
+			held := srv.sessions.total
+			srv.sessions.mu.Unlock()
+			t.Fatalf("the flood never filled the caps: %v (handshakes, connects, associations)", held)
 		}
 		time.Sleep(10 * time.Millisecond) // polling the flood's progress
 	}
