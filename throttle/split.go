@@ -66,9 +66,7 @@ func apportion(base, used, out []float64) bool {
 	var total, need float64
 	for i, b := range base {
 		total += b
-		if u := used[i]; u > 0 && !math.IsInf(u, 0) {
-			need += demandHeadroom * u
-		}
+		need += needOf(used[i])
 	}
 	if !(need > 0) || !(total > 0) {
 		return false
@@ -79,13 +77,18 @@ func apportion(base, used, out []float64) bool {
 		scale, left = rest/need, 0
 	}
 	for i, b := range base {
-		var n float64
-		if u := used[i]; u > 0 && !math.IsInf(u, 0) {
-			n = demandHeadroom * u
-		}
-		out[i] = demandFloor*b + scale*n + left*b/total
+		out[i] = demandFloor*b + scale*needOf(used[i]) + left*b/total
 	}
 	return true
+}
+
+// needOf is what a place that used u asks for: demandHeadroom times it,
+// and nothing for a use that is not a finite positive rate.
+func needOf(u float64) float64 {
+	if u > 0 && !math.IsInf(u, 0) {
+		return demandHeadroom * u
+	}
+	return 0
 }
 
 // demandHeadroom is how far a category's rate may run ahead of what it
