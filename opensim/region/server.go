@@ -274,6 +274,12 @@ type Server struct {
 	packet  lludp.Packet
 	out     [64]opensim.Item[*outPacket] // a batch from the scheduler
 
+	// closeOnce closes the socket once, whoever asks first (Close or
+	// Run's return); closed ends a Run in progress.
+	closeOnce sync.Once
+	closeErr  error
+	closed    chan struct{}
+
 	// received counts datagrams read from the socket (the reader runs
 	// outside mu).
 	received atomic.Uint64
@@ -336,7 +342,7 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Server{cfg: cfg, log: log, conn: conn, sched: sched, in: make(chan []inbound, 4096),
+	return &Server{cfg: cfg, log: log, conn: conn, sched: sched, in: make(chan []inbound, 4096), closed: make(chan struct{}),
 		grid: newGrid(cfg.Stress.ViewDistance), batch: newBatchWriter(conn),
 		clients: map[netip.AddrPort]*client{}, byID: map[opensim.ClientID]*client{},
 		limiter: newPrefixLimiter(cfg.Admission.CircuitRate, cfg.Admission.CircuitBurst, cfg.Admission.MaxPrefixes)}, nil
@@ -382,20 +388,22 @@ func (s *Server) Clients() []ClientInfo {
 	return out
 }
 
-// Close releases the region's socket, for a region whose Run will not
-// be called (Run closes it when it returns). It may be called more than
-// once.
+// Close releases the region's socket, whether Run ran or not, and ends a
+// Run in progress. Run's return closes it too; Close may be called any
+// number of times, and returns the socket's close error each time.
 func (s *Server) Close() error {
-	if err := s.conn.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
-		return err
-	}
-	return nil
+	s.closeOnce.Do(func() {
+		close(s.closed)
+		s.closeErr = s.conn.Close()
+	})
+	return s.closeErr
 }
 
-// Run serves until ctx ends.
+// Run serves until ctx ends or Close is called, and closes the socket
+// when it returns.
 func (s *Server) Run(ctx context.Context) error {
 	go s.read()
-	defer s.conn.Close()
+	defer s.Close()
 	ticker := time.NewTicker(tick)
 	defer ticker.Stop()
 	timer := time.NewTimer(time.Hour)
@@ -407,6 +415,8 @@ func (s *Server) Run(ctx context.Context) error {
 			s.mu.Lock()
 			s.summariseRefusals()
 			s.mu.Unlock()
+			return nil
+		case <-s.closed:
 			return nil
 		case batch := <-s.in:
 			s.mu.Lock()
