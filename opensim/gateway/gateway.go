@@ -69,6 +69,14 @@ type Gateway struct {
 	regions  []regionHealth // by route (under mu)
 	logs     eventLog       // circuits opened and closed, rate-limited (under mu)
 	identify bool           // Config.IdentifyViewers
+
+	// Close releases the sockets once, whoever asks first (Close or
+	// Run's return); closed ends a Run in progress, and shut (under mu)
+	// stops a reader from opening a circuit's socket after it.
+	closeOnce sync.Once
+	closeErr  error
+	closed    chan struct{}
+	shut      bool
 }
 
 // New validates cfg and binds each route's public socket.
@@ -82,7 +90,7 @@ func New(cfg Config, log *slog.Logger) (*Gateway, error) {
 	}
 	g := &Gateway{log: log, core: core, fresh: make(chan event, freshCap), wake: make(chan struct{}, 1),
 		regions: make([]regionHealth, len(core.cfg.Routes)), logs: eventLog{every: logEvery, burst: logBurst},
-		identify: core.cfg.IdentifyViewers}
+		identify: core.cfg.IdentifyViewers, closed: make(chan struct{})}
 	for _, w := range RouteWarnings(core.cfg.Routes) {
 		log.Warn("gateway: " + w)
 	}
@@ -114,16 +122,19 @@ func (g *Gateway) Addr(i int) netip.AddrPort {
 	return g.public[i].LocalAddr().(*net.UDPAddr).AddrPort()
 }
 
-// Run serves until ctx ends, then closes every socket and returns once
-// every reader has stopped.
-func (g *Gateway) Run(ctx context.Context) error {
-	for i, c := range g.public {
-		g.readers.Add(1)
-		go g.readPublic(i, c)
-	}
-	defer func() {
-		g.closePublic()
+// Close releases every socket, whether Run ran or not, and ends a Run in
+// progress. Run's return closes them too; Close may be called any number
+// of times, and returns the public sockets' close errors each time.
+func (g *Gateway) Close() error {
+	g.closeOnce.Do(func() {
+		close(g.closed)
+		var errs []error
+		for _, c := range g.public {
+			errs = append(errs, c.Close())
+		}
+		g.closeErr = errors.Join(errs...)
 		g.mu.Lock()
+		g.shut = true
 		for _, v := range g.core.viewers {
 			g.closeConn(v)
 		}
@@ -131,6 +142,19 @@ func (g *Gateway) Run(ctx context.Context) error {
 			g.closeConn(v)
 		}
 		g.mu.Unlock()
+	})
+	return g.closeErr
+}
+
+// Run serves until ctx ends or Close is called, then closes every socket
+// and returns once every reader has stopped.
+func (g *Gateway) Run(ctx context.Context) error {
+	for i, c := range g.public {
+		g.readers.Add(1)
+		go g.readPublic(i, c)
+	}
+	defer func() {
+		g.Close()
 		g.readers.Wait()
 	}()
 	ticker := time.NewTicker(tick)
@@ -143,6 +167,8 @@ func (g *Gateway) Run(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
+			return nil
+		case <-g.closed:
 			return nil
 		case e := <-g.fresh:
 			g.mu.Lock()
@@ -245,7 +271,11 @@ func (g *Gateway) handle(e event) {
 }
 
 // dial opens circuit v's socket towards its region and starts its reader.
+// g.mu is held.
 func (g *Gateway) dial(v *Viewer) error {
+	if g.shut {
+		return net.ErrClosed
+	}
 	region := g.core.cfg.Routes[v.Route].Region
 	bind := g.core.cfg.Bind
 	if !bind.IsValid() {
