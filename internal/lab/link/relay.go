@@ -67,6 +67,14 @@ type Relay struct {
 	queue         deliveries
 	wake          chan struct{}
 	wg            sync.WaitGroup
+
+	// Close releases the sockets once, whoever asks first (Close or
+	// Run's return); closed ends a Run in progress, and shut (under mu)
+	// stops a viewer's upstream socket from opening after it.
+	closeOnce sync.Once
+	closeErr  error
+	closed    chan struct{}
+	shut      bool
 }
 
 type delivery struct {
@@ -116,7 +124,8 @@ func New(cfg Config, log *slog.Logger) (*Relay, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	setBuffers(conn)
-	return &Relay{cfg: cfg, log: log, conn: conn, up: up, down: down, viewer: map[netip.AddrPort]*net.UDPConn{}, flows: map[netip.AddrPort][2]Flow{}, wake: make(chan struct{}, 1)}, nil
+	return &Relay{cfg: cfg, log: log, conn: conn, up: up, down: down, viewer: map[netip.AddrPort]*net.UDPConn{}, flows: map[netip.AddrPort][2]Flow{}, wake: make(chan struct{}, 1),
+		closed: make(chan struct{})}, nil
 }
 
 // Addr is where viewers should send.
@@ -150,9 +159,27 @@ func (r *Relay) Stats() (down, up PipeStats) {
 	return dirs[Down], dirs[Up]
 }
 
-// Run relays until ctx ends, then closes every socket. It returns nil
-// then, or the listening socket's failure before: a relay that cannot
-// read its viewers relays nothing.
+// Close releases every socket, whether Run ran or not (InjectUp opens a
+// viewer's upstream socket without it), and ends a Run in progress. Run's
+// return closes them too; Close may be called any number of times, and
+// returns the listening socket's close error each time.
+func (r *Relay) Close() error {
+	r.closeOnce.Do(func() {
+		close(r.closed)
+		r.closeErr = r.conn.Close()
+		r.mu.Lock()
+		r.shut = true
+		for _, c := range r.viewer {
+			c.Close()
+		}
+		r.mu.Unlock()
+	})
+	return r.closeErr
+}
+
+// Run relays until ctx ends or Close is called, then closes every
+// socket. It returns nil then, or the listening socket's failure before:
+// a relay that cannot read its viewers relays nothing.
 func (r *Relay) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -165,18 +192,19 @@ func (r *Relay) Run(ctx context.Context) error {
 	var err error
 	select {
 	case <-ctx.Done():
-		r.conn.Close()
-		<-errc // the close's
+	case <-r.closed:
 	case err = <-errc:
-		err = fmt.Errorf("link: read: %w", err)
-		cancel()
-		r.conn.Close()
+		select {
+		case <-r.closed:
+			err = nil // Close's
+		default:
+			err = fmt.Errorf("link: read: %w", err)
+		}
+		errc <- nil
 	}
-	r.mu.Lock()
-	for _, c := range r.viewer {
-		c.Close()
-	}
-	r.mu.Unlock()
+	cancel()
+	r.Close()
+	<-errc // the close's, or the failure's, already taken
 	r.wg.Wait()
 	return err
 }
@@ -296,6 +324,9 @@ func (r *Relay) offered(up bool, viewer netip.AddrPort, payload []byte, now time
 // openUpstreamLocked opens the socket a viewer's datagrams reach the
 // simulator from, and starts reading the simulator's answers on it.
 func (r *Relay) openUpstreamLocked(viewer netip.AddrPort) error {
+	if r.shut {
+		return net.ErrClosed
+	}
 	local := netip.AddrPortFrom(r.cfg.Upstream.Addr(), 0)
 	if r.cfg.Upstream.Addr().IsUnspecified() {
 		local = netip.AddrPort{}

@@ -221,7 +221,7 @@ func newEpollIO(vs []*Viewer) (_ *epollIO, err error) {
 func (e *epollIO) close() {
 	e.ep.file.Close()
 	for _, m := range e.members {
-		m.v.conn.Close()
+		m.v.Close()
 	}
 }
 

@@ -282,7 +282,7 @@ func (f *stressFleet) run(ctx context.Context) error {
 
 func closeConns(vs []*Viewer) {
 	for _, v := range vs {
-		v.conn.Close()
+		v.Close()
 	}
 }
 

@@ -107,6 +107,12 @@ type Viewer struct {
 	conn datagramConn
 	self netip.AddrPort
 
+	// Close releases the socket once, whoever asks first (Close or Run's
+	// return); closed ends a Run in progress.
+	closeOnce sync.Once
+	closeErr  error
+	closed    chan struct{}
+
 	mu         sync.Mutex // guards everything below
 	tracker    *circuit.Tracker
 	rule       *ratecalc.Viewer
@@ -209,7 +215,7 @@ func newViewer(cfg Config, log *slog.Logger, conn datagramConn) (*Viewer, error)
 		log = slog.New(slog.DiscardHandler)
 	}
 	v := &Viewer{cfg: cfg, log: log, conn: conn, self: conn.LocalAddr().(*net.UDPAddr).AddrPort(),
-		unacked: map[uint32]*pendingReliable{}, throttle: cfg.Throttle, served: make(chan struct{})}
+		unacked: map[uint32]*pendingReliable{}, throttle: cfg.Throttle, served: make(chan struct{}), closed: make(chan struct{})}
 	v.children, v.childBySim = newChildren(cfg.Children)
 	tcfg := circuit.Config{Sims: append([]netip.AddrPort{cfg.Sim}, cfg.Children...)}
 	if cfg.FollowViewerRule {
@@ -271,9 +277,21 @@ func checkChildren(cfg Config) error {
 // Addr is the viewer's UDP endpoint.
 func (v *Viewer) Addr() netip.AddrPort { return v.self }
 
-// Run logs in, then serves until ctx ends, and logs out.
+// Close releases the viewer's socket, whether Run ran or not, and ends a
+// Run in progress without logging out. Run's return closes it too; Close
+// may be called any number of times, and returns the socket's close
+// error each time.
+func (v *Viewer) Close() error {
+	v.closeOnce.Do(func() {
+		close(v.closed)
+		v.closeErr = v.conn.Close()
+	})
+	return v.closeErr
+}
+
+// Run logs in, then serves until ctx ends, and logs out; or until Close.
 func (v *Viewer) Run(ctx context.Context) error {
-	defer v.conn.Close()
+	defer v.Close()
 	in := make(chan inbound, 1024)
 	go v.read(in)
 	v.login(time.Now())
@@ -287,6 +305,8 @@ func (v *Viewer) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			v.logout(in)
+			return nil
+		case <-v.closed:
 			return nil
 		case d := <-in:
 			v.mu.Lock()
