@@ -9,7 +9,6 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/fairgrid/fairgrid/internal/lab/kerneltcp"
@@ -264,7 +263,9 @@ type Rig struct {
 	flows   []*tcpflow.Flow
 	vr      *viewerRig
 	members throttle.Group
-	started atomic.Bool
+	// release closes what NewRig acquired, last first (each member's
+	// Close, idempotent, whether its Run ran or not).
+	release []func() error
 
 	// Written by the measuring member, read after the group returned.
 	first, last    link.BottleneckStats
@@ -329,7 +330,7 @@ func NewRig(ctx context.Context, cfg RigConfig, log *slog.Logger) (*Rig, error) 
 		r.kernelDone <- kernelResult{}
 	}
 	if cfg.Viewer != nil {
-		if r.vr, err = addViewer(&r.members, r.b, *cfg.Viewer, cfg.Warmup, cfg.ViewerTap, log); err != nil {
+		if r.vr, r.release, err = addViewer(&r.members, r.b, *cfg.Viewer, cfg.Warmup, cfg.ViewerTap, log); err != nil {
 			return nil, errors.Join(err, r.Close())
 		}
 	}
@@ -339,30 +340,32 @@ func NewRig(ctx context.Context, cfg RigConfig, log *slog.Logger) (*Rig, error) 
 
 // AddTo adds the rig's members to g; a rig runs in one group, once.
 func (r *Rig) AddTo(g *throttle.Group) {
-	g.Add(func(ctx context.Context) error {
-		r.started.Store(true)
-		return r.members.Run(ctx)
-	}, nil)
+	g.Add(r.members.Run, nil)
 }
 
 // Close releases the rig once its group has returned, or when it never
-// ran: its members' sockets close as their Run ends, so an unstarted rig
-// runs them with an ended context (what they return then is their view
-// of that end, not a failure). The error is the kernel lab's: network
-// namespaces that could not be deleted outlive the run.
+// ran: each member's Close, then the stacks and the kernel lab's
+// namespaces (which go once everything using them has stopped). It
+// returns what they failed to release, and may be called more than once.
 func (r *Rig) Close() error {
-	if !r.started.Load() {
-		ctx, cancel := context.WithCancel(context.Background())
-		cancel()
-		r.started.Store(true)
-		r.members.Run(ctx)
+	errs := closeAll(r.release)
+	r.release = nil
+	if r.tcpNet != nil {
+		r.tcpNet.Close()
 	}
-	r.tcpNet.Close()
 	if r.kernel != nil {
-		// The namespaces go once everything using them has stopped.
-		return r.kernel.Close()
+		errs = errors.Join(errs, r.kernel.Close())
 	}
-	return nil
+	return errs
+}
+
+// closeAll calls each release, last first, and joins their errors.
+func closeAll(release []func() error) error {
+	var errs []error
+	for i := len(release) - 1; i >= 0; i-- {
+		errs = append(errs, release[i]())
+	}
+	return errors.Join(errs...)
 }
 
 // measure snapshots the bottleneck at the end of the warm-up, every second
@@ -531,11 +534,19 @@ func loopFor(cfg RigViewer, log *slog.Logger) (*throttle.Loop, error) {
 	return loop, nil
 }
 
-// addViewer adds the region, the relay, the viewer and the sidecar to g.
-func addViewer(g *throttle.Group, b *link.Bottleneck, cfg RigViewer, warmup time.Duration, viewerTap func(lludp.Datagram), log *slog.Logger) (*viewerRig, error) {
+// addViewer adds the region, the relay, the viewer and the sidecar to g,
+// and returns what releases them (each their Close), whether g runs or
+// not. On failure, what it had bound is released already.
+func addViewer(g *throttle.Group, b *link.Bottleneck, cfg RigViewer, warmup time.Duration, viewerTap func(lludp.Datagram), log *slog.Logger) (_ *viewerRig, release []func() error, err error) {
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, closeAll(release))
+			release = nil
+		}
+	}()
 	loop, err := loopFor(cfg, log)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	activity := cfg.Activity
 	if activity == 0 {
@@ -543,17 +554,9 @@ func addViewer(g *throttle.Group, b *link.Bottleneck, cfg RigViewer, warmup time
 	}
 	sim, err := region.New(region.Config{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Activity: activity, OnThrottle: cfg.OnThrottle}, log)
 	if err != nil {
-		return nil, fmt.Errorf("scenario: %w", err)
+		return nil, nil, fmt.Errorf("scenario: %w", err)
 	}
-	// release closes the sockets bound so far when the run does not start:
-	// each member's Run closes its own once its context has ended.
-	var started throttle.Group
-	started.Add(sim.Run, nil)
-	release := func() {
-		ctx, cancel := context.WithCancel(context.Background())
-		cancel()
-		started.Run(ctx)
-	}
+	release = append(release, sim.Close)
 	vr := &viewerRig{mode: cfg.Mode, loop: loop, warmEnd: time.Now().Add(warmup)}
 	if cfg.Source == nil {
 		vr.source = throttle.NewChanSource(tapBuffer)
@@ -575,23 +578,23 @@ func addViewer(g *throttle.Group, b *link.Bottleneck, cfg RigViewer, warmup time
 			}
 		}}, log)
 	if err != nil {
-		release()
-		return nil, fmt.Errorf("scenario: %w", err)
+		return nil, release, fmt.Errorf("scenario: %w", err)
 	}
-	started.Add(relay.Run, nil)
+	release = append(release, relay.Close)
 	v, err := viewer.New(viewer.Config{Sim: relay.Addr(), Throttle: cfg.Throttle, FollowViewerRule: true, CircuitCode: 4242}, log)
 	if err != nil {
-		release()
-		return nil, fmt.Errorf("scenario: %w", err)
+		return nil, release, fmt.Errorf("scenario: %w", err)
 	}
-	started.Add(v.Run, nil)
+	release = append(release, v.Close)
 	var source throttle.Source = vr.source
 	if cfg.Source != nil {
 		if source, err = cfg.Source(relay.Addr()); err != nil {
-			release()
-			return nil, fmt.Errorf("scenario: the sidecar's source: %w", err)
+			return nil, release, fmt.Errorf("scenario: the sidecar's source: %w", err)
 		}
 	}
+	// The sidecar closes its source when its group stops; a sidecar that
+	// never ran leaves it to the rig (sources close idempotently).
+	release = append(release, source.Close)
 	var sender throttle.Sender = discard{}
 	if cfg.Mode != Stock {
 		sender = relaySender{relay}
@@ -616,15 +619,13 @@ func addViewer(g *throttle.Group, b *link.Bottleneck, cfg RigViewer, warmup time
 			}
 		}})
 	if err != nil {
-		source.Close()
-		release()
-		return nil, fmt.Errorf("scenario: %w", err)
+		return nil, release, fmt.Errorf("scenario: %w", err)
 	}
 	g.Add(sim.Run, nil)
 	g.Add(relay.Run, nil)
 	g.Add(v.Run, nil)
 	sc.AddTo(g)
-	return vr, nil
+	return vr, release, nil
 }
 
 func (vr *viewerRig) result(d link.BottleneckStats, perSecond []float64) *ViewerResult {
