@@ -161,6 +161,10 @@ type Proxy struct {
 
 	rewritten, beforeDecision, malformed atomic.Uint64
 	malformedOnce                        sync.Once
+
+	ln        net.Listener // AddTo's (under mu), closed by Close
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // association is what the proxy keeps per SOCKS5 association.
@@ -221,8 +225,11 @@ func (p *Proxy) Sidecar() *throttle.Sidecar { return p.sidecar }
 
 // AddTo adds the proxy's members to the caller's group: the SOCKS 5
 // server on ln, and the sidecar's. The first to fail stops the rest, and
-// ln is closed when the group stops.
+// ln is closed when the group stops, or by Close if it never runs.
 func (p *Proxy) AddTo(g *throttle.Group, ln net.Listener) {
+	p.mu.Lock()
+	p.ln = ln
+	p.mu.Unlock()
 	g.Add(func(ctx context.Context) error {
 		if err := p.srv.Serve(ctx, ln); err != nil {
 			return fmt.Errorf("socks5: %w", err)
@@ -230,6 +237,25 @@ func (p *Proxy) AddTo(g *throttle.Group, ln net.Listener) {
 		return nil
 	}, nil)
 	p.sidecar.AddTo(g)
+}
+
+// Close releases what the proxy holds once its group has returned, or
+// when it never ran: the listener AddTo was given and the sidecar's
+// source. It may be called any number of times, and returns the
+// listener's close error each time.
+func (p *Proxy) Close() error {
+	p.closeOnce.Do(func() {
+		p.mu.Lock()
+		ln := p.ln
+		p.mu.Unlock()
+		if ln != nil {
+			if err := ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+				p.closeErr = err
+			}
+		}
+		p.source.Close()
+	})
+	return p.closeErr
 }
 
 // Collectors are the proxy's metrics beside the loop's: the server's and
