@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/netip"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/fairgrid/fairgrid/internal/lab/link"
@@ -317,7 +316,9 @@ type ArmRig struct {
 	loop     *throttle.Loop // the client side's (the Sidecar and Proxy arms), or nil
 	px       *proxy.Proxy   // the Proxy arm's, or nil
 	members  throttle.Group
-	started  atomic.Bool
+	// release closes what NewArmRig acquired, last first (each member's
+	// Close, idempotent, whether its Run ran or not).
+	release []func() error
 
 	// Written by the measuring member, read after the group returned.
 	first, last  link.BottleneckStats
@@ -358,13 +359,10 @@ func NewArmRig(cfg Config, arm Arm, obs *Observer, log *slog.Logger) (*ArmRig, e
 		r.tcpNet.Close()
 		return nil, err
 	}
-	// Each member bound so far is in members: should a later one fail,
-	// running them on an ended context closes their sockets.
+	// Each member bound so far is in release: should a later one fail,
+	// their Close releases them.
 	fail := func(err error) (*ArmRig, error) {
-		r.started.Store(true)
-		endedRun(r.members.Run)
-		r.tcpNet.Close()
-		return nil, err
+		return nil, errors.Join(err, r.Close())
 	}
 	r.members.Add(r.b.Run, nil)
 	r.members.Add(r.tcpNet.Run, nil)
@@ -372,12 +370,14 @@ func NewArmRig(cfg Config, arm Arm, obs *Observer, log *slog.Logger) (*ArmRig, e
 	if err != nil {
 		return fail(err)
 	}
+	r.release = append(r.release, sim.Close)
 	r.members.Add(sim.Run, nil)
 	upstream := sim.Addr()
 	if arm != Stock {
 		if r.gw, err = gateway.New(cfg.gatewayConfig(sim.Addr()), log.With("component", "gateway")); err != nil {
 			return fail(err)
 		}
+		r.release = append(r.release, r.gw.Close)
 		r.members.Add(r.gw.Run, nil)
 		upstream = r.gw.Addr(0)
 	}
@@ -389,6 +389,9 @@ func NewArmRig(cfg Config, arm Arm, obs *Observer, log *slog.Logger) (*ArmRig, e
 		// The client side, or the observer, sees what the viewer's host
 		// sees; the payload is only lent.
 		source = throttle.NewChanSource(4096)
+		// The sidecar closes it when its group stops; one that never ran
+		// leaves it to the rig.
+		r.release = append(r.release, source.Close)
 		tap = func(d link.Datagram) {
 			source.Push(lludp.Datagram{At: d.At, Src: d.Src, Dst: d.Dst, Payload: bytes.Clone(d.Payload)})
 		}
@@ -397,6 +400,7 @@ func NewArmRig(cfg Config, arm Arm, obs *Observer, log *slog.Logger) (*ArmRig, e
 	if err != nil {
 		return fail(err)
 	}
+	r.release = append(r.release, relay.Close)
 	r.members.Add(relay.Run, nil)
 	vcfg := viewer.Config{Sim: relay.Addr(), Throttle: cfg.Throttle, FollowViewerRule: true, CircuitCode: 4242}
 	if arm == Proxy {
@@ -409,6 +413,7 @@ func NewArmRig(cfg Config, arm Arm, obs *Observer, log *slog.Logger) (*ArmRig, e
 	if r.v, err = viewer.New(vcfg, log); err != nil {
 		return fail(err)
 	}
+	r.release = append(r.release, r.v.Close)
 	r.members.Add(r.v.Run, nil)
 	switch {
 	case arm == Sidecar:
@@ -459,6 +464,7 @@ func (r *ArmRig) addProxy(vcfg viewer.Config, sim netip.AddrPort, log *slog.Logg
 	if r.px, err = proxy.New(pcfg, throttle.SidecarConfig{Loop: r.loop, AfterTick: r.recordClient, Log: log}, log.With("component", "proxy")); err != nil {
 		return err
 	}
+	r.release = append(r.release, r.px.Close)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
@@ -473,6 +479,13 @@ func (r *ArmRig) addProxy(vcfg viewer.Config, sim netip.AddrPort, log *slog.Logg
 		r.v = v
 		return v.Run(ctx)
 	}, nil)
+	// The viewer a member made: Close reads it once the group returned.
+	r.release = append(r.release, func() error {
+		if r.v == nil {
+			return nil
+		}
+		return r.v.Close()
+	})
 	return nil
 }
 
@@ -491,20 +504,20 @@ func (discard) Send(context.Context, throttle.Request) error { return nil }
 
 // AddTo adds the rig's members to g; a rig runs in one group, once.
 func (r *ArmRig) AddTo(g *throttle.Group) {
-	g.Add(func(ctx context.Context) error {
-		r.started.Store(true)
-		return r.members.Run(ctx)
-	}, nil)
+	g.Add(r.members.Run, nil)
 }
 
 // Close releases the rig once its group has returned, or when it never
-// ran: its members' sockets close as their Run ends, so an unstarted rig
-// runs them with an ended context.
-func (r *ArmRig) Close() {
-	if !r.started.Swap(true) {
-		endedRun(r.members.Run)
+// ran: each member's Close, last first, then the stacks. It returns what
+// they failed to release, and may be called more than once.
+func (r *ArmRig) Close() error {
+	var errs []error
+	for i := len(r.release) - 1; i >= 0; i-- {
+		errs = append(errs, r.release[i]())
 	}
+	r.release = nil
 	r.tcpNet.Close()
+	return errors.Join(errs...)
 }
 
 // measure snapshots the link and the gateway at the end of the warm-up,
@@ -630,12 +643,16 @@ func RunArm(ctx context.Context, cfg Config, arm Arm, log *slog.Logger) (ArmResu
 
 // runArm is RunArm; with partial, a run whose context ended after the
 // warm-up gives what it measured (Run's, for an interrupted command).
-func runArm(ctx context.Context, cfg Config, arm Arm, log *slog.Logger, partial bool) (ArmResult, error) {
+func runArm(ctx context.Context, cfg Config, arm Arm, log *slog.Logger, partial bool) (res ArmResult, err error) {
 	r, err := NewArmRig(cfg, arm, nil, log)
 	if err != nil {
 		return ArmResult{}, err
 	}
-	defer r.Close()
+	defer func() {
+		if cerr := r.Close(); cerr != nil {
+			res, err = ArmResult{}, errors.Join(err, cerr)
+		}
+	}()
 	var g throttle.Group
 	r.AddTo(&g)
 	if err := g.Run(ctx); err != nil {
@@ -717,10 +734,3 @@ func (c Config) gatewayDefaults() gateway.Config {
 	return gc
 }
 
-// endedRun runs a member on an ended context: the members' sockets are
-// closed by their Run once its context has ended.
-func endedRun(run func(context.Context) error) {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	run(ctx)
-}
