@@ -733,4 +733,3 @@ func (c Config) gatewayDefaults() gateway.Config {
 	}
 	return gc
 }
-
