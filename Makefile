@@ -34,7 +34,8 @@ LEAVES   := lludp ratecalc
 # Packages that must never read the clock: every event carries its time.
 NOCLOCK  := lludp ratecalc opensim
 
-.PHONY: all build demo test check cross dist interop-deps unit scale fuzz-smoke fuzz bench bench-js bench-capture bench-proxy bench-sim bench-daemon bench-audit bench-kernel bench-gateway lint check-deps generate cover clean acceptance-opensim
+.PHONY: all build demo test check cross dist interop-deps unit scale fuzz-smoke fuzz bench bench-js bench-capture bench-proxy bench-sim bench-daemon bench-audit bench-kernel bench-gateway lint check-deps generate cover clean acceptance-opensim \
+	results results-jq results-gateway-lab results-demo results-fairness-centre results-bench-gateway results-bench-controllers results-fairness-grid results-fairness-control
 
 all: build
 
@@ -211,6 +212,66 @@ bench-daemon: build
 # round trip, memory per viewer (docs/gateway.md).
 bench-gateway:
 	$(GO) test -run '^$$' -bench 'BenchmarkGateway' -benchtime 1x -count 3 ./opensim/gateway
+
+# Generated results (docs/results/): each file is a command's output under
+# a header giving the command, its date and the machine (.ci/results.sh).
+# The docs keep the method and link to these for the figures. `make
+# results` runs the quick ones (real time, a few minutes each, one after
+# another: run it on a quiet machine, the load is recorded); the fairness
+# grid and its control take hours and have targets of their own.
+RESULTS := .ci/results.sh
+RESULT_SEEDS ?= 1 2 3
+results: results-gateway-lab results-demo results-fairness-centre results-bench-gateway results-bench-controllers
+
+results-jq:
+	@command -v jq >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq jq >/dev/null; }
+
+# `fairgrid lab gateway` (the demo's link; the gateway, gateway+sidecar and
+# stock arms at once), one run per seed: about a minute each.
+results-gateway-lab: build results-jq
+	RESULTS_TARGET=$@ RESULTS_CMD='for s in $(RESULT_SEEDS); do bin/fairgrid lab gateway --seed $$s --format json | jq -rf .ci/results/gateway-lab.jq; done' \
+	$(RESULTS) docs/results/gateway-lab.md "fairgrid lab gateway: the demo's link, each arm, one run per seed" sh -c '\
+		echo "| seed | arm | download (kbit/s) | viewer (kbit/s) | viewer ÷ download | viewer queueing, mean (p95) ms | gateway fair (kbit/s) | rate in force (kbit/s) | gateway loss event rate | gateway RTT (ms) |"; \
+		echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"; \
+		for s in $(RESULT_SEEDS); do bin/fairgrid lab gateway --seed $$s --format json | jq -rf .ci/results/gateway-lab.jq || exit 1; done'
+
+# The default demo (`fairgrid run --demo`, 60 s), once per seed slot: the
+# demo has no seed, so the runs differ by the machine's timing alone.
+results-demo: build results-jq
+	RESULTS_TARGET=$@ RESULTS_CMD='for run in $(RESULT_SEEDS); do bin/fairgrid run --demo --format json | jq -rsf .ci/results/demo.jq; done' \
+	$(RESULTS) docs/results/demo.md "fairgrid run --demo: the default demo, one row per side and run" sh -c '\
+		echo "| run | side | download (kbit/s) | viewer (kbit/s) | viewer ÷ download | viewer queueing, mean (p95) ms | download ÷ beside the stock viewer | fairgrid: requests, re-assertions |"; \
+		echo "|---|---|---:|---:|---:|---:|---:|---|"; \
+		for r in $(RESULT_SEEDS); do bin/fairgrid run --demo --format json | jq -rs --arg run $$r -f .ci/results/demo.jq || exit 1; done'
+
+# The grid's centre cell beside the three TCPs, two seeds: about 4 minutes.
+FAIRNESS_CENTRE := bin/fairgrid lab fairness --controllers vtcp --tcp cubic,linux-cubic,linux-reno --design centre --seeds 2 --warmup 60s --duration 40s --parallel 3
+results-fairness-centre: build
+	RESULTS_TARGET=$@ $(RESULTS) docs/results/fairness-centre.md "fairgrid lab fairness: vtcp at the grid's centre" $(FAIRNESS_CENTRE)
+
+# `make bench-gateway`'s benchmark, as a table.
+results-bench-gateway:
+	RESULTS_TARGET=$@ BENCH=1 $(RESULTS) docs/results/bench-gateway.md "make bench-gateway: the gateway beside a plain Go UDP relay" \
+		$(GO) test -run '^$$' -bench 'BenchmarkGateway' -benchtime 1x -count 3 ./opensim/gateway
+
+# The controllers' cost per datagram, each beside the others in the same
+# run: on the real capture, on synthetic datagrams, and alone (seconds).
+results-bench-controllers:
+	RESULTS_TARGET=$@ BENCH=1 $(RESULTS) docs/results/bench-controllers.md "the controllers' cost per datagram, in one run" \
+		$(GO) test -run '^$$' -bench 'BenchmarkObserveController|BenchmarkUpdate' -benchmem -count 3 ./capture/circuit ./ratecalc
+
+# The whole grid (39 cells beside gVisor's CUBIC, Linux's CUBIC and
+# Linux's reno; root), four seeds: 156 runs of 100 s, six at a time, about
+# 45 minutes of a quiet machine.
+FAIRNESS_GRID := bin/fairgrid lab fairness --controllers vtcp --tcp cubic,linux-cubic,linux-reno --seeds 4 --warmup 60s --duration 40s --parallel 6
+results-fairness-grid: build
+	RESULTS_TARGET=$@ $(RESULTS) docs/results/fairness-grid.md "fairgrid lab fairness: vtcp over the grid" $(FAIRNESS_GRID)
+
+# The control: a real TCP flow of each kind in the viewer's seat over the
+# same grid, two seeds: 234 runs of 100 s, six at a time, about 65 minutes.
+FAIRNESS_CONTROL := bin/fairgrid lab fairness --controllers "" --reference cubic,linux-cubic,linux-reno --tcp cubic,linux-cubic,linux-reno --seeds 2 --warmup 60s --duration 40s --parallel 6
+results-fairness-control: build
+	RESULTS_TARGET=$@ $(RESULTS) docs/results/fairness-control.md "fairgrid lab fairness --reference: TCP beside TCP" $(FAIRNESS_CONTROL)
 
 # Acceptance against a real OpenSim 0.9.2.2 and two libopenmetaverse
 # TestClients (root; not part of `make test`): OPENSIM_DIR is OpenSim's
