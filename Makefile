@@ -35,7 +35,7 @@ LEAVES   := lludp ratecalc
 NOCLOCK  := lludp ratecalc opensim
 
 .PHONY: all build demo test check cross dist interop-deps unit scale fuzz-smoke fuzz bench bench-js bench-capture bench-proxy bench-sim bench-daemon bench-audit bench-kernel bench-gateway lint check-deps generate cover clean acceptance-opensim \
-	results results-jq results-gateway-lab results-demo results-fairness-centre results-bench-gateway results-bench-controllers results-fairness-grid results-fairness-control
+	results results-jq results-gateway-lab results-demo results-demo-sample results-fairness-centre results-bench-gateway results-bench-controllers results-fairness-grid results-fairness-control
 
 all: build
 
@@ -221,7 +221,7 @@ bench-gateway:
 # grid and its control take hours and have targets of their own.
 RESULTS := .ci/results.sh
 RESULT_SEEDS ?= 1 2 3
-results: results-gateway-lab results-demo results-fairness-centre results-bench-gateway results-bench-controllers
+results: results-gateway-lab results-demo results-demo-sample results-fairness-centre results-bench-gateway results-bench-controllers
 
 results-jq:
 	@command -v jq >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq jq >/dev/null; }
@@ -243,6 +243,10 @@ results-demo: build results-jq
 		echo "| run | side | download (kbit/s) | viewer (kbit/s) | viewer ÷ download | viewer queueing, mean (p95) ms | download ÷ beside the stock viewer | fairgrid: requests, re-assertions |"; \
 		echo "|---|---|---:|---:|---:|---:|---:|---|"; \
 		for r in $(RESULT_SEEDS); do bin/fairgrid run --demo --format json | jq -rs --arg run $$r -f .ci/results/demo.jq || exit 1; done'
+
+# One default demo as it prints (the README and docs/demo.md show it).
+results-demo-sample: build
+	RESULTS_TARGET=$@ FENCE=1 $(RESULTS) docs/results/demo-sample.md "fairgrid run --demo: one default run, as printed" bin/fairgrid run --demo
 
 # The grid's centre cell beside the three TCPs, two seeds: about 4 minutes.
 FAIRNESS_CENTRE := bin/fairgrid lab fairness --controllers vtcp --tcp cubic,linux-cubic,linux-reno --design centre --seeds 2 --warmup 60s --duration 40s --parallel 3

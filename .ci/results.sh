@@ -5,7 +5,8 @@
 # that fails leaves FILE as it was.
 #
 # With BENCH=1 the command's output is `go test -bench` lines, put into a
-# markdown table (one row per benchmark, one column per metric).
+# markdown table (one row per benchmark, one column per metric); with
+# FENCE=1 it is kept as printed, in a fenced block.
 set -eu
 file=$1
 title=$2
@@ -26,6 +27,10 @@ if [ "${BENCH:-0}" = 1 ]; then
 		print row
 	}
 	/^(goos|goarch|pkg|cpu):/ { print "- " $0; print "" }' "$tmp" >"$tmp.md"
+	mv "$tmp.md" "$tmp"
+fi
+if [ "${FENCE:-0}" = 1 ]; then
+	{ echo '```'; cat "$tmp"; echo '```'; } >"$tmp.md"
 	mv "$tmp.md" "$tmp"
 fi
 {
