@@ -178,6 +178,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (Result, error) {
 			closeAll()
 			return res, fmt.Errorf("demand: %w", err)
 		}
+		closers = append(closers, func() error { stacks.Close(); return nil })
 		if tcp, err = stacks.AddFlow(tcpflow.FlowConfig{Name: "tcp", CC: tcpflow.CUBIC, Dir: tcpflow.Download}); err != nil {
 			closeAll()
 			return res, fmt.Errorf("demand: %w", err)
@@ -211,6 +212,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (Result, error) {
 			closeAll()
 			return res, fmt.Errorf("demand: %w", err)
 		}
+		closers = append(closers, gw.Close)
 		g.Add(gw.Run, nil)
 		upstreams[0] = gw.Addr(0)
 	}
@@ -223,6 +225,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (Result, error) {
 			closeAll()
 			return res, fmt.Errorf("demand: %w", err)
 		}
+		closers = append(closers, relay.Close)
 		g.Add(relay.Run, nil)
 		relays[relay.Addr()] = relay
 		addrs = append(addrs, relay.Addr())
