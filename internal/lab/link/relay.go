@@ -66,7 +66,8 @@ type Relay struct {
 	sharedRefused bool
 	queue         deliveries
 	wake          chan struct{}
-	wg            sync.WaitGroup
+	wg            sync.WaitGroup // the delivery loop (Run's)
+	readers       sync.WaitGroup // the viewers' upstream sockets' readers
 
 	// Close releases the sockets once, whoever asks first (Close or
 	// Run's return); closed ends a Run in progress, and shut (under mu)
@@ -160,9 +161,11 @@ func (r *Relay) Stats() (down, up PipeStats) {
 }
 
 // Close releases every socket, whether Run ran or not (InjectUp opens a
-// viewer's upstream socket without it), and ends a Run in progress. Run's
-// return closes them too; Close may be called any number of times, and
-// returns the listening socket's close error each time.
+// viewer's upstream socket without it), and ends a Run in progress: it
+// returns once the upstream sockets' readers have stopped, so the sockets
+// are released by then. Run's return closes them too; Close may be called
+// any number of times, and returns the listening socket's close error
+// each time.
 func (r *Relay) Close() error {
 	r.closeOnce.Do(func() {
 		close(r.closed)
@@ -173,6 +176,7 @@ func (r *Relay) Close() error {
 			c.Close()
 		}
 		r.mu.Unlock()
+		r.readers.Wait()
 	})
 	return r.closeErr
 }
@@ -337,9 +341,9 @@ func (r *Relay) openUpstreamLocked(viewer netip.AddrPort) error {
 	}
 	setBuffers(c)
 	r.viewer[viewer] = c
-	r.wg.Add(1)
+	r.readers.Add(1)
 	go func() {
-		defer r.wg.Done()
+		defer r.readers.Done()
 		buf := make([]byte, 65536)
 		for {
 			n, err := c.Read(buf)

@@ -3,9 +3,9 @@ package scenario
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +13,7 @@ import (
 	"github.com/fairgrid/fairgrid/internal/lab/kerneltcp"
 	"github.com/fairgrid/fairgrid/internal/lab/link"
 	"github.com/fairgrid/fairgrid/internal/lab/tcpflow"
+	"github.com/fairgrid/fairgrid/internal/lifecycletest"
 )
 
 // TestRunRigMemberFailure: a member of a rig's group that fails (here
@@ -96,19 +97,6 @@ func TestRigCloseReturnsKernelError(t *testing.T) {
 	t.Logf("Close: %v", err)
 }
 
-// openFiles counts the process's open file descriptors.
-func openFiles(t *testing.T) int {
-	t.Helper()
-	if runtime.GOOS != "linux" {
-		t.Skip("counting open files reads /proc/self/fd, which only Linux has")
-	}
-	fds, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Skipf("counting open files: %v", err)
-	}
-	return len(fds)
-}
-
 // TestRigCloseWithoutRun: a rig built and never run releases its sockets
 // (the region's, the relay's, the viewer's) by Close alone, each member
 // closed by its Close rather than run on an ended context; a second
@@ -117,29 +105,11 @@ func TestRigCloseWithoutRun(t *testing.T) {
 	pc := link.PipeConfig{Rate: 6_000_000 / 8, Delay: 10 * time.Millisecond, Buffer: 100}
 	cfg := RigConfig{Up: pc, Down: pc, Seed: 1, Warmup: time.Second, Duration: time.Second,
 		TCP: []tcpflow.FlowConfig{{Name: "cubic download", CC: tcpflow.CUBIC, Dir: tcpflow.Download}}, Viewer: &RigViewer{Mode: Window}}
-	open := func() *Rig {
+	lifecycletest.Released(t, 3, func() io.Closer {
 		r, err := NewRig(context.Background(), cfg, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return r
-	}
-	// The first socket of the process also opens the runtime's poller,
-	// which stays: build and close one rig before counting.
-	if err := open().Close(); err != nil {
-		t.Fatal(err)
-	}
-	before := openFiles(t)
-	r := open()
-	if n := openFiles(t); n < before+3 {
-		t.Fatalf("NewRig opened %d files, want at least the region's, the relay's and the viewer's sockets", n-before)
-	}
-	for i := range 2 {
-		if err := r.Close(); err != nil {
-			t.Fatalf("Close #%d: %v", i+1, err)
-		}
-	}
-	if n := openFiles(t); n != before {
-		t.Errorf("%d files open after Close, %d before NewRig", n, before)
-	}
+	})
 }

@@ -1,0 +1,74 @@
+package lifecycletest
+
+import (
+	"context"
+	"io"
+	"os"
+	"runtime"
+	"testing"
+	"time"
+)
+
+// Open returns how many files the process has open. It skips t where
+// they cannot be counted.
+func Open(t testing.TB) int {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("counting open files reads /proc/self/fd, which only Linux has")
+	}
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("counting open files: %v", err)
+	}
+	return len(fds)
+}
+
+// Released checks that what open acquires — at least least files — its
+// Close releases, and that Close twice returns nil both times. open is
+// called twice: the first value is closed before counting, since the
+// process's first socket also opens the runtime's poller, which stays.
+func Released(t testing.TB, least int, open func() io.Closer) {
+	t.Helper()
+	if err := open().Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	before := Open(t)
+	c := open()
+	if n := Open(t); n < before+least {
+		t.Fatalf("opened %d files, want at least %d", n-before, least)
+	}
+	for i := range 2 {
+		if err := c.Close(); err != nil {
+			t.Fatalf("Close #%d: %v", i+1, err)
+		}
+	}
+	if n := Open(t); n != before {
+		t.Errorf("%d files open after Close, %d before", n, before)
+	}
+}
+
+// EndsRun checks that Close ends a Run in progress: it starts run, calls
+// serving (which may wait until it serves), then Close, and wants run to
+// return nil within ten seconds, and a second Close to return nil.
+func EndsRun(t testing.TB, c io.Closer, run func(context.Context) error, serving func()) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- run(context.Background()) }()
+	if serving != nil {
+		serving()
+	}
+	if err := c.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return within 10 s of Close")
+	}
+	if err := c.Close(); err != nil {
+		t.Errorf("Close after Run: %v", err)
+	}
+}
