@@ -23,10 +23,10 @@ if [ "${BENCH:-0}" = 1 ]; then
 	/^Benchmark/ {
 		row = "| " $1 " |"; hdr = "| benchmark |"; sep = "|---|"
 		for (i = 3; i < NF; i += 2) { row = row " " $i " |"; hdr = hdr " " $(i+1) " |"; sep = sep "---:|" }
-		if (hdr != last) { if (last != "") print ""; print hdr; print sep; last = hdr }
+		if (hdr != last) { print ""; print hdr; print sep; last = hdr }
 		print row
 	}
-	/^(goos|goarch|pkg|cpu):/ { print "- " $0; print "" }' "$tmp" >"$tmp.md"
+	/^(goos|goarch|pkg|cpu):/ { if (last != "") print ""; last = ""; print "- " $0 }' "$tmp" >"$tmp.md"
 	mv "$tmp.md" "$tmp"
 fi
 if [ "${FENCE:-0}" = 1 ]; then
