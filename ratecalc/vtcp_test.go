@@ -425,3 +425,58 @@ func TestVirtualTCPDataLimitedFloor(t *testing.T) {
 		})
 	}
 }
+
+// TestVirtualTCPRecoveryCarry: the datagrams lost in an event's recovery
+// count towards the next event: they hasten it, never make it alone (the
+// first loss after the recovery starts it), and a recovery makes at most
+// one more event, however much it lost.
+func TestVirtualTCPRecoveryCarry(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	const size = 400 // 0.27 of a segment
+	for _, tc := range []struct {
+		name       string
+		inRecovery int    // datagrams lost within the first event's RTT
+		after      int    // datagrams lost after it, each 300 ms apart
+		wantEvents uint64 // virtual events in all
+	}{
+		{"no loss in the recovery: a whole segment after it", 0, 4, 2},
+		{"no loss in the recovery: less than a segment after it", 0, 3, 1},
+		{"two datagrams in the recovery hasten the next event", 2, 2, 2},
+		{"a recovery's losses never make an event alone", 12, 0, 1},
+		{"a recovery's losses make one more event at most", 12, 3, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := mustVirtualTCP(t, VirtualTCPConfig{})
+			v.OnRTT(100*time.Millisecond, t0)
+			at := t0
+			arrive := func(n int) {
+				for range n {
+					at = at.Add(4 * time.Millisecond) // 100 kB/s
+					v.OnPacket(Packet{At: at, Size: size})
+				}
+			}
+			arrive(500) // 2 s: the mean payload and the rate settle
+			// The window ahead of what arrives: every loss counts whole
+			// (ownShare), 0.27 of a segment.
+			v.cwnd = 2 * float64(v.partialRate()) * v.rttSec / NominalSegmentSize
+			lose := func() { v.OnPacket(Packet{At: at, Lost: true}) }
+			for range 4 { // the first event: a whole segment lost
+				lose()
+			}
+			if v.events != 1 {
+				t.Fatalf("a segment's worth lost made %d events, want 1", v.events)
+			}
+			for range tc.inRecovery {
+				arrive(1)
+				lose()
+			}
+			for range tc.after {
+				arrive(75) // 300 ms: past the recovery
+				lose()
+			}
+			if v.events != tc.wantEvents {
+				t.Errorf("%d events, want %d (carried %.3f segments)", v.events, tc.wantEvents, v.lostMass)
+			}
+		})
+	}
+}
