@@ -2,7 +2,6 @@ package circuit
 
 import (
 	"github.com/fairgrid/fairgrid/lludp"
-	"github.com/fairgrid/fairgrid/opensim"
 )
 
 // maxNotes is how many datagrams a candidate holds: a third in the same
@@ -17,7 +16,7 @@ type note struct {
 	size  uint32
 	flags lludp.Flags
 	cat   lludp.Category
-	ch    opensim.Channel
+	ch    lludp.Channel
 	dir   Direction
 	kind  noteKind
 	ping  uint8 // the PingID of a ping or its answer

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/fairgrid/fairgrid/lludp"
-	"github.com/fairgrid/fairgrid/opensim"
 	"github.com/fairgrid/fairgrid/ratecalc"
 )
 
@@ -57,9 +56,9 @@ type DirStats struct {
 	// ByCategory holds bytes per throttle category, and bytes of
 	// unthrottled messages (acks, pings, handshake) at index NumCategories.
 	ByCategory [lludp.NumCategories + 1]uint64
-	// ByChannel holds bytes per scheduler channel (opensim.ChannelOf),
-	// unthrottled at opensim.NumChannels.
-	ByChannel [opensim.NumChannels + 1]uint64
+	// ByChannel holds bytes per scheduler channel (lludp.ChannelOf),
+	// unthrottled at lludp.NumChannels.
+	ByChannel [lludp.NumChannels + 1]uint64
 	// LossEventRate is p over the last eight loss intervals.
 	LossEventRate float64
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/fairgrid/fairgrid/lludp"
-	"github.com/fairgrid/fairgrid/opensim"
 	"github.com/fairgrid/fairgrid/ratecalc"
 )
 
@@ -223,7 +222,7 @@ func (t *Tracker) Observe(d lludp.Datagram) (*Circuit, Direction, error) {
 		}
 	}
 	n := note{at: d.At.UnixNano(), seq: h.Sequence, size: uint32(len(d.Payload)), flags: h.Flags,
-		cat: msg.Category(), ch: opensim.ChannelOf(msg), dir: dir}
+		cat: msg.Category(), ch: lludp.ChannelOf(msg), dir: dir}
 	if needsBody(dir, msg.ID) {
 		if err := t.learn(c, &n, d, h, end); err != nil {
 			t.invalid[invalidReason(err)]++
@@ -550,7 +549,7 @@ func (c *Circuit) count(n *note) {
 		s.ResentBytes += uint64(n.size)
 	}
 	s.ByCategory[min(int(n.cat), lludp.NumCategories)] += uint64(n.size)
-	s.ByChannel[min(int(n.ch), opensim.NumChannels)] += uint64(n.size)
+	s.ByChannel[min(int(n.ch), lludp.NumChannels)] += uint64(n.size)
 }
 
 // sequence applies the loss rules of protocol.md §12 to one datagram.

@@ -10,7 +10,6 @@ import (
 	"github.com/fairgrid/fairgrid/capture"
 	"github.com/fairgrid/fairgrid/capture/capturetest"
 	"github.com/fairgrid/fairgrid/lludp"
-	"github.com/fairgrid/fairgrid/opensim"
 )
 
 var (
@@ -168,7 +167,7 @@ func TestCircuitMeasurement(t *testing.T) {
 		if a := c.AckRTT(); a.Samples() != 2 || a.Min() != ms || a.Latest() != 300*ms {
 			t.Errorf("ack rtt: %d samples, min %v, latest %v", a.Samples(), a.Min(), a.Latest())
 		}
-		if down.ByCategory[lludp.Task] == 0 || down.ByCategory[lludp.NumCategories] == 0 || down.ByChannel[opensim.Avatar] == 0 {
+		if down.ByCategory[lludp.Task] == 0 || down.ByCategory[lludp.NumCategories] == 0 || down.ByChannel[lludp.ChannelAvatar] == 0 {
 			t.Errorf("by category %v, by channel %v", down.ByCategory, down.ByChannel)
 		}
 		results[i] = down

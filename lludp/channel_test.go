@@ -1,21 +1,19 @@
-package opensim
+package lludp
 
 import (
 	"slices"
 	"testing"
-
-	"github.com/fairgrid/fairgrid/lludp"
 )
 
 func TestChannelOf(t *testing.T) {
-	tm := lludp.Builtin()
+	tm := Builtin()
 	for _, tc := range []struct {
 		msg string
 		ch  Channel
 	}{
-		{"LayerData", Layer}, {"ParcelOverlay", Layer}, {"ImagePacket", Texture}, {"TransferPacket", Asset},
-		{"ObjectUpdate", Task}, {"SimStats", Task}, {"ImprovedTerseObjectUpdate", Avatar},
-		{"CoarseLocationUpdate", Avatar}, {"AvatarAppearance", Avatar}, {"PacketAck", NoChannel},
+		{"LayerData", ChannelLayer}, {"ParcelOverlay", ChannelLayer}, {"ImagePacket", ChannelTexture}, {"TransferPacket", ChannelAsset},
+		{"ObjectUpdate", ChannelTask}, {"SimStats", ChannelTask}, {"ImprovedTerseObjectUpdate", ChannelAvatar},
+		{"CoarseLocationUpdate", ChannelAvatar}, {"AvatarAppearance", ChannelAvatar}, {"PacketAck", NoChannel},
 		{"StartPingCheck", NoChannel}, {"ChatFromSimulator", NoChannel},
 	} {
 		m := tm.ByName(tc.msg)
@@ -31,9 +29,9 @@ func TestChannelOf(t *testing.T) {
 // TestChannelOfWholeTemplate holds every message's channel to its category,
 // and the avatar switch to its list.
 func TestChannelOfWholeTemplate(t *testing.T) {
-	tm := lludp.Builtin()
+	tm := Builtin()
 	for _, name := range avatarStateMessages {
-		if m := tm.ByName(name); m == nil || m.Category() != lludp.Task {
+		if m := tm.ByName(name); m == nil || m.Category() != Task {
 			t.Errorf("avatar-state message %s is not a Task message of the template", name)
 		}
 	}
@@ -45,7 +43,7 @@ func TestChannelOfWholeTemplate(t *testing.T) {
 		}
 		want := ChannelOfCategory(m.Category())
 		if avatar {
-			want = Avatar
+			want = ChannelAvatar
 		}
 		if got := ChannelOf(m); got != want {
 			t.Errorf("%s (%v): channel %v, want %v", m.Name, m.Category(), got, want)
@@ -55,12 +53,12 @@ func TestChannelOfWholeTemplate(t *testing.T) {
 
 func TestChannelOfCategory(t *testing.T) {
 	for _, tc := range []struct {
-		cat lludp.Category
+		cat Category
 		ch  Channel
 	}{
-		{lludp.Resend, NoChannel}, {lludp.Land, Layer}, {lludp.Wind, Layer}, {lludp.Cloud, Layer},
-		{lludp.Task, Task}, {lludp.Texture, Texture}, {lludp.Asset, Asset},
-		{lludp.Unthrottled, NoChannel}, {lludp.NumCategories, NoChannel},
+		{Resend, NoChannel}, {Land, ChannelLayer}, {Wind, ChannelLayer}, {Cloud, ChannelLayer},
+		{Task, ChannelTask}, {Texture, ChannelTexture}, {Asset, ChannelAsset},
+		{Unthrottled, NoChannel}, {NumCategories, NoChannel},
 	} {
 		if got := ChannelOfCategory(tc.cat); got != tc.ch {
 			t.Errorf("%v: %v, want %v", tc.cat, got, tc.ch)
@@ -73,7 +71,7 @@ func TestChannelString(t *testing.T) {
 		ch   Channel
 		want string
 	}{
-		{Avatar, "Avatar"}, {Task, "Task"}, {Texture, "Texture"}, {Layer, "Layer"}, {Asset, "Asset"},
+		{ChannelAvatar, "Avatar"}, {ChannelTask, "Task"}, {ChannelTexture, "Texture"}, {ChannelLayer, "Layer"}, {ChannelAsset, "Asset"},
 		{NoChannel, "None"}, {NumChannels, "Channel(5)"},
 	} {
 		if got := tc.ch.String(); got != tc.want {
@@ -83,8 +81,8 @@ func TestChannelString(t *testing.T) {
 }
 
 func BenchmarkChannelOf(b *testing.B) {
-	tm := lludp.Builtin()
-	var msgs []*lludp.Message
+	tm := Builtin()
+	var msgs []*Message
 	for _, name := range []string{"ObjectUpdate", "ImprovedTerseObjectUpdate", "ImagePacket", "PacketAck", "LayerData", "ObjectUpdateCompressed"} {
 		msgs = append(msgs, tm.ByName(name))
 	}
