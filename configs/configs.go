@@ -328,9 +328,9 @@ func NeedsRestart(key string) bool {
 }
 
 // Merge returns f, the configuration in force, with what of next a reload
-// can change live (throttle.Settings): the keys that differ are applied,
+// can change live (sidecar.Settings): the keys that differ are applied,
 // or named as needing a restart and kept. next must be valid; the error
-// is throttle.Settings', and always nil: a File holds only values that
+// is sidecar.Settings', and always nil: a File holds only values that
 // decoded.
 func (f *File) Merge(next *File) (merged *File, applied, needRestart []string, err error) {
 	m := *f

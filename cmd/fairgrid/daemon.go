@@ -10,6 +10,8 @@ import (
 	"github.com/fairgrid/fairgrid/capture"
 	"github.com/fairgrid/fairgrid/configs"
 	"github.com/fairgrid/fairgrid/throttle"
+	"github.com/fairgrid/fairgrid/throttle/group"
+	"github.com/fairgrid/fairgrid/throttle/sidecar"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -41,10 +43,10 @@ type daemon struct {
 	loop    *throttle.Loop
 	log     *slog.Logger
 	level   *slog.LevelVar
-	metrics *throttle.Collector
+	metrics *sidecar.Collector
 	// running reloads the configuration: the sidecar's Reloader. Its load
 	// is the command's reading of the file and flags (setLoad).
-	running *throttle.Running[*configs.File]
+	running *sidecar.Running[*configs.File]
 }
 
 // errNoReload: a daemon whose command has not said how to read its
@@ -59,9 +61,9 @@ func newDaemon(f *configs.File, log *slog.Logger, level *slog.LevelVar) (*daemon
 		return nil, err
 	}
 	v := currentVersion()
-	d := &daemon{loop: loop, log: log, level: level, metrics: &throttle.Collector{Loop: loop, Version: v.Version, Commit: v.Commit}}
+	d := &daemon{loop: loop, log: log, level: level, metrics: &sidecar.Collector{Loop: loop, Version: v.Version, Commit: v.Commit}}
 	d.metrics.MaxCircuits.Store(int64(f.Metrics.MaxCircuits))
-	d.running = throttle.NewRunning(loop, f, func() (*configs.File, error) { return nil, errNoReload }, d.commit, log)
+	d.running = sidecar.NewRunning(loop, f, func() (*configs.File, error) { return nil, errNoReload }, d.commit, log)
 	return d, nil
 }
 
@@ -102,9 +104,9 @@ func runDaemon(set *settings, configPath string, check bool, s stdio) int {
 		fmt.Fprintf(s.err, "fairgrid run: %v\n", err)
 		return exitUsage
 	}
-	cfg := throttle.SidecarConfig{Loop: d.loop, Sender: dryRunSender{log}, Log: log}
+	cfg := sidecar.Config{Loop: d.loop, Sender: dryRunSender{log}, Log: log}
 	if !f.Send.DryRun {
-		raw, err := throttle.NewRawSender()
+		raw, err := sidecar.NewRawSender()
 		if err != nil {
 			fmt.Fprintf(s.err, "fairgrid run: %v\n", err)
 			return exitFail
@@ -115,7 +117,7 @@ func runDaemon(set *settings, configPath string, check bool, s stdio) int {
 	// The interface is reopened when it fails, so the daemon survives it
 	// going down and up.
 	iface, ifaceWhy := capture.ResolveInterface(f.Capture.Interface)
-	cfg.Reopen = func() (throttle.Source, error) {
+	cfg.Reopen = func() (sidecar.Source, error) {
 		r, err := capture.OpenLive(iface, f.Capture.Ports.Ports())
 		if err != nil {
 			return nil, err // OpenLive's errors name the interface and what to do
@@ -142,7 +144,7 @@ func runDaemon(set *settings, configPath string, check bool, s stdio) int {
 	defer stopHUP()
 	d.setLoad(func() (*configs.File, error) { return set.load(configPath) })
 	cfg.Reloads, cfg.Reloader = hup, d.running
-	sc, err := throttle.NewSidecar(cfg)
+	sc, err := sidecar.New(cfg)
 	if err != nil {
 		fmt.Fprintf(s.err, "fairgrid run: %v\n", err)
 		return exitFail
@@ -167,8 +169,8 @@ func runDaemon(set *settings, configPath string, check bool, s stdio) int {
 // daemonGroup is run's group: the sidecar's members, and the warning that
 // the capture on iface sees no simulator traffic, naming the interfaces
 // that carrying finds carrying it (nil: none looked for).
-func daemonGroup(sc *throttle.Sidecar, iface, ports string, carrying func(context.Context) []string, log *slog.Logger) *throttle.Group {
-	var g throttle.Group
+func daemonGroup(sc *sidecar.Sidecar, iface, ports string, carrying func(context.Context) []string, log *slog.Logger) *group.Group {
+	var g group.Group
 	sc.AddTo(&g)
 	g.Add(func(ctx context.Context) error {
 		return warnIfSilent(ctx, silenceWarning, func() uint64 { return sc.CaptureStats().Datagrams }, carrying, iface, ports, log)

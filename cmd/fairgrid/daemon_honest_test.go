@@ -37,6 +37,7 @@ import (
 	"github.com/fairgrid/fairgrid/opensim/region"
 	"github.com/fairgrid/fairgrid/ratecalc"
 	"github.com/fairgrid/fairgrid/throttle"
+	"github.com/fairgrid/fairgrid/throttle/sidecar"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
@@ -1110,7 +1111,7 @@ func TestRunDaemonFlood(t *testing.T) {
 	defer func() { cancel(); wg.Wait() }()
 	log.waitFor(t, 10*time.Second, `msg="throttle decision"`)
 
-	raw, err := throttle.NewRawSender()
+	raw, err := sidecar.NewRawSender()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/fairgrid/fairgrid/configs"
 	"github.com/fairgrid/fairgrid/opensim/gateway"
-	"github.com/fairgrid/fairgrid/throttle"
+	"github.com/fairgrid/fairgrid/throttle/group"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -162,8 +162,8 @@ func gatewayHandler(gw *gateway.Gateway, metrics http.Handler) http.Handler {
 // gatewayGroup is gateway's group: the gateway, the metrics' server on
 // metrics unless that is nil, and reload called at each value from
 // reloads.
-func gatewayGroup(gw *gateway.Gateway, metrics net.Listener, handler http.Handler, reloads <-chan struct{}, reload func()) *throttle.Group {
-	var g throttle.Group
+func gatewayGroup(gw *gateway.Gateway, metrics net.Listener, handler http.Handler, reloads <-chan struct{}, reload func()) *group.Group {
+	var g group.Group
 	g.Add(gw.Run, nil)
 	if metrics != nil {
 		g.AddHTTP("metrics", metrics, handler)

@@ -18,10 +18,11 @@ import (
 	"github.com/fairgrid/fairgrid/internal/lab/viewer"
 	"github.com/fairgrid/fairgrid/opensim/gateway"
 	"github.com/fairgrid/fairgrid/opensim/region"
-	"github.com/fairgrid/fairgrid/throttle"
+	"github.com/fairgrid/fairgrid/throttle/group"
+	"github.com/fairgrid/fairgrid/throttle/sidecar"
 )
 
-// Each front-end is one throttle.Group (sim, viewer, link, gateway and
+// Each front-end is one group.Group (sim, viewer, link, gateway and
 // run here; proxy in throttle/proxy). The tests below give a front-end's
 // group one failing member and check that its error is what Run returns,
 // at once, with every other member stopped. They run in synctest's
@@ -50,7 +51,7 @@ func (failingRunner) Run(context.Context) error { return errBroken }
 
 // runFailing runs g inside the bubble and checks that it returns the
 // failure, naming it with want, at once.
-func runFailing(t *testing.T, g *throttle.Group, want string) {
+func runFailing(t *testing.T, g *group.Group, want string) {
 	t.Helper()
 	start := time.Now()
 	err := g.Run(context.Background())
@@ -69,14 +70,14 @@ func runFailing(t *testing.T, g *throttle.Group, want string) {
 func TestDaemonGroupMemberFailure(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		source  func() throttle.Source
+		source  func() sidecar.Source
 		reopen  bool
 		metrics func() net.Listener
 		want    string
 	}{
-		{"capture source, no reopen", func() throttle.Source { return failingSource{} }, false,
+		{"capture source, no reopen", func() sidecar.Source { return failingSource{} }, false,
 			func() net.Listener { return fakenet.NewListener(nil) }, "source: broken"},
-		{"metrics", func() throttle.Source { return throttle.NewChanSource(1) }, true,
+		{"metrics", func() sidecar.Source { return sidecar.NewChanSource(1) }, true,
 			func() net.Listener { return fakenet.NewListener(errBroken) }, "metrics: broken"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -87,12 +88,12 @@ func TestDaemonGroupMemberFailure(t *testing.T) {
 					t.Fatal(err)
 				}
 				reloads := make(chan struct{})
-				cfg := throttle.SidecarConfig{Loop: d.loop, Source: tc.source(), Sender: dryRunSender{log}, Log: log,
+				cfg := sidecar.Config{Loop: d.loop, Source: tc.source(), Sender: dryRunSender{log}, Log: log,
 					MetricsListener: tc.metrics(), Metrics: http.NotFoundHandler(), Reloads: reloads, Reloader: d.running}
 				if tc.reopen {
-					cfg.Reopen = func() (throttle.Source, error) { return throttle.NewChanSource(1), nil }
+					cfg.Reopen = func() (sidecar.Source, error) { return sidecar.NewChanSource(1), nil }
 				}
-				sc, err := throttle.NewSidecar(cfg)
+				sc, err := sidecar.New(cfg)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -11,8 +11,9 @@ import (
 	"syscall"
 
 	"github.com/fairgrid/fairgrid/configs"
-	"github.com/fairgrid/fairgrid/throttle"
+	"github.com/fairgrid/fairgrid/throttle/group"
 	"github.com/fairgrid/fairgrid/throttle/proxy"
+	"github.com/fairgrid/fairgrid/throttle/sidecar"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -97,7 +98,7 @@ func runProxy(args []string, s stdio) int {
 		return fail(exitUsage, "%v", err)
 	}
 	d.setLoad(func() (*configs.File, error) { return set.load(*configPath) })
-	sc := throttle.SidecarConfig{Loop: d.loop, Log: log, Reloads: hup, Reloader: d.running}
+	sc := sidecar.Config{Loop: d.loop, Log: log, Reloads: hup, Reloader: d.running}
 	if pc.DryRun {
 		sc.Sender = dryRunSender{log}
 	}
@@ -129,7 +130,7 @@ func runProxy(args []string, s stdio) int {
 	defer stop()
 	proxyProcs(os.Getenv("GOMAXPROCS"))
 	log.Info("fairgrid proxy listening", "listen", ln.Addr().String(), "auth", pc.Username != "", "controller", f.Control.Controller, "dry_run", pc.DryRun, "procs", runtime.GOMAXPROCS(0))
-	var g throttle.Group
+	var g group.Group
 	p.AddTo(&g, ln)
 	if err := g.Run(ctx); err != nil {
 		log.Error("fairgrid proxy stopped", "err", err)
@@ -189,7 +190,7 @@ func proxyConfig(f *configs.File, envPass string) (proxy.Config, string, error) 
 // newProxy builds the proxy around d's loop with sc's sidecar settings,
 // and its metrics (the daemon's, the process's and the proxy's) on sc's
 // listener if it has one. Nothing listens or runs yet.
-func newProxy(d *daemon, pc proxy.Config, sc throttle.SidecarConfig, log *slog.Logger) (*proxy.Proxy, *prometheus.Registry, error) {
+func newProxy(d *daemon, pc proxy.Config, sc sidecar.Config, log *slog.Logger) (*proxy.Proxy, *prometheus.Registry, error) {
 	sc.Loop = d.loop
 	reg := registry(d.metrics)
 	if sc.MetricsListener != nil {

@@ -20,7 +20,7 @@ import (
 
 	"github.com/fairgrid/fairgrid/configs"
 	"github.com/fairgrid/fairgrid/internal/socks5"
-	"github.com/fairgrid/fairgrid/throttle"
+	"github.com/fairgrid/fairgrid/throttle/sidecar"
 )
 
 // proxyFromFile runs the proxy a configuration file with toml describes,
@@ -45,7 +45,7 @@ func proxyFromFile(t *testing.T, toml, envPass string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _, addr := runTestProxyOn(t, listen, d, pc, throttle.SidecarConfig{})
+	_, _, addr := runTestProxyOn(t, listen, d, pc, sidecar.Config{})
 	return addr
 }
 

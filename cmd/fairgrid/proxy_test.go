@@ -14,7 +14,9 @@ import (
 	"github.com/fairgrid/fairgrid/internal/lab/viewer"
 	"github.com/fairgrid/fairgrid/opensim/region"
 	"github.com/fairgrid/fairgrid/throttle"
+	"github.com/fairgrid/fairgrid/throttle/group"
 	"github.com/fairgrid/fairgrid/throttle/proxy"
+	"github.com/fairgrid/fairgrid/throttle/sidecar"
 )
 
 // e2eInterval is shorter than the daemon's 5 s so the test stays short:
@@ -78,7 +80,7 @@ func TestProxyEndToEnd(t *testing.T) {
 		rate, fair float64
 	}
 	var ticks []tick
-	p, _, err := newProxy(d, proxy.Config{UDPPorts: testSimPorts}, throttle.SidecarConfig{Log: log, AfterTick: func(now time.Time, sent []throttle.Request) {
+	p, _, err := newProxy(d, proxy.Config{UDPPorts: testSimPorts}, sidecar.Config{Log: log, AfterTick: func(now time.Time, sent []throttle.Request) {
 		tk := tick{at: now}
 		for _, r := range sent {
 			tk.sent = append(tk.sent, r.Total.BitsPerSecond())
@@ -112,7 +114,7 @@ func TestProxyEndToEnd(t *testing.T) {
 	proxyErr := make(chan error, 1)
 	wg.Go(func() { sim.Run(ctx) })
 	wg.Go(func() { relay.Run(ctx) })
-	var g throttle.Group
+	var g group.Group
 	p.AddTo(&g, ln)
 	wg.Go(func() { proxyErr <- g.Run(ctx) })
 	v, err := viewer.New(viewer.Config{Sim: relay.Addr(), SOCKS5: ln.Addr().String(), FollowViewerRule: true, CircuitCode: 4242}, log)

@@ -7,7 +7,7 @@ import (
 )
 
 // notifyReloads turns each SIGHUP into a value on the returned channel,
-// the form throttle.SidecarConfig.Reloads takes: signals stay here, in
+// the form sidecar.Config.Reloads takes: signals stay here, in
 // cmd. Call stop when the front-end ends; it stops the notification and
 // the forwarding goroutine.
 func notifyReloads() (reloads <-chan struct{}, stop func()) {

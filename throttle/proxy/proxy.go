@@ -18,6 +18,8 @@ import (
 	"github.com/fairgrid/fairgrid/internal/socks5"
 	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/throttle"
+	"github.com/fairgrid/fairgrid/throttle/group"
+	"github.com/fairgrid/fairgrid/throttle/sidecar"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -136,7 +138,7 @@ const (
 )
 
 // gatherEvery is how long the measurement lets relayed datagrams gather
-// before it takes them (throttle.PushSource): woken per datagram, the
+// before it takes them (sidecar.PushSource): woken per datagram, the
 // sidecar's reader would cost the relay a goroutine hand-off each (most of
 // the proxy's CPU at a viewer's rates). Each gathering ends in a timer's
 // wake-up of its own, so it is long enough to be rare beside the relay's
@@ -149,9 +151,9 @@ const gatherEvery = 100 * time.Millisecond
 // and the sidecar, which sends its own through the associations.
 type Proxy struct {
 	srv     *socks5.Server
-	source  *throttle.PushSource
+	source  *sidecar.PushSource
 	loop    *throttle.Loop
-	sidecar *throttle.Sidecar
+	sidecar *sidecar.Sidecar
 	dryRun  bool
 	log     *slog.Logger
 
@@ -182,11 +184,11 @@ type association struct {
 // Source and Sender are the proxy's (in a dry run the Sender is sc's
 // own, one that logs), the rest (metrics, reloads, AfterTick) the
 // caller's. Nothing starts until AddTo's group runs.
-func New(cfg Config, sc throttle.SidecarConfig, log *slog.Logger) (*Proxy, error) {
+func New(cfg Config, sc sidecar.Config, log *slog.Logger) (*Proxy, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &Proxy{source: throttle.NewPushSource(buffer, bufferBytes, gatherEvery), loop: sc.Loop, dryRun: cfg.DryRun, log: log,
+	p := &Proxy{source: sidecar.NewPushSource(buffer, bufferBytes, gatherEvery), loop: sc.Loop, dryRun: cfg.DryRun, log: log,
 		assocs: map[*socks5.Association]*association{}, byViewer: map[netip.AddrPort]*socks5.Association{}}
 	srv, err := socks5.New(cfg.socks5(p), log.With("component", "socks5"))
 	if err != nil {
@@ -203,7 +205,7 @@ func New(cfg Config, sc throttle.SidecarConfig, log *slog.Logger) (*Proxy, error
 	if sc.Log == nil {
 		sc.Log = log
 	}
-	if p.sidecar, err = throttle.NewSidecar(sc); err != nil {
+	if p.sidecar, err = sidecar.New(sc); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -217,12 +219,12 @@ func (c Config) socks5(hooks socks5.Hooks) socks5.Config {
 }
 
 // Sidecar is the proxy's sidecar (its reload counters, its loop).
-func (p *Proxy) Sidecar() *throttle.Sidecar { return p.sidecar }
+func (p *Proxy) Sidecar() *sidecar.Sidecar { return p.sidecar }
 
 // AddTo adds the proxy's members to the caller's group: the SOCKS 5
 // server on ln, and the sidecar's. The first to fail stops the rest, and
 // ln is closed when the group stops.
-func (p *Proxy) AddTo(g *throttle.Group, ln net.Listener) {
+func (p *Proxy) AddTo(g *group.Group, ln net.Listener) {
 	g.Add(func(ctx context.Context) error {
 		if err := p.srv.Serve(ctx, ln); err != nil {
 			return fmt.Errorf("socks5: %w", err)

@@ -1,4 +1,4 @@
-package throttle
+package sidecar
 
 import (
 	"bytes"
@@ -19,6 +19,7 @@ import (
 	"github.com/fairgrid/fairgrid/internal/fakenet"
 	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/ratecalc"
+	"github.com/fairgrid/fairgrid/throttle"
 )
 
 // circuitAt is a circuit's first second as a source delivers it, stamped
@@ -41,7 +42,7 @@ func circuitAt(t *testing.T, at time.Time) []capture.Datagram {
 		out = append(out, capture.Datagram{At: at.Add(d), Src: src, Dst: dst, Payload: b})
 	}
 	add(0, true, lludp.FlagReliable, &lludp.UseCircuitCode{Code: 1, SessionID: agent.SessionID, AgentID: agent.AgentID})
-	for i := range IdentityDatagrams {
+	for i := range throttle.IdentityDatagrams {
 		add(time.Duration(i)*100*time.Millisecond, true, lludp.FlagZeroCoded, &lludp.AgentUpdate{AgentData: agent})
 	}
 	for i := range 100 {
@@ -55,20 +56,20 @@ var sidecarKey = circuit.Key{Sim: simEP, Viewer: viewerEP}
 // recordingSender keeps what the sidecar sends.
 type recordingSender struct {
 	mu   sync.Mutex
-	sent []Request
+	sent []throttle.Request
 }
 
-func (s *recordingSender) Send(_ context.Context, r Request) error {
+func (s *recordingSender) Send(_ context.Context, r throttle.Request) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.sent = append(s.sent, r)
 	return nil
 }
 
-func (s *recordingSender) requests() []Request {
+func (s *recordingSender) requests() []throttle.Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]Request(nil), s.sent...)
+	return append([]throttle.Request(nil), s.sent...)
 }
 
 // syncBuffer is a log the sidecar writes while the test reads.
@@ -91,28 +92,28 @@ func (s *syncBuffer) String() string {
 
 // rig is a sidecar on an in-memory source with a 1 s interval.
 type rig struct {
-	loop   *Loop
+	loop   *throttle.Loop
 	src    *PushSource
 	sender *recordingSender
 	log    *syncBuffer
-	cfg    SidecarConfig
+	cfg    Config
 }
 
 func newRig(t *testing.T) *rig {
 	t.Helper()
-	loop, err := New(Config{Sims: []netip.AddrPort{simEP}, Interval: time.Second}, nil)
+	loop, err := throttle.New(throttle.Config{Sims: []netip.AddrPort{simEP}, Interval: time.Second}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := &rig{loop: loop, src: NewChanSource(1024), sender: &recordingSender{}, log: &syncBuffer{}}
-	r.cfg = SidecarConfig{Loop: loop, Source: r.src, Sender: r.sender, Log: slog.New(slog.NewTextHandler(r.log, nil))}
+	r.cfg = Config{Loop: loop, Source: r.src, Sender: r.sender, Log: slog.New(slog.NewTextHandler(r.log, nil))}
 	return r
 }
 
 // start runs the sidecar; the returned channel gets Run's result.
 func (r *rig) start(t *testing.T, ctx context.Context) (*Sidecar, <-chan error) {
 	t.Helper()
-	sc, err := NewSidecar(r.cfg)
+	sc, err := New(r.cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +143,7 @@ func TestSidecarLifecycle(t *testing.T) {
 		time.Sleep(time.Second) // the first tick
 		synctest.Wait()
 		sent := r.sender.requests()
-		if len(sent) != 1 || sent[0].Circuit != sidecarKey || sent[0].Reason != Changed {
+		if len(sent) != 1 || sent[0].Circuit != sidecarKey || sent[0].Reason != throttle.Changed {
 			t.Fatalf("sent %+v; want one changed request for %v", sent, sidecarKey)
 		}
 		if got, ok := sc.Request(sidecarKey); !ok || got != sent[0] {
@@ -160,9 +161,9 @@ func TestSidecarLifecycle(t *testing.T) {
 
 // testSettings are a front-end's settings that are all the loop's, all
 // applied live.
-type testSettings struct{ cfg Config }
+type testSettings struct{ cfg throttle.Config }
 
-func (s testSettings) Throttle() Config { return s.cfg }
+func (s testSettings) Throttle() throttle.Config { return s.cfg }
 func (s testSettings) Merge(next testSettings) (testSettings, []string, []string, error) {
 	return next, []string{"loop"}, nil, nil
 }
@@ -175,7 +176,7 @@ func TestSidecarReload(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t)
 		hup := make(chan struct{}, 1)
-		var next Config
+		var next throttle.Config
 		var loadErr error
 		commits := 0
 		r.cfg.Reloads = hup
@@ -187,16 +188,16 @@ func TestSidecarReload(t *testing.T) {
 
 		for _, tc := range []struct {
 			name    string
-			next    Config
+			next    throttle.Config
 			loadErr error
 			wantMax float64 // bits/s in force after
 			commits int
 			logged  string
 			stats   ReloadStats // counted so far
 		}{
-			{"applied", Config{Sims: base.Sims, Interval: time.Second, Max: ratecalc.RateFromBits(2_000_000)}, nil, 2_000_000, 1, "", ReloadStats{Applied: 1}},
-			{"refused by Reload", Config{Sims: base.Sims, Interval: time.Second, Max: ratecalc.RateFromBits(500_000)}, errors.New("control.interval: bad"), 2_000_000, 1, "control.interval: bad", ReloadStats{Applied: 1, Rejected: 1}},
-			{"refused by the loop", Config{Sims: base.Sims, Interval: time.Second, Min: ratecalc.RateFromBits(300_000), Max: ratecalc.RateFromBits(200_000)}, nil, 2_000_000, 1, "want 0 < min ≤ max", ReloadStats{Applied: 1, Rejected: 2}},
+			{"applied", throttle.Config{Sims: base.Sims, Interval: time.Second, Max: ratecalc.RateFromBits(2_000_000)}, nil, 2_000_000, 1, "", ReloadStats{Applied: 1}},
+			{"refused by Reload", throttle.Config{Sims: base.Sims, Interval: time.Second, Max: ratecalc.RateFromBits(500_000)}, errors.New("control.interval: bad"), 2_000_000, 1, "control.interval: bad", ReloadStats{Applied: 1, Rejected: 1}},
+			{"refused by the loop", throttle.Config{Sims: base.Sims, Interval: time.Second, Min: ratecalc.RateFromBits(300_000), Max: ratecalc.RateFromBits(200_000)}, nil, 2_000_000, 1, "want 0 < min ≤ max", ReloadStats{Applied: 1, Rejected: 2}},
 		} {
 			next, loadErr = tc.next, tc.loadErr
 			hup <- struct{}{}
@@ -314,7 +315,7 @@ func TestSidecarFirstError(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				r := newRig(t)
 				tc.setup(r)
-				sc, err := NewSidecar(r.cfg)
+				sc, err := New(r.cfg)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -351,19 +352,19 @@ func TestSidecarMetricsStop(t *testing.T) {
 func TestNewSidecarRefuses(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		cfg  SidecarConfig
+		cfg  Config
 		want []string
 	}{
-		{"empty", SidecarConfig{}, []string{"no loop", "no source", "no sender"}},
-		{"half metrics", SidecarConfig{Loop: &Loop{}, Source: NewChanSource(1), Sender: &recordingSender{}, Metrics: http.NotFoundHandler()}, []string{"metrics need both"}},
-		{"half reload", SidecarConfig{Loop: &Loop{}, Source: NewChanSource(1), Sender: &recordingSender{}, Reloads: make(chan struct{})}, []string{"reloads need both a channel and a Reloader"}},
-		{"negative reopen", SidecarConfig{Loop: &Loop{}, Source: NewChanSource(1), Sender: &recordingSender{}, ReopenEvery: -time.Second}, []string{"reopen every -1s"}},
+		{"empty", Config{}, []string{"no loop", "no source", "no sender"}},
+		{"half metrics", Config{Loop: &throttle.Loop{}, Source: NewChanSource(1), Sender: &recordingSender{}, Metrics: http.NotFoundHandler()}, []string{"metrics need both"}},
+		{"half reload", Config{Loop: &throttle.Loop{}, Source: NewChanSource(1), Sender: &recordingSender{}, Reloads: make(chan struct{})}, []string{"reloads need both a channel and a Reloader"}},
+		{"negative reopen", Config{Loop: &throttle.Loop{}, Source: NewChanSource(1), Sender: &recordingSender{}, ReopenEvery: -time.Second}, []string{"reopen every -1s"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := NewSidecar(tc.cfg)
+			_, err := New(tc.cfg)
 			for _, w := range tc.want {
 				if err == nil || !strings.Contains(err.Error(), w) {
-					t.Errorf("NewSidecar: %v, want %q", err, w)
+					t.Errorf("New: %v, want %q", err, w)
 				}
 			}
 		})

@@ -1,10 +1,9 @@
-package throttle
+package sidecar
 
 import (
 	"bytes"
 	"flag"
 	"fmt"
-	"math"
 	"net/netip"
 	"os"
 	"runtime"
@@ -13,9 +12,9 @@ import (
 	"time"
 
 	"github.com/fairgrid/fairgrid/capture"
-	"github.com/fairgrid/fairgrid/capture/circuit"
 	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/ratecalc"
+	"github.com/fairgrid/fairgrid/throttle"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/common/expfmt"
 )
@@ -25,18 +24,18 @@ var updateGolden = flag.Bool("update", false, "rewrite testdata/collector.golden
 // goldenCircuit scripts one identified circuit with a ping, a lost
 // packet, an AgentThrottle from the viewer and a decision, which evicts a
 // circuit of no known agent.
-func goldenCircuit(t *testing.T) *Loop {
-	return goldenCircuitWith(t, SegmentMean)
+func goldenCircuit(t *testing.T) *throttle.Loop {
+	return goldenCircuitWith(t, throttle.SegmentMean)
 }
 
-func goldenCircuitWith(t *testing.T, segment Segment) *Loop {
-	l, err := New(Config{Sims: []netip.AddrPort{simEP}, MaxCircuits: 1, Segment: segment}, nil)
+func goldenCircuitWith(t *testing.T, segment throttle.Segment) *throttle.Loop {
+	l, err := throttle.New(throttle.Config{Sims: []netip.AddrPort{simEP}, MaxCircuits: 1, Segment: segment}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A circuit of no known agent, evicted when the real one comes.
 	for seq := range uint32(3) {
-		spoofed(t, l, 0, netip.MustParseAddrPort("10.0.0.9:50000"), seq+1, &lludp.StartPingCheck{PingID: uint8(seq)})
+		observe(t, l, 0, netip.MustParseAddrPort("10.0.0.9:50000"), simEP, lludp.FlagReliable, seq+1, &lludp.StartPingCheck{PingID: uint8(seq)})
 	}
 	f := &feed{t: t, l: l}
 	f.send(0, true, lludp.FlagReliable, &lludp.UseCircuitCode{Code: 1, SessionID: agent.SessionID, AgentID: agent.AgentID})
@@ -44,7 +43,7 @@ func goldenCircuitWith(t *testing.T, segment Segment) *Loop {
 	f.send(2*time.Millisecond, true, 0, &lludp.StartPingCheck{PingID: 1})
 	f.send(82*time.Millisecond, false, 0, &lludp.CompletePingCheck{PingID: 1})
 	f.send(100*time.Millisecond, true, lludp.FlagZeroCoded, &lludp.AgentUpdate{AgentData: agent})
-	f.send(110*time.Millisecond, true, lludp.FlagReliable|lludp.FlagZeroCoded, &lludp.AgentThrottle{AgentData: agent, CircuitCode: 1, Throttles: ViewerSplit(1536000 / 8)})
+	f.send(110*time.Millisecond, true, lludp.FlagReliable|lludp.FlagZeroCoded, &lludp.AgentThrottle{AgentData: agent, CircuitCode: 1, Throttles: throttle.ViewerSplit(1536000 / 8)})
 	f.stream(200*time.Millisecond, 50)
 	f.down += 2 // two sequence numbers lost
 	f.stream(800*time.Millisecond, 50)
@@ -88,46 +87,6 @@ func TestCollectorGolden(t *testing.T) {
 	}
 }
 
-// TestTCPFairRate: the gauge is the TFRC equation at the circuit's
-// measured loss event rate, ping RTT and mean simulator datagram size, and
-// absent while any of them is unknown.
-func TestTCPFairRate(t *testing.T) {
-	rtt := func(ms float64) *float64 { return &ms }
-	for _, tc := range []struct {
-		name   string
-		s      circuit.Summary
-		wantOK bool
-		size   float64
-		rtt    time.Duration
-		p      float64
-	}{
-		{"measured", circuit.Summary{RTTms: rtt(80), Down: circuit.DirSummary{Packets: 100, Bytes: 100_000, LossEventRate: 0.02}}, true, 1000, 80 * time.Millisecond, 0.02},
-		{"small datagrams, short RTT", circuit.Summary{RTTms: rtt(12.5), Down: circuit.DirSummary{Packets: 400, Bytes: 48_000, LossEventRate: 0.001}}, true, 120, 12500 * time.Microsecond, 0.001},
-		{"no RTT yet", circuit.Summary{Down: circuit.DirSummary{Packets: 100, Bytes: 100_000, LossEventRate: 0.02}}, false, 0, 0, 0},
-		{"no loss yet", circuit.Summary{RTTms: rtt(80), Down: circuit.DirSummary{Packets: 100, Bytes: 100_000}}, false, 0, 0, 0},
-		{"nothing received", circuit.Summary{RTTms: rtt(80), Down: circuit.DirSummary{LossEventRate: 0.02}}, false, 0, 0, 0},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, ok := TCPFairRate(tc.s, SegmentMean)
-			if ok != tc.wantOK {
-				t.Fatalf("known %v, want %v", ok, tc.wantOK)
-			}
-			if !ok {
-				return
-			}
-			if want := ratecalc.TFRCRate(tc.size, tc.rtt, tc.p); math.Abs(float64(got-want)) > 1e-6*float64(want) {
-				t.Errorf("%v B/s, want %v", got, want)
-			}
-			// With control.segment = "nominal" the gauge stands on 1460 B,
-			// as the controllers do.
-			nominal, _ := TCPFairRate(tc.s, SegmentNominal)
-			if want := ratecalc.TFRCRate(ratecalc.NominalSegmentSize, tc.rtt, tc.p); math.Abs(float64(nominal-want)) > 1e-6*float64(want) {
-				t.Errorf("nominal: %v B/s, want %v", nominal, want)
-			}
-		})
-	}
-}
-
 // TestCollectorTCPFairRate: a circuit with a ping and a loss has the
 // series, with the value TCPFairRate gives its summary; one without a loss
 // has none.
@@ -138,7 +97,7 @@ func TestCollectorTCPFairRate(t *testing.T) {
 	if len(states) != 1 {
 		t.Fatalf("%d circuits", len(states))
 	}
-	want, ok := TCPFairRate(states[0].Summary, SegmentMean)
+	want, ok := throttle.TCPFairRate(states[0].Summary, throttle.SegmentMean)
 	if !ok {
 		t.Fatal("the golden circuit has a ping and a loss, yet no TCP-fair rate")
 	}
@@ -150,8 +109,8 @@ func TestCollectorTCPFairRate(t *testing.T) {
 		t.Errorf("exported %s, want %v", got, float64(want))
 	}
 	// The loop's segment setting reaches the gauge.
-	nominalLoop := goldenCircuitWith(t, SegmentNominal)
-	wantNominal, _ := TCPFairRate(nominalLoop.Snapshot()[0].Summary, SegmentNominal)
+	nominalLoop := goldenCircuitWith(t, throttle.SegmentNominal)
+	wantNominal, _ := throttle.TCPFairRate(nominalLoop.Snapshot()[0].Summary, throttle.SegmentNominal)
 	got, err = testutil.CollectAndFormat(&Collector{Loop: nominalLoop}, expfmt.TypeTextPlain, name)
 	if err != nil {
 		t.Fatal(err)
@@ -160,7 +119,7 @@ func TestCollectorTCPFairRate(t *testing.T) {
 		t.Errorf("with segment = nominal exported %s, want %v (mean: %v)", got, float64(wantNominal), float64(want))
 	}
 
-	lossless, err := New(Config{Sims: []netip.AddrPort{simEP}}, nil)
+	lossless, err := throttle.New(throttle.Config{Sims: []netip.AddrPort{simEP}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,8 +147,8 @@ func TestCollectorOneShare(t *testing.T) {
 	}
 	st := states[0].Control
 	want := ratecalc.TCPShareRate(ratecalc.NominalSegmentSize, st.PathRTT, st.SegmentLossEventRate)
-	if want <= 0 || OneShare(st) != want {
-		t.Fatalf("OneShare %v, TCPShareRate at RTT %v and p %v: %v", OneShare(st), st.PathRTT, st.SegmentLossEventRate, want)
+	if want <= 0 || throttle.OneShare(st) != want {
+		t.Fatalf("OneShare %v, TCPShareRate at RTT %v and p %v: %v", throttle.OneShare(st), st.PathRTT, st.SegmentLossEventRate, want)
 	}
 	got, err := testutil.CollectAndFormat(&Collector{Loop: l}, expfmt.TypeTextPlain, "fairgrid_circuit_share_bytes_per_second")
 	if err != nil {
@@ -198,10 +157,10 @@ func TestCollectorOneShare(t *testing.T) {
 	if !strings.Contains(string(got), fmt.Sprint(float64(want))) {
 		t.Errorf("exported %s, want %v", got, float64(want))
 	}
-	if eq, _ := TCPFairRate(states[0].Summary, SegmentMean); eq == want {
+	if eq, _ := throttle.TCPFairRate(states[0].Summary, throttle.SegmentMean); eq == want {
 		t.Errorf("the equation's series equals one share (%v): the case cannot tell them apart", eq)
 	}
-	if OneShare(ratecalc.Stats{PathRTT: st.PathRTT}) != 0 {
+	if throttle.OneShare(ratecalc.Stats{PathRTT: st.PathRTT}) != 0 {
 		t.Error("one share before any loss event")
 	}
 }

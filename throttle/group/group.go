@@ -1,4 +1,4 @@
-package throttle
+package group
 
 import (
 	"context"
@@ -15,7 +15,8 @@ import (
 // error once every member has returned. It is errgroup with oklog/run's
 // interrupts, in the few lines it takes. Every front-end (run, proxy, sim,
 // viewer, link, the demo, the lab's rigs) is one Group whose first error
-// main returns; a Sidecar adds its members with AddTo.
+// main returns; a sidecar (package throttle/sidecar) adds its members
+// with AddTo.
 //
 // A nil error from a member still stops the group: a source that ends
 // ends the run. The zero Group is ready to use; Add must not be called

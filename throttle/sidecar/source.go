@@ -1,4 +1,4 @@
-package throttle
+package sidecar
 
 import (
 	"errors"
@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/fairgrid/fairgrid/capture"
+	"github.com/fairgrid/fairgrid/lludp"
 )
 
 // ErrSourceClosed is what a closed PushSource's Next returns once it is
@@ -33,7 +33,7 @@ var ErrSourceClosed = errors.New("source closed")
 type PushSource struct {
 	gather     time.Duration
 	mu         sync.Mutex
-	pending    []capture.Datagram
+	pending    []lludp.Datagram
 	arena      []byte // pending's payloads
 	limit      int
 	limitBytes int
@@ -45,7 +45,7 @@ type PushSource struct {
 	dropped    atomic.Uint64
 
 	// The reader's own: the batch it is handing out and its payloads.
-	batch      []capture.Datagram
+	batch      []lludp.Datagram
 	batchArena []byte
 	next       int
 	timer      *time.Timer
@@ -78,14 +78,14 @@ func NewChanSource(buffer int) *PushSource {
 // pushes it as forwarded: the loop recognises its own request in a
 // rewritten AgentThrottle and does not re-assert over it. It is safe for
 // concurrent use.
-func (s *PushSource) Push(d capture.Datagram) bool {
-	return s.PushBatch([]capture.Datagram{d}) == 1
+func (s *PushSource) Push(d lludp.Datagram) bool {
+	return s.PushBatch([]lludp.Datagram{d}) == 1
 }
 
 // PushBatch queues copies of ds, in order, under one lock, and returns how
 // many it queued: those that do not fit are dropped and counted; none is
 // queued once the source is closed.
-func (s *PushSource) PushBatch(ds []capture.Datagram) int {
+func (s *PushSource) PushBatch(ds []lludp.Datagram) int {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -128,7 +128,7 @@ func (s *PushSource) PushBatch(ds []capture.Datagram) int {
 // Next returns the next datagram pushed, in order, and ErrSourceClosed
 // once the source is closed and drained. Its payload is valid until the
 // following call.
-func (s *PushSource) Next() (capture.Datagram, error) {
+func (s *PushSource) Next() (lludp.Datagram, error) {
 	for s.next >= len(s.batch) {
 		flowing := len(s.batch) > 0
 		// The batch handed out is read: its memory goes back to the pushers.
@@ -146,7 +146,7 @@ func (s *PushSource) Next() (capture.Datagram, error) {
 			break
 		}
 		if closed {
-			return capture.Datagram{}, ErrSourceClosed
+			return lludp.Datagram{}, ErrSourceClosed
 		}
 		select {
 		case <-s.wake:

@@ -1,6 +1,6 @@
 //go:build linux
 
-package throttle
+package sidecar
 
 import (
 	"context"
@@ -9,7 +9,8 @@ import (
 	"fmt"
 	"net/netip"
 
-	"github.com/fairgrid/fairgrid/internal/ipsum"
+	"github.com/fairgrid/fairgrid/capture/ipsum"
+	"github.com/fairgrid/fairgrid/throttle"
 	"golang.org/x/sys/unix"
 )
 
@@ -54,7 +55,7 @@ func (s *RawSender) Close() error {
 }
 
 // Send sends r's AgentThrottle from the viewer's endpoint to the simulator.
-func (s *RawSender) Send(_ context.Context, r Request) error {
+func (s *RawSender) Send(_ context.Context, r throttle.Request) error {
 	payload, err := r.Encode()
 	if err != nil {
 		return err

@@ -1,15 +1,17 @@
-package throttle
+package sidecar
 
 import (
 	"log/slog"
 	"sync"
+
+	"github.com/fairgrid/fairgrid/throttle"
 )
 
 // Settings is a front-end's whole configuration as a reload sees it: the
 // loop's part, and which of its other settings can change while running.
 type Settings[S any] interface {
 	// Throttle is the loop's configuration.
-	Throttle() Config
+	Throttle() throttle.Config
 	// Merge returns the receiver (the settings in force) with what of
 	// next can change live, and names the settings applied and those that
 	// differ but need a restart (they keep the running values). An error
@@ -17,7 +19,7 @@ type Settings[S any] interface {
 	Merge(next S) (merged S, applied, needRestart []string, err error)
 }
 
-// Reloader applies one reload: SidecarConfig.Reloader; a Running is one.
+// Reloader applies one reload: Config.Reloader; a Running is one.
 type Reloader interface {
 	Reload() (applied, needRestart []string, err error)
 }
@@ -29,7 +31,7 @@ type Reloader interface {
 // metrics limits): all of it or, when anything refuses, none. The sidecar
 // runs it at each reload asked for; it is safe for concurrent use.
 type Running[S Settings[S]] struct {
-	loop   *Loop
+	loop   *throttle.Loop
 	load   func() (S, error)
 	commit func(S)
 	log    *slog.Logger
@@ -42,7 +44,7 @@ type Running[S Settings[S]] struct {
 // loop: load reads them anew (the file, with the command line over it, as
 // at start), and commit, if not nil, puts in force what lives beside the
 // loop.
-func NewRunning[S Settings[S]](loop *Loop, current S, load func() (S, error), commit func(S), log *slog.Logger) *Running[S] {
+func NewRunning[S Settings[S]](loop *throttle.Loop, current S, load func() (S, error), commit func(S), log *slog.Logger) *Running[S] {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}

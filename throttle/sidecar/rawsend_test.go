@@ -1,4 +1,4 @@
-package throttle
+package sidecar
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/fairgrid/fairgrid/capture/circuit"
 	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/ratecalc"
+	"github.com/fairgrid/fairgrid/throttle"
 )
 
 // TestRawSender sends a request as if from a port the test does not own,
@@ -29,9 +30,9 @@ func TestRawSender(t *testing.T) {
 			}
 			defer rx.Close()
 			viewer := netip.AddrPortFrom(netip.MustParseAddr(loop), 54321)
-			r := Request{Circuit: circuit.Key{Viewer: viewer, Sim: rx.LocalAddr().(*net.UDPAddr).AddrPort()},
+			r := throttle.Request{Circuit: circuit.Key{Viewer: viewer, Sim: rx.LocalAddr().(*net.UDPAddr).AddrPort()},
 				Agent: lludp.AgentData{AgentID: lludp.UUID{7}, SessionID: lludp.UUID{8}}, Sequence: 99,
-				Throttles: ViewerSplit(ratecalc.RateFromBits(400_000))}
+				Throttles: throttle.ViewerSplit(ratecalc.RateFromBits(400_000))}
 			if err := s.Send(context.Background(), r); err != nil {
 				t.Fatal(err)
 			}

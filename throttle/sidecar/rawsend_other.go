@@ -1,10 +1,12 @@
 //go:build !linux
 
-package throttle
+package sidecar
 
 import (
 	"context"
 	"errors"
+
+	"github.com/fairgrid/fairgrid/throttle"
 )
 
 // ErrNoRawSocket: sending as the viewer needs Linux raw sockets here.
@@ -13,6 +15,6 @@ var ErrNoRawSocket = errors.New("fairgrid run needs Linux (raw sockets and AF_PA
 // RawSender is available on Linux only.
 type RawSender struct{}
 
-func NewRawSender() (*RawSender, error)                { return nil, ErrNoRawSocket }
-func (*RawSender) Send(context.Context, Request) error { return ErrNoRawSocket }
-func (*RawSender) Close() error                        { return nil }
+func NewRawSender() (*RawSender, error)                         { return nil, ErrNoRawSocket }
+func (*RawSender) Send(context.Context, throttle.Request) error { return ErrNoRawSocket }
+func (*RawSender) Close() error                                 { return nil }

@@ -1,4 +1,4 @@
-package throttle
+package sidecar
 
 import (
 	"context"
@@ -13,6 +13,9 @@ import (
 
 	"github.com/fairgrid/fairgrid/capture"
 	"github.com/fairgrid/fairgrid/capture/circuit"
+	"github.com/fairgrid/fairgrid/lludp"
+	"github.com/fairgrid/fairgrid/throttle"
+	"github.com/fairgrid/fairgrid/throttle/group"
 )
 
 // Source yields the datagrams a sidecar measures, each stamped with the
@@ -22,7 +25,7 @@ type Source interface {
 	// Next blocks until the next datagram. Its Payload need only stay
 	// valid until the following call. An error means the source failed or
 	// ended (io.EOF); Close interrupts a blocked Next.
-	Next() (capture.Datagram, error)
+	Next() (lludp.Datagram, error)
 	Close() error
 }
 
@@ -31,13 +34,13 @@ type Source interface {
 // between attempts costs nothing while it is away.
 const DefaultReopenEvery = time.Second
 
-// SidecarConfig wires a sidecar. Loop, Source and Sender are required.
-type SidecarConfig struct {
-	Loop   *Loop
+// Config wires a sidecar. Loop, Source and Sender are required.
+type Config struct {
+	Loop   *throttle.Loop
 	Source Source
 	// Sender delivers the loop's requests: raw sockets as the viewer, the
 	// link emulator, or a proxy's socket for the association.
-	Sender Sender
+	Sender throttle.Sender
 	// Reopen, if set, replaces a Source that failed: it is called every
 	// ReopenEvery (default DefaultReopenEvery) until it succeeds. Without
 	// it a failing source ends Run with its error, and a source that ends
@@ -57,7 +60,7 @@ type SidecarConfig struct {
 	Reloads  <-chan struct{}
 	Reloader Reloader
 	// AfterTick, if set, is called after each decision with what was sent.
-	AfterTick func(now time.Time, sent []Request)
+	AfterTick func(now time.Time, sent []throttle.Request)
 	Log       *slog.Logger
 }
 
@@ -65,7 +68,7 @@ type SidecarConfig struct {
 // front-end (the daemon, the demo, the proxy) as one unit: Run starts its
 // parts, and returns when all have stopped.
 type Sidecar struct {
-	cfg     SidecarConfig
+	cfg     Config
 	log     *slog.Logger
 	current atomic.Pointer[sourceBox] // the source being read: Reopen replaces it
 	reopens atomic.Uint64
@@ -81,8 +84,8 @@ type ReloadStats struct {
 
 type sourceBox struct{ Source }
 
-// NewSidecar checks cfg and returns a sidecar that has not started.
-func NewSidecar(cfg SidecarConfig) (*Sidecar, error) {
+// New checks cfg and returns a sidecar that has not started.
+func New(cfg Config) (*Sidecar, error) {
 	var errs []error
 	if cfg.Loop == nil {
 		errs = append(errs, errors.New("no loop"))
@@ -117,13 +120,13 @@ func NewSidecar(cfg SidecarConfig) (*Sidecar, error) {
 }
 
 // Loop is the sidecar's control loop.
-func (s *Sidecar) Loop() *Loop { return s.cfg.Loop }
+func (s *Sidecar) Loop() *throttle.Loop { return s.cfg.Loop }
 
 // Request returns the request fairgrid currently wants for circuit k —
 // the last one the loop decided and sent, with its split — and false
 // before the first. A proxy puts its Throttles into the body of each
 // AgentThrottle the viewer sends (see Loop.Request).
-func (s *Sidecar) Request(k circuit.Key) (Request, bool) { return s.cfg.Loop.Request(k) }
+func (s *Sidecar) Request(k circuit.Key) (throttle.Request, bool) { return s.cfg.Loop.Request(k) }
 
 // CaptureStats returns the counters of the source being read, if it is a
 // capture (it has Stats), and the zero Stats otherwise.
@@ -148,7 +151,7 @@ func (s *Sidecar) Reopens() uint64 { return s.reopens.Load() }
 // them fails. It returns the first failure (nil when ctx ended or the
 // source ended), after every part has stopped, and closes the source.
 func (s *Sidecar) Run(ctx context.Context) error {
-	var g Group
+	var g group.Group
 	s.AddTo(&g)
 	err := g.Run(ctx)
 	s.current.Load().Close()
@@ -160,7 +163,7 @@ func (s *Sidecar) Run(ctx context.Context) error {
 // front-end that runs more than the sidecar (a proxy's SOCKS 5 server, a
 // lab rig) runs them all as one: the first to fail stops the rest. The
 // source is closed when the group stops.
-func (s *Sidecar) AddTo(g *Group) {
+func (s *Sidecar) AddTo(g *group.Group) {
 	g.Add(s.readSource, func() { s.current.Load().Close() })
 	g.Add(func(ctx context.Context) error { return s.cfg.Loop.Run(ctx, s.cfg.Sender, s.cfg.AfterTick) }, nil)
 	if s.cfg.Metrics != nil {
