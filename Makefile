@@ -31,6 +31,8 @@ FUZZ_P ?= 2
 # Packages that may import only the standard library (G1 of the style guide),
 # and opensim, which may add only lludp and ratecalc.
 LEAVES   := lludp ratecalc
+# The module: no package outside internal/ and cmd/ may import internal/.
+MODULE   := github.com/fairgrid/fairgrid
 # Packages that must never read the clock: every event carries its time.
 NOCLOCK  := lludp ratecalc opensim
 
@@ -84,7 +86,7 @@ REALTIME_LAB := ./internal/lab/scenario ./internal/lab/demo ./internal/lab/fairn
 # run three at a time under load 4.6) and two kernel TCP flows' share
 # (Jain 0.900 then, against at least 0.90).
 REALTIME_ALONE := ./internal/audit ./internal/lab/kerneltcp
-REALTIME := ./cmd/fairgrid ./internal/socks5 ./internal/benchrelay \
+REALTIME := ./cmd/fairgrid ./throttle/proxy/socks5 ./internal/benchrelay \
 	./internal/lab/link ./internal/lab/tcpflow ./internal/lab/viewer ./opensim/region ./opensim/gateway ./throttle ./throttle/proxy ./capture
 # Run without the race detector (scale), which would measure itself.
 SCALE_ONLY := TestDecodeFloodCapture|TestFloodKeepsViewer
@@ -106,7 +108,7 @@ unit:
 scale:
 	$(GO) test -count=1 -run 'TestThousandViewers|TestStress' ./internal/lab/viewer
 	$(GO) test -count=1 -run 'TestSimFlood$$|$(SCALE_ONLY)' ./cmd/fairgrid
-	$(GO) test -count=1 -run 'TestFloodKeepsViewer$$' ./internal/socks5
+	$(GO) test -count=1 -run 'TestFloodKeepsViewer$$' ./throttle/proxy/socks5
 	$(GO) test -count=1 -run 'TestBadInput$$|TestSpoofedLockout|TestAckFlood|TestEstimatorGroundTruth|TestStockViewerGetsFairRate|TestClientSideBehindGateway|TestChannelBoundOnSockets' ./opensim/gateway
 	@$(GO) test -count=1 -run 'TestSingleFlowFillsBottleneck|TestTwoFlowsShare|TestViewerBesideTCP|TestReceiveBufferLimitsFlow' ./internal/lab/tcpflow & flows=$$!; \
 		$(GO) test -count=1 -p $(LAB_P) $(REALTIME_LAB); lab=$$?; \
@@ -126,7 +128,7 @@ FUZZ_TARGETS := lludp:FuzzDecode lludp:FuzzZeroCode lludp:FuzzReplaceThrottles l
 	capture:FuzzUDPFrame capture:FuzzReader capture/circuit:FuzzObserve capture/circuit:FuzzFastBody \
 	opensim:FuzzScheduler opensim:FuzzSchedulerReference:$(FUZZSLOW) configs:FuzzParse:$(FUZZSLOW) \
 	ratecalc:FuzzParseBitRate ratecalc:FuzzParseLoss \
-	internal/socks5:FuzzHandshake internal/socks5:FuzzUDPHeader \
+	throttle/proxy/socks5:FuzzHandshake throttle/proxy/socks5:FuzzUDPHeader \
 	internal/audit:FuzzAudit:$(FUZZSLOW) internal/lab/tcpflow:FuzzClientPort internal/lab/kerneltcp:FuzzTCPPorts \
 	internal/lab/viewer:FuzzPktinfoDst internal/lab/tcm:FuzzSplitBundle internal/lab/tcm:FuzzHeaderCompression \
 	opensim/gateway:FuzzCore
@@ -249,6 +251,15 @@ check-deps:
 		bad=$$($(GO) list -deps -f '{{.ImportPath}}' ./$$p | grep gopacket); \
 		if [ -n "$$bad" ]; then echo "$$p is a test rig: it measures without the capture stack, imports: $$bad"; exit 1; fi; \
 	done
+	@bad=$$($(GO) list -f '{{$$p := .ImportPath}}{{range .Imports}}{{$$p}} -> {{.}}{{"\n"}}{{end}}' ./... | \
+		grep -E '^$(MODULE)/[^ ]+ -> $(MODULE)/internal(/|$$)' | grep -vE '^$(MODULE)/(internal|cmd)(/| )'); \
+		if [ -n "$$bad" ]; then echo "a public package imports an internal one (make the leaf public, or move it):"; echo "$$bad"; exit 1; fi
+	@bad=$$($(GO) list -deps -f '{{.ImportPath}}' ./throttle | grep -E 'gopacket|prometheus|^$(MODULE)/(capture|opensim)$$'); \
+		if [ -n "$$bad" ]; then echo "throttle is the control core: no capture, Prometheus or scheduler, imports: $$bad"; exit 1; fi
+	@bad=$$($(GO) list -deps -f '{{.ImportPath}}' ./capture/circuit | grep -E 'gopacket|^$(MODULE)/(capture|opensim)$$'); \
+		if [ -n "$$bad" ]; then echo "capture/circuit measures from lludp's datagrams and channels, imports: $$bad"; exit 1; fi
+	@bad=$$($(GO) list -deps -f '{{.ImportPath}}' ./opensim/... | grep -E 'gopacket|^$(MODULE)/capture$$'); \
+		if [ -n "$$bad" ]; then echo "opensim needs no capture stack, imports: $$bad"; exit 1; fi
 
 generate:
 	$(GO) generate ./lludp

@@ -23,7 +23,7 @@ import (
 	"time"
 
 	"github.com/fairgrid/fairgrid/internal/benchrelay"
-	"github.com/fairgrid/fairgrid/internal/socks5"
+	"github.com/fairgrid/fairgrid/throttle/proxy/socks5"
 	"github.com/fairgrid/fairgrid/lludp"
 )
 

@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/fairgrid/fairgrid/configs"
-	"github.com/fairgrid/fairgrid/internal/socks5"
+	"github.com/fairgrid/fairgrid/throttle/proxy/socks5"
 	"github.com/fairgrid/fairgrid/throttle/sidecar"
 )
 

@@ -6,7 +6,7 @@ import (
 	"net"
 	"time"
 
-	"github.com/fairgrid/fairgrid/internal/udpbatch"
+	"github.com/fairgrid/fairgrid/opensim/udpbatch"
 	"github.com/fairgrid/fairgrid/lludp"
 )
 

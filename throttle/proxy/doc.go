@@ -1,5 +1,5 @@
 // Package proxy is `fairgrid proxy`: the SOCKS 5 server of
-// internal/socks5 (RFC 1928, RFC 1929) with fairgrid's sidecar behind it,
+// throttle/proxy/socks5 (RFC 1928, RFC 1929) with fairgrid's sidecar behind it,
 // for viewers on any OS and without root.
 //
 // # Model
@@ -25,7 +25,7 @@
 //
 // # Security
 //
-// What the proxy refuses, and why, is the server's (internal/socks5, and
+// What the proxy refuses, and why, is the server's (throttle/proxy/socks5, and
 // docs/proxy.md): a listen address beyond loopback needs credentials
 // (Config.CheckListen resolves a name before it decides), CONNECT and UDP
 // destinations are limited, sessions are capped per address and in all,

@@ -15,7 +15,7 @@ import (
 
 	"github.com/fairgrid/fairgrid/capture"
 	"github.com/fairgrid/fairgrid/capture/circuit"
-	"github.com/fairgrid/fairgrid/internal/socks5"
+	"github.com/fairgrid/fairgrid/throttle/proxy/socks5"
 	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/throttle"
 	"github.com/fairgrid/fairgrid/throttle/group"
@@ -171,7 +171,7 @@ type association struct {
 	// sends to it from, when the socket is bound to every address.
 	local map[netip.Addr]netip.Addr
 
-	// The client direction's own (the relay calls ClientDatagrams one batch
+	// The client direction's own (the relay calls clientDatagrams one batch
 	// at a time per association): the batch as measured, and the rewritten
 	// AgentThrottle before it is copied over the viewer's.
 	up      []capture.Datagram
@@ -190,7 +190,7 @@ func New(cfg Config, sc sidecar.Config, log *slog.Logger) (*Proxy, error) {
 	}
 	p := &Proxy{source: sidecar.NewPushSource(buffer, bufferBytes, gatherEvery), loop: sc.Loop, dryRun: cfg.DryRun, log: log,
 		assocs: map[*socks5.Association]*association{}, byViewer: map[netip.AddrPort]*socks5.Association{}}
-	srv, err := socks5.New(cfg.socks5(p), log.With("component", "socks5"))
+	srv, err := socks5.New(cfg.socks5(hooks{p}), log.With("component", "socks5"))
 	if err != nil {
 		return nil, err
 	}
@@ -308,10 +308,10 @@ func localAddrFor(remote netip.AddrPort, fallback netip.Addr) netip.Addr {
 	return c.LocalAddr().(*net.UDPAddr).AddrPort().Addr().Unmap()
 }
 
-// ClientDatagrams puts fairgrid's current request into each AgentThrottle
+// clientDatagrams puts fairgrid's current request into each AgentThrottle
 // the viewer sends, and hands what is forwarded to measurement: one lock
 // for the batch's endpoints, one for the hand-off.
-func (p *Proxy) ClientDatagrams(a *socks5.Association, batch []socks5.Datagram) {
+func (p *Proxy) clientDatagrams(a *socks5.Association, batch []socks5.Datagram) {
 	p.mu.Lock()
 	st := p.state(a)
 	ds := st.up[:0]
@@ -362,8 +362,8 @@ func (p *Proxy) rewrite(st *association, k circuit.Key, payload []byte, at time.
 	return out, true
 }
 
-// RemoteDatagrams measures what the simulators send.
-func (p *Proxy) RemoteDatagrams(a *socks5.Association, batch []socks5.Datagram) {
+// remoteDatagrams measures what the simulators send.
+func (p *Proxy) remoteDatagrams(a *socks5.Association, batch []socks5.Datagram) {
 	p.mu.Lock()
 	st := p.state(a)
 	ds := st.down[:0]
@@ -376,10 +376,10 @@ func (p *Proxy) RemoteDatagrams(a *socks5.Association, batch []socks5.Datagram) 
 	st.down = ds[:0]
 }
 
-// AssociationClosed forgets the association and its circuits: the viewer
+// associationClosed forgets the association and its circuits: the viewer
 // has gone, and the loop would otherwise go on deciding for it until
 // capture.idle_timeout.
-func (p *Proxy) AssociationClosed(a *socks5.Association) {
+func (p *Proxy) associationClosed(a *socks5.Association) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.assocs, a)
@@ -414,3 +414,18 @@ func (p *Proxy) Send(_ context.Context, r throttle.Request) error {
 	p.source.Push(capture.Datagram{At: time.Now(), Src: r.Circuit.Viewer, Dst: r.Circuit.Sim, Payload: b})
 	return nil
 }
+
+// hooks is the proxy as the relay's socks5.Hooks. It is unexported, as
+// net/http's adapters are: its methods take the internal socks5 types,
+// which no code outside the module could name.
+type hooks struct{ p *Proxy }
+
+func (h hooks) ClientDatagrams(a *socks5.Association, batch []socks5.Datagram) {
+	h.p.clientDatagrams(a, batch)
+}
+
+func (h hooks) RemoteDatagrams(a *socks5.Association, batch []socks5.Datagram) {
+	h.p.remoteDatagrams(a, batch)
+}
+
+func (h hooks) AssociationClosed(a *socks5.Association) { h.p.associationClosed(a) }

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/fairgrid/fairgrid/capture/circuit"
-	"github.com/fairgrid/fairgrid/internal/socks5"
+	"github.com/fairgrid/fairgrid/throttle/proxy/socks5"
 	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/throttle"
 	"github.com/fairgrid/fairgrid/throttle/group"
@@ -188,7 +188,7 @@ func TestProxyRewrite(t *testing.T) {
 	if a == nil {
 		t.Fatalf("no association for %v", relayEP)
 	}
-	r.p.AssociationClosed(a)
+	r.p.associationClosed(a)
 	if _, ok := r.loop.Request(key); ok || slices.Contains(r.loop.Keys(), key) {
 		t.Errorf("circuit %v still in the loop after its association closed: %v", key, r.loop.Keys())
 	}

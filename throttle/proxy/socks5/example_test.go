@@ -9,7 +9,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/fairgrid/fairgrid/internal/socks5"
+	"github.com/fairgrid/fairgrid/throttle/proxy/socks5"
 	"github.com/prometheus/client_golang/prometheus"
 )
 

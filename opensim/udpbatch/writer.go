@@ -1,6 +1,3 @@
-// Package udpbatch sends a UDP socket's datagrams in batches where the
-// platform can (sendmmsg on Linux, through x/net), one at a time
-// elsewhere, for the test region and the gateway alike.
 package udpbatch
 
 import (
