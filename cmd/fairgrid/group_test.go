@@ -83,13 +83,13 @@ func TestDaemonGroupMemberFailure(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				log := slog.New(slog.DiscardHandler)
-				d, err := newDaemon(configs.Default(), log, new(slog.LevelVar))
+				d, err := newDaemon(configs.Default(), nil, log, new(slog.LevelVar))
 				if err != nil {
 					t.Fatal(err)
 				}
 				reloads := make(chan struct{})
-				cfg := sidecar.Config{Loop: d.loop, Source: tc.source(), Sender: dryRunSender{log}, Log: log,
-					MetricsListener: tc.metrics(), Metrics: http.NotFoundHandler(), Reloads: reloads, Reloader: d.running}
+				cfg := sidecar.Config{Loop: d.Loop, Source: tc.source(), Sender: sidecar.DryRunSender{Log: log}, Log: log,
+					MetricsListener: tc.metrics(), Metrics: http.NotFoundHandler(), Reloads: reloads, Reloader: d.Running}
 				if tc.reopen {
 					cfg.Reopen = func() (sidecar.Source, error) { return sidecar.NewChanSource(1), nil }
 				}
@@ -97,7 +97,7 @@ func TestDaemonGroupMemberFailure(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				runFailing(t, daemonGroup(sc, "lo", "9000-9050", nil, log), tc.want)
+				runFailing(t, sidecar.LiveGroup(sc, "lo", "9000-9050", nil, log), tc.want)
 			})
 		})
 	}
@@ -155,7 +155,7 @@ func TestGatewayGroupMemberFailure(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		reloads := make(chan struct{})
-		runFailing(t, gatewayGroup(gw, fakenet.NewListener(errBroken), http.NotFoundHandler(), reloads, func() {}), "metrics: broken")
+		reloads := sidecar.NewReloads(make(chan struct{}), sidecar.ReloadFunc(func() ([]string, []string, error) { return nil, nil, nil }), nil)
+		runFailing(t, gatewayGroup(gw, fakenet.NewListener(errBroken), http.NotFoundHandler(), reloads), "metrics: broken")
 	})
 }

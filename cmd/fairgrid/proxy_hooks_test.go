@@ -65,7 +65,7 @@ var testSimPorts = lludp.Ports{{Lo: 1, Hi: 65535}}
 // TestProxyMetrics: one registry holds the loop's, the server's and the
 // rewrite's metrics.
 func TestProxyMetrics(t *testing.T) {
-	d, err := newDaemon(configs.Default(), slog.New(slog.DiscardHandler), new(slog.LevelVar))
+	d, err := newDaemon(configs.Default(), nil, slog.New(slog.DiscardHandler), new(slog.LevelVar))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestViewerCommandThroughProxy(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			d, err := newDaemon(configs.Default(), log, new(slog.LevelVar))
+			d, err := newDaemon(configs.Default(), nil, log, new(slog.LevelVar))
 			if err != nil {
 				t.Fatal(err)
 			}

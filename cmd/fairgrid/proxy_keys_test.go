@@ -41,7 +41,7 @@ func proxyFromFile(t *testing.T, toml, envPass string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := newDaemon(f, slog.New(slog.DiscardHandler), new(slog.LevelVar))
+	d, err := newDaemon(f, nil, slog.New(slog.DiscardHandler), new(slog.LevelVar))
 	if err != nil {
 		t.Fatal(err)
 	}

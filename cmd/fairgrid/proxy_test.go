@@ -70,7 +70,7 @@ func TestProxyEndToEnd(t *testing.T) {
 	f := configs.Default()
 	f.Control.Interval.Duration = e2eInterval
 	f.Metrics.Address = configs.Address{}
-	d, err := newDaemon(f, log, new(slog.LevelVar))
+	d, err := newDaemon(f, nil, log, new(slog.LevelVar))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,8 +85,8 @@ func TestProxyEndToEnd(t *testing.T) {
 		for _, r := range sent {
 			tk.sent = append(tk.sent, r.Total.BitsPerSecond())
 		}
-		if keys := d.loop.Keys(); len(keys) == 1 {
-			_, st, _ := d.loop.Circuit(keys[0])
+		if keys := d.Loop.Keys(); len(keys) == 1 {
+			_, st, _ := d.Loop.Circuit(keys[0])
 			tk.rate = st.ReceiveRate.BitsPerSecond()
 			if st.EquationRate > 0 && st.RTTSamples > 0 {
 				// The rate the default controller stands on (vtcp: the TFRC
@@ -230,5 +230,5 @@ func TestProxyEndToEnd(t *testing.T) {
 		t.Errorf("the viewer received %.2f× the TCP-fair rate over the last half, want within ±25 %%", ratio)
 	}
 	t.Logf("%d intervals, %d requests (%d not applied within an interval), %d of the viewer's AgentThrottles rewritten, %d passed before the first decision, %d re-assertions; reliable %+v; received %.0f kbit/s, TCP-fair %.0f kbit/s",
-		len(ticks), requests, missed, rewritten, passed, d.loop.Stats().Reasserts, rel, rate/float64(len(ticks)-len(ticks)/2)/1000, fair/float64(len(ticks)-len(ticks)/2)/1000)
+		len(ticks), requests, missed, rewritten, passed, d.Loop.Stats().Reasserts, rel, rate/float64(len(ticks)-len(ticks)/2)/1000, fair/float64(len(ticks)-len(ticks)/2)/1000)
 }

@@ -16,16 +16,28 @@
 // AgentThrottle in flight. A failed capture is reopened every
 // DefaultReopenEvery.
 //
+// Daemon is the loop of a front-end that reads the configuration file
+// (run, proxy) with what lives beside it: the log level, the Collector,
+// and the settings in force. LiveGroup is fairgrid run's group: the
+// sidecar's members and WarnIfSilent, which says once when a capture sees
+// no simulator traffic and which interfaces carry it. DryRunSender logs
+// what it would send.
+//
 // # Reloads
 //
-// A SIGHUP arrives as a value on Config.Reloads, and the sidecar runs the
-// Reloader, a Running: the reload state machine beside
-// throttle.Loop.Reconfigure, which reads the settings anew, keeps what
-// needs a restart, hands the loop its part and only then puts in force
-// what lives beside the loop, all or nothing.
+// Reloads is the one reload mechanism of run, proxy and the gateway: each
+// SIGHUP (NotifyReloads) arrives as a value on its channel, and it
+// applies a Reloader, logs a refusal and counts both outcomes, exported as
+// fairgrid_config_reloads_total{result}. The daemons' Reloader is a
+// Running: the reload state machine beside throttle.Loop.Reconfigure,
+// which reads the settings anew, keeps what needs a restart, hands the
+// loop its part and only then puts in force what lives beside the loop,
+// all or nothing. The gateway's is a ReloadFunc around its Reconfigure.
 //
 // # Metrics
 //
 // Collector exports the loop's state to Prometheus, built at scrape time
-// from a snapshot, on a registry the caller owns.
+// from a snapshot, on a registry the caller owns (Registry adds the
+// process's own collectors); ReloadCollector exports a Reloads' counts
+// beside another front-end's collector.
 package sidecar

@@ -111,11 +111,27 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		counter(mDecode, float64(n), reason)
 	}
 	if c.Reloads != nil {
-		r := c.Reloads()
-		counter(mReloads, float64(r.Applied), "applied")
-		counter(mReloads, float64(r.Rejected), "rejected")
+		collectReloads(ch, c.Reloads())
 	}
 	gauge(mBuild, 1, cmp.Or(c.Version, "devel"), cmp.Or(c.Commit, "unknown"), runtimeVersion())
+}
+
+// ReloadCollector exports stats (Reloads.Stats) as
+// fairgrid_config_reloads_total{result}, the series Collector exports
+// with its Reloads, for a front-end whose other metrics are not a
+// Collector's (the gateway).
+func ReloadCollector(stats func() ReloadStats) prometheus.Collector {
+	return reloadCollector(stats)
+}
+
+type reloadCollector func() ReloadStats
+
+func (reloadCollector) Describe(ch chan<- *prometheus.Desc) { ch <- mReloads }
+func (f reloadCollector) Collect(ch chan<- prometheus.Metric) { collectReloads(ch, f()) }
+
+func collectReloads(ch chan<- prometheus.Metric, r ReloadStats) {
+	ch <- prometheus.MustNewConstMetric(mReloads, prometheus.CounterValue, float64(r.Applied), "applied")
+	ch <- prometheus.MustNewConstMetric(mReloads, prometheus.CounterValue, float64(r.Rejected), "rejected")
 }
 
 func runtimeVersion() string {

@@ -1,8 +1,10 @@
 package sidecar
 
 import (
+	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/fairgrid/fairgrid/throttle"
 )
@@ -19,9 +21,72 @@ type Settings[S any] interface {
 	Merge(next S) (merged S, applied, needRestart []string, err error)
 }
 
-// Reloader applies one reload: Config.Reloader; a Running is one.
+// Reloader applies one reload: Config.Reloader; a Running is one, and
+// the gateway's is a ReloadFunc.
 type Reloader interface {
 	Reload() (applied, needRestart []string, err error)
+}
+
+// ReloadFunc is a function as a Reloader.
+type ReloadFunc func() (applied, needRestart []string, err error)
+
+// Reload calls f.
+func (f ReloadFunc) Reload() (applied, needRestart []string, err error) { return f() }
+
+// ReloadStats counts configuration reloads by outcome.
+type ReloadStats struct {
+	Applied  uint64 // in force (settings that need a restart were named in the log)
+	Rejected uint64 // refused: the running configuration stayed
+}
+
+// Reloads is the one reload mechanism of every front-end that reads the
+// configuration file (run, proxy, gateway): a group member that applies
+// each reload asked for on a channel (each SIGHUP, NotifyReloads) with a
+// Reloader, logs a refusal, and counts both outcomes, which the
+// front-end's metrics export as fairgrid_config_reloads_total{result}
+// (Collector.Reloads, or ReloadCollector beside another collector).
+type Reloads struct {
+	asks              <-chan struct{}
+	r                 Reloader
+	log               *slog.Logger
+	applied, rejected atomic.Uint64
+}
+
+// NewReloads returns the member applying a reload with r at each value
+// from asks; log, if not nil, hears of refusals.
+func NewReloads(asks <-chan struct{}, r Reloader, log *slog.Logger) *Reloads {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Reloads{asks: asks, r: r, log: log}
+}
+
+// Run applies each reload asked for until ctx ends. A closed channel asks
+// for no more, and Run waits for ctx.
+func (r *Reloads) Run(ctx context.Context) error {
+	asks := r.asks
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case _, ok := <-asks:
+			if !ok {
+				asks = nil // closed: no more reloads, the rest runs on
+				continue
+			}
+			if _, _, err := r.r.Reload(); err != nil {
+				r.rejected.Add(1)
+				r.log.Error("reload refused: the running configuration stays", "err", err)
+				continue
+			}
+			r.applied.Add(1)
+		}
+	}
+}
+
+// Stats counts the reloads applied and rejected so far.
+func (r *Reloads) Stats() ReloadStats {
+	return ReloadStats{Applied: r.applied.Load(), Rejected: r.rejected.Load()}
 }
 
 // Running is the configuration in force beside a Loop and the state

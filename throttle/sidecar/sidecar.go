@@ -73,13 +73,7 @@ type Sidecar struct {
 	current atomic.Pointer[sourceBox] // the source being read: Reopen replaces it
 	reopens atomic.Uint64
 
-	reloadsApplied, reloadsRejected atomic.Uint64
-}
-
-// ReloadStats counts configuration reloads by outcome.
-type ReloadStats struct {
-	Applied  uint64 // in force (settings that need a restart were named in the log)
-	Rejected uint64 // refused: the running configuration stayed
+	reloads *Reloads // nil without Config.Reloads
 }
 
 type sourceBox struct{ Source }
@@ -115,6 +109,9 @@ func New(cfg Config) (*Sidecar, error) {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	s := &Sidecar{cfg: cfg, log: cfg.Log}
+	if cfg.Reloads != nil {
+		s.reloads = NewReloads(cfg.Reloads, cfg.Reloader, cfg.Log)
+	}
 	s.current.Store(&sourceBox{cfg.Source})
 	return s, nil
 }
@@ -140,7 +137,10 @@ func (s *Sidecar) CaptureStats() capture.Stats {
 // ReloadStats counts the reloads applied and rejected so far; a
 // Collector's Reloads exports it.
 func (s *Sidecar) ReloadStats() ReloadStats {
-	return ReloadStats{Applied: s.reloadsApplied.Load(), Rejected: s.reloadsRejected.Load()}
+	if s.reloads == nil {
+		return ReloadStats{}
+	}
+	return s.reloads.Stats()
 }
 
 // Reopens counts the sources Reopen has opened.
@@ -169,8 +169,8 @@ func (s *Sidecar) AddTo(g *group.Group) {
 	if s.cfg.Metrics != nil {
 		g.AddHTTP("metrics", s.cfg.MetricsListener, s.cfg.Metrics)
 	}
-	if s.cfg.Reloads != nil {
-		g.Add(s.reloads, nil)
+	if s.reloads != nil {
+		g.Add(s.reloads.Run, nil)
 	}
 }
 
@@ -234,31 +234,4 @@ func (s *Sidecar) reopen(ctx context.Context) (Source, error) {
 		case <-t.C:
 		}
 	}
-}
-
-// reloads applies each reload asked for until ctx ends.
-func (s *Sidecar) reloads(ctx context.Context) error {
-	reloads := s.cfg.Reloads
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case _, ok := <-reloads:
-			if !ok {
-				reloads = nil // closed: no more reloads, the rest runs on
-				continue
-			}
-			if err := s.reload(); err != nil {
-				s.reloadsRejected.Add(1)
-				s.log.Error("reload refused: the running configuration stays", "err", err)
-				continue
-			}
-			s.reloadsApplied.Add(1)
-		}
-	}
-}
-
-func (s *Sidecar) reload() error {
-	_, _, err := s.cfg.Reloader.Reload()
-	return err
 }

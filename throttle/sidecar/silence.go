@@ -1,4 +1,4 @@
-package main
+package sidecar
 
 import (
 	"context"
@@ -8,23 +8,23 @@ import (
 	"time"
 )
 
-// silenceWarning is how long the daemon waits for a simulator datagram
+// SilenceWarning is how long the daemon waits for a simulator datagram
 // before it says it has seen none: a viewer in a region sends and
 // receives several a second, so half a minute of nothing means the
 // capture is in the wrong place.
-const silenceWarning = 30 * time.Second
+const SilenceWarning = 30 * time.Second
 
-// censusTime is how long the no-traffic warning listens on every
+// CensusTime is how long the no-traffic warning listens on every
 // interface for a viewer's datagrams: a viewer in a region sends and
 // receives several a second.
-const censusTime = 3 * time.Second
+const CensusTime = 3 * time.Second
 
-// warnIfSilent waits until after has passed (or ctx ends); if datagrams
+// WarnIfSilent waits until after has passed (or ctx ends); if datagrams
 // then reports none, it logs once that the interface carries no simulator
 // traffic, with the interfaces that do (carrying, if set: it listens on
 // every interface that is up) and what to try. It then waits for ctx, as a
 // member of the daemon's group must, and returns nil.
-func warnIfSilent(ctx context.Context, after time.Duration, datagrams func() uint64, carrying func(context.Context) []string, iface, ports string, log *slog.Logger) error {
+func WarnIfSilent(ctx context.Context, after time.Duration, datagrams func() uint64, carrying func(context.Context) []string, iface, ports string, log *slog.Logger) error {
 	t := time.NewTimer(after)
 	defer t.Stop()
 	select {
@@ -43,15 +43,15 @@ func warnIfSilent(ctx context.Context, after time.Duration, datagrams func() uin
 		}
 		log.Warn("no simulator traffic seen on "+iface+" after "+after.String()+
 			": is the viewer running, and is its traffic on another interface, or its simulator outside capture.ports?",
-			"ports", ports, "viewers_here", viewers, "interfaces_up", strings.Join(upInterfaces(), ","), "hint", hint)
+			"ports", ports, "viewers_here", viewers, "interfaces_up", strings.Join(UpInterfaces(), ","), "hint", hint)
 	}
 	<-ctx.Done()
 	return nil
 }
 
-// upInterfaces lists the interfaces that are up (none if they cannot be
+// UpInterfaces lists the interfaces that are up (none if they cannot be
 // listed).
-func upInterfaces() []string {
+func UpInterfaces() []string {
 	ifs, err := net.Interfaces()
 	if err != nil {
 		return nil

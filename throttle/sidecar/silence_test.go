@@ -1,4 +1,4 @@
-package main
+package sidecar
 
 import (
 	"bytes"
@@ -35,9 +35,9 @@ func TestWarnIfSilent(t *testing.T) {
 				log := slog.New(slog.NewTextHandler(&buf, nil))
 				ctx, cancel := context.WithTimeout(t.Context(), tc.stopAfter)
 				defer cancel()
-				err := warnIfSilent(ctx, silenceWarning, func() uint64 { return tc.datagrams }, tc.carrying, "wlan0", "9000-13100", log)
+				err := WarnIfSilent(ctx, SilenceWarning, func() uint64 { return tc.datagrams }, tc.carrying, "wlan0", "9000-13100", log)
 				if err != nil {
-					t.Fatalf("warnIfSilent = %v, want nil", err)
+					t.Fatalf("WarnIfSilent = %v, want nil", err)
 				}
 				got := buf.String()
 				if tc.warned != strings.Contains(got, "no simulator traffic seen on wlan0 after 30s") {
