@@ -13,9 +13,9 @@ import (
 
 	"github.com/fairgrid/fairgrid/internal/audit"
 	"github.com/fairgrid/fairgrid/internal/lab/viewer"
-	"github.com/fairgrid/fairgrid/throttle/proxy/socks5"
 	"github.com/fairgrid/fairgrid/ratecalc"
 	"github.com/fairgrid/fairgrid/throttle/group"
+	"github.com/fairgrid/fairgrid/throttle/proxy/socks5"
 )
 
 const viewerSynopsis = `--sim ADDR [--clients N] [--duration D] [--throttle R] [--viewer-rule] [--ack-delay D] [--child-regions K] [--socks5 ADDR [--socks5-user U --socks5-pass P]] [--format text|json]

@@ -126,7 +126,7 @@ func ReloadCollector(stats func() ReloadStats) prometheus.Collector {
 
 type reloadCollector func() ReloadStats
 
-func (reloadCollector) Describe(ch chan<- *prometheus.Desc) { ch <- mReloads }
+func (reloadCollector) Describe(ch chan<- *prometheus.Desc)   { ch <- mReloads }
 func (f reloadCollector) Collect(ch chan<- prometheus.Metric) { collectReloads(ch, f()) }
 
 func collectReloads(ch chan<- prometheus.Metric, r ReloadStats) {
