@@ -90,10 +90,11 @@ REALTIME := ./cmd/fairgrid ./throttle/proxy/socks5 ./internal/benchrelay \
 	./internal/lab/link ./internal/lab/tcpflow ./internal/lab/viewer ./opensim/region ./opensim/gateway ./throttle ./throttle/proxy ./capture
 # Run without the race detector (scale), which would measure itself.
 SCALE_ONLY := TestDecodeFloodCapture|TestFloodKeepsViewer
-# cmd/fairgrid's end-to-end runs (each waits out its own clock: 11-32 s)
+# cmd/fairgrid's end-to-end runs (each waits out its own clock: 11-32 s;
+# throttle/proxy's TestProxyEndToEnd, 30 s, runs with its package)
 # run in a process of their own beside the rest of its tests, the longest
 # package's, so that the two halves overlap.
-CMD_CLOCKED := TestProxyEndToEnd|TestRunDaemonLive|TestReadmeRunnable|TestLabInterrupted|TestLabFairnessInterrupted|TestDemoLosslessComparison
+CMD_CLOCKED := TestRunDaemonLive|TestReadmeRunnable|TestLabInterrupted|TestLabFairnessInterrupted|TestDemoLosslessComparison
 unit:
 	$(GO) test $(RACE) -count=1 -p 2 $$($(GO) list $(PKGS) | grep -v $(foreach p,$(REALTIME_ALONE) $(REALTIME) $(REALTIME_LAB),-e '$(patsubst ./%,/%,$(p))$$'))
 	$(GO) test $(RACE) -count=1 -p 1 $(REALTIME_ALONE)

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"log/slog"
-	"net"
 	"net/http"
 	"net/netip"
 	"strings"
@@ -12,8 +10,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/fairgrid/fairgrid/capture"
-	"github.com/fairgrid/fairgrid/configs"
 	"github.com/fairgrid/fairgrid/internal/fakenet"
 	"github.com/fairgrid/fairgrid/internal/lab/viewer"
 	"github.com/fairgrid/fairgrid/opensim/gateway"
@@ -22,8 +18,9 @@ import (
 	"github.com/fairgrid/fairgrid/throttle/sidecar"
 )
 
-// Each front-end is one group.Group (sim, viewer, link, gateway and
-// run here; proxy in throttle/proxy). The tests below give a front-end's
+// Each front-end is one group.Group (sim, viewer, link and gateway here;
+// run's in throttle/sidecar, TestLiveGroupMemberFailure; proxy's in
+// throttle/proxy). The tests below give a front-end's
 // group one failing member and check that its error is what Run returns,
 // at once, with every other member stopped. They run in synctest's
 // bubble, which fails a test that leaves a goroutine behind. The regions,
@@ -33,16 +30,10 @@ import (
 // comes at the start, and "at once" is no virtual time at all); a group
 // that dropped the failure would then hang until go test's -timeout
 // rather than fail at once. Only the failing part is a fake
-// (internal/fakenet's listener, a capture source; for viewer and link,
+// (internal/fakenet's listener; for viewer and link,
 // whose Run fails in no way a test can cause, a member that fails).
 
 var errBroken = errors.New("broken")
-
-// failingSource is a capture that fails at its first read.
-type failingSource struct{}
-
-func (failingSource) Next() (capture.Datagram, error) { return capture.Datagram{}, errBroken }
-func (failingSource) Close() error                    { return nil }
 
 // failingRunner is a part whose Run fails at once.
 type failingRunner struct{}
@@ -60,46 +51,6 @@ func runFailing(t *testing.T, g *group.Group, want string) {
 	}
 	if d := time.Since(start); d != 0 {
 		t.Errorf("the failure took %v of virtual time to reach the caller", d)
-	}
-}
-
-// TestDaemonGroupMemberFailure: run's group is the sidecar's members (the
-// capture source, the loop, the metrics server, the reloads) and the
-// silence warning. A capture that fails with no Reopen, or a metrics
-// server that fails (with Reopen, as run sets it), ends them all.
-func TestDaemonGroupMemberFailure(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		source  func() sidecar.Source
-		reopen  bool
-		metrics func() net.Listener
-		want    string
-	}{
-		{"capture source, no reopen", func() sidecar.Source { return failingSource{} }, false,
-			func() net.Listener { return fakenet.NewListener(nil) }, "source: broken"},
-		{"metrics", func() sidecar.Source { return sidecar.NewChanSource(1) }, true,
-			func() net.Listener { return fakenet.NewListener(errBroken) }, "metrics: broken"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				log := slog.New(slog.DiscardHandler)
-				d, err := newDaemon(configs.Default(), nil, log, new(slog.LevelVar))
-				if err != nil {
-					t.Fatal(err)
-				}
-				reloads := make(chan struct{})
-				cfg := sidecar.Config{Loop: d.Loop, Source: tc.source(), Sender: sidecar.DryRunSender{Log: log}, Log: log,
-					MetricsListener: tc.metrics(), Metrics: http.NotFoundHandler(), Reloads: reloads, Reloader: d.Running}
-				if tc.reopen {
-					cfg.Reopen = func() (sidecar.Source, error) { return sidecar.NewChanSource(1), nil }
-				}
-				sc, err := sidecar.New(cfg)
-				if err != nil {
-					t.Fatal(err)
-				}
-				runFailing(t, sidecar.LiveGroup(sc, "lo", "9000-9050", nil, log), tc.want)
-			})
-		})
 	}
 }
 

@@ -167,6 +167,8 @@ func (s testSettings) Throttle() throttle.Config { return s.cfg }
 func (s testSettings) Merge(next testSettings) (testSettings, []string, []string, error) {
 	return next, []string{"loop"}, nil, nil
 }
+func (testSettings) LogLevel() slog.Level    { return slog.LevelInfo }
+func (testSettings) MetricsMaxCircuits() int { return 0 }
 
 // TestSidecarReload: each SIGHUP on Reloads applies the configuration
 // the Reloader (a Running) reads, then commits; a refused reload — by Reload or by the

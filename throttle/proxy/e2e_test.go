@@ -1,4 +1,4 @@
-package main
+package proxy_test
 
 import (
 	"context"
@@ -12,12 +12,17 @@ import (
 	"github.com/fairgrid/fairgrid/configs"
 	"github.com/fairgrid/fairgrid/internal/lab/link"
 	"github.com/fairgrid/fairgrid/internal/lab/viewer"
+	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/opensim/region"
 	"github.com/fairgrid/fairgrid/throttle"
 	"github.com/fairgrid/fairgrid/throttle/group"
 	"github.com/fairgrid/fairgrid/throttle/proxy"
 	"github.com/fairgrid/fairgrid/throttle/sidecar"
 )
+
+// anyPort lets the relay send to the tests' regions, which listen on
+// ephemeral ports rather than the simulator ports.
+var anyPort = lludp.Ports{{Lo: 1, Hi: 65535}}
 
 // e2eInterval is shorter than the daemon's 5 s so the test stays short:
 // at 2 Mbit/s and 3 % loss a second holds about 7 loss events, enough for
@@ -58,11 +63,9 @@ func TestProxyEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lc, err := demoConfig("2M,50ms,3%,100")
-	if err != nil {
-		t.Fatal(err)
-	}
-	relay, err := link.New(link.Config{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Upstream: sim.Addr(), Down: lc.Link, Up: lc.Link, Seed: 1}, log)
+	// fairgrid link's 2M,50ms,3%,100.
+	lc := link.PipeConfig{Rate: 2_000_000 / 8, Delay: 50 * time.Millisecond, Loss: 0.03, Buffer: 100}
+	relay, err := link.New(link.Config{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Upstream: sim.Addr(), Down: lc, Up: lc, Seed: 1}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +73,8 @@ func TestProxyEndToEnd(t *testing.T) {
 	f := configs.Default()
 	f.Control.Interval.Duration = e2eInterval
 	f.Metrics.Address = configs.Address{}
-	d, err := newDaemon(f, nil, log, new(slog.LevelVar))
+	// The loop as fairgrid proxy builds it from the configuration.
+	d, err := sidecar.NewDaemon(f, nil, new(slog.LevelVar), log, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +84,7 @@ func TestProxyEndToEnd(t *testing.T) {
 		rate, fair float64
 	}
 	var ticks []tick
-	p, _, err := newProxy(d, proxy.Config{UDPPorts: testSimPorts}, sidecar.Config{Log: log, AfterTick: func(now time.Time, sent []throttle.Request) {
+	p, err := proxy.New(proxy.Config{UDPPorts: anyPort}, sidecar.Config{Loop: d.Loop, Log: log, AfterTick: func(now time.Time, sent []throttle.Request) {
 		tk := tick{at: now}
 		for _, r := range sent {
 			tk.sent = append(tk.sent, r.Total.BitsPerSecond())
