@@ -126,7 +126,7 @@ check:
 
 # Each fuzz target briefly, seeded from the real datagrams: package:target.
 FUZZ_TARGETS := lludp:FuzzDecode lludp:FuzzZeroCode lludp:FuzzReplaceThrottles lludp:FuzzPeekZeroCoded lludp:FuzzParseTemplate \
-	capture:FuzzUDPFrame capture:FuzzReader capture/circuit:FuzzObserve capture/circuit:FuzzFastBody \
+	capture:FuzzUDPFrame capture:FuzzReader throttle/circuit:FuzzObserve throttle/circuit:FuzzFastBody \
 	opensim:FuzzScheduler opensim:FuzzSchedulerReference:$(FUZZSLOW) configs:FuzzParse:$(FUZZSLOW) \
 	ratecalc:FuzzParseBitRate ratecalc:FuzzParseLoss \
 	throttle/proxy/socks5:FuzzHandshake throttle/proxy/socks5:FuzzUDPHeader \
@@ -255,12 +255,12 @@ check-deps:
 	@bad=$$($(GO) list -f '{{$$p := .ImportPath}}{{range .Imports}}{{$$p}} -> {{.}}{{"\n"}}{{end}}' ./... | \
 		grep -E '^$(MODULE)/[^ ]+ -> $(MODULE)/internal(/|$$)' | grep -vE '^$(MODULE)/(internal|cmd)(/| )'); \
 		if [ -n "$$bad" ]; then echo "a public package imports an internal one (make the leaf public, or move it):"; echo "$$bad"; exit 1; fi
-	@bad=$$($(GO) list -deps -f '{{.ImportPath}}' ./throttle | grep -E 'gopacket|prometheus|^$(MODULE)/(capture|opensim)$$'); \
+	@bad=$$($(GO) list -deps -f '{{.ImportPath}}' ./throttle | grep -E 'gopacket|prometheus|^$(MODULE)/(capture|opensim)(/|$$)'); \
 		if [ -n "$$bad" ]; then echo "throttle is the control core: no capture, Prometheus or scheduler, imports: $$bad"; exit 1; fi
-	@bad=$$($(GO) list -deps -f '{{.ImportPath}}' ./capture/circuit | grep -E 'gopacket|^$(MODULE)/(capture|opensim)$$'); \
-		if [ -n "$$bad" ]; then echo "capture/circuit measures from lludp's datagrams and channels, imports: $$bad"; exit 1; fi
-	@bad=$$($(GO) list -deps -f '{{.ImportPath}}' ./opensim/... | grep -E 'gopacket|^$(MODULE)/capture$$'); \
-		if [ -n "$$bad" ]; then echo "opensim needs no capture stack, imports: $$bad"; exit 1; fi
+	@bad=$$($(GO) list -deps -f '{{.ImportPath}}' ./throttle/circuit | grep -E 'gopacket|^$(MODULE)/(capture|opensim)(/|$$)'); \
+		if [ -n "$$bad" ]; then echo "throttle/circuit measures from lludp's datagrams and channels, imports: $$bad"; exit 1; fi
+	@bad=$$($(GO) list -deps -f '{{.ImportPath}}' ./opensim/... | grep -E 'gopacket|^$(MODULE)/capture(/|$$)'); \
+		if [ -n "$$bad" ]; then echo "opensim needs no capture code, imports: $$bad"; exit 1; fi
 
 generate:
 	$(GO) generate ./lludp

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fairgrid/fairgrid/capture/circuit"
 	"github.com/fairgrid/fairgrid/lludp"
+	"github.com/fairgrid/fairgrid/throttle/circuit"
 )
 
 // recordHandler keeps every log record.

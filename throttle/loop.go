@@ -10,9 +10,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fairgrid/fairgrid/capture/circuit"
 	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/ratecalc"
+	"github.com/fairgrid/fairgrid/throttle/circuit"
 )
 
 // Request is one AgentThrottle to send for a circuit.

@@ -3,8 +3,8 @@ package throttle
 import (
 	"time"
 
-	"github.com/fairgrid/fairgrid/capture/circuit"
 	"github.com/fairgrid/fairgrid/ratecalc"
+	"github.com/fairgrid/fairgrid/throttle/circuit"
 )
 
 // OneShare is what one TCP flow of full segments gets on a circuit's path,

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fairgrid/fairgrid/capture/circuit"
 	"github.com/fairgrid/fairgrid/ratecalc"
+	"github.com/fairgrid/fairgrid/throttle/circuit"
 )
 
 // TestTCPFairRate: the gauge is the TFRC equation at the circuit's

@@ -29,7 +29,6 @@ import (
 	"time"
 
 	"github.com/fairgrid/fairgrid/capture"
-	"github.com/fairgrid/fairgrid/capture/circuit"
 	"github.com/fairgrid/fairgrid/configs"
 	"github.com/fairgrid/fairgrid/internal/lab/link"
 	"github.com/fairgrid/fairgrid/internal/lab/viewer"
@@ -37,6 +36,7 @@ import (
 	"github.com/fairgrid/fairgrid/opensim/region"
 	"github.com/fairgrid/fairgrid/ratecalc"
 	"github.com/fairgrid/fairgrid/throttle"
+	"github.com/fairgrid/fairgrid/throttle/circuit"
 	"github.com/fairgrid/fairgrid/throttle/sidecar"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )

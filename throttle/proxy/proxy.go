@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/fairgrid/fairgrid/capture"
-	"github.com/fairgrid/fairgrid/capture/circuit"
 	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/throttle"
+	"github.com/fairgrid/fairgrid/throttle/circuit"
 	"github.com/fairgrid/fairgrid/throttle/group"
 	"github.com/fairgrid/fairgrid/throttle/proxy/socks5"
 	"github.com/fairgrid/fairgrid/throttle/sidecar"

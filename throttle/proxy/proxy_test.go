@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fairgrid/fairgrid/capture/circuit"
 	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/throttle"
+	"github.com/fairgrid/fairgrid/throttle/circuit"
 	"github.com/fairgrid/fairgrid/throttle/group"
 	"github.com/fairgrid/fairgrid/throttle/proxy/socks5"
 	"github.com/fairgrid/fairgrid/throttle/sidecar"

@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fairgrid/fairgrid/capture/circuit"
 	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/ratecalc"
 	"github.com/fairgrid/fairgrid/throttle"
+	"github.com/fairgrid/fairgrid/throttle/circuit"
 )
 
 // TestRawSender sends a request as if from a port the test does not own,

@@ -15,11 +15,11 @@ import (
 	"time"
 
 	"github.com/fairgrid/fairgrid/capture"
-	"github.com/fairgrid/fairgrid/capture/circuit"
 	"github.com/fairgrid/fairgrid/internal/fakenet"
 	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/ratecalc"
 	"github.com/fairgrid/fairgrid/throttle"
+	"github.com/fairgrid/fairgrid/throttle/circuit"
 )
 
 // circuitAt is a circuit's first second as a source delivers it, stamped
