@@ -13,7 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/fairgrid/fairgrid/capture"
 	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/throttle"
 	"github.com/fairgrid/fairgrid/throttle/circuit"
@@ -174,10 +173,10 @@ type association struct {
 	// The client direction's own (the relay calls clientDatagrams one batch
 	// at a time per association): the batch as measured, and the rewritten
 	// AgentThrottle before it is copied over the viewer's.
-	up      []capture.Datagram
+	up      []lludp.Datagram
 	rewrite []byte
 	// The remote direction's own.
-	down []capture.Datagram
+	down []lludp.Datagram
 }
 
 // New builds the SOCKS 5 server and the sidecar around sc.Loop; sc's
@@ -316,7 +315,7 @@ func (p *Proxy) clientDatagrams(a *socks5.Association, batch []socks5.Datagram) 
 	st := p.state(a)
 	ds := st.up[:0]
 	for _, d := range batch {
-		ds = append(ds, capture.Datagram{At: d.At, Src: p.viewerEndpointLocked(a, st, d.Remote), Dst: d.Remote})
+		ds = append(ds, lludp.Datagram{At: d.At, Src: p.viewerEndpointLocked(a, st, d.Remote), Dst: d.Remote})
 	}
 	p.mu.Unlock()
 	for i := range batch {
@@ -368,7 +367,7 @@ func (p *Proxy) remoteDatagrams(a *socks5.Association, batch []socks5.Datagram) 
 	st := p.state(a)
 	ds := st.down[:0]
 	for _, d := range batch {
-		ds = append(ds, capture.Datagram{At: d.At, Src: d.Remote, Dst: p.viewerEndpointLocked(a, st, d.Remote), Payload: d.Payload})
+		ds = append(ds, lludp.Datagram{At: d.At, Src: d.Remote, Dst: p.viewerEndpointLocked(a, st, d.Remote), Payload: d.Payload})
 	}
 	p.mu.Unlock()
 	p.source.PushBatch(ds)
@@ -411,7 +410,7 @@ func (p *Proxy) Send(_ context.Context, r throttle.Request) error {
 	if err := a.WriteTo(b, r.Circuit.Sim); err != nil {
 		return err
 	}
-	p.source.Push(capture.Datagram{At: time.Now(), Src: r.Circuit.Viewer, Dst: r.Circuit.Sim, Payload: b})
+	p.source.Push(lludp.Datagram{At: time.Now(), Src: r.Circuit.Viewer, Dst: r.Circuit.Sim, Payload: b})
 	return nil
 }
 

@@ -52,11 +52,11 @@ type Config struct {
 	// reported before the sidecar starts.
 	MetricsListener net.Listener
 	Metrics         http.Handler
-	// Reloads asks for a reload (the command line turns each SIGHUP into
-	// a value; signals stay in cmd), which Reloader applies (a Running:
-	// the loop's part with Loop.Reconfigure, then what the caller keeps
-	// beside the loop, or nothing at all). A refused reload is logged and
-	// changes nothing.
+	// Reloads asks for a reload (NotifyReloads turns each SIGHUP into a
+	// value), which Reloader applies (a Running: the loop's part with
+	// Loop.Reconfigure, then what the caller keeps beside the loop, or
+	// nothing at all) through a Reloads, which counts the outcomes
+	// (ReloadStats). A refused reload is logged and changes nothing.
 	Reloads  <-chan struct{}
 	Reloader Reloader
 	// AfterTick, if set, is called after each decision with what was sent.
