@@ -1,11 +1,9 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 
-	"github.com/fairgrid/fairgrid/capture"
 	"github.com/fairgrid/fairgrid/configs"
 	"github.com/fairgrid/fairgrid/throttle/sidecar"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -54,32 +52,13 @@ func runDaemon(set *settings, configPath string, check bool, s stdio) int {
 	if err != nil {
 		return fail(exitUsage, err)
 	}
-	cfg := sidecar.Config{Loop: d.Loop, Sender: sidecar.DryRunSender{Log: log}, Log: log}
-	if !f.Send.DryRun {
-		raw, err := sidecar.NewRawSender()
-		if err != nil {
-			return fail(exitFail, err)
-		}
-		defer raw.Close()
-		cfg.Sender = raw
-	}
-	// The interface is reopened when it fails, so the daemon survives it
-	// going down and up.
-	iface, ifaceWhy := capture.ResolveInterface(f.Capture.Interface)
-	ports := f.Capture.Ports.Ports()
-	cfg.Reopen = func() (sidecar.Source, error) {
-		r, err := capture.OpenLive(iface, ports)
-		if err != nil {
-			return nil, err // OpenLive's errors name the interface and what to do
-		}
-		return r, nil
-	}
-	if cfg.Source, err = cfg.Reopen(); err != nil {
-		return fail(exitFail, err)
-	}
+	// SIGHUP reloads what can change live.
+	hup, stopHUP := sidecar.NotifyReloads()
+	defer stopHUP()
+	cfg := sidecar.LiveConfig{Interface: f.Capture.Interface, Ports: f.Capture.Ports.Ports(), PortsText: f.Capture.Ports.String(),
+		DryRun: f.Send.DryRun, Reloads: hup, Reloader: d.Running, Log: log}
 	if !f.Metrics.Address.IsZero() {
 		if cfg.MetricsListener, err = metricsListener(f.Metrics.Address.String(), "metrics.address"); err != nil {
-			cfg.Source.Close()
 			return fail(exitFail, err)
 		}
 		cfg.Metrics = promhttp.HandlerFor(sidecar.Registry(d.Metrics), promhttp.HandlerOpts{})
@@ -87,23 +66,17 @@ func runDaemon(set *settings, configPath string, check bool, s stdio) int {
 			log.Warn("metrics are served beyond loopback: circuits and agent IDs become visible to the network", "address", f.Metrics.Address)
 		}
 	}
-	// SIGHUP reloads what can change live.
-	hup, stopHUP := sidecar.NotifyReloads()
-	defer stopHUP()
-	cfg.Reloads, cfg.Reloader = hup, d.Running
-	sc, err := sidecar.New(cfg)
+	live, err := sidecar.NewLive(d.Loop, cfg)
 	if err != nil {
 		return fail(exitFail, err)
 	}
-	d.Metrics.Capture = sc.CaptureStats
-	d.Metrics.Reloads = sc.ReloadStats
+	defer live.Close()
+	d.Metrics.Capture = live.Sidecar().CaptureStats
+	d.Metrics.Reloads = live.Sidecar().ReloadStats
 	ctx, stop := runContext(0, logNotice(log))
 	defer stop()
-	log.Info("fairgrid running", "interface", iface, "chosen", ifaceWhy, "controller", f.Control.Controller, "dry_run", f.Send.DryRun)
-	carrying := func(ctx context.Context) []string {
-		return capture.OpenCensus(sidecar.UpInterfaces(), ports).Carrying(ctx, sidecar.CensusTime)
-	}
-	if err := sidecar.LiveGroup(sc, iface, f.Capture.Ports.String(), carrying, log).Run(ctx); err != nil {
+	log.Info("fairgrid running", "interface", live.Interface, "chosen", live.Chosen, "controller", f.Control.Controller, "dry_run", f.Send.DryRun)
+	if err := live.Run(ctx); err != nil {
 		log.Error("fairgrid stopped", "err", err)
 		return exitFail
 	}
