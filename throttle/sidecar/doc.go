@@ -18,10 +18,11 @@
 //
 // Daemon is the loop of a front-end that reads the configuration file
 // (run, proxy) with what lives beside it: the log level, the Collector,
-// and the settings in force. LiveGroup is fairgrid run's group: the
-// sidecar's members and WarnIfSilent, which says once when a capture sees
-// no simulator traffic and which interfaces carry it. DryRunSender logs
-// what it would send.
+// and the settings in force. Live is fairgrid run: NewLive acquires the
+// raw sockets (or a DryRunSender, which logs what it would send) and the
+// capture, Run serves LiveGroup — the sidecar's members and WarnIfSilent,
+// which says once when a capture sees no simulator traffic and which
+// interfaces carry it — and Close releases, also when Run never ran.
 //
 // # Reloads
 //
