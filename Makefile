@@ -31,6 +31,8 @@ FUZZ_P ?= 2
 # Packages that may import only the standard library (G1 of the style guide),
 # and opensim, which may add only lludp and ratecalc.
 LEAVES   := lludp ratecalc
+# The module: no package outside internal/ and cmd/ may import internal/.
+MODULE   := github.com/fairgrid/fairgrid
 # Packages that must never read the clock: every event carries its time.
 NOCLOCK  := lludp ratecalc opensim
 
@@ -85,14 +87,15 @@ REALTIME_LAB := ./internal/lab/scenario ./internal/lab/demo ./internal/lab/fairn
 # run three at a time under load 4.6) and two kernel TCP flows' share
 # (Jain 0.900 then, against at least 0.90).
 REALTIME_ALONE := ./internal/audit ./internal/lab/kerneltcp
-REALTIME := ./cmd/fairgrid ./internal/socks5 ./internal/benchrelay \
+REALTIME := ./cmd/fairgrid ./throttle/proxy/socks5 ./internal/benchrelay \
 	./internal/lab/link ./internal/lab/tcpflow ./internal/lab/viewer ./opensim/region ./opensim/gateway ./throttle ./throttle/proxy ./capture
 # Run without the race detector (scale), which would measure itself.
 SCALE_ONLY := TestDecodeFloodCapture|TestFloodKeepsViewer
-# cmd/fairgrid's end-to-end runs (each waits out its own clock: 11-32 s)
+# cmd/fairgrid's end-to-end runs (each waits out its own clock: 11-32 s;
+# throttle/proxy's TestProxyEndToEnd, 30 s, runs with its package)
 # run in a process of their own beside the rest of its tests, the longest
 # package's, so that the two halves overlap.
-CMD_CLOCKED := TestProxyEndToEnd|TestRunDaemonLive|TestReadmeRunnable|TestLabInterrupted|TestLabFairnessInterrupted|TestDemoLosslessComparison
+CMD_CLOCKED := TestRunDaemonLive|TestReadmeRunnable|TestLabInterrupted|TestLabFairnessInterrupted|TestDemoLosslessComparison
 unit:
 	$(GO) test $(RACE) -count=1 -p 2 $$($(GO) list $(PKGS) | grep -v $(foreach p,$(REALTIME_ALONE) $(REALTIME) $(REALTIME_LAB),-e '$(patsubst ./%,/%,$(p))$$'))
 	$(GO) test $(RACE) -count=1 -p 1 $(REALTIME_ALONE)
@@ -107,7 +110,7 @@ unit:
 scale:
 	$(GO) test -count=1 -run 'TestThousandViewers|TestStress' ./internal/lab/viewer
 	$(GO) test -count=1 -run 'TestSimFlood$$|$(SCALE_ONLY)' ./cmd/fairgrid
-	$(GO) test -count=1 -run 'TestFloodKeepsViewer$$' ./internal/socks5
+	$(GO) test -count=1 -run 'TestFloodKeepsViewer$$' ./throttle/proxy/socks5
 	$(GO) test -count=1 -run 'TestBadInput$$|TestSpoofedLockout|TestAckFlood|TestEstimatorGroundTruth|TestStockViewerGetsFairRate|TestClientSideBehindGateway|TestChannelBoundOnSockets' ./opensim/gateway
 	@$(GO) test -count=1 -run 'TestSingleFlowFillsBottleneck|TestTwoFlowsShare|TestViewerBesideTCP|TestReceiveBufferLimitsFlow' ./internal/lab/tcpflow & flows=$$!; \
 		$(GO) test -count=1 -p $(LAB_P) $(REALTIME_LAB); lab=$$?; \
@@ -124,10 +127,10 @@ check:
 
 # Each fuzz target briefly, seeded from the real datagrams: package:target.
 FUZZ_TARGETS := lludp:FuzzDecode lludp:FuzzZeroCode lludp:FuzzReplaceThrottles lludp:FuzzPeekZeroCoded lludp:FuzzParseTemplate \
-	capture:FuzzUDPFrame capture:FuzzReader capture/circuit:FuzzObserve capture/circuit:FuzzFastBody \
+	capture:FuzzUDPFrame capture:FuzzReader throttle/circuit:FuzzObserve throttle/circuit:FuzzFastBody \
 	opensim:FuzzScheduler opensim:FuzzSchedulerReference:$(FUZZSLOW) configs:FuzzParse:$(FUZZSLOW) \
 	ratecalc:FuzzParseBitRate ratecalc:FuzzParseLoss \
-	internal/socks5:FuzzHandshake internal/socks5:FuzzUDPHeader \
+	throttle/proxy/socks5:FuzzHandshake throttle/proxy/socks5:FuzzUDPHeader \
 	internal/audit:FuzzAudit:$(FUZZSLOW) internal/lab/tcpflow:FuzzClientPort internal/lab/kerneltcp:FuzzTCPPorts \
 	internal/lab/viewer:FuzzPktinfoDst internal/lab/tcm:FuzzSplitBundle internal/lab/tcm:FuzzHeaderCompression \
 	opensim/gateway:FuzzCore
@@ -262,7 +265,7 @@ results-bench-gateway:
 # run: on the real capture, on synthetic datagrams, and alone (seconds).
 results-bench-controllers:
 	RESULTS_TARGET=$@ BENCH=1 $(RESULTS) docs/results/bench-controllers.md "the controllers' cost per datagram, in one run" \
-		$(GO) test -run '^$$' -bench 'BenchmarkObserveController|BenchmarkUpdate' -benchmem -count 3 ./capture/circuit ./ratecalc
+		$(GO) test -run '^$$' -bench 'BenchmarkObserveController|BenchmarkUpdate' -benchmem -count 3 ./throttle/circuit ./ratecalc
 
 # The whole grid (39 cells beside gVisor's CUBIC, Linux's CUBIC and
 # Linux's reno; root), four seeds: 156 runs of 100 s, six at a time, about
@@ -314,6 +317,15 @@ check-deps:
 		bad=$$($(GO) list -deps -f '{{.ImportPath}}' ./$$p | grep gopacket); \
 		if [ -n "$$bad" ]; then echo "$$p is a test rig: it measures without the capture stack, imports: $$bad"; exit 1; fi; \
 	done
+	@bad=$$($(GO) list -f '{{$$p := .ImportPath}}{{range .Imports}}{{$$p}} -> {{.}}{{"\n"}}{{end}}' ./... | \
+		grep -E '^$(MODULE)/[^ ]+ -> $(MODULE)/internal(/|$$)' | grep -vE '^$(MODULE)/(internal|cmd)(/| )'); \
+		if [ -n "$$bad" ]; then echo "a public package imports an internal one (make the leaf public, or move it):"; echo "$$bad"; exit 1; fi
+	@bad=$$($(GO) list -deps -f '{{.ImportPath}}' ./throttle | grep -E 'gopacket|prometheus|^$(MODULE)/(capture|opensim)(/|$$)'); \
+		if [ -n "$$bad" ]; then echo "throttle is the control core: no capture, Prometheus or scheduler, imports: $$bad"; exit 1; fi
+	@bad=$$($(GO) list -deps -f '{{.ImportPath}}' ./throttle/circuit | grep -E 'gopacket|^$(MODULE)/(capture|opensim)(/|$$)'); \
+		if [ -n "$$bad" ]; then echo "throttle/circuit measures from lludp's datagrams and channels, imports: $$bad"; exit 1; fi
+	@bad=$$($(GO) list -deps -f '{{.ImportPath}}' ./opensim/... | grep -E 'gopacket|^$(MODULE)/capture(/|$$)'); \
+		if [ -n "$$bad" ]; then echo "opensim needs no capture code, imports: $$bad"; exit 1; fi
 
 generate:
 	$(GO) generate ./lludp

@@ -2,7 +2,7 @@
 // interfaces, in pure Go, without cgo or libpcap: its own reader parses pcap
 // and pcapng files and streams (gzip-compressed too), and gopacket's
 // afpacket captures on Linux through an AF_PACKET socket. It knows nothing
-// of LLUDP; package capture/circuit measures the circuits in what it
+// of LLUDP; package throttle/circuit measures the circuits in what it
 // returns.
 //
 // # Files

@@ -12,6 +12,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"reflect"
 	"slices"
@@ -328,9 +329,9 @@ func NeedsRestart(key string) bool {
 }
 
 // Merge returns f, the configuration in force, with what of next a reload
-// can change live (throttle.Settings): the keys that differ are applied,
+// can change live (sidecar.Settings): the keys that differ are applied,
 // or named as needing a restart and kept. next must be valid; the error
-// is throttle.Settings', and always nil: a File holds only values that
+// is sidecar.Settings', and always nil: a File holds only values that
 // decoded.
 func (f *File) Merge(next *File) (merged *File, applied, needRestart []string, err error) {
 	m := *f
@@ -406,6 +407,13 @@ func (f *File) Throttle() throttle.Config {
 		FixedSplit: c.Split != SplitDemand, AboveViewer: !c.ViewerLimit, Sims: addrPorts(f.Capture.Sims), SimPorts: f.Capture.Ports.Ports(), RootOnly: f.Send.Regions == RegionsRoot,
 		MaxCircuits: f.Capture.MaxCircuits, IdleTimeout: f.Capture.IdleTimeout.Duration}
 }
+
+// LogLevel is log.level, the least level logged (sidecar.DaemonSettings).
+func (f *File) LogLevel() slog.Level { return f.Log.Level.Level() }
+
+// MetricsMaxCircuits is metrics.max_circuits, the circuits a collector
+// exports one by one (sidecar.DaemonSettings).
+func (f *File) MetricsMaxCircuits() int { return f.Metrics.MaxCircuits }
 
 // GatewayConfig returns fairgrid gateway's configuration: the [gateway]
 // table, with [control]'s controller, segment, interval, clamps and

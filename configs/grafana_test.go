@@ -18,6 +18,7 @@ import (
 	"github.com/fairgrid/fairgrid/opensim/gateway"
 	"github.com/fairgrid/fairgrid/throttle"
 	"github.com/fairgrid/fairgrid/throttle/proxy"
+	"github.com/fairgrid/fairgrid/throttle/sidecar"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
@@ -80,12 +81,12 @@ func registeredNames(t *testing.T) map[string]bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	px, err := proxy.New(proxy.Config{}, throttle.SidecarConfig{Loop: loop}, nil)
+	px, err := proxy.New(proxy.Config{}, sidecar.Config{Loop: loop}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range append([]prometheus.Collector{
-		&throttle.Collector{},
+		&sidecar.Collector{},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		collectors.NewBuildInfoCollector(),

@@ -66,8 +66,12 @@
 // Message.Category is the OpenSim throttle category the simulator sends a
 // message through (category.go has the one table, from OpenSim's
 // LLClientView.cs): the seven AgentThrottle categories plus Unthrottled.
-// fairgrid's scheduler channels are a decision of the scheduler, not of the
-// protocol, and live in package opensim (opensim.ChannelOf).
+// ChannelOf refines them into the five channels of the St Andrews server
+// design (channel.go): the categories' Task less its avatar-state messages
+// (OpenSim's former State sub-category, protocol.md §8.1), which go to
+// ChannelAvatar. The channels are one table beside the categories, so the
+// scheduler (package opensim) and the capture's tracker (package circuit)
+// read them from one place and neither imports the other.
 //
 // # Datagrams and ports
 //

@@ -38,12 +38,12 @@
 // infinite or negative count as 0, and a Throttles block that is not 28
 // bytes uses what it has; all of it is counted.
 //
-// This package is the one home of the channels: lludp knows only the
-// protocol's categories (lludp.Message.Category, from OpenSim's
-// LLClientView.cs), and ChannelOf decides a message's channel from its
-// category, moving the avatar-state messages of Task (OpenSim's former
-// State sub-category, protocol.md §8.1) to Avatar. Capture, the test
-// simulator and the viewer report take their channels from here.
+// The channels are lludp's (lludp.Channel, beside the categories they
+// refine): lludp.ChannelOf decides a message's channel from its category,
+// moving the avatar-state messages of Task (OpenSim's former State
+// sub-category, protocol.md §8.1) to Avatar. This package names them
+// short (Avatar, Task, Texture, Layer, Asset); capture's tracker reads
+// them from lludp without importing the scheduler.
 //
 // # Two levels of token buckets
 //

@@ -43,8 +43,8 @@ func ChannelRates(categories [lludp.NumCategories]float32, avatarShare float64) 
 		}
 		bytes[i] = x
 	}
-	for cat, ch := range channelByCategory {
-		if ch < NumChannels {
+	for cat := range lludp.Category(lludp.NumCategories) {
+		if ch := lludp.ChannelOfCategory(cat); ch < NumChannels {
 			rates[ch] += bytes[cat]
 		}
 	}

@@ -8,7 +8,6 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/fairgrid/fairgrid/capture"
 	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/ratecalc"
 )
@@ -64,7 +63,7 @@ type Config struct {
 	// Sims are the simulator endpoints, if known, and SimPorts the
 	// simulators' ports (see circuit.Config).
 	Sims     []netip.AddrPort
-	SimPorts capture.Ports
+	SimPorts lludp.Ports
 	// ViewerSetting is what the viewer baseline controller steps from
 	// (default: the classic viewer's 1,000 kbps preference).
 	ViewerSetting ratecalc.Rate

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fairgrid/fairgrid/capture"
 	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/ratecalc"
 )
@@ -253,7 +252,7 @@ func TestLoopViewerCircuitsShareOne(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		l.Observe(capture.Datagram{At: t0.Add(at), Src: src, Dst: dst, Payload: b})
+		l.Observe(lludp.Datagram{At: t0.Add(at), Src: src, Dst: dst, Payload: b})
 	}
 	agentB := lludp.AgentData{AgentID: lludp.UUID{3}, SessionID: lludp.UUID{4}}
 	for _, v := range []struct {

@@ -2,8 +2,9 @@
 // receives. ViewerSplit shapes a total the way the Second Life viewer does,
 // so requests look like those simulators already get; WeightedSplit uses
 // configured proportions instead. Loop is the per-circuit control loop of
-// the sidecar daemon: it measures every circuit from captured datagrams,
-// decides each one's request every interval and sends it.
+// the sidecar daemon and the proxy: it measures every circuit from the
+// datagrams it observes (lludp.Datagram), decides each one's request
+// every interval and sends it through a Sender.
 //
 // # Controllers and the segment size
 //
@@ -19,23 +20,14 @@
 // "which segment size s is TCP-fair"). A reload rebuilds the controllers
 // with a new setting.
 //
-// # The sidecar
+// # What is not here
 //
-// Sidecar is that loop with its inputs and outputs, the one piece every
-// front-end runs: a Source of timestamped datagrams (a live capture, the
-// link emulator's tap, a SOCKS5 proxy's relay), a Sender (raw sockets as
-// the viewer, the emulator, the proxy's socket), and Run, which runs the
-// source, the loop's ticks, the metrics server and reloads as a group:
-// the first to fail stops the rest, and Run returns once all have
-// stopped. A front-end that relays the traffic itself pushes what it
-// relays into a PushSource, and asks Request for the request in force to
-// rewrite the viewer's own AgentThrottle in flight. The daemon reopens a
-// failed capture every DefaultReopenEvery; a SIGHUP arrives as a value on
-// SidecarConfig.Reloads, and the sidecar runs the Reloader, a Running: the
-// reload state machine beside Loop.Reconfigure, which reads the settings
-// anew, keeps what needs a restart, hands the loop its part and only then
-// puts in force what lives beside the loop, all or nothing. The proxy
-// front-end is package throttle/proxy.
+// This package is the control core: it measures, decides and encodes,
+// and imports neither gopacket nor Prometheus. What runs it as a program
+// is the application layer beside it: package throttle/sidecar (the
+// sidecar: a source of datagrams, the raw sender, the Prometheus
+// collector, reloads), package throttle/proxy (the SOCKS 5 front-end) and
+// package throttle/group (the run group every front-end is).
 //
 // # Floods
 //

@@ -10,9 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fairgrid/fairgrid/capture"
-	"github.com/fairgrid/fairgrid/capture/circuit"
 	"github.com/fairgrid/fairgrid/lludp"
+	"github.com/fairgrid/fairgrid/throttle/circuit"
 )
 
 // recordHandler keeps every log record.
@@ -46,7 +45,7 @@ func spoofed(t *testing.T, l *Loop, at time.Duration, src netip.AddrPort, seq ui
 	if err != nil {
 		t.Fatal(err)
 	}
-	l.Observe(capture.Datagram{At: t0.Add(at), Src: src, Dst: simEP, Payload: b})
+	l.Observe(lludp.Datagram{At: t0.Add(at), Src: src, Dst: simEP, Payload: b})
 }
 
 func heapInUse() uint64 {
@@ -119,7 +118,7 @@ func TestFlood(t *testing.T) {
 			spoofed(t, l, at, src, 1, &lludp.UseCircuitCode{Code: 1, SessionID: ids.SessionID, AgentID: ids.AgentID})
 			spoofed(t, l, at, src, 2, &lludp.AgentUpdate{AgentData: ids})
 			answer, _ := lludp.AppendMessage(nil, lludp.Header{Sequence: 1}, &lludp.StartPingCheck{PingID: 1}, nil)
-			l.Observe(capture.Datagram{At: t0.Add(at), Src: simEP, Dst: src, Payload: answer})
+			l.Observe(lludp.Datagram{At: t0.Add(at), Src: simEP, Dst: src, Payload: answer})
 
 			src = fake()
 			for seq := range uint32(3) {

@@ -10,10 +10,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fairgrid/fairgrid/capture"
-	"github.com/fairgrid/fairgrid/capture/circuit"
 	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/ratecalc"
+	"github.com/fairgrid/fairgrid/throttle/circuit"
 )
 
 // Request is one AgentThrottle to send for a circuit.
@@ -203,7 +202,7 @@ func (l *Loop) evict(k circuit.Key) {
 // Observe measures one captured datagram. It reports whether the viewer
 // just sent an AgentThrottle of its own that the loop must re-assert over
 // (see Reassert).
-func (l *Loop) Observe(d capture.Datagram) (reassert bool) {
+func (l *Loop) Observe(d lludp.Datagram) (reassert bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	c, dir, err := l.tracker.Observe(d)

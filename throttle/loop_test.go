@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fairgrid/fairgrid/capture"
 	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/ratecalc"
 )
@@ -38,7 +37,7 @@ func (f *feed) send(at time.Duration, up bool, flags lludp.Flags, m lludp.Typed)
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	return f.l.Observe(capture.Datagram{At: t0.Add(at), Src: src, Dst: dst, Payload: b})
+	return f.l.Observe(lludp.Datagram{At: t0.Add(at), Src: src, Dst: dst, Payload: b})
 }
 
 // agentUpdates sends n AgentUpdates, 100 ms apart from at, as a viewer
@@ -201,7 +200,7 @@ func TestRootOnly(t *testing.T) {
 	f.agentUpdates(time.Millisecond, IdentityDatagrams-2)
 	// The neighbour: a circuit opened with UseCircuitCode only.
 	b, _ := lludp.AppendMessage(nil, lludp.Header{Flags: lludp.FlagReliable, Sequence: 1}, &lludp.UseCircuitCode{Code: 1, SessionID: agent.SessionID, AgentID: agent.AgentID}, nil)
-	l.Observe(capture.Datagram{At: t0, Src: viewerEP, Dst: neighbour, Payload: b})
+	l.Observe(lludp.Datagram{At: t0, Src: viewerEP, Dst: neighbour, Payload: b})
 	f.stream(0, 100)
 	rs := l.Tick(t0.Add(5 * time.Second))
 	if len(rs) != 1 || rs[0].Circuit.Sim != simEP {

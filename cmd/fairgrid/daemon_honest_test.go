@@ -29,7 +29,6 @@ import (
 	"time"
 
 	"github.com/fairgrid/fairgrid/capture"
-	"github.com/fairgrid/fairgrid/capture/circuit"
 	"github.com/fairgrid/fairgrid/configs"
 	"github.com/fairgrid/fairgrid/internal/lab/link"
 	"github.com/fairgrid/fairgrid/internal/lab/viewer"
@@ -37,6 +36,8 @@ import (
 	"github.com/fairgrid/fairgrid/opensim/region"
 	"github.com/fairgrid/fairgrid/ratecalc"
 	"github.com/fairgrid/fairgrid/throttle"
+	"github.com/fairgrid/fairgrid/throttle/circuit"
+	"github.com/fairgrid/fairgrid/throttle/sidecar"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
@@ -187,35 +188,35 @@ var reloadCases = map[string]reloadCase{
 	"capture.sims":         {change: []configs.AddrPort{{AddrPort: netip.MustParseAddrPort("10.0.0.1:9000")}}},
 	"capture.max_circuits": {change: 10},
 	"capture.idle_timeout": {change: configs.Duration{Duration: 90 * time.Second},
-		live: func(d *daemon) bool { return d.loop.Config().IdleTimeout == 90*time.Second }},
+		live: func(d *daemon) bool { return d.Loop.Config().IdleTimeout == 90*time.Second }},
 	"control.controller": {change: throttle.TFRC},
 	"control.segment": {change: otherSegment(),
-		live: func(d *daemon) bool { return d.loop.Config().Segment == otherSegment() }},
+		live: func(d *daemon) bool { return d.Loop.Config().Segment == otherSegment() }},
 	"control.interval": {change: configs.Duration{Duration: 2 * time.Second}},
 	"control.min_bps": {change: 100_000.0,
-		live: func(d *daemon) bool { return d.loop.Config().Min == ratecalc.RateFromBits(100_000) }},
+		live: func(d *daemon) bool { return d.Loop.Config().Min == ratecalc.RateFromBits(100_000) }},
 	"control.max_bps": {change: 2_000_000.0,
-		live: func(d *daemon) bool { return d.loop.Config().Max == ratecalc.RateFromBits(2_000_000) }},
+		live: func(d *daemon) bool { return d.Loop.Config().Max == ratecalc.RateFromBits(2_000_000) }},
 	"control.floor_bps": {change: 200_000.0,
-		live: func(d *daemon) bool { return d.loop.Config().Floor == ratecalc.RateFromBits(200_000) }},
+		live: func(d *daemon) bool { return d.Loop.Config().Floor == ratecalc.RateFromBits(200_000) }},
 	"control.min_change": {change: 0.2,
-		live: func(d *daemon) bool { return *d.loop.Config().MinChange == 0.2 }},
+		live: func(d *daemon) bool { return *d.Loop.Config().MinChange == 0.2 }},
 	"control.resend_every": {change: 7,
-		live: func(d *daemon) bool { return d.loop.Config().ResendEvery == 7 }},
+		live: func(d *daemon) bool { return d.Loop.Config().ResendEvery == 7 }},
 	"control.split": {change: configs.SplitWeights,
-		live: func(d *daemon) bool { return d.loop.Config().Weights != nil && d.loop.Config().FixedSplit }},
+		live: func(d *daemon) bool { return d.Loop.Config().Weights != nil && d.Loop.Config().FixedSplit }},
 	"control.viewer_limit": {change: false,
-		live: func(d *daemon) bool { return d.loop.Config().AboveViewer }},
+		live: func(d *daemon) bool { return d.Loop.Config().AboveViewer }},
 	"control.split_weights": {base: func(f *configs.File) { f.Control.Split = configs.SplitWeights }, change: []float64{1, 1, 1, 1, 1, 1, 1},
-		live: func(d *daemon) bool { return slices.Equal(d.loop.Config().Weights, []float64{1, 1, 1, 1, 1, 1, 1}) }},
+		live: func(d *daemon) bool { return slices.Equal(d.Loop.Config().Weights, []float64{1, 1, 1, 1, 1, 1, 1}) }},
 	"send.dry_run": {change: true},
 	"send.regions": {change: configs.RegionsRoot,
-		live: func(d *daemon) bool { return d.loop.Config().RootOnly }},
+		live: func(d *daemon) bool { return d.Loop.Config().RootOnly }},
 	"metrics.address": {change: mustAddress("127.0.0.1:9999")},
 	"metrics.max_circuits": {change: 7,
-		live: func(d *daemon) bool { return d.metrics.MaxCircuits.Load() == 7 }},
+		live: func(d *daemon) bool { return d.Metrics.MaxCircuits.Load() == 7 }},
 	"log.level": {change: configs.LogLevel(slog.LevelDebug),
-		live: func(d *daemon) bool { return d.level.Level() == slog.LevelDebug }},
+		live: func(d *daemon) bool { return d.LogLevel() == slog.LevelDebug }},
 	// The handler is made once, at start.
 	"log.format": {change: configs.LogJSON},
 	// The proxy reads its keys at start only.
@@ -253,7 +254,7 @@ func TestReloadEveryKey(t *testing.T) {
 			if tc.base != nil {
 				tc.base(base)
 			}
-			d, err := newDaemon(base, slog.New(slog.DiscardHandler), new(slog.LevelVar))
+			d, err := newDaemon(base, nil, slog.New(slog.DiscardHandler), new(slog.LevelVar))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -266,8 +267,8 @@ func TestReloadEveryKey(t *testing.T) {
 				t.Fatal("the running daemon already shows the change")
 			}
 			// The sidecar's reload path, reading this file.
-			d.setLoad(func() (*configs.File, error) { return &nf, nil })
-			applied, restart, err := d.running.Reload()
+			d.Running.SetLoad(func() (*configs.File, error) { return &nf, nil })
+			applied, restart, err := d.Running.Reload()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -285,7 +286,7 @@ func TestReloadEveryKey(t *testing.T) {
 			}
 			// Applied means in force: a second identical reload finds
 			// nothing to do.
-			if applied, restart, _ := d.running.Reload(); len(applied)+len(restart) != 0 {
+			if applied, restart, _ := d.Running.Reload(); len(applied)+len(restart) != 0 {
 				t.Errorf("the same file again: applied %v, need restart %v", applied, restart)
 			}
 		})
@@ -608,7 +609,7 @@ func runScenario(t *testing.T, toml string) scenario {
 	}
 	var s scenario
 	level := new(slog.LevelVar)
-	if s.d, err = newDaemon(f, slog.New(countingHandler{level, &s.infoLogs}), level); err != nil {
+	if s.d, err = newDaemon(f, nil, slog.New(countingHandler{level, &s.infoLogs}), level); err != nil {
 		t.Fatal(err)
 	}
 	seq := map[[2]netip.AddrPort]uint32{}
@@ -620,7 +621,7 @@ func runScenario(t *testing.T, toml string) scenario {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s.d.loop.Observe(capture.Datagram{At: scenarioStart.Add(at), Src: src, Dst: dst, Payload: b})
+		s.d.Loop.Observe(capture.Datagram{At: scenarioStart.Add(at), Src: src, Dst: dst, Payload: b})
 	}
 	root := []struct {
 		viewer netip.AddrPort
@@ -653,13 +654,13 @@ func runScenario(t *testing.T, toml string) scenario {
 		}
 		send(at, scenarioNeighbour, scenarioViewerA, &lludp.ImagePacket{Data: make([]byte, 200)})
 		if at >= next {
-			s.requests = append(s.requests, s.d.loop.Tick(scenarioStart.Add(at))...)
+			s.requests = append(s.requests, s.d.Loop.Tick(scenarioStart.Add(at))...)
 			next += interval
 		}
 	}
-	s.keysEnd = len(s.d.loop.Keys())
-	s.d.loop.Tick(scenarioStart.Add(length + 2*time.Second))
-	s.keysIdle = len(s.d.loop.Keys())
+	s.keysEnd = len(s.d.Loop.Keys())
+	s.d.Loop.Tick(scenarioStart.Add(length + 2*time.Second))
+	s.keysIdle = len(s.d.Loop.Keys())
 	return s
 }
 
@@ -727,10 +728,10 @@ var behaviourCases = map[string]behaviourCase{
 		// its own request's limit lifted.
 		def := runScenario(t, "[control]\ncontroller = \"window\"\nviewer_limit = false\n")
 		k := circuit.Key{Viewer: scenarioViewerB, Sim: scenarioSim}
-		_, defStats, ok1 := def.d.loop.Circuit(k)
-		_, stats, ok2 := s.d.loop.Circuit(k)
-		if !ok1 || !ok2 || s.d.loop.Config().Segment != otherSegment() {
-			t.Fatalf("circuit measured: %v, %v; segment %q", ok1, ok2, s.d.loop.Config().Segment)
+		_, defStats, ok1 := def.d.Loop.Circuit(k)
+		_, stats, ok2 := s.d.Loop.Circuit(k)
+		if !ok1 || !ok2 || s.d.Loop.Config().Segment != otherSegment() {
+			t.Fatalf("circuit measured: %v, %v; segment %q", ok1, ok2, s.d.Loop.Config().Segment)
 		}
 		want := stats.FairSegmentSize / defStats.FairSegmentSize
 		d, c := def.totals(scenarioViewerB, scenarioSim), s.totals(scenarioViewerB, scenarioSim)
@@ -754,7 +755,7 @@ var behaviourCases = map[string]behaviourCase{
 		}
 	}},
 	"control.interval": {"[control]\ninterval = \"2s\"\n", func(t *testing.T, def, s scenario) {
-		if d, c := def.d.loop.Interval(), s.d.loop.Interval(); d != 5*time.Second || c != 2*time.Second {
+		if d, c := def.d.Loop.Interval(), s.d.Loop.Interval(); d != 5*time.Second || c != 2*time.Second {
 			t.Errorf("intervals %v and %v", d, c)
 		}
 		// The ticks of the loop's Run, in a bubble of virtual time (where
@@ -768,14 +769,14 @@ var behaviourCases = map[string]behaviourCase{
 				if err != nil {
 					t.Fatal(err)
 				}
-				d, err := newDaemon(f, slog.New(slog.DiscardHandler), new(slog.LevelVar))
+				d, err := newDaemon(f, nil, slog.New(slog.DiscardHandler), new(slog.LevelVar))
 				if err != nil {
 					t.Fatal(err)
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second+time.Millisecond)
 				defer cancel()
 				ticks := 0
-				d.loop.Run(ctx, dryRunSender{slog.New(slog.DiscardHandler)}, func(time.Time, []throttle.Request) { ticks++ })
+				d.Loop.Run(ctx, sidecar.DryRunSender{Log: slog.New(slog.DiscardHandler)}, func(time.Time, []throttle.Request) { ticks++ })
 				if ticks != tc.ticks {
 					t.Errorf("%q: %d decisions in 10 s; want %d", tc.toml, ticks, tc.ticks)
 				}
@@ -865,8 +866,8 @@ var behaviourCases = map[string]behaviourCase{
 		}
 	}},
 	"metrics.max_circuits": {"[metrics]\nmax_circuits = 1\n", func(t *testing.T, def, s scenario) {
-		got := testutil.CollectAndCount(s.d.metrics, "fairgrid_circuit_requests_sent_total")
-		want := testutil.CollectAndCount(def.d.metrics, "fairgrid_circuit_requests_sent_total")
+		got := testutil.CollectAndCount(s.d.Metrics, "fairgrid_circuit_requests_sent_total")
+		want := testutil.CollectAndCount(def.d.Metrics, "fairgrid_circuit_requests_sent_total")
 		if got != 1 || want != 3 {
 			t.Errorf("per-circuit series: %d (default %d); want 1 (default 3)", got, want)
 		}
@@ -1110,7 +1111,7 @@ func TestRunDaemonFlood(t *testing.T) {
 	defer func() { cancel(); wg.Wait() }()
 	log.waitFor(t, 10*time.Second, `msg="throttle decision"`)
 
-	raw, err := throttle.NewRawSender()
+	raw, err := sidecar.NewRawSender()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/fairgrid/fairgrid/capture"
-	"github.com/fairgrid/fairgrid/capture/circuit"
 	"github.com/fairgrid/fairgrid/lludp"
+	"github.com/fairgrid/fairgrid/throttle/circuit"
 )
 
 // samples are datagrams built by fairgrid's own encoder, one of each

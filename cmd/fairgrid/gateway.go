@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -14,8 +13,8 @@ import (
 
 	"github.com/fairgrid/fairgrid/configs"
 	"github.com/fairgrid/fairgrid/opensim/gateway"
-	"github.com/fairgrid/fairgrid/throttle"
-	"github.com/prometheus/client_golang/prometheus"
+	"github.com/fairgrid/fairgrid/throttle/group"
+	"github.com/fairgrid/fairgrid/throttle/sidecar"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -105,7 +104,10 @@ func runGateway(args []string, s stdio) int {
 	if err != nil {
 		return fail(exitFail, "%v", err)
 	}
-	reloads := newReloadGauges()
+	// SIGHUP reloads what can change live, as for run and proxy.
+	hup, stopHUP := sidecar.NotifyReloads()
+	defer stopHUP()
+	reloads := sidecar.NewReloads(hup, gatewayReloader(gw, c.load, f, level, log), log)
 	var metrics net.Listener
 	var handler http.Handler
 	if !f.Metrics.GatewayAddress.IsZero() {
@@ -115,13 +117,10 @@ func runGateway(args []string, s stdio) int {
 		if !f.Metrics.GatewayAddress.Loopback() {
 			log.Warn("metrics are served beyond loopback (gateway.metrics_public)", "address", f.Metrics.GatewayAddress, "viewers_identified", cfg.IdentifyViewers)
 		}
-		reg := registry(gateway.NewCollector(gw, f.Metrics.MaxCircuits))
-		reg.MustRegister(reloads.ok, reloads.at)
+		reg := sidecar.Registry(gateway.NewCollector(gw, f.Metrics.MaxCircuits), sidecar.ReloadCollector(reloads.Stats))
 		handler = gatewayHandler(gw, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	}
-	hup, stopHUP := notifyReloads()
-	defer stopHUP()
-	g := gatewayGroup(gw, metrics, handler, hup, func() { reloadGateway(gw, c.load, f, level, reloads, log) })
+	g := gatewayGroup(gw, metrics, handler, reloads)
 	ctx, stop := runContext(*c.duration, logNotice(log))
 	defer stop()
 	for i, r := range cfg.Routes {
@@ -160,39 +159,15 @@ func gatewayHandler(gw *gateway.Gateway, metrics http.Handler) http.Handler {
 }
 
 // gatewayGroup is gateway's group: the gateway, the metrics' server on
-// metrics unless that is nil, and reload called at each value from
-// reloads.
-func gatewayGroup(gw *gateway.Gateway, metrics net.Listener, handler http.Handler, reloads <-chan struct{}, reload func()) *throttle.Group {
-	var g throttle.Group
+// metrics unless that is nil, and the reloads.
+func gatewayGroup(gw *gateway.Gateway, metrics net.Listener, handler http.Handler, reloads *sidecar.Reloads) *group.Group {
+	var g group.Group
 	g.Add(gw.Run, nil)
 	if metrics != nil {
 		g.AddHTTP("metrics", metrics, handler)
 	}
-	g.Add(func(ctx context.Context) error {
-		for {
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-reloads:
-				reload()
-			}
-		}
-	}, nil)
+	g.Add(reloads.Run, nil)
 	return &g
-}
-
-// reloadGauges are fairgrid_config_last_reload_successful and its
-// timestamp, as the sidecar exports them.
-type reloadGauges struct{ ok, at prometheus.Gauge }
-
-func newReloadGauges() reloadGauges {
-	r := reloadGauges{
-		ok: prometheus.NewGauge(prometheus.GaugeOpts{Name: "fairgrid_config_last_reload_successful", Help: "Whether the last configuration reload succeeded."}),
-		at: prometheus.NewGauge(prometheus.GaugeOpts{Name: "fairgrid_config_last_reload_success_timestamp_seconds", Help: "When the configuration was last loaded successfully."}),
-	}
-	r.ok.Set(1)
-	r.at.SetToCurrentTime()
-	return r
 }
 
 // gatewayStartKeys are the keys the gateway reads once, at start, beside
@@ -200,29 +175,29 @@ func newReloadGauges() reloadGauges {
 // whether that may be off loopback, and its collector's circuit limit.
 var gatewayStartKeys = []string{"log.format", "metrics.gateway_address", "metrics.max_circuits", "gateway.metrics_public"}
 
-// reloadGateway applies the file anew (SIGHUP): what can change live
-// does, and the log names what needs a restart (gateway.Reconfigure's,
-// and gatewayStartKeys that differ from start, the configuration the
-// gateway started with).
-func reloadGateway(gw *gateway.Gateway, load func() (*configs.File, gateway.Config, error), start *configs.File, level *slog.LevelVar, r reloadGauges, log *slog.Logger) {
-	f, cfg, err := load()
-	if err == nil {
-		var restart []string
-		if restart, err = gw.Reconfigure(cfg); err == nil {
-			for _, key := range configs.Changed(start, f) {
-				if slices.Contains(gatewayStartKeys, key) {
-					restart = append(restart, key)
-				}
-			}
-			level.Set(f.Log.Level.Level())
-			r.ok.Set(1)
-			r.at.SetToCurrentTime()
-			log.Info("configuration reloaded", "controller", cfg.Control.Controller, "needs_restart", strings.Join(restart, ","))
-			return
+// gatewayReloader applies the file anew (SIGHUP), the gateway's Reloader
+// for sidecar.Reloads, which counts and logs a refusal as for run and
+// proxy: what can change live does, and the log names what needs a
+// restart (gateway.Reconfigure's, and gatewayStartKeys that differ from
+// start, the configuration the gateway started with).
+func gatewayReloader(gw *gateway.Gateway, load func() (*configs.File, gateway.Config, error), start *configs.File, level *slog.LevelVar, log *slog.Logger) sidecar.ReloadFunc {
+	return func() (applied, restart []string, err error) {
+		f, cfg, err := load()
+		if err != nil {
+			return nil, nil, err
 		}
+		if restart, err = gw.Reconfigure(cfg); err != nil {
+			return nil, nil, err
+		}
+		for _, key := range configs.Changed(start, f) {
+			if slices.Contains(gatewayStartKeys, key) {
+				restart = append(restart, key)
+			}
+		}
+		level.Set(f.Log.Level.Level())
+		log.Info("configuration reloaded", "controller", cfg.Control.Controller, "needs_restart", strings.Join(restart, ","))
+		return nil, restart, nil
 	}
-	r.ok.Set(0)
-	log.Error("configuration reload failed; the previous one stays", "err", err)
 }
 
 // load reads --config (or the defaults), applies the flags the user set

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/fairgrid/fairgrid/configs"
@@ -21,6 +22,7 @@ import (
 	"github.com/fairgrid/fairgrid/opensim/region"
 	"github.com/fairgrid/fairgrid/ratecalc"
 	"github.com/fairgrid/fairgrid/throttle"
+	"github.com/fairgrid/fairgrid/throttle/sidecar"
 )
 
 // TestGatewayRefused: bad command lines and configurations are refused
@@ -214,46 +216,66 @@ func TestGatewayHealthz(t *testing.T) {
 }
 
 // TestGatewayReload: a reload applies the new controller and names a new
-// route, log format and metrics address or limit as needing a restart; a bad file keeps the old configuration and
-// says the reload failed.
+// route, log format and metrics address or limit as needing a restart; a
+// bad file keeps the old configuration and is refused in the log. Both go
+// through sidecar.Reloads, run's and proxy's mechanism, which counts them
+// for fairgrid_config_reloads_total.
 func TestGatewayReload(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "gw.toml")
-	write := func(s string) {
-		if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "gw.toml")
+		write := func(s string) {
+			if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		write("[gateway]\nroutes = [\"127.0.0.1:0=127.0.0.1:9000\"]\n")
+		c := gatewayFlags(stdio{nil, io.Discard, io.Discard})
+		c.configPath = &path
+		load := c.load
+		start, cfg, err := load()
+		if err != nil {
 			t.Fatal(err)
 		}
-	}
-	write("[gateway]\nroutes = [\"127.0.0.1:0=127.0.0.1:9000\"]\n")
-	c := gatewayFlags(stdio{nil, io.Discard, io.Discard})
-	c.configPath = &path
-	load := c.load
-	start, cfg, err := load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw, err := gateway.New(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var logged strings.Builder
-	log := slog.New(slog.NewTextHandler(&logged, nil))
-	r := newReloadGauges()
-	level := new(slog.LevelVar)
-	// The log's format, the metrics listener and the collector's limit
-	// are made at start: named too, as run and proxy name theirs.
-	write("[gateway]\nroutes = [\"127.0.0.1:0=127.0.0.1:9001\"]\n[control]\ncontroller = \"tfrc\"\n[log]\nlevel = \"debug\"\nformat = \"json\"\n" +
-		"[metrics]\ngateway_address = \"127.0.0.1:9203\"\nmax_circuits = 7\n")
-	reloadGateway(gw, load, start, level, r, log)
-	if !strings.Contains(logged.String(), "needs_restart=routes,metrics.gateway_address,metrics.max_circuits,log.format") || !strings.Contains(logged.String(), "controller=tfrc") || level.Level() != slog.LevelDebug {
-		t.Errorf("reload: %s (level %v)", logged.String(), level.Level())
-	}
-	logged.Reset()
-	write("[gateway]\nmax_viewers = 0\n")
-	reloadGateway(gw, load, start, level, r, log)
-	if !strings.Contains(logged.String(), "reload failed") {
-		t.Errorf("bad reload: %s", logged.String())
-	}
+		gw, err := gateway.New(cfg, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var logged strings.Builder
+		log := slog.New(slog.NewTextHandler(&logged, nil))
+		level := new(slog.LevelVar)
+		asks := make(chan struct{})
+		reloads := sidecar.NewReloads(asks, gatewayReloader(gw, load, start, level, log), log)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() { done <- reloads.Run(ctx) }()
+		// The log's format, the metrics listener and the collector's limit
+		// are made at start: named too, as run and proxy name theirs.
+		write("[gateway]\nroutes = [\"127.0.0.1:0=127.0.0.1:9001\"]\n[control]\ncontroller = \"tfrc\"\n[log]\nlevel = \"debug\"\nformat = \"json\"\n" +
+			"[metrics]\ngateway_address = \"127.0.0.1:9203\"\nmax_circuits = 7\n")
+		asks <- struct{}{}
+		synctest.Wait()
+		if !strings.Contains(logged.String(), "needs_restart=routes,metrics.gateway_address,metrics.max_circuits,log.format") || !strings.Contains(logged.String(), "controller=tfrc") || level.Level() != slog.LevelDebug {
+			t.Errorf("reload: %s (level %v)", logged.String(), level.Level())
+		}
+		if got := reloads.Stats(); got != (sidecar.ReloadStats{Applied: 1}) {
+			t.Errorf("after a good reload: %+v", got)
+		}
+		logged.Reset()
+		write("[gateway]\nmax_viewers = 0\n")
+		asks <- struct{}{}
+		synctest.Wait()
+		if !strings.Contains(logged.String(), "reload refused") {
+			t.Errorf("bad reload: %s", logged.String())
+		}
+		if got := reloads.Stats(); got != (sidecar.ReloadStats{Applied: 1, Rejected: 1}) {
+			t.Errorf("after a bad reload: %+v", got)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
 }
 
 // TestGatewayServiceUnit: the systemd unit's command line is one the

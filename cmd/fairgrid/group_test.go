@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"log/slog"
-	"net"
 	"net/http"
 	"net/netip"
 	"strings"
@@ -12,17 +10,17 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/fairgrid/fairgrid/capture"
-	"github.com/fairgrid/fairgrid/configs"
 	"github.com/fairgrid/fairgrid/internal/fakenet"
 	"github.com/fairgrid/fairgrid/internal/lab/viewer"
 	"github.com/fairgrid/fairgrid/opensim/gateway"
 	"github.com/fairgrid/fairgrid/opensim/region"
-	"github.com/fairgrid/fairgrid/throttle"
+	"github.com/fairgrid/fairgrid/throttle/group"
+	"github.com/fairgrid/fairgrid/throttle/sidecar"
 )
 
-// Each front-end is one throttle.Group (sim, viewer, link, gateway and
-// run here; proxy in throttle/proxy). The tests below give a front-end's
+// Each front-end is one group.Group (sim, viewer, link and gateway here;
+// run's in throttle/sidecar, TestLiveGroupMemberFailure; proxy's in
+// throttle/proxy). The tests below give a front-end's
 // group one failing member and check that its error is what Run returns,
 // at once, with every other member stopped. They run in synctest's
 // bubble, which fails a test that leaves a goroutine behind. The regions,
@@ -32,16 +30,10 @@ import (
 // comes at the start, and "at once" is no virtual time at all); a group
 // that dropped the failure would then hang until go test's -timeout
 // rather than fail at once. Only the failing part is a fake
-// (internal/fakenet's listener, a capture source; for viewer and link,
+// (internal/fakenet's listener; for viewer and link,
 // whose Run fails in no way a test can cause, a member that fails).
 
 var errBroken = errors.New("broken")
-
-// failingSource is a capture that fails at its first read.
-type failingSource struct{}
-
-func (failingSource) Next() (capture.Datagram, error) { return capture.Datagram{}, errBroken }
-func (failingSource) Close() error                    { return nil }
 
 // failingRunner is a part whose Run fails at once.
 type failingRunner struct{}
@@ -50,7 +42,7 @@ func (failingRunner) Run(context.Context) error { return errBroken }
 
 // runFailing runs g inside the bubble and checks that it returns the
 // failure, naming it with want, at once.
-func runFailing(t *testing.T, g *throttle.Group, want string) {
+func runFailing(t *testing.T, g *group.Group, want string) {
 	t.Helper()
 	start := time.Now()
 	err := g.Run(context.Background())
@@ -59,46 +51,6 @@ func runFailing(t *testing.T, g *throttle.Group, want string) {
 	}
 	if d := time.Since(start); d != 0 {
 		t.Errorf("the failure took %v of virtual time to reach the caller", d)
-	}
-}
-
-// TestDaemonGroupMemberFailure: run's group is the sidecar's members (the
-// capture source, the loop, the metrics server, the reloads) and the
-// silence warning. A capture that fails with no Reopen, or a metrics
-// server that fails (with Reopen, as run sets it), ends them all.
-func TestDaemonGroupMemberFailure(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		source  func() throttle.Source
-		reopen  bool
-		metrics func() net.Listener
-		want    string
-	}{
-		{"capture source, no reopen", func() throttle.Source { return failingSource{} }, false,
-			func() net.Listener { return fakenet.NewListener(nil) }, "source: broken"},
-		{"metrics", func() throttle.Source { return throttle.NewChanSource(1) }, true,
-			func() net.Listener { return fakenet.NewListener(errBroken) }, "metrics: broken"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				log := slog.New(slog.DiscardHandler)
-				d, err := newDaemon(configs.Default(), log, new(slog.LevelVar))
-				if err != nil {
-					t.Fatal(err)
-				}
-				reloads := make(chan struct{})
-				cfg := throttle.SidecarConfig{Loop: d.loop, Source: tc.source(), Sender: dryRunSender{log}, Log: log,
-					MetricsListener: tc.metrics(), Metrics: http.NotFoundHandler(), Reloads: reloads, Reloader: d.running}
-				if tc.reopen {
-					cfg.Reopen = func() (throttle.Source, error) { return throttle.NewChanSource(1), nil }
-				}
-				sc, err := throttle.NewSidecar(cfg)
-				if err != nil {
-					t.Fatal(err)
-				}
-				runFailing(t, daemonGroup(sc, "lo", "9000-9050", nil, log), tc.want)
-			})
-		})
 	}
 }
 
@@ -154,7 +106,7 @@ func TestGatewayGroupMemberFailure(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		reloads := make(chan struct{})
-		runFailing(t, gatewayGroup(gw, fakenet.NewListener(errBroken), http.NotFoundHandler(), reloads, func() {}), "metrics: broken")
+		reloads := sidecar.NewReloads(make(chan struct{}), sidecar.ReloadFunc(func() ([]string, []string, error) { return nil, nil, nil }), nil)
+		runFailing(t, gatewayGroup(gw, fakenet.NewListener(errBroken), http.NotFoundHandler(), reloads), "metrics: broken")
 	})
 }

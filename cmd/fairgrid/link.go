@@ -13,7 +13,7 @@ import (
 
 	"github.com/fairgrid/fairgrid/internal/lab/link"
 	"github.com/fairgrid/fairgrid/ratecalc"
-	"github.com/fairgrid/fairgrid/throttle"
+	"github.com/fairgrid/fairgrid/throttle/group"
 )
 
 const linkSynopsis = `--listen ADDR --upstream ADDR [--rate R] [--delay D] [--loss P] [--buffer N] [--burst L] [--seed S] [--duration D] [--format text|json]
@@ -66,8 +66,8 @@ func runLink(args []string, s stdio) int {
 }
 
 // linkGroup is link's group: the relay.
-func linkGroup(r runner) *throttle.Group {
-	var g throttle.Group
+func linkGroup(r runner) *group.Group {
+	var g group.Group
 	g.Add(r.Run, nil)
 	return &g
 }

@@ -11,8 +11,9 @@ import (
 	"syscall"
 
 	"github.com/fairgrid/fairgrid/configs"
-	"github.com/fairgrid/fairgrid/throttle"
+	"github.com/fairgrid/fairgrid/throttle/group"
 	"github.com/fairgrid/fairgrid/throttle/proxy"
+	"github.com/fairgrid/fairgrid/throttle/sidecar"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -90,16 +91,15 @@ func runProxy(args []string, s stdio) int {
 	// SIGHUP reloads what can change live, as for fairgrid run, from the
 	// file with the proxy's flags over it (run's flags would name a proxy
 	// flag's key as changed at every reload).
-	hup, stopHUP := notifyReloads()
+	hup, stopHUP := sidecar.NotifyReloads()
 	defer stopHUP()
-	d, err := newDaemon(f, log, level)
+	d, err := newDaemon(f, func() (*configs.File, error) { return set.load(*configPath) }, log, level)
 	if err != nil {
 		return fail(exitUsage, "%v", err)
 	}
-	d.setLoad(func() (*configs.File, error) { return set.load(*configPath) })
-	sc := throttle.SidecarConfig{Loop: d.loop, Log: log, Reloads: hup, Reloader: d.running}
+	sc := sidecar.Config{Loop: d.Loop, Log: log, Reloads: hup, Reloader: d.Running}
 	if pc.DryRun {
-		sc.Sender = dryRunSender{log}
+		sc.Sender = sidecar.DryRunSender{Log: log}
 	}
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
@@ -129,7 +129,7 @@ func runProxy(args []string, s stdio) int {
 	defer stop()
 	proxyProcs(os.Getenv("GOMAXPROCS"))
 	log.Info("fairgrid proxy listening", "listen", ln.Addr().String(), "auth", pc.Username != "", "controller", f.Control.Controller, "dry_run", pc.DryRun, "procs", runtime.GOMAXPROCS(0))
-	var g throttle.Group
+	var g group.Group
 	p.AddTo(&g, ln)
 	if err := g.Run(ctx); err != nil {
 		log.Error("fairgrid proxy stopped", "err", err)
@@ -189,9 +189,9 @@ func proxyConfig(f *configs.File, envPass string) (proxy.Config, string, error) 
 // newProxy builds the proxy around d's loop with sc's sidecar settings,
 // and its metrics (the daemon's, the process's and the proxy's) on sc's
 // listener if it has one. Nothing listens or runs yet.
-func newProxy(d *daemon, pc proxy.Config, sc throttle.SidecarConfig, log *slog.Logger) (*proxy.Proxy, *prometheus.Registry, error) {
-	sc.Loop = d.loop
-	reg := registry(d.metrics)
+func newProxy(d *daemon, pc proxy.Config, sc sidecar.Config, log *slog.Logger) (*proxy.Proxy, *prometheus.Registry, error) {
+	sc.Loop = d.Loop
+	reg := sidecar.Registry(d.Metrics)
 	if sc.MetricsListener != nil {
 		sc.Metrics = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	}
@@ -200,6 +200,6 @@ func newProxy(d *daemon, pc proxy.Config, sc throttle.SidecarConfig, log *slog.L
 		return nil, nil, err
 	}
 	reg.MustRegister(p.Collectors()...)
-	d.metrics.Reloads = p.Sidecar().ReloadStats
+	d.Metrics.Reloads = p.Sidecar().ReloadStats
 	return p, reg, nil
 }

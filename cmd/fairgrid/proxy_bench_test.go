@@ -23,8 +23,8 @@ import (
 	"time"
 
 	"github.com/fairgrid/fairgrid/internal/benchrelay"
-	"github.com/fairgrid/fairgrid/internal/socks5"
 	"github.com/fairgrid/fairgrid/lludp"
+	"github.com/fairgrid/fairgrid/throttle/proxy/socks5"
 )
 
 // benchRelayEnv makes the test binary a relay for BenchmarkProxy, so that

@@ -12,15 +12,16 @@ import (
 	"github.com/fairgrid/fairgrid/configs"
 	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/opensim/region"
-	"github.com/fairgrid/fairgrid/throttle"
+	"github.com/fairgrid/fairgrid/throttle/group"
 	"github.com/fairgrid/fairgrid/throttle/proxy"
+	"github.com/fairgrid/fairgrid/throttle/sidecar"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
 // runTestProxy runs the proxy around d as the command wires it (newProxy,
 // one group) on a free loopback port until the test ends; the group's
 // error fails the test.
-func runTestProxy(t *testing.T, d *daemon, pc proxy.Config, sc throttle.SidecarConfig) (*proxy.Proxy, *prometheus.Registry, string) {
+func runTestProxy(t *testing.T, d *daemon, pc proxy.Config, sc sidecar.Config) (*proxy.Proxy, *prometheus.Registry, string) {
 	t.Helper()
 	if pc.UDPPorts == nil {
 		pc.UDPPorts = testSimPorts
@@ -29,7 +30,7 @@ func runTestProxy(t *testing.T, d *daemon, pc proxy.Config, sc throttle.SidecarC
 }
 
 // runTestProxyOn is runTestProxy listening on listen.
-func runTestProxyOn(t *testing.T, listen string, d *daemon, pc proxy.Config, sc throttle.SidecarConfig) (*proxy.Proxy, *prometheus.Registry, string) {
+func runTestProxyOn(t *testing.T, listen string, d *daemon, pc proxy.Config, sc sidecar.Config) (*proxy.Proxy, *prometheus.Registry, string) {
 	t.Helper()
 	log := slog.New(slog.DiscardHandler)
 	if sc.Log == nil {
@@ -43,7 +44,7 @@ func runTestProxyOn(t *testing.T, listen string, d *daemon, pc proxy.Config, sc 
 	if err != nil {
 		t.Fatal(err)
 	}
-	var g throttle.Group
+	var g group.Group
 	p.AddTo(&g, ln)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -64,11 +65,11 @@ var testSimPorts = lludp.Ports{{Lo: 1, Hi: 65535}}
 // TestProxyMetrics: one registry holds the loop's, the server's and the
 // rewrite's metrics.
 func TestProxyMetrics(t *testing.T) {
-	d, err := newDaemon(configs.Default(), slog.New(slog.DiscardHandler), new(slog.LevelVar))
+	d, err := newDaemon(configs.Default(), nil, slog.New(slog.DiscardHandler), new(slog.LevelVar))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, reg, _ := runTestProxy(t, d, proxy.Config{}, throttle.SidecarConfig{})
+	_, reg, _ := runTestProxy(t, d, proxy.Config{}, sidecar.Config{})
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -109,11 +110,11 @@ func TestViewerCommandThroughProxy(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			d, err := newDaemon(configs.Default(), log, new(slog.LevelVar))
+			d, err := newDaemon(configs.Default(), nil, log, new(slog.LevelVar))
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, _, addr := runTestProxy(t, d, tc.server, throttle.SidecarConfig{})
+			_, _, addr := runTestProxy(t, d, tc.server, sidecar.Config{})
 			ctx, cancel := context.WithCancel(context.Background())
 			var wg sync.WaitGroup
 			wg.Go(func() { sim.Run(ctx) })

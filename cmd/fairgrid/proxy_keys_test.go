@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"github.com/fairgrid/fairgrid/configs"
-	"github.com/fairgrid/fairgrid/internal/socks5"
-	"github.com/fairgrid/fairgrid/throttle"
+	"github.com/fairgrid/fairgrid/throttle/proxy/socks5"
+	"github.com/fairgrid/fairgrid/throttle/sidecar"
 )
 
 // proxyFromFile runs the proxy a configuration file with toml describes,
@@ -41,11 +41,11 @@ func proxyFromFile(t *testing.T, toml, envPass string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := newDaemon(f, slog.New(slog.DiscardHandler), new(slog.LevelVar))
+	d, err := newDaemon(f, nil, slog.New(slog.DiscardHandler), new(slog.LevelVar))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _, addr := runTestProxyOn(t, listen, d, pc, throttle.SidecarConfig{})
+	_, _, addr := runTestProxyOn(t, listen, d, pc, sidecar.Config{})
 	return addr
 }
 

@@ -16,7 +16,7 @@ import (
 	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/opensim"
 	"github.com/fairgrid/fairgrid/opensim/region"
-	"github.com/fairgrid/fairgrid/throttle"
+	"github.com/fairgrid/fairgrid/throttle/group"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -167,8 +167,8 @@ func runSim(args []string, s stdio) int {
 
 // simGroup is sim's group: the region, and its metrics' server on
 // metrics unless that is nil.
-func simGroup(srv *region.Server, metrics net.Listener) *throttle.Group {
-	var g throttle.Group
+func simGroup(srv *region.Server, metrics net.Listener) *group.Group {
+	var g group.Group
 	g.Add(srv.Run, nil)
 	if metrics != nil {
 		reg := prometheus.NewRegistry()

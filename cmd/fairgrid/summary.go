@@ -5,7 +5,7 @@ import (
 	"io"
 	"text/tabwriter"
 
-	"github.com/fairgrid/fairgrid/capture/circuit"
+	"github.com/fairgrid/fairgrid/throttle/circuit"
 )
 
 // writeSummaryTable prints one row per circuit: the down direction (the

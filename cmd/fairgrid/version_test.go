@@ -112,11 +112,11 @@ func TestVersionStamp(t *testing.T) {
 func TestBuildInfoMetric(t *testing.T) {
 	defer func(v, c string) { version, commit = v, c }(version, commit)
 	version, commit = "v9.8.7", "abcdef0123456789"
-	d, err := newDaemon(configs.Default(), slog.New(slog.DiscardHandler), new(slog.LevelVar))
+	d, err := newDaemon(configs.Default(), nil, slog.New(slog.DiscardHandler), new(slog.LevelVar))
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := testutil.CollectAndFormat(d.metrics, expfmt.TypeTextPlain, "fairgrid_build_info")
+	got, err := testutil.CollectAndFormat(d.Metrics, expfmt.TypeTextPlain, "fairgrid_build_info")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,9 +13,9 @@ import (
 
 	"github.com/fairgrid/fairgrid/internal/audit"
 	"github.com/fairgrid/fairgrid/internal/lab/viewer"
-	"github.com/fairgrid/fairgrid/internal/socks5"
 	"github.com/fairgrid/fairgrid/ratecalc"
-	"github.com/fairgrid/fairgrid/throttle"
+	"github.com/fairgrid/fairgrid/throttle/group"
+	"github.com/fairgrid/fairgrid/throttle/proxy/socks5"
 )
 
 const viewerSynopsis = `--sim ADDR [--clients N] [--duration D] [--throttle R] [--viewer-rule] [--ack-delay D] [--child-regions K] [--socks5 ADDR [--socks5-user U --socks5-pass P]] [--format text|json]
@@ -194,8 +194,8 @@ func runViewer(args []string, s stdio) int {
 
 // viewerGroup is viewer's group: each viewer a member, so the first to
 // fail stops the others.
-func viewerGroup[V runner](vs []V) *throttle.Group {
-	var g throttle.Group
+func viewerGroup[V runner](vs []V) *group.Group {
+	var g group.Group
 	for _, v := range vs {
 		g.Add(v.Run, nil)
 	}

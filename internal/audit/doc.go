@@ -61,7 +61,7 @@
 // Across circuits: Jain's index (Jain, Chiu, Hawe, DEC TR-301, 1984) of
 // received/fair over the down directions whose fair rate is known
 // (congestion.md §10.2); bytes per throttle category (lludp) and per
-// scheduler channel (opensim.ChannelOf); datagrams and bytes per message
+// scheduler channel (lludp.ChannelOf); datagrams and bytes per message
 // type.
 //
 // # Memory

@@ -8,10 +8,10 @@ import (
 	"slices"
 	"time"
 
-	"github.com/fairgrid/fairgrid/capture/circuit"
 	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/ratecalc"
 	"github.com/fairgrid/fairgrid/throttle"
+	"github.com/fairgrid/fairgrid/throttle/circuit"
 )
 
 // NominalSegmentBytes is TFRC-SP's nominal s (RFC 4828 §3, congestion.md

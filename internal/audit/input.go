@@ -6,8 +6,8 @@ import (
 	"slices"
 
 	"github.com/fairgrid/fairgrid/capture"
-	"github.com/fairgrid/fairgrid/capture/circuit"
 	"github.com/fairgrid/fairgrid/lludp"
+	"github.com/fairgrid/fairgrid/throttle/circuit"
 )
 
 // Input is one capture to audit.

@@ -597,7 +597,7 @@ func (g *Core) FromRegion(v *Viewer, b []byte, now time.Time) (sendNow bool, dro
 	_ = acks // the region's acks of the viewer's datagrams: not the down path's measure
 	ch := opensim.NoChannel
 	if m := lludp.Builtin().Lookup(h.ID); m != nil {
-		ch = opensim.ChannelOf(m)
+		ch = lludp.ChannelOf(m)
 		switch cat := m.Category(); {
 		case h.Flags.Resent():
 			v.fromRegion[lludp.Resend] += uint64(len(b))

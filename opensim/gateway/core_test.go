@@ -324,7 +324,7 @@ func TestChannelFairQueuing(t *testing.T) {
 		n, _ := c.Next(out[:], now)
 		for _, o := range out[:n] {
 			h, _, _, _ := lludp.ParseHeader(o.B)
-			ch := opensim.ChannelOf(lludp.Builtin().Lookup(h.ID))
+			ch := lludp.ChannelOf(lludp.Builtin().Lookup(h.ID))
 			sentBytes[ch] += len(o.B)
 			worst[ch] = max(worst[ch], now.Sub(arrived[binary.BigEndian.Uint32(o.B[7:])]))
 			if ch == opensim.Texture {

@@ -39,7 +39,7 @@
 // # Scheduling
 //
 // The region's datagrams go into the opensim scheduler by channel
-// (opensim.ChannelOf: Avatar, Task, Texture, Layer, Asset) and leave at
+// (lludp.ChannelOf: Avatar, Task, Texture, Layer, Asset) and leave at
 // the circuit's rate, circuits sharing Scheduler.SceneMax — the gateway's
 // uplink — by proportional fair queuing; messages of no channel (acks,
 // pings, the handshake) leave at once, as OpenSim sends them. A channel's

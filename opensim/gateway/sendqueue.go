@@ -6,7 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/fairgrid/fairgrid/internal/udpbatch"
+	"github.com/fairgrid/fairgrid/opensim/udpbatch"
 )
 
 // sendQueue sends what leaves towards viewers on one public socket. The

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fairgrid/fairgrid/internal/udpbatch"
+	"github.com/fairgrid/fairgrid/opensim/udpbatch"
 )
 
 // TestSendQueue: goroutines add datagrams under a lock standing for the

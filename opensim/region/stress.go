@@ -6,8 +6,8 @@ import (
 	"net"
 	"time"
 
-	"github.com/fairgrid/fairgrid/internal/udpbatch"
 	"github.com/fairgrid/fairgrid/lludp"
+	"github.com/fairgrid/fairgrid/opensim/udpbatch"
 )
 
 // Stress mode, after the study of MMORPG server I/O this project's issue

@@ -13,6 +13,8 @@ import (
 	"github.com/fairgrid/fairgrid/internal/fakenet"
 	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/throttle"
+	"github.com/fairgrid/fairgrid/throttle/group"
+	"github.com/fairgrid/fairgrid/throttle/sidecar"
 )
 
 // TestMemberFailureReachesCaller: the proxy is one group with the
@@ -37,7 +39,7 @@ func TestMemberFailureReachesCaller(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				sc := throttle.SidecarConfig{Loop: loop}
+				sc := sidecar.Config{Loop: loop}
 				if tc.metrics != nil {
 					sc.MetricsListener, sc.Metrics = tc.metrics(), http.NotFoundHandler()
 				}
@@ -45,7 +47,7 @@ func TestMemberFailureReachesCaller(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				var g throttle.Group
+				var g group.Group
 				p.AddTo(&g, tc.socks())
 				start := time.Now()
 				err = g.Run(context.Background())

@@ -9,6 +9,8 @@ import (
 	"github.com/fairgrid/fairgrid/internal/lifecycletest"
 	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/throttle"
+	"github.com/fairgrid/fairgrid/throttle/group"
+	"github.com/fairgrid/fairgrid/throttle/sidecar"
 )
 
 // TestCloseWithoutRun: a proxy whose group never runs releases the
@@ -19,8 +21,8 @@ func TestCloseWithoutRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	open := func() (*Proxy, *throttle.Group) {
-		p, err := New(Config{}, throttle.SidecarConfig{Loop: loop}, nil)
+	open := func() (*Proxy, *group.Group) {
+		p, err := New(Config{}, sidecar.Config{Loop: loop}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -28,7 +30,7 @@ func TestCloseWithoutRun(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var g throttle.Group
+		var g group.Group
 		p.AddTo(&g, ln)
 		return p, &g
 	}

@@ -13,11 +13,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/fairgrid/fairgrid/capture"
-	"github.com/fairgrid/fairgrid/capture/circuit"
-	"github.com/fairgrid/fairgrid/internal/socks5"
 	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/throttle"
+	"github.com/fairgrid/fairgrid/throttle/circuit"
+	"github.com/fairgrid/fairgrid/throttle/group"
+	"github.com/fairgrid/fairgrid/throttle/proxy/socks5"
+	"github.com/fairgrid/fairgrid/throttle/sidecar"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -136,7 +137,7 @@ const (
 )
 
 // gatherEvery is how long the measurement lets relayed datagrams gather
-// before it takes them (throttle.PushSource): woken per datagram, the
+// before it takes them (sidecar.PushSource): woken per datagram, the
 // sidecar's reader would cost the relay a goroutine hand-off each (most of
 // the proxy's CPU at a viewer's rates). Each gathering ends in a timer's
 // wake-up of its own, so it is long enough to be rare beside the relay's
@@ -149,9 +150,9 @@ const gatherEvery = 100 * time.Millisecond
 // and the sidecar, which sends its own through the associations.
 type Proxy struct {
 	srv     *socks5.Server
-	source  *throttle.PushSource
+	source  *sidecar.PushSource
 	loop    *throttle.Loop
-	sidecar *throttle.Sidecar
+	sidecar *sidecar.Sidecar
 	dryRun  bool
 	log     *slog.Logger
 
@@ -173,26 +174,26 @@ type association struct {
 	// sends to it from, when the socket is bound to every address.
 	local map[netip.Addr]netip.Addr
 
-	// The client direction's own (the relay calls ClientDatagrams one batch
+	// The client direction's own (the relay calls clientDatagrams one batch
 	// at a time per association): the batch as measured, and the rewritten
 	// AgentThrottle before it is copied over the viewer's.
-	up      []capture.Datagram
+	up      []lludp.Datagram
 	rewrite []byte
 	// The remote direction's own.
-	down []capture.Datagram
+	down []lludp.Datagram
 }
 
 // New builds the SOCKS 5 server and the sidecar around sc.Loop; sc's
 // Source and Sender are the proxy's (in a dry run the Sender is sc's
 // own, one that logs), the rest (metrics, reloads, AfterTick) the
 // caller's. Nothing starts until AddTo's group runs.
-func New(cfg Config, sc throttle.SidecarConfig, log *slog.Logger) (*Proxy, error) {
+func New(cfg Config, sc sidecar.Config, log *slog.Logger) (*Proxy, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &Proxy{source: throttle.NewPushSource(buffer, bufferBytes, gatherEvery), loop: sc.Loop, dryRun: cfg.DryRun, log: log,
+	p := &Proxy{source: sidecar.NewPushSource(buffer, bufferBytes, gatherEvery), loop: sc.Loop, dryRun: cfg.DryRun, log: log,
 		assocs: map[*socks5.Association]*association{}, byViewer: map[netip.AddrPort]*socks5.Association{}}
-	srv, err := socks5.New(cfg.socks5(p), log.With("component", "socks5"))
+	srv, err := socks5.New(cfg.socks5(hooks{p}), log.With("component", "socks5"))
 	if err != nil {
 		return nil, err
 	}
@@ -207,7 +208,7 @@ func New(cfg Config, sc throttle.SidecarConfig, log *slog.Logger) (*Proxy, error
 	if sc.Log == nil {
 		sc.Log = log
 	}
-	if p.sidecar, err = throttle.NewSidecar(sc); err != nil {
+	if p.sidecar, err = sidecar.New(sc); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -221,12 +222,12 @@ func (c Config) socks5(hooks socks5.Hooks) socks5.Config {
 }
 
 // Sidecar is the proxy's sidecar (its reload counters, its loop).
-func (p *Proxy) Sidecar() *throttle.Sidecar { return p.sidecar }
+func (p *Proxy) Sidecar() *sidecar.Sidecar { return p.sidecar }
 
 // AddTo adds the proxy's members to the caller's group: the SOCKS 5
 // server on ln, and the sidecar's. The first to fail stops the rest, and
 // ln is closed when the group stops, or by Close if it never runs.
-func (p *Proxy) AddTo(g *throttle.Group, ln net.Listener) {
+func (p *Proxy) AddTo(g *group.Group, ln net.Listener) {
 	p.mu.Lock()
 	p.ln = ln
 	p.mu.Unlock()
@@ -332,15 +333,15 @@ func localAddrFor(remote netip.AddrPort, fallback netip.Addr) netip.Addr {
 	return c.LocalAddr().(*net.UDPAddr).AddrPort().Addr().Unmap()
 }
 
-// ClientDatagrams puts fairgrid's current request into each AgentThrottle
+// clientDatagrams puts fairgrid's current request into each AgentThrottle
 // the viewer sends, and hands what is forwarded to measurement: one lock
 // for the batch's endpoints, one for the hand-off.
-func (p *Proxy) ClientDatagrams(a *socks5.Association, batch []socks5.Datagram) {
+func (p *Proxy) clientDatagrams(a *socks5.Association, batch []socks5.Datagram) {
 	p.mu.Lock()
 	st := p.state(a)
 	ds := st.up[:0]
 	for _, d := range batch {
-		ds = append(ds, capture.Datagram{At: d.At, Src: p.viewerEndpointLocked(a, st, d.Remote), Dst: d.Remote})
+		ds = append(ds, lludp.Datagram{At: d.At, Src: p.viewerEndpointLocked(a, st, d.Remote), Dst: d.Remote})
 	}
 	p.mu.Unlock()
 	for i := range batch {
@@ -386,13 +387,13 @@ func (p *Proxy) rewrite(st *association, k circuit.Key, payload []byte, at time.
 	return out, true
 }
 
-// RemoteDatagrams measures what the simulators send.
-func (p *Proxy) RemoteDatagrams(a *socks5.Association, batch []socks5.Datagram) {
+// remoteDatagrams measures what the simulators send.
+func (p *Proxy) remoteDatagrams(a *socks5.Association, batch []socks5.Datagram) {
 	p.mu.Lock()
 	st := p.state(a)
 	ds := st.down[:0]
 	for _, d := range batch {
-		ds = append(ds, capture.Datagram{At: d.At, Src: d.Remote, Dst: p.viewerEndpointLocked(a, st, d.Remote), Payload: d.Payload})
+		ds = append(ds, lludp.Datagram{At: d.At, Src: d.Remote, Dst: p.viewerEndpointLocked(a, st, d.Remote), Payload: d.Payload})
 	}
 	p.mu.Unlock()
 	p.source.PushBatch(ds)
@@ -400,10 +401,10 @@ func (p *Proxy) RemoteDatagrams(a *socks5.Association, batch []socks5.Datagram) 
 	st.down = ds[:0]
 }
 
-// AssociationClosed forgets the association and its circuits: the viewer
+// associationClosed forgets the association and its circuits: the viewer
 // has gone, and the loop would otherwise go on deciding for it until
 // capture.idle_timeout.
-func (p *Proxy) AssociationClosed(a *socks5.Association) {
+func (p *Proxy) associationClosed(a *socks5.Association) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.assocs, a)
@@ -435,6 +436,21 @@ func (p *Proxy) Send(_ context.Context, r throttle.Request) error {
 	if err := a.WriteTo(b, r.Circuit.Sim); err != nil {
 		return err
 	}
-	p.source.Push(capture.Datagram{At: time.Now(), Src: r.Circuit.Viewer, Dst: r.Circuit.Sim, Payload: b})
+	p.source.Push(lludp.Datagram{At: time.Now(), Src: r.Circuit.Viewer, Dst: r.Circuit.Sim, Payload: b})
 	return nil
 }
+
+// hooks is the proxy as the relay's socks5.Hooks. It is unexported, as
+// net/http's adapters are: its methods take the internal socks5 types,
+// which no code outside the module could name.
+type hooks struct{ p *Proxy }
+
+func (h hooks) ClientDatagrams(a *socks5.Association, batch []socks5.Datagram) {
+	h.p.clientDatagrams(a, batch)
+}
+
+func (h hooks) RemoteDatagrams(a *socks5.Association, batch []socks5.Datagram) {
+	h.p.remoteDatagrams(a, batch)
+}
+
+func (h hooks) AssociationClosed(a *socks5.Association) { h.p.associationClosed(a) }

@@ -12,15 +12,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fairgrid/fairgrid/capture/circuit"
-	"github.com/fairgrid/fairgrid/internal/socks5"
 	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/throttle"
+	"github.com/fairgrid/fairgrid/throttle/circuit"
+	"github.com/fairgrid/fairgrid/throttle/group"
+	"github.com/fairgrid/fairgrid/throttle/proxy/socks5"
+	"github.com/fairgrid/fairgrid/throttle/sidecar"
 )
 
 // startProxy runs a proxy on a free loopback port until the test ends,
 // as the command does: one group, whose error fails the test.
-func startProxy(t *testing.T, cfg Config, sc throttle.SidecarConfig) (*Proxy, string) {
+func startProxy(t *testing.T, cfg Config, sc sidecar.Config) (*Proxy, string) {
 	t.Helper()
 	p, err := New(cfg, sc, slog.New(slog.DiscardHandler))
 	if err != nil {
@@ -30,7 +32,7 @@ func startProxy(t *testing.T, cfg Config, sc throttle.SidecarConfig) (*Proxy, st
 	if err != nil {
 		t.Fatal(err)
 	}
-	var g throttle.Group
+	var g group.Group
 	p.AddTo(&g, ln)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -65,7 +67,7 @@ func newProxyRig(t *testing.T, interval time.Duration) *proxyRig {
 	}
 	// The simulator listens on an ephemeral port, beyond the simulator
 	// ports the relay sends to by default.
-	p, ln := startProxy(t, Config{UDPPorts: lludp.Ports{{Lo: 1, Hi: 65535}}}, throttle.SidecarConfig{Loop: loop})
+	p, ln := startProxy(t, Config{UDPPorts: lludp.Ports{{Lo: 1, Hi: 65535}}}, sidecar.Config{Loop: loop})
 	sim, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		t.Fatal(err)
@@ -186,7 +188,7 @@ func TestProxyRewrite(t *testing.T) {
 	if a == nil {
 		t.Fatalf("no association for %v", relayEP)
 	}
-	r.p.AssociationClosed(a)
+	r.p.associationClosed(a)
 	if _, ok := r.loop.Request(key); ok || slices.Contains(r.loop.Keys(), key) {
 		t.Errorf("circuit %v still in the loop after its association closed: %v", key, r.loop.Keys())
 	}

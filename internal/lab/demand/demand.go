@@ -20,7 +20,9 @@ import (
 	"github.com/fairgrid/fairgrid/opensim/region"
 	"github.com/fairgrid/fairgrid/ratecalc"
 	"github.com/fairgrid/fairgrid/throttle"
+	"github.com/fairgrid/fairgrid/throttle/group"
 	"github.com/fairgrid/fairgrid/throttle/proxy"
+	"github.com/fairgrid/fairgrid/throttle/sidecar"
 )
 
 // FrontEnd is what stands between the viewer and the region.
@@ -107,7 +109,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (Result, error) {
 		return Result{}, errors.New("demand: warm-up and duration must be positive")
 	}
 	res := Result{FrontEnd: cfg.FrontEnd, DemandBPS: float64(region.Demand(cfg.Activity, 0)) * 8}
-	var g throttle.Group
+	var g group.Group
 	var closers []func() error
 	closeAll := func() {
 		for i := len(closers) - 1; i >= 0; i-- {
@@ -161,9 +163,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (Result, error) {
 		tcfg.Interval = 5 * time.Second
 	}
 	// The sidecar's tap: the viewer's datagrams as its host sees them.
-	var tap *throttle.PushSource
+	var tap *sidecar.PushSource
 	if cfg.FrontEnd == Sidecar {
-		tap = throttle.NewChanSource(4096)
+		tap = sidecar.NewChanSource(4096)
 	}
 	var tcp *tcpflow.Flow
 	lcfg := link.Config{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Down: cfg.Path, Up: cfg.Path, Seed: cfg.Seed}
@@ -240,7 +242,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (Result, error) {
 			closeAll()
 			return res, fmt.Errorf("demand: %w", err)
 		}
-		sc, err := throttle.NewSidecar(throttle.SidecarConfig{Loop: loop, Source: tap, Sender: relays, Log: log, AfterTick: afterTick})
+		sc, err := sidecar.New(sidecar.Config{Loop: loop, Source: tap, Sender: relays, Log: log, AfterTick: afterTick})
 		if err != nil {
 			tap.Close()
 			closeAll()
@@ -253,7 +255,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (Result, error) {
 			closeAll()
 			return res, fmt.Errorf("demand: %w", err)
 		}
-		p, err := proxy.New(proxy.Config{UDPPorts: lludp.Ports{{Lo: 1, Hi: 65535}}}, throttle.SidecarConfig{Loop: loop, Log: log, AfterTick: afterTick}, log)
+		p, err := proxy.New(proxy.Config{UDPPorts: lludp.Ports{{Lo: 1, Hi: 65535}}}, sidecar.Config{Loop: loop, Log: log, AfterTick: afterTick}, log)
 		if err != nil {
 			closeAll()
 			return res, fmt.Errorf("demand: %w", err)
@@ -280,7 +282,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (Result, error) {
 		cancel()
 		return res, fmt.Errorf("demand: %w", errors.Join(err, <-served))
 	}
-	var vg throttle.Group
+	var vg group.Group
 	vg.Add(v.Run, nil)
 	done := make(chan error, 1)
 	go func() {

@@ -20,7 +20,7 @@
 //     address, which schedules the region's datagrams and asserts its own
 //     rate towards the region.
 //
-// Each is the product's own code (throttle.Loop, throttle.Sidecar,
+// Each is the product's own code (throttle.Loop, sidecar.Sidecar,
 // throttle/proxy, opensim/gateway) over real LLUDP on loopback, in real
 // time.
 package demand

@@ -35,6 +35,8 @@ import (
 	"github.com/fairgrid/fairgrid/opensim/region"
 	"github.com/fairgrid/fairgrid/ratecalc"
 	"github.com/fairgrid/fairgrid/throttle"
+	"github.com/fairgrid/fairgrid/throttle/group"
+	"github.com/fairgrid/fairgrid/throttle/sidecar"
 )
 
 // Config describes the demo. Zero fields take the defaults named;
@@ -73,7 +75,7 @@ type Config struct {
 
 	// source, if set, opens the sidecar's source in place of the rig's
 	// tap (scenario.RigViewer.Source): the tests' failing source.
-	source func(relay netip.AddrPort) (throttle.Source, error)
+	source func(relay netip.AddrPort) (sidecar.Source, error)
 	// afterStockTick, if set, sees each decision of the stock rig's
 	// measuring loop (scenario.RigViewer.AfterTick): the tests' view of
 	// what the stock side's fair share stands on.
@@ -364,7 +366,7 @@ func (s *recordingSender) Send(ctx context.Context, r throttle.Request) error {
 // The demo is the lab's rig (scenario.Rig), twice: the viewer with
 // fairgrid and, unless Alone, the stock viewer, each beside a CUBIC
 // download on its own copy of the link. Both rigs run in one
-// throttle.Group with the member that ends the run at its last row: the
+// group.Group with the member that ends the run at its last row: the
 // first failure of any part stops every other, and is what Run returns.
 func Run(ctx context.Context, cfg Config, log *slog.Logger, onRow func(Row)) (Summary, error) {
 	cfg = cfg.withDefaults()
@@ -442,10 +444,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, onRow func(Row)) (Su
 	if cfg.Live {
 		// The daemon's production path: what a capture on the viewer's
 		// host sees, and raw sockets as the viewer.
-		fairgrid.Source = func(relay netip.AddrPort) (throttle.Source, error) {
+		fairgrid.Source = func(relay netip.AddrPort) (sidecar.Source, error) {
 			return capture.OpenLive("lo", capture.Ports{{Lo: relay.Port(), Hi: relay.Port()}})
 		}
-		raw, err := throttle.NewRawSender()
+		raw, err := sidecar.NewRawSender()
 		if err != nil {
 			return Summary{}, err
 		}
@@ -453,7 +455,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, onRow func(Row)) (Su
 		sender.next = raw
 	}
 
-	var g throttle.Group
+	var g group.Group
 	fairgridRig, err := scenario.NewRig(ctx, rigConfig(fairgrid), log)
 	if err != nil {
 		return Summary{}, err

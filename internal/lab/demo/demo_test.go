@@ -19,6 +19,7 @@ import (
 	"github.com/fairgrid/fairgrid/internal/lab/scenario"
 	"github.com/fairgrid/fairgrid/ratecalc"
 	"github.com/fairgrid/fairgrid/throttle"
+	"github.com/fairgrid/fairgrid/throttle/sidecar"
 )
 
 // TestDemo runs the demo for 60 s on the thesis's link: a stock viewer
@@ -249,7 +250,7 @@ func (s *failingSource) Next() (capture.Datagram, error) {
 	case <-s.fail:
 		return capture.Datagram{}, s.err
 	case <-s.closed:
-		return capture.Datagram{}, throttle.ErrSourceClosed
+		return capture.Datagram{}, sidecar.ErrSourceClosed
 	}
 }
 
@@ -266,7 +267,7 @@ func (s *failingSource) Close() error {
 func TestDemoMemberFailure(t *testing.T) {
 	src := &failingSource{fail: make(chan struct{}), closed: make(chan struct{}), err: errors.New("capture broke")}
 	cfg := Config{Duration: time.Hour, Loop: throttle.Config{Interval: 100 * time.Millisecond},
-		source: func(netip.AddrPort) (throttle.Source, error) { return src, nil }}
+		source: func(netip.AddrPort) (sidecar.Source, error) { return src, nil }}
 	rows := 0
 	sum, err := Run(context.Background(), cfg, nil, func(Row) {
 		if rows++; rows == 2 {
@@ -513,7 +514,7 @@ func TestDemoLeavesNothing(t *testing.T) {
 	}
 	src := &failingSource{fail: make(chan struct{}), closed: make(chan struct{}), err: errors.New("capture broke")}
 	close(src.fail)
-	if _, err := Run(context.Background(), Config{Duration: time.Hour, Loop: short, source: func(netip.AddrPort) (throttle.Source, error) { return src, nil }}, nil, nil); !errors.Is(err, src.err) {
+	if _, err := Run(context.Background(), Config{Duration: time.Hour, Loop: short, source: func(netip.AddrPort) (sidecar.Source, error) { return src, nil }}, nil, nil); !errors.Is(err, src.err) {
 		t.Fatalf("Run: %v, want the source's failure", err)
 	}
 	if _, err := Run(context.Background(), Config{Duration: 300 * time.Millisecond, Loop: short}, nil, nil); err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fairgrid/fairgrid/throttle"
+	"github.com/fairgrid/fairgrid/throttle/group"
 )
 
 // TestMemberFailureReachesCaller: a cell runs as one group, so a member
@@ -19,8 +20,8 @@ import (
 // stacks keep, failing at once so that nothing waits.
 func TestMemberFailureReachesCaller(t *testing.T) {
 	broken := errors.New("member broken")
-	failAfter := func(d time.Duration) func(*throttle.Group) {
-		return func(g *throttle.Group) {
+	failAfter := func(d time.Duration) func(*group.Group) {
+		return func(g *group.Group) {
 			g.Add(func(ctx context.Context) error {
 				timer := time.NewTimer(d)
 				defer timer.Stop()

@@ -18,6 +18,7 @@ import (
 	"github.com/fairgrid/fairgrid/internal/lab/tcpflow"
 	"github.com/fairgrid/fairgrid/ratecalc"
 	"github.com/fairgrid/fairgrid/throttle"
+	"github.com/fairgrid/fairgrid/throttle/group"
 )
 
 // The TCP flows a cell can put beside the viewer: gVisor's userspace
@@ -265,7 +266,7 @@ func (r Result) TCPPEquiv() float64 {
 // Run runs one cell for opt.Warmup+opt.Duration of real time (gVisor's
 // TCP runs on the real clock) and measures the part after the warm-up.
 // The bottleneck, the TCP stacks, the kernel's flows, the viewers and the
-// measurement run as one throttle.Group: the measurement's end ends the
+// measurement run as one group.Group: the measurement's end ends the
 // run, and the first failure of any member ends it and is what Run
 // returns, joined with the kernel lab's failure to remove its namespaces.
 func Run(ctx context.Context, cell Cell, opt Options) (Result, error) {
@@ -274,7 +275,7 @@ func Run(ctx context.Context, cell Cell, opt Options) (Result, error) {
 
 // run is Run; addMembers, if set, adds members of a test's to the run's
 // group.
-func run(ctx context.Context, cell Cell, opt Options, addMembers func(*throttle.Group)) (res Result, err error) {
+func run(ctx context.Context, cell Cell, opt Options, addMembers func(*group.Group)) (res Result, err error) {
 	if cell.Reference == "" {
 		cell.Viewers = cmp.Or(cell.Viewers, 1)
 	}
@@ -306,7 +307,7 @@ func run(ctx context.Context, cell Cell, opt Options, addMembers func(*throttle.
 	if err != nil {
 		return Result{}, fmt.Errorf("fairness: %w", err)
 	}
-	var g throttle.Group
+	var g group.Group
 	g.Add(b.Run, nil)
 
 	// The TCP flows: the cell's downloads and, in a reference cell, the

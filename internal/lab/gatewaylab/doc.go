@@ -18,7 +18,7 @@
 //
 //	stock:           viewer ⇄ relay ⇄ [bottleneck] ⇄ region
 //	gateway:         viewer ⇄ relay ⇄ [bottleneck] ⇄ gateway ⇄ region
-//	gateway+sidecar: as gateway, and the relay's tap feeds a throttle.Sidecar
+//	gateway+sidecar: as gateway, and the relay's tap feeds a sidecar.Sidecar
 //	                 whose AgentThrottle crosses the bottleneck as the viewer's
 //	gateway+proxy:   viewer ⇄ fairgrid proxy (SOCKS 5) ⇄ relay ⇄ [bottleneck] ⇄ gateway ⇄ region;
 //	                 the proxy measures what it relays, rewrites the viewer's
@@ -45,7 +45,7 @@
 //
 // # In another run group
 //
-// ArmRig is one arm as members of the caller's throttle.Group: the demo
+// ArmRig is one arm as members of the caller's group.Group: the demo
 // (internal/lab/demo) runs the gateway arm beside its own two rigs, ends
 // the group at its last row, and reads what the arm measured over its
 // last half, or over what ran after the warm-up when it is interrupted.

@@ -22,7 +22,9 @@ import (
 	"github.com/fairgrid/fairgrid/opensim/region"
 	"github.com/fairgrid/fairgrid/ratecalc"
 	"github.com/fairgrid/fairgrid/throttle"
+	"github.com/fairgrid/fairgrid/throttle/group"
 	"github.com/fairgrid/fairgrid/throttle/proxy"
+	"github.com/fairgrid/fairgrid/throttle/sidecar"
 )
 
 // DefaultLink is the demo's link (internal/lab/demo.DefaultLink, which the
@@ -235,7 +237,7 @@ func (r Result) Arm(a Arm) (ArmResult, bool) {
 }
 
 // Run runs every arm of cfg at once, each on its own copy of the link,
-// and returns them in cfg's order. Each arm is one throttle.Group; the
+// and returns them in cfg's order. Each arm is one group.Group; the
 // first arm's failure is returned with every other's.
 func Run(ctx context.Context, cfg Config, log *slog.Logger) (Result, error) {
 	if err := cfg.Validate(); err != nil {
@@ -295,7 +297,7 @@ type Observer struct {
 	AfterTick func(now time.Time, circuit ratecalc.Stats, measured bool)
 }
 
-// ArmRig is one arm whose members run in the caller's throttle.Group,
+// ArmRig is one arm whose members run in the caller's group.Group,
 // beside whatever else the caller runs (RunArm runs it alone; the demo
 // runs it beside its two rigs and ends the group at its last row):
 // NewArmRig builds it, AddTo adds its members, Result reads the measured
@@ -315,7 +317,7 @@ type ArmRig struct {
 	v        *viewer.Viewer // the Proxy arm's is made by a member once the proxy serves
 	loop     *throttle.Loop // the client side's (the Sidecar and Proxy arms), or nil
 	px       *proxy.Proxy   // the Proxy arm's, or nil
-	members  throttle.Group
+	members  group.Group
 	// release closes what NewArmRig acquired, last first (each member's
 	// Close, idempotent, whether its Run ran or not).
 	release []func() error
@@ -383,12 +385,12 @@ func NewArmRig(cfg Config, arm Arm, obs *Observer, log *slog.Logger) (*ArmRig, e
 	}
 	// The relay puts the viewer's datagrams on the bottleneck as flows
 	// "lludp VIEWER up" and "lludp VIEWER down".
-	var source *throttle.PushSource
+	var source *sidecar.PushSource
 	var tap func(link.Datagram)
 	if arm == Sidecar || obs != nil {
 		// The client side, or the observer, sees what the viewer's host
 		// sees; the payload is only lent.
-		source = throttle.NewChanSource(4096)
+		source = sidecar.NewChanSource(4096)
 		// The sidecar closes it when its group stops; one that never ran
 		// leaves it to the rig.
 		r.release = append(r.release, source.Close)
@@ -420,7 +422,7 @@ func NewArmRig(cfg Config, arm Arm, obs *Observer, log *slog.Logger) (*ArmRig, e
 		if r.loop, err = throttle.New(cfg.sidecarConfig(), log); err != nil {
 			return fail(err)
 		}
-		sc, err := throttle.NewSidecar(throttle.SidecarConfig{Loop: r.loop, Source: source, Sender: throttle.InjectSender(relay.InjectUp),
+		sc, err := sidecar.New(sidecar.Config{Loop: r.loop, Source: source, Sender: throttle.InjectSender(relay.InjectUp),
 			AfterTick: r.recordClient, Log: log})
 		if err != nil {
 			return fail(err)
@@ -428,7 +430,7 @@ func NewArmRig(cfg Config, arm Arm, obs *Observer, log *slog.Logger) (*ArmRig, e
 		sc.AddTo(&r.members)
 	case obs != nil:
 		loop := obs.Loop
-		sc, err := throttle.NewSidecar(throttle.SidecarConfig{Loop: loop, Source: source, Sender: discard{}, Log: log,
+		sc, err := sidecar.New(sidecar.Config{Loop: loop, Source: source, Sender: discard{}, Log: log,
 			AfterTick: func(now time.Time, _ []throttle.Request) {
 				if obs.AfterTick == nil {
 					return
@@ -461,7 +463,7 @@ func (r *ArmRig) addProxy(vcfg viewer.Config, sim netip.AddrPort, log *slog.Logg
 		return err
 	}
 	pcfg := proxy.Config{UDPPorts: lludp.Ports{{Lo: sim.Port(), Hi: sim.Port()}}}
-	if r.px, err = proxy.New(pcfg, throttle.SidecarConfig{Loop: r.loop, AfterTick: r.recordClient, Log: log}, log.With("component", "proxy")); err != nil {
+	if r.px, err = proxy.New(pcfg, sidecar.Config{Loop: r.loop, AfterTick: r.recordClient, Log: log}, log.With("component", "proxy")); err != nil {
 		return err
 	}
 	r.release = append(r.release, r.px.Close)
@@ -503,7 +505,7 @@ type discard struct{}
 func (discard) Send(context.Context, throttle.Request) error { return nil }
 
 // AddTo adds the rig's members to g; a rig runs in one group, once.
-func (r *ArmRig) AddTo(g *throttle.Group) {
+func (r *ArmRig) AddTo(g *group.Group) {
 	g.Add(r.members.Run, nil)
 }
 
@@ -635,7 +637,7 @@ func viewerDown(d link.BottleneckStats) (link.FlowReport, bool) {
 // RunArm runs one arm for cfg's warm-up and duration and measures the
 // part after the warm-up. The bottleneck, the TCP stacks, the region, the
 // gateway, the relay, the viewer and the measurement are one
-// throttle.Group (an ArmRig's): the first failure ends the run and is
+// group.Group (an ArmRig's): the first failure ends the run and is
 // returned, and so is a ctx that ends before the duration.
 func RunArm(ctx context.Context, cfg Config, arm Arm, log *slog.Logger) (ArmResult, error) {
 	return runArm(ctx, cfg, arm, log, false)
@@ -653,7 +655,7 @@ func runArm(ctx context.Context, cfg Config, arm Arm, log *slog.Logger, partial 
 			res, err = ArmResult{}, errors.Join(err, cerr)
 		}
 	}()
-	var g throttle.Group
+	var g group.Group
 	r.AddTo(&g)
 	if err := g.Run(ctx); err != nil {
 		return ArmResult{}, err

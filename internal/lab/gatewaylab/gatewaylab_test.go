@@ -11,6 +11,7 @@ import (
 
 	"github.com/fairgrid/fairgrid/ratecalc"
 	"github.com/fairgrid/fairgrid/throttle"
+	"github.com/fairgrid/fairgrid/throttle/group"
 )
 
 // TestRun runs the three arms briefly on the demo's link at the thesis's
@@ -132,7 +133,7 @@ func TestArmRigEndedEarly(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	var g throttle.Group
+	var g group.Group
 	r.AddTo(&g)
 	g.Add(func(ctx context.Context) error {
 		select {

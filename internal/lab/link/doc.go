@@ -40,7 +40,7 @@
 //	b, _ := link.NewBottleneck(link.BottleneckConfig{Up: up, Down: down, Seed: 1}, log)
 //	f, _ := b.AddFlow(link.FlowConfig{Name: "cubic upload data", Dir: link.Up,
 //		Deliver: func(pkt []byte) { tunB.Write(pkt) }})
-//	var g throttle.Group // its first error ends every member's run
+//	var g group.Group // its first error ends every member's run
 //	g.Add(b.Run, nil)
 //	// … in another member: b.Send(f, pkt), pkt a whole IPv4 packet read from TUN A; b owns it now
 //	err := g.Run(ctx)

@@ -8,7 +8,7 @@ import (
 	"net/netip"
 	"sync"
 
-	"github.com/fairgrid/fairgrid/internal/ipsum"
+	"github.com/fairgrid/fairgrid/capture/ipsum"
 )
 
 // The capture format: classic pcap with nanosecond timestamps and raw IP

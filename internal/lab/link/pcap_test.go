@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/fairgrid/fairgrid/capture"
-	"github.com/fairgrid/fairgrid/internal/ipsum"
+	"github.com/fairgrid/fairgrid/capture/ipsum"
 )
 
 // TestPcapWriter: a capture of what a bottleneck delivers reads back with

@@ -14,13 +14,13 @@
 // whose datagrams cross the same bottleneck as flows "lludp VIEWER up"
 // and "lludp VIEWER down", each costing its payload plus 28 bytes of IPv4
 // and UDP header (RFC 791, RFC 768). The
-// sidecar (throttle.Sidecar) reads the viewer's datagrams as its host
+// sidecar (sidecar.Sidecar) reads the viewer's datagrams as its host
 // sees them and, for the fairgrid modes, sends its AgentThrottle across
 // the bottleneck as the viewer; in the stock mode it only measures. Every
 // statistic comes from the bottleneck (what each flow delivered, each
 // packet's wait in the queue) and from what the TCP receivers read; a run
 // leaves its warm-up (slow start, the viewer's login and first
-// decisions) out. Every part of a run is a member of one throttle.Group:
+// decisions) out. Every part of a run is a member of one group.Group:
 // the first to fail ends the run, and its error is the run's. A front-end
 // that runs more than one rig, or more beside it, builds each with NewRig
 // and adds it to its own group (Rig.AddTo): the demo (internal/lab/demo)

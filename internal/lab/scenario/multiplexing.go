@@ -11,7 +11,7 @@ import (
 	"github.com/fairgrid/fairgrid/internal/lab/link"
 	"github.com/fairgrid/fairgrid/internal/lab/tcm"
 	"github.com/fairgrid/fairgrid/internal/lab/tcpflow"
-	"github.com/fairgrid/fairgrid/throttle"
+	"github.com/fairgrid/fairgrid/throttle/group"
 )
 
 // The multiplexing study (docMultiplexing): an NS2 dumbbell with two
@@ -356,7 +356,7 @@ func sharedFlowName(v muxVariant, b int) string {
 // tcpflow net on an access link of its own), through one shared
 // bottleneck: branch 0 through v (the sawtooth, or TCM), branch 1
 // straight. It measures both after the warm-up; Measurement.Branches has
-// them in that order. Every part runs in one throttle.Group: the first
+// them in that order. Every part runs in one group.Group: the first
 // failure ends the run and is returned.
 func runMultiplexCase(ctx context.Context, c multiplexCase, v muxVariant, seed uint64, dur time.Duration, tap func(link.Event), log *slog.Logger) (Measurement, error) {
 	if log == nil {
@@ -367,7 +367,7 @@ func runMultiplexCase(ctx context.Context, c multiplexCase, v muxVariant, seed u
 	if err != nil {
 		return Measurement{}, fmt.Errorf("scenario: %w", err)
 	}
-	var g throttle.Group
+	var g group.Group
 	g.Add(shared.Run, nil)
 	var nets [2]*tcpflow.Net
 	var flows [2][]*tcpflow.Flow

@@ -19,6 +19,8 @@ import (
 	"github.com/fairgrid/fairgrid/opensim/region"
 	"github.com/fairgrid/fairgrid/ratecalc"
 	"github.com/fairgrid/fairgrid/throttle"
+	"github.com/fairgrid/fairgrid/throttle/group"
+	"github.com/fairgrid/fairgrid/throttle/sidecar"
 )
 
 // ViewerMode is who sets the viewer's throttle.
@@ -69,7 +71,7 @@ type RigViewer struct {
 	// Source, if set, opens the sidecar's source in place of the relay's
 	// tap, given where the viewer sends (the relay's address): the demo's
 	// live mode captures there, as the daemon does.
-	Source func(relay netip.AddrPort) (throttle.Source, error)
+	Source func(relay netip.AddrPort) (sidecar.Source, error)
 	// Sender, if set, wraps the sender fairgrid's requests leave by
 	// (across the bottleneck as the viewer), or replaces it (raw sockets).
 	Sender func(throttle.Sender) throttle.Sender
@@ -224,7 +226,7 @@ const tapBuffer = 4096
 
 // RunRig runs cfg for Warmup+Duration and measures the part after the
 // warm-up. The bottleneck, the TCP stacks, the kernel's flows, and the
-// region, relay, viewer and sidecar run as one throttle.Group: the first
+// region, relay, viewer and sidecar run as one group.Group: the first
 // failure ends the run and is what RunRig returns, joined with the
 // kernel lab's failure to remove its namespaces (Close).
 func RunRig(ctx context.Context, cfg RigConfig, log *slog.Logger) (m Measurement, err error) {
@@ -237,7 +239,7 @@ func RunRig(ctx context.Context, cfg RigConfig, log *slog.Logger) (m Measurement
 			m, err = Measurement{}, errors.Join(err, cerr)
 		}
 	}()
-	var g throttle.Group
+	var g group.Group
 	r.AddTo(&g)
 	if err := g.Run(ctx); err != nil {
 		return Measurement{}, err
@@ -246,7 +248,7 @@ func RunRig(ctx context.Context, cfg RigConfig, log *slog.Logger) (m Measurement
 }
 
 // Rig is one run of a RigConfig whose members run in the caller's
-// throttle.Group, beside whatever else the caller runs (the demo runs two
+// group.Group, beside whatever else the caller runs (the demo runs two
 // rigs and ends them at its last row): NewRig builds it, AddTo adds its
 // members, Measurement reads the measured part once the group has
 // returned, and Close releases what it holds.
@@ -262,7 +264,7 @@ type Rig struct {
 	kernel  *kerneltcp.Lab
 	flows   []*tcpflow.Flow
 	vr      *viewerRig
-	members throttle.Group
+	members group.Group
 	// release closes what NewRig acquired, last first (each member's
 	// Close, idempotent, whether its Run ran or not).
 	release []func() error
@@ -339,7 +341,7 @@ func NewRig(ctx context.Context, cfg RigConfig, log *slog.Logger) (*Rig, error) 
 }
 
 // AddTo adds the rig's members to g; a rig runs in one group, once.
-func (r *Rig) AddTo(g *throttle.Group) {
+func (r *Rig) AddTo(g *group.Group) {
 	g.Add(r.members.Run, nil)
 }
 
@@ -500,7 +502,7 @@ type viewerRig struct {
 	warmEnd time.Time
 	loop    *throttle.Loop
 	// source is the relay's tap, nil when RigViewer.Source replaced it.
-	source *throttle.PushSource
+	source *sidecar.PushSource
 	mu     sync.Mutex
 	ticks  []loopTickStats
 }
@@ -537,7 +539,7 @@ func loopFor(cfg RigViewer, log *slog.Logger) (*throttle.Loop, error) {
 // addViewer adds the region, the relay, the viewer and the sidecar to g,
 // and returns what releases them (each their Close), whether g runs or
 // not. On failure, what it had bound is released already.
-func addViewer(g *throttle.Group, b *link.Bottleneck, cfg RigViewer, warmup time.Duration, viewerTap func(lludp.Datagram), log *slog.Logger) (_ *viewerRig, release []func() error, err error) {
+func addViewer(g *group.Group, b *link.Bottleneck, cfg RigViewer, warmup time.Duration, viewerTap func(lludp.Datagram), log *slog.Logger) (_ *viewerRig, release []func() error, err error) {
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, closeAll(release))
@@ -559,7 +561,7 @@ func addViewer(g *throttle.Group, b *link.Bottleneck, cfg RigViewer, warmup time
 	release = append(release, sim.Close)
 	vr := &viewerRig{mode: cfg.Mode, loop: loop, warmEnd: time.Now().Add(warmup)}
 	if cfg.Source == nil {
-		vr.source = throttle.NewChanSource(tapBuffer)
+		vr.source = sidecar.NewChanSource(tapBuffer)
 	}
 	// The viewer's datagrams cross b as flows "lludp VIEWER up" and
 	// "lludp VIEWER down" (viewerFlow finds them); the tap sees them as
@@ -586,7 +588,7 @@ func addViewer(g *throttle.Group, b *link.Bottleneck, cfg RigViewer, warmup time
 		return nil, release, fmt.Errorf("scenario: %w", err)
 	}
 	release = append(release, v.Close)
-	var source throttle.Source = vr.source
+	var source sidecar.Source = vr.source
 	if cfg.Source != nil {
 		if source, err = cfg.Source(relay.Addr()); err != nil {
 			return nil, release, fmt.Errorf("scenario: the sidecar's source: %w", err)
@@ -602,7 +604,7 @@ func addViewer(g *throttle.Group, b *link.Bottleneck, cfg RigViewer, warmup time
 			sender = cfg.Sender(sender)
 		}
 	}
-	sc, err := throttle.NewSidecar(throttle.SidecarConfig{Loop: loop, Source: source, Sender: sender, Log: log,
+	sc, err := sidecar.New(sidecar.Config{Loop: loop, Source: source, Sender: sender, Log: log,
 		AfterTick: func(now time.Time, sent []throttle.Request) {
 			tick := RigTick{Now: now, Sent: sent}
 			if keys := loop.Keys(); len(keys) > 0 {

@@ -32,5 +32,5 @@
 // 4–7 for typical TCP by omitting what did not change, which a lost bundle
 // desynchronises). A flow's first packet, SYN/FIN/RST, a resend and a
 // change in a constant field go in full. The checksums are
-// internal/ipsum's.
+// capture/ipsum's.
 package tcm

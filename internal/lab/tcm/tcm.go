@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/fairgrid/fairgrid/internal/ipsum"
+	"github.com/fairgrid/fairgrid/capture/ipsum"
 	"github.com/fairgrid/fairgrid/internal/lab/link"
 )
 

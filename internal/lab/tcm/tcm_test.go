@@ -14,7 +14,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/fairgrid/fairgrid/internal/ipsum"
+	"github.com/fairgrid/fairgrid/capture/ipsum"
 	"github.com/fairgrid/fairgrid/internal/lab/link"
 )
 

@@ -22,7 +22,7 @@
 //	n, _ := tcpflow.New(b, tcpflow.Config{Seed: seed}, log)
 //	defer n.Close()
 //	f, _ := n.AddFlow(tcpflow.FlowConfig{Name: "cubic download", CC: tcpflow.CUBIC, Dir: tcpflow.Download})
-//	var g throttle.Group // its first error ends every member's run
+//	var g group.Group // its first error ends every member's run
 //	g.Add(b.Run, nil)
 //	g.Add(n.Run, nil)
 //	err := g.Run(ctx)

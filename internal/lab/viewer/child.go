@@ -4,8 +4,8 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/fairgrid/fairgrid/capture/circuit"
 	"github.com/fairgrid/fairgrid/lludp"
+	"github.com/fairgrid/fairgrid/throttle/circuit"
 )
 
 // Child circuits. A viewer holds a circuit to its agent's region (the
@@ -14,7 +14,7 @@ import (
 // from the one UDP socket (protocol.md §11.2, §11.3). A child circuit
 // sends UseCircuitCode once the root circuit is complete and answers the
 // RegionHandshake, but sends no CompleteAgentMovement — that is what
-// makes a region the agent's root, in OpenSim and in capture/circuit's
+// makes a region the agent's root, in OpenSim and in throttle/circuit's
 // ArrivedAt — and no AgentUpdate or AgentThrottle: a neighbour takes its
 // throttle from the root region, scaled with distance (protocol.md §8.9).
 // It acks, pings every PingInterval and resends its reliable packets, as

@@ -1,8 +1,8 @@
 package viewer
 
 import (
-	"github.com/fairgrid/fairgrid/capture/circuit"
 	"github.com/fairgrid/fairgrid/opensim"
+	"github.com/fairgrid/fairgrid/throttle/circuit"
 )
 
 // Report is what a viewer measured (`fairgrid viewer --format json`).

@@ -11,11 +11,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fairgrid/fairgrid/capture/circuit"
-	"github.com/fairgrid/fairgrid/internal/socks5"
 	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/opensim/region"
 	"github.com/fairgrid/fairgrid/ratecalc"
+	"github.com/fairgrid/fairgrid/throttle/circuit"
+	"github.com/fairgrid/fairgrid/throttle/proxy/socks5"
 )
 
 // Config configures a synthetic viewer. Zero fields take the defaults
