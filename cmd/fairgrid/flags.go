@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -139,17 +140,6 @@ func segmentFlag(fs *flag.FlagSet) *throttle.Segment {
 	return &segment
 }
 
-// tooSlow is the error for a rate v (bits/s) below a floor: when v was a
-// bare number it says rates are bits/s and suggests the k it likely
-// lacked ("1000" for 1000k); with a unit it names the floor alone.
-func tooSlow(v string, bps float64, floor string) error {
-	v = strings.TrimSpace(v)
-	if _, err := strconv.ParseFloat(v, 64); err == nil {
-		return fmt.Errorf("%.0f bit/s is below %s; rates are bits/s: did you mean %sk?", bps, floor, v)
-	}
-	return fmt.Errorf("%.0f bit/s is below %s", bps, floor)
-}
-
 // parsePositiveRate reads a rate flag for which zero means nothing: a
 // throttle, a bottleneck, a maximum.
 func parsePositiveRate(name, v string) (ratecalc.Rate, error) {
@@ -223,13 +213,11 @@ func explainFlagError(fs *flag.FlagSet, err error) string {
 		if f := fs.Lookup(name); f != nil && flagKey(f) != "" {
 			key = " (" + flagKey(f) + ")"
 		}
-		if f := fs.Lookup(name); f != nil {
-			if _, derr := time.ParseDuration(f.DefValue); derr == nil {
-				if _, nerr := strconv.ParseFloat(value, 64); nerr == nil {
-					return fmt.Sprintf("--%s %s%s: a duration needs a unit, such as %sms or %ss", name, value, key, value, value)
-				}
-				return fmt.Sprintf("--%s %q%s: want a duration such as 100ms, 5s or 1m", name, value, key)
+		if f := fs.Lookup(name); f != nil && isDuration(f) {
+			if _, nerr := strconv.ParseFloat(value, 64); nerr == nil {
+				return fmt.Sprintf("--%s %s%s: a duration needs a unit, such as %sms or %ss", name, value, key, value, value)
 			}
+			return fmt.Sprintf("--%s %q%s: want a duration such as 100ms, 5s or 1m", name, value, key)
 		}
 		// The flag package's numbers say only "parse error": say what
 		// the flag takes, from its default.
@@ -252,6 +240,43 @@ func explainFlagError(fs *flag.FlagSet, err error) string {
 		return fmt.Sprintf("--%s%s%s: %s", name, quoted, key, reason)
 	}
 	return msg
+}
+
+// isDuration says whether f takes a duration: a time.Duration, or a
+// setting's configs.Duration.
+func isDuration(f *flag.Flag) bool {
+	g, ok := f.Value.(flag.Getter)
+	if !ok {
+		return false
+	}
+	switch g.Get().(type) {
+	case time.Duration, *configs.Duration:
+		return true
+	}
+	return false
+}
+
+// addrPortVar declares an ip:port flag; an address that is not one, or
+// none, is refused as the command line is parsed.
+func addrPortVar(fs *flag.FlagSet, p *netip.AddrPort, name, value, usage string) {
+	*p = netip.MustParseAddrPort(value)
+	fs.Var(addrPortValue{p}, name, usage)
+}
+
+type addrPortValue struct{ p *netip.AddrPort }
+
+func (a addrPortValue) String() string {
+	if a.p == nil {
+		return ""
+	}
+	return a.p.String()
+}
+
+func (a addrPortValue) Set(v string) (err error) {
+	if *a.p, err = netip.ParseAddrPort(v); err != nil {
+		return errors.New("want ip:port")
+	}
+	return nil
 }
 
 // flagKey is the configuration key a setting flag sets, which

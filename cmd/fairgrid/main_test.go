@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // runCmd runs the binary's entry point in-process.
@@ -181,39 +180,3 @@ func TestRate(t *testing.T) {
 }
 
 func round(x float64) float64 { return float64(int64(x*10+0.5)) / 10 }
-
-func TestLinkFlags(t *testing.T) {
-	cfg, err := linkConfig("127.0.0.1:0", "127.0.0.1:9000", "down=2M,up=500k", "25ms", "down=3%,up=0.01", "50", "1", 7)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cfg.Down.Rate != 250_000 || cfg.Up.Rate != 62_500 || cfg.Down.Delay != 25*time.Millisecond || cfg.Up.Delay != 25*time.Millisecond ||
-		cfg.Down.Loss != 0.03 || cfg.Up.Loss != 0.01 || cfg.Down.Buffer != 50 || cfg.Seed != 7 {
-		t.Errorf("%+v", cfg)
-	}
-	for _, bad := range [][7]string{
-		{"x", "127.0.0.1:9000", "0", "0", "0", "1", "1"},
-		{"127.0.0.1:0", "127.0.0.1:9000", "fast", "0", "0", "1", "1"},
-		{"127.0.0.1:0", "127.0.0.1:9000", "0", "0", "left=1", "1", "1"},
-		{"127.0.0.1:0", "127.0.0.1:9000", "0", "soon", "0", "1", "1"},
-	} {
-		if _, err := linkConfig(bad[0], bad[1], bad[2], bad[3], bad[4], bad[5], bad[6], 1); err == nil {
-			t.Errorf("%v accepted", bad)
-		}
-	}
-}
-
-func TestSimFlags(t *testing.T) {
-	cfg, err := simConfig("127.0.0.1:0", "flying", "7:11111111-2222-3333-4444-555555555555:66666666-7777-8888-9999-aaaaaaaaaaaa", "2M", "10M", true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(cfg.Allowed) != 1 || cfg.Allowed[0].Code != 7 || cfg.Scheduler.ClientMax != 250_000 || cfg.Scheduler.SceneMax != 1_250_000 || !cfg.Scheduler.AvatarPriority {
-		t.Errorf("%+v", cfg)
-	}
-	for _, bad := range [][3]string{{"x", "walking", ""}, {"127.0.0.1:0", "running", ""}, {"127.0.0.1:0", "walking", "7:nope:nope"}, {"127.0.0.1:0", "walking", "1:2"}} {
-		if _, err := simConfig(bad[0], bad[1], bad[2], "1M", "1M", false); err == nil {
-			t.Errorf("%v accepted", bad)
-		}
-	}
-}
