@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fairgrid/fairgrid/capture"
+	"github.com/fairgrid/fairgrid/capture/input"
 	"github.com/fairgrid/fairgrid/internal/audit"
 	"github.com/fairgrid/fairgrid/internal/audit/render"
 )
@@ -57,7 +58,7 @@ func runAudit(args []string, s stdio) int {
 	htmlPath := fs.String("html", "", "also write one self-contained HTML `FILE` with the figures (inline SVG, no network, no JavaScript)")
 	live := fs.String("live", "", "audit a live capture on this `interface` (needs CAP_NET_RAW)")
 	duration := fs.Duration("duration", 0, "with --live: stop after this long (required)")
-	capOpts := addCaptureFlags(fs)
+	capFlags := input.BindFlags(fs)
 	if code, ok := parseFlagsArgs(fs, auditSynopsis, args, s); !ok {
 		return code
 	}
@@ -65,7 +66,7 @@ func runAudit(args []string, s stdio) int {
 		fmt.Fprintf(s.err, "fairgrid audit: "+format+"\n", a...)
 		return exitUsage
 	}
-	ports, sims, tmpl, err := capOpts.parse()
+	ports, sims, tmpl, err := capFlags.Parse()
 	if err != nil {
 		return usageErr("%v", err)
 	}
@@ -100,10 +101,10 @@ func runAudit(args []string, s stdio) int {
 	if *live != "" {
 		failed = !auditLive(a, *live, *duration, ports, s)
 	} else {
-		var opened []*openedCapture
-		stdin := s.in
+		var opened []*input.Source
+		stdin := input.NewStdin(s.in)
 		for _, arg := range fs.Args() {
-			oc, err := openCaptureArg(arg, &stdin, ports)
+			oc, err := input.OpenCapture(arg, stdin, ports)
 			if err != nil {
 				fmt.Fprintf(s.err, "fairgrid audit: %v\n", err)
 				failed = true
@@ -123,9 +124,9 @@ func runAudit(args []string, s stdio) int {
 		inputs := make([]audit.Input, len(opened))
 		var total int64
 		for i, oc := range opened {
-			oc.counter.R = interruptible{ctx, oc.counter.R}
-			inputs[i] = audit.Input{Name: oc.name, Reader: oc.reader, Counter: oc.counter, Asked: asked}
-			total += oc.size
+			oc.Counter.R = interruptible{ctx, oc.Counter.R}
+			inputs[i] = audit.Input{Name: oc.Name, Reader: oc.Capture, Counter: oc.Counter, Asked: asked}
+			total += oc.Size
 		}
 		readDone := make(chan struct{})
 		go func() {
@@ -150,7 +151,7 @@ func runAudit(args []string, s stdio) int {
 		if ctx.Err() != nil {
 			var read int64
 			for _, oc := range opened {
-				read += oc.counter.N
+				read += oc.Counter.N
 			}
 			interrupted = fmt.Sprintf("interrupted (Ctrl-C) after %d bytes", read)
 			if total > 0 {
@@ -256,17 +257,17 @@ func auditEach(cfg audit.Config, args []string, dir string, json bool, s stdio) 
 	}
 	out := &resultWriter{w: s.out}
 	bw := bufio.NewWriterSize(out, 64<<10)
-	var mu sync.Mutex // openCaptureArg gives stdin up once
-	stdin := s.in
+	var mu sync.Mutex // stdin is given up once
+	stdin := input.NewStdin(s.in)
 	failed := false
 	open := func(i int) (audit.Input, func() error, error) {
 		mu.Lock()
 		defer mu.Unlock()
-		oc, err := openCaptureArg(args[i], &stdin, cfg.Ports)
+		oc, err := input.OpenCapture(args[i], stdin, cfg.Ports)
 		if err != nil {
 			return audit.Input{}, nil, err
 		}
-		return audit.Input{Name: oc.name, Reader: oc.reader, Counter: oc.counter}, oc.Close, nil
+		return audit.Input{Name: oc.Name, Reader: oc.Capture, Counter: oc.Counter}, oc.Close, nil
 	}
 	if json {
 		io.WriteString(bw, "[\n")
