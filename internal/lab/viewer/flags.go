@@ -210,7 +210,7 @@ func (p StressPlan) Run(ctx context.Context, w io.Writer, asJSON bool, note func
 	if note == nil {
 		note = func(string) {}
 	}
-	ew := &stickyWriter{w: w}
+	ew := &errWriter{w: w}
 	enc := json.NewEncoder(ew)
 	if !asJSON {
 		fmt.Fprintf(ew, "%7s %6s %7s %6s %9s %9s %8s %8s %8s %8s %8s %s\n", "viewers", "logged", "world m", "neigh", "in/s", "out/s",
@@ -290,27 +290,25 @@ func writeStressRow(w io.Writer, res StressResult, interrupted bool) {
 		res.Neighbours, in, out, res.MeanMs, res.P99Ms, simCPU, viewCPU, res.WindowSeconds, fleet)
 }
 
-// stickyWriter keeps the first write error, so that a run stops once its
-// output is gone.
-type stickyWriter struct {
+// errWriter keeps the first write error and writes nothing after it, so
+// that a run stops once its output is gone.
+type errWriter struct {
 	w   io.Writer
 	err error
 }
 
-func (s *stickyWriter) Write(p []byte) (int, error) {
-	if s.err != nil {
-		return 0, s.err
+func (e *errWriter) Write(p []byte) (n int, err error) {
+	if e.err == nil {
+		n, e.err = e.w.Write(p)
 	}
-	n, err := s.w.Write(p)
-	s.err = err
-	return n, err
+	return n, e.err
 }
 
 // WriteReports writes what each viewer measured: with asJSON one object
 // a line, else a few lines each ending with its verdict, which verdict
 // gives (the audit's judgement, which this package cannot import).
 func WriteReports(w io.Writer, rs []Report, asJSON bool, verdict func(Report) string) error {
-	ew := &stickyWriter{w: w}
+	ew := &errWriter{w: w}
 	enc := json.NewEncoder(ew)
 	for _, r := range rs {
 		if asJSON {

@@ -75,32 +75,32 @@ func TestStressPlan(t *testing.T) {
 // with a message naming the flag.
 func TestFlagsRefuse(t *testing.T) {
 	for _, tt := range []struct {
-		args []string
 		want string
+		args []string
 	}{
-		{[]string{"--stress", "--sim", "nowhere"}, "want ip:port"},
-		{[]string{"--stress", "--sweep", "10,x"}, "--sweep"},
-		{[]string{"--stress", "--neighbours", "-1"}, "--neighbours"},
-		{[]string{"--stress", "--neighbours", "8", "--view-distance", "0"}, "--view-distance"},
-		{[]string{"--stress", "--neighbours", "8", "--clients", "1"}, "at least 2 viewers"},
-		{[]string{"--stress", "--neighbours", "8", "--clients", "100000", "--view-distance", "1000"}, "larger than"},
-		{[]string{"--stress", "--fleet", "both"}, "--fleet"},
-		{[]string{"--stress", "--child-regions", "2"}, "--child-regions does not apply to --stress"},
-		{[]string{"--stress", "--socks5", "127.0.0.1:1080"}, "--socks5 does not apply to --stress"},
+		{"want ip:port", []string{"--stress", "--sim", "nowhere"}},
+		{"--sweep", []string{"--stress", "--sweep", "10,x"}},
+		{"--neighbours", []string{"--stress", "--neighbours", "-1"}},
+		{"--view-distance", []string{"--stress", "--neighbours", "8", "--view-distance", "0"}},
+		{"at least 2 viewers", []string{"--stress", "--neighbours", "8", "--clients", "1"}},
+		{"larger than", []string{"--stress", "--neighbours", "8", "--clients", "100000", "--view-distance", "1000"}},
+		{"--fleet", []string{"--stress", "--fleet", "both"}},
+		{"--child-regions does not apply to --stress", []string{"--stress", "--child-regions", "2"}},
+		{"--socks5 does not apply to --stress", []string{"--stress", "--socks5", "127.0.0.1:1080"}},
 		// Stress flags without --stress are refused, not ignored.
-		{[]string{"--fleet", "shared"}, "--fleet applies only with --stress"},
-		{[]string{"--sweep", "10,20"}, "--sweep applies only with --stress"},
-		{[]string{"--neighbours", "8"}, "--neighbours applies only with --stress"},
-		{[]string{"--view-distance", "16"}, "--view-distance applies only with --stress"},
-		{[]string{"--sim-metrics", "http://127.0.0.1:1/metrics"}, "--sim-metrics applies only with --stress"},
-		{[]string{"--sim", "x"}, `--sim "x": want ip:port`},
-		{[]string{"--clients", "0"}, "--clients 0: want 1 to 100000"},
-		{[]string{"--throttle", "0"}, "--throttle 0: want a positive rate"},
-		{[]string{"--child-regions", "9"}, "--child-regions 9: want 0 to 8"},
-		{[]string{"--child-regions", "-2"}, "--child-regions -2: want 0 to 8"},
-		{[]string{"--sim", "127.0.0.1:65535", "--child-regions", "1"}, "run past 65535"},
-		{[]string{"--socks5-user", "u", "--socks5-pass", "p"}, "need --socks5"},
-		{[]string{"--socks5", "127.0.0.1:1080", "--socks5-user", "u"}, "go together"},
+		{"--fleet applies only with --stress", []string{"--fleet", "shared"}},
+		{"--sweep applies only with --stress", []string{"--sweep", "10,20"}},
+		{"--neighbours applies only with --stress", []string{"--neighbours", "8"}},
+		{"--view-distance applies only with --stress", []string{"--view-distance", "16"}},
+		{"--sim-metrics applies only with --stress", []string{"--sim-metrics", "http://127.0.0.1:1/metrics"}},
+		{`--sim "x": want ip:port`, []string{"--sim", "x"}},
+		{"--clients 0: want 1 to 100000", []string{"--clients", "0"}},
+		{"--throttle 0: want a positive rate", []string{"--throttle", "0"}},
+		{"--child-regions 9: want 0 to 8", []string{"--child-regions", "9"}},
+		{"--child-regions -2: want 0 to 8", []string{"--child-regions", "-2"}},
+		{"run past 65535", []string{"--sim", "127.0.0.1:65535", "--child-regions", "1"}},
+		{"need --socks5", []string{"--socks5-user", "u", "--socks5-pass", "p"}},
+		{"go together", []string{"--socks5", "127.0.0.1:1080", "--socks5-user", "u"}},
 	} {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			f := parseFlags(t, tt.args...)
