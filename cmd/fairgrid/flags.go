@@ -96,15 +96,18 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// formatFlag declares --format: text or json, checked as the flags are
-// parsed, so every subcommand refuses the same way.
-func formatFlag(fs *flag.FlagSet, usage string) *string {
+// formatFlag declares --format: text, json or one of more, checked as
+// the flags are parsed, so every subcommand refuses the same way.
+func formatFlag(fs *flag.FlagSet, usage string, more ...string) *string {
 	format := "text"
-	fs.Var(formatValue{&format}, "format", usage)
+	fs.Var(formatValue{&format, append([]string{"text", "json"}, more...)}, "format", usage)
 	return &format
 }
 
-type formatValue struct{ p *string }
+type formatValue struct {
+	p       *string
+	allowed []string
+}
 
 func (f formatValue) String() string {
 	if f.p == nil {
@@ -114,8 +117,9 @@ func (f formatValue) String() string {
 }
 
 func (f formatValue) Set(v string) error {
-	if v != "text" && v != "json" {
-		return errors.New("want text or json")
+	if !slices.Contains(f.allowed, v) {
+		last := len(f.allowed) - 1
+		return fmt.Errorf("want %s or %s", strings.Join(f.allowed[:last], ", "), f.allowed[last])
 	}
 	*f.p = v
 	return nil
