@@ -2,12 +2,10 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"io"
 	"os"
 	"runtime"
-	"strings"
 	"sync"
 	"time"
 
@@ -97,7 +95,6 @@ func runAudit(args []string, s stdio) int {
 	}
 
 	failed := false
-	var interrupted string
 	if *live != "" {
 		failed = !auditLive(a, *live, *duration, ports, s)
 	} else {
@@ -117,55 +114,18 @@ func runAudit(args []string, s stdio) int {
 			return exitFail // each reason is on stderr; an empty report would say nothing more
 		}
 		// Ctrl-C stops reading: the report covers what was read, and says
-		// so. A read blocked on a slow file (a FIFO) ends with its close.
+		// so.
 		ctx, stop := runContext(0, plainNotice(s.err, "fairgrid audit"))
 		defer stop()
-		asked := func() bool { return ctx.Err() != nil }
-		inputs := make([]audit.Input, len(opened))
-		var total int64
-		for i, oc := range opened {
-			oc.Counter.R = interruptible{ctx, oc.Counter.R}
-			inputs[i] = audit.Input{Name: oc.Name, Reader: oc.Capture, Counter: oc.Counter, Asked: asked}
-			total += oc.Size
-		}
-		readDone := make(chan struct{})
-		go func() {
-			select {
-			case <-ctx.Done():
-				for _, oc := range opened {
-					oc.Close()
-				}
-			case <-readDone:
-			}
-		}()
-		var bar *audit.Progress
+		var bar func(int64) *audit.Progress
 		if stderrIsTerminal(s.err) {
-			bar = audit.NewProgress(s.err, total, progressClock)
-			for _, in := range inputs {
-				bar.Track(in.Counter)
-			}
+			bar = func(total int64) *audit.Progress { return audit.NewProgress(s.err, total, progressClock) }
 		}
-		a.Read(inputs, bar.Update)
-		close(readDone)
-		bar.Done()
-		if ctx.Err() != nil {
-			var read int64
-			for _, oc := range opened {
-				read += oc.Counter.N
-			}
-			interrupted = fmt.Sprintf("interrupted (Ctrl-C) after %d bytes", read)
-			if total > 0 {
-				interrupted += fmt.Sprintf(" of %d", total)
-			}
-			interrupted += ": the report covers the datagrams read before"
-		}
+		a.ReadFiles(ctx, opened, bar)
 		stop() // a second Ctrl-C ends the program
 	}
 
 	r := a.Report()
-	if interrupted != "" {
-		r.Warnings = append(r.Warnings, interrupted)
-	}
 	if reportUnread(r, s) {
 		failed = true
 	}
@@ -194,7 +154,7 @@ func runAudit(args []string, s stdio) int {
 		}
 	}
 	if *htmlPath != "" {
-		if err := writeHTMLFile(*htmlPath, r); err != nil {
+		if err := render.WriteHTMLFile(*htmlPath, r); err != nil {
 			fmt.Fprintf(s.err, "fairgrid audit: %v\n", err)
 			failed = true
 		}
@@ -222,28 +182,6 @@ func auditLive(a *audit.Auditor, iface string, d time.Duration, ports capture.Po
 	go func() { <-ctx.Done(); r.Close() }()
 	a.Read([]audit.Input{{Name: iface, Reader: r, Asked: func() bool { return ctx.Err() != nil }}}, nil)
 	return true
-}
-
-// writeHTMLFile writes the HTML report; a file left half-written by an
-// error is removed.
-func writeHTMLFile(path string, r *audit.Report) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("html: %w", err)
-	}
-	bw := bufio.NewWriterSize(f, 256<<10)
-	err = render.WriteHTML(bw, r)
-	if err == nil {
-		err = bw.Flush()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(path)
-		return fmt.Errorf("html %s: %w", path, err)
-	}
-	return nil
 }
 
 // auditEach is --parquet: every file audited alone, on all cores, each
@@ -319,41 +257,9 @@ func auditEach(cfg audit.Config, args []string, dir string, json bool, s stdio) 
 // reportUnread says, for each file of r that yielded nothing and for a
 // report without circuits, that nothing could be audited; true if so.
 func reportUnread(r *audit.Report, s stdio) bool {
-	bad := false
-	for _, f := range r.Files {
-		if f.Datagrams == 0 && (f.StoppedAt != nil || f.Bytes == 0) {
-			fmt.Fprintf(s.err, "fairgrid audit: %s: nothing could be read\n", f.Name)
-			bad = true
-		}
+	problems := r.Unread()
+	for _, p := range problems {
+		fmt.Fprintf(s.err, "fairgrid audit: %s\n", p)
 	}
-	if len(r.Circuits) == 0 {
-		fmt.Fprintf(s.err, "fairgrid audit: no LLUDP circuits in %s\n", fileNames(r))
-		bad = true
-	}
-	return bad
-}
-
-func fileNames(r *audit.Report) string {
-	var names []string
-	for _, f := range r.Files {
-		names = append(names, f.Name)
-	}
-	if len(names) == 0 {
-		return "the input"
-	}
-	return strings.Join(names, ", ")
-}
-
-// interruptible ends a read once ctx has: the capture reader then stops
-// as at the end of its input.
-type interruptible struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (i interruptible) Read(p []byte) (int, error) {
-	if err := i.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return i.r.Read(p)
+	return len(problems) > 0
 }
