@@ -45,20 +45,3 @@ func TestFlagErrorsOneLine(t *testing.T) {
 		})
 	}
 }
-
-func TestEditDistance(t *testing.T) {
-	for _, tc := range []struct {
-		a, b string
-		want int
-	}{
-		{"", "", 0}, {"abc", "", 3}, {"", "ab", 2}, {"clinets", "clients", 1}, {"controler", "controller", 1},
-		{"kitten", "sitting", 3}, {"rate", "rate", 0}, {"ab", "ba", 1},
-	} {
-		if got := editDistance(tc.a, tc.b); got != tc.want {
-			t.Errorf("editDistance(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.want)
-		}
-	}
-	if got := nearest("zzzz", []string{"sim", "rate"}); got != "" {
-		t.Errorf("nearest of an unrelated word = %q, want none", got)
-	}
-}

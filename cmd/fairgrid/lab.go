@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fairgrid/fairgrid/internal/cli"
 	labscenario "github.com/fairgrid/fairgrid/internal/lab/scenario"
 )
 
@@ -76,7 +77,7 @@ func runLab(args []string, s stdio) int {
 		for _, sc := range labscenario.Scenarios() {
 			names = append(names, sc.Name)
 		}
-		if near := nearest(fs.Arg(0), names); near != "" {
+		if near := cli.Nearest(fs.Arg(0), names); near != "" {
 			fmt.Fprintf(s.err, "fairgrid lab: unknown scenario %q; did you mean %s? (--help lists them)\n", fs.Arg(0), near)
 		} else {
 			fmt.Fprintf(s.err, "fairgrid lab: unknown scenario %q; the scenarios are:\n%s\n", fs.Arg(0), labScenarios())

@@ -5,6 +5,7 @@ import (
 	"net"
 
 	"github.com/fairgrid/fairgrid/configs"
+	"github.com/fairgrid/fairgrid/internal/cli"
 	"github.com/fairgrid/fairgrid/opensim/region"
 	"github.com/fairgrid/fairgrid/throttle"
 	"github.com/prometheus/client_golang/prometheus"
@@ -62,7 +63,7 @@ func runSim(args []string, s stdio) int {
 	duration := fs.Duration("duration", 0, "stop after this long (0: until interrupted)")
 	logFormat := configs.Default().Log.Format
 	fs.TextVar(&logFormat, "log-format", logFormat, logFormatUsage)
-	profiles := addProfileFlags(fs)
+	profiles := cli.BindProfileFlags(fs)
 	if code, ok := parseFlags(fs, synopsis, args, s); !ok {
 		return code
 	}
@@ -95,7 +96,7 @@ func runSim(args []string, s stdio) int {
 	for _, c := range children {
 		g.Add(c.Run, nil)
 	}
-	stopProfiles, err := profiles.start()
+	stopProfiles, err := profiles.Start()
 	if err != nil {
 		fmt.Fprintf(s.err, "fairgrid sim: %v\n", err)
 		return exitFail

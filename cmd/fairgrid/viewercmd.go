@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/fairgrid/fairgrid/internal/audit"
+	"github.com/fairgrid/fairgrid/internal/cli"
 	"github.com/fairgrid/fairgrid/internal/lab/viewer"
 	"github.com/fairgrid/fairgrid/ratecalc"
 	"github.com/fairgrid/fairgrid/throttle"
@@ -59,7 +60,7 @@ func runViewer(args []string, s stdio) int {
 	fs := newFlagSet("viewer", viewerSynopsis, s)
 	flags := viewer.BindFlags(fs)
 	format := formatFlag(fs, "output format: `text` or json")
-	profiles := addProfileFlags(fs)
+	profiles := cli.BindProfileFlags(fs)
 	if c, ok := parseFlags(fs, viewerSynopsis, args, s); !ok {
 		return c
 	}
@@ -102,13 +103,13 @@ func runViewer(args []string, s stdio) int {
 
 // runStress runs stress viewers, for one count or a sweep of counts,
 // with the profiles asked for.
-func runStress(flags *viewer.Flags, profiles profileFlags, asJSON bool, s stdio) int {
+func runStress(flags *viewer.Flags, profiles cli.ProfileFlags, asJSON bool, s stdio) int {
 	plan, err := flags.StressPlan()
 	if err != nil {
 		fmt.Fprintf(s.err, "fairgrid viewer: %v\n", err)
 		return exitUsage
 	}
-	stopProfiles, err := profiles.start()
+	stopProfiles, err := profiles.Start()
 	if err != nil {
 		fmt.Fprintf(s.err, "fairgrid viewer: %v\n", err)
 		return exitFail
