@@ -5,11 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
-	"sync"
 	"time"
 
-	"github.com/fairgrid/fairgrid/capture"
 	"github.com/fairgrid/fairgrid/capture/input"
 	"github.com/fairgrid/fairgrid/internal/audit"
 	"github.com/fairgrid/fairgrid/internal/audit/render"
@@ -86,8 +83,14 @@ func runAudit(args []string, s stdio) int {
 	}
 	cfg := audit.Config{Ports: ports, Sims: sims, Template: tmpl, Segment: *segment,
 		Series: *seconds || *csvDir != "" || *htmlPath != "" || *parquetDir != ""}
+	note := func(msg string) { fmt.Fprintf(s.err, "fairgrid audit: %s\n", msg) }
 	if *parquetDir != "" {
-		return auditEach(cfg, fs.Args(), *parquetDir, *format == "json", s)
+		out := &resultWriter{w: s.out}
+		code := exitOK
+		if !render.EachFile(cfg, fs.Args(), input.NewStdin(s.in), *parquetDir, *format == "json", out, note) {
+			code = exitFail
+		}
+		return out.finish(s, "audit", code)
 	}
 	a, err := audit.New(cfg)
 	if err != nil {
@@ -96,14 +99,19 @@ func runAudit(args []string, s stdio) int {
 
 	failed := false
 	if *live != "" {
-		failed = !auditLive(a, *live, *duration, ports, s)
+		ctx, stop := runContext(*duration, plainNotice(s.err, "fairgrid audit"))
+		defer stop()
+		if err := a.ReadLive(ctx, *live, ports); err != nil {
+			note(err.Error())
+			failed = true
+		}
 	} else {
 		var opened []*input.Source
 		stdin := input.NewStdin(s.in)
 		for _, arg := range fs.Args() {
 			oc, err := input.OpenCapture(arg, stdin, ports)
 			if err != nil {
-				fmt.Fprintf(s.err, "fairgrid audit: %v\n", err)
+				note(err.Error())
 				failed = true
 				continue
 			}
@@ -126,7 +134,8 @@ func runAudit(args []string, s stdio) int {
 	}
 
 	r := a.Report()
-	if reportUnread(r, s) {
+	for _, p := range r.Unread() {
+		note(p)
 		failed = true
 	}
 	out := &resultWriter{w: s.out}
@@ -149,117 +158,22 @@ func runAudit(args []string, s stdio) int {
 	}
 	if *csvDir != "" {
 		if err := audit.WriteCSV(*csvDir, r); err != nil {
-			fmt.Fprintf(s.err, "fairgrid audit: %v\n", err)
+			note(err.Error())
 			failed = true
 		}
 	}
 	if *htmlPath != "" {
 		if err := render.WriteHTMLFile(*htmlPath, r); err != nil {
-			fmt.Fprintf(s.err, "fairgrid audit: %v\n", err)
+			note(err.Error())
 			failed = true
 		}
 	}
 	for _, w := range r.Warnings {
-		fmt.Fprintf(s.err, "fairgrid audit: warning: %s\n", w)
+		note("warning: " + w)
 	}
 	code := exitOK
 	if failed {
 		code = exitFail
 	}
 	return out.finish(s, "audit", code)
-}
-
-// auditLive audits a live interface for d; false if it could not capture.
-func auditLive(a *audit.Auditor, iface string, d time.Duration, ports capture.Ports, s stdio) bool {
-	r, err := capture.OpenLive(iface, ports)
-	if err != nil {
-		fmt.Fprintf(s.err, "fairgrid audit: %v\n", err)
-		return false
-	}
-	ctx, stop := runContext(d, plainNotice(s.err, "fairgrid audit"))
-	defer stop()
-	// A blocked read returns once the socket is closed.
-	go func() { <-ctx.Done(); r.Close() }()
-	a.Read([]audit.Input{{Name: iface, Reader: r, Asked: func() bool { return ctx.Err() != nil }}}, nil)
-	return true
-}
-
-// auditEach is --parquet: every file audited alone, on all cores, each
-// report one row group of the Parquet tables and, on stdout, its table or
-// JSON document, in the order the files were named.
-func auditEach(cfg audit.Config, args []string, dir string, json bool, s stdio) int {
-	pw, err := render.NewParquetWriter(dir)
-	if err != nil {
-		fmt.Fprintf(s.err, "fairgrid audit: %v\n", err)
-		return exitFail
-	}
-	out := &resultWriter{w: s.out}
-	bw := bufio.NewWriterSize(out, 64<<10)
-	var mu sync.Mutex // stdin is given up once
-	stdin := input.NewStdin(s.in)
-	failed := false
-	open := func(i int) (audit.Input, func() error, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		oc, err := input.OpenCapture(args[i], stdin, cfg.Ports)
-		if err != nil {
-			return audit.Input{}, nil, err
-		}
-		return audit.Input{Name: oc.Name, Reader: oc.Capture, Counter: oc.Counter}, oc.Close, nil
-	}
-	if json {
-		io.WriteString(bw, "[\n")
-	}
-	emitted := 0
-	err = audit.Each(cfg, len(args), runtime.GOMAXPROCS(0), open, func(i int, r *audit.Report, err error) error {
-		if err != nil {
-			fmt.Fprintf(s.err, "fairgrid audit: %v\n", err)
-			failed = true
-			return nil
-		}
-		if reportUnread(r, s) {
-			failed = true
-		}
-		for _, w := range r.Warnings {
-			fmt.Fprintf(s.err, "fairgrid audit: warning: %s\n", w)
-		}
-		if json {
-			if emitted > 0 {
-				io.WriteString(bw, ",\n")
-			}
-			audit.WriteJSON(bw, r)
-		} else {
-			fmt.Fprintf(bw, "# %s\n", r.Files[0].Name)
-			audit.WriteText(bw, r)
-			fmt.Fprintln(bw)
-		}
-		emitted++
-		return pw.WriteFile(r)
-	})
-	if cerr := pw.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		fmt.Fprintf(s.err, "fairgrid audit: parquet: %v\n", err)
-		failed = true
-	}
-	if json {
-		io.WriteString(bw, "]\n")
-	}
-	bw.Flush()
-	code := exitOK
-	if failed {
-		code = exitFail
-	}
-	return out.finish(s, "audit", code)
-}
-
-// reportUnread says, for each file of r that yielded nothing and for a
-// report without circuits, that nothing could be audited; true if so.
-func reportUnread(r *audit.Report, s stdio) bool {
-	problems := r.Unread()
-	for _, p := range problems {
-		fmt.Fprintf(s.err, "fairgrid audit: %s\n", p)
-	}
-	return len(problems) > 0
 }

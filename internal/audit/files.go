@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/fairgrid/fairgrid/capture"
 	"github.com/fairgrid/fairgrid/capture/input"
 )
 
@@ -84,4 +85,18 @@ func (r *Report) Unread() []string {
 		problems = append(problems, "no LLUDP circuits in "+in)
 	}
 	return problems
+}
+
+// ReadLive audits a live capture on iface until ctx ends.
+func (a *Auditor) ReadLive(ctx context.Context, iface string, ports capture.Ports) error {
+	r, err := capture.OpenLive(iface, ports)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	// A blocked read returns once the socket is closed.
+	stop := context.AfterFunc(ctx, func() { r.Close() })
+	defer stop()
+	a.Read([]Input{{Name: iface, Reader: r, Asked: func() bool { return ctx.Err() != nil }}}, nil)
+	return nil
 }
