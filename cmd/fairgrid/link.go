@@ -22,8 +22,8 @@ then prints what it forwarded and dropped.`
 func runLink(args []string, s stdio) int {
 	fs := newFlagSet("link", linkSynopsis, s)
 	var cfg link.Config
-	cli.AddrPortVar(fs, &cfg.Listen, "listen", "127.0.0.1:9100", "address viewers send to")
-	cli.AddrPortVar(fs, &cfg.Upstream, "upstream", "127.0.0.1:9000", "the simulator's address")
+	cli.AddrPortVar(fs, &cfg.Listen, "listen", "127.0.0.1:9100", "`address` viewers send to")
+	cli.AddrPortVar(fs, &cfg.Upstream, "upstream", "127.0.0.1:9000", "the simulator's `address`")
 	cfg.BindFlags(fs)
 	fs.Uint64Var(&cfg.Seed, "seed", 1, "seed of the loss processes")
 	duration := fs.Duration("duration", 0, "stop after this long (0: until interrupted)")
