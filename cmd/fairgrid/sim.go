@@ -110,23 +110,7 @@ func runSim(args []string, s stdio) int {
 		fmt.Fprintf(s.err, "fairgrid sim: %v\n", runErr)
 		return exitFail
 	}
-	for i, r := range append([]*region.Server{srv}, children...) {
-		where := ""
-		if i > 0 {
-			where = fmt.Sprintf("child region %v: ", r.Addr())
-		}
-		for _, c := range r.Clients() {
-			var sent uint64
-			for _, b := range c.SentBytes {
-				sent += b
-			}
-			fmt.Fprintf(s.out, "%s%v agent %v: throttle %.0f kbit/s, sent %d bytes, %d resends\n", where, c.Addr, c.AgentID, float64(c.Total)*8/1000, sent, c.Resends)
-		}
-	}
-	fmt.Fprintln(s.out, srv.Counters())
-	for _, c := range children {
-		fmt.Fprintf(s.out, "child region %v: %v\n", c.Addr(), c.Counters())
-	}
+	region.WriteSummary(s.out, srv, children...)
 	return exitOK
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"net/netip"
@@ -242,4 +243,31 @@ func (k Counters) String() string {
 		refused = "refused or dropped: " + strings.Join(parts, ", ")
 	}
 	return fmt.Sprintf("%s; circuits ended: %d logged out, %d timed out", refused, k.LoggedOut, k.TimedOut)
+}
+
+// WriteSummary writes what root and its neighbours did: a line per client
+// (its throttle, the bytes sent and resent), then what each refused or
+// dropped (Counters.String), the neighbours' lines named by their
+// address.
+func WriteSummary(w io.Writer, root *Server, neighbours ...*Server) error {
+	var b strings.Builder
+	for i, r := range append([]*Server{root}, neighbours...) {
+		where := ""
+		if i > 0 {
+			where = fmt.Sprintf("child region %v: ", r.Addr())
+		}
+		for _, c := range r.Clients() {
+			var sent uint64
+			for _, b := range c.SentBytes {
+				sent += b
+			}
+			fmt.Fprintf(&b, "%s%v agent %v: throttle %.0f kbit/s, sent %d bytes, %d resends\n", where, c.Addr, c.AgentID, float64(c.Total)*8/1000, sent, c.Resends)
+		}
+	}
+	fmt.Fprintln(&b, root.Counters())
+	for _, n := range neighbours {
+		fmt.Fprintf(&b, "child region %v: %v\n", n.Addr(), n.Counters())
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }

@@ -162,3 +162,30 @@ func TestCountersString(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteSummary: the root's counters, then each neighbour's named by
+// its address; no clients, no client lines.
+func TestWriteSummary(t *testing.T) {
+	cfg, n, err := parseFlags("--listen", "127.0.0.1:0", "--child-regions", "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	children, err := OpenNeighbours(root, cfg, n, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer children[0].Close()
+	var b strings.Builder
+	if err := WriteSummary(&b, root, children...); err != nil {
+		t.Fatal(err)
+	}
+	none := "nothing refused or dropped; circuits ended: 0 logged out, 0 timed out"
+	if want := none + "\nchild region " + children[0].Addr().String() + ": " + none + "\n"; b.String() != want {
+		t.Errorf("%q, want %q", b.String(), want)
+	}
+}
