@@ -140,20 +140,7 @@ func schedulerConfig(clientMax, sceneMax string) (opensim.Config, error) {
 // would silently mean the default.
 func (f *Flags) admission() (AdmissionConfig, error) {
 	a := AdmissionConfig{MaxPending: *f.maxPending, PendingTimeout: *f.pendingTimeout, CircuitRate: *f.circuitRate, CircuitBurst: *f.circuitBurst}
-	var errs []error
-	if a.MaxPending < 1 {
-		errs = append(errs, fmt.Errorf("--max-pending %d: want at least 1", a.MaxPending))
-	}
-	if a.PendingTimeout <= 0 {
-		errs = append(errs, fmt.Errorf("--pending-timeout %v: want more than 0", a.PendingTimeout))
-	}
-	if !(a.CircuitRate > 0) || math.IsInf(a.CircuitRate, 0) {
-		errs = append(errs, fmt.Errorf("--circuit-rate %v: want a finite number of circuits a second above 0", a.CircuitRate))
-	}
-	if a.CircuitBurst < 1 {
-		errs = append(errs, fmt.Errorf("--circuit-burst %d: want at least 1", a.CircuitBurst))
-	}
-	return a, errors.Join(errs...)
+	return a, errors.Join(a.check([4]string{"--max-pending", "--pending-timeout", "--circuit-rate", "--circuit-burst"})...)
 }
 
 // ParseLogins reads circuits a region accepts: CODE:AGENT:SESSION,
