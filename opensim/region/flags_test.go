@@ -110,10 +110,11 @@ func TestFlagErrors(t *testing.T) {
 	}
 }
 
-// TestOpenNeighbours: the neighbours open on the ports after the root's,
-// as children of it, and an error closes those already opened.
-func TestOpenNeighbours(t *testing.T) {
-	cfg, n, err := parseFlags("--listen", "127.0.0.1:0", "--child-regions", "3")
+// openFlagged opens the region args describe and its neighbours, closed
+// when the test ends.
+func openFlagged(t *testing.T, args ...string) (Config, *Server, []*Server) {
+	t.Helper()
+	cfg, n, err := parseFlags(args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,16 +122,25 @@ func TestOpenNeighbours(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer root.Close()
+	t.Cleanup(func() { root.Close() })
 	children, err := OpenNeighbours(root, cfg, n, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, c := range children {
+		t.Cleanup(func() { c.Close() })
+	}
+	return cfg, root, children
+}
+
+// TestOpenNeighbours: the neighbours open on the ports after the root's,
+// as children of it, and an error closes those already opened.
+func TestOpenNeighbours(t *testing.T) {
+	cfg, root, children := openFlagged(t, "--listen", "127.0.0.1:0", "--child-regions", "3")
 	if len(children) != 3 {
 		t.Fatalf("%d neighbours, want 3", len(children))
 	}
 	for i, c := range children {
-		defer c.Close()
 		if c.cfg.Child == nil || c.cfg.Child.OffsetX != NeighbourOffsets[i][0] || c.cfg.Child.OffsetY != NeighbourOffsets[i][1] {
 			t.Errorf("neighbour %d: child config %+v, want offset %v", i, c.cfg.Child, NeighbourOffsets[i])
 		}
@@ -166,20 +176,7 @@ func TestCountersString(t *testing.T) {
 // TestWriteSummary: the root's counters, then each neighbour's named by
 // its address; no clients, no client lines.
 func TestWriteSummary(t *testing.T) {
-	cfg, n, err := parseFlags("--listen", "127.0.0.1:0", "--child-regions", "1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	root, err := New(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer root.Close()
-	children, err := OpenNeighbours(root, cfg, n, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer children[0].Close()
+	_, root, children := openFlagged(t, "--listen", "127.0.0.1:0", "--child-regions", "1")
 	var b strings.Builder
 	if err := WriteSummary(&b, root, children...); err != nil {
 		t.Fatal(err)
