@@ -125,7 +125,23 @@ func ParseLoss(s string) (float64, error) {
 		x /= 100
 	}
 	if !(x >= 0 && x <= 1) {
+		if !pct && x > 1 && x <= 100 {
+			// A number above 1 was surely meant as a percentage.
+			return 0, fmt.Errorf("%s is outside 0 to 1 (0%% to 100%%); for %s %%, write %s%%", v, v, v)
+		}
 		return 0, fmt.Errorf("%s is outside 0 to 1 (0%% to 100%%)", v)
 	}
 	return x, nil
+}
+
+// BelowFloor is the error for a rate of bps bits/s, typed as s, below a
+// setting's floor (floor says what it is, "8 kbit/s"). A bare number is
+// taken for one that lacked its k, which the message suggests ("1000"
+// for 1000k); with a unit it names the floor alone.
+func BelowFloor(s string, bps float64, floor string) error {
+	s = strings.TrimSpace(s)
+	if _, err := strconv.ParseFloat(s, 64); err == nil {
+		return fmt.Errorf("%.0f bit/s is below %s; rates are bits/s: did you mean %sk?", bps, floor, s)
+	}
+	return fmt.Errorf("%.0f bit/s is below %s", bps, floor)
 }

@@ -113,7 +113,9 @@ func TestParseLoss(t *testing.T) {
 		{"100%", 1, ""},
 		{"1e-400", 0, ""},
 		{"101%", 0, "101% is outside 0 to 1"},
-		{"1.5", 0, "1.5 is outside 0 to 1"},
+		{"1.5", 0, "1.5 is outside 0 to 1 (0% to 100%); for 1.5 %, write 1.5%"},
+		{"3", 0, "3 is outside 0 to 1 (0% to 100%); for 3 %, write 3%"},
+		{"100", 0, "for 100 %, write 100%"},
 		{"-0.1", 0, "-0.1 is outside"},
 		{"-1%", 0, "-1% is outside"},
 		{"1e400", 0, "outside"},
@@ -138,6 +140,26 @@ func TestParseLoss(t *testing.T) {
 				t.Fatalf("ParseLoss(%q) = %v, %v; want %v", tc.in, x, err, tc.want)
 			}
 		})
+	}
+}
+
+// TestBelowFloor: a bare number below a rate floor is taken for a missing k
+// and suggested with one; a rate with its unit is told the floor alone
+// (never "4kk").
+func TestBelowFloor(t *testing.T) {
+	for _, tc := range []struct {
+		v    string
+		bps  float64
+		want string
+	}{
+		{"1000", 1000, "1000 bit/s is below 8 kbit/s; rates are bits/s: did you mean 1000k?"},
+		{" 2.5 ", 2.5, "2 bit/s is below 8 kbit/s; rates are bits/s: did you mean 2.5k?"},
+		{"4k", 4000, "4000 bit/s is below 8 kbit/s"},
+		{"4000bit/s", 4000, "4000 bit/s is below 8 kbit/s"},
+	} {
+		if got := BelowFloor(tc.v, tc.bps, "8 kbit/s").Error(); got != tc.want {
+			t.Errorf("BelowFloor(%q) = %q, want %q", tc.v, got, tc.want)
+		}
 	}
 }
 

@@ -2,16 +2,12 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"io"
 	"os"
-	"runtime"
-	"strings"
-	"sync"
 	"time"
 
-	"github.com/fairgrid/fairgrid/capture"
+	"github.com/fairgrid/fairgrid/capture/input"
 	"github.com/fairgrid/fairgrid/internal/audit"
 	"github.com/fairgrid/fairgrid/internal/audit/render"
 )
@@ -57,7 +53,7 @@ func runAudit(args []string, s stdio) int {
 	htmlPath := fs.String("html", "", "also write one self-contained HTML `FILE` with the figures (inline SVG, no network, no JavaScript)")
 	live := fs.String("live", "", "audit a live capture on this `interface` (needs CAP_NET_RAW)")
 	duration := fs.Duration("duration", 0, "with --live: stop after this long (required)")
-	capOpts := addCaptureFlags(fs)
+	capFlags := input.BindFlags(fs)
 	if code, ok := parseFlagsArgs(fs, auditSynopsis, args, s); !ok {
 		return code
 	}
@@ -65,7 +61,7 @@ func runAudit(args []string, s stdio) int {
 		fmt.Fprintf(s.err, "fairgrid audit: "+format+"\n", a...)
 		return exitUsage
 	}
-	ports, sims, tmpl, err := capOpts.parse()
+	ports, sims, tmpl, err := capFlags.Parse()
 	if err != nil {
 		return usageErr("%v", err)
 	}
@@ -87,8 +83,14 @@ func runAudit(args []string, s stdio) int {
 	}
 	cfg := audit.Config{Ports: ports, Sims: sims, Template: tmpl, Segment: *segment,
 		Series: *seconds || *csvDir != "" || *htmlPath != "" || *parquetDir != ""}
+	note := func(msg string) { fmt.Fprintf(s.err, "fairgrid audit: %s\n", msg) }
 	if *parquetDir != "" {
-		return auditEach(cfg, fs.Args(), *parquetDir, *format == "json", s)
+		out := &resultWriter{w: s.out}
+		code := exitOK
+		if !render.EachFile(cfg, fs.Args(), input.NewStdin(s.in), *parquetDir, *format == "json", out, note) {
+			code = exitFail
+		}
+		return out.finish(s, "audit", code)
 	}
 	a, err := audit.New(cfg)
 	if err != nil {
@@ -96,16 +98,20 @@ func runAudit(args []string, s stdio) int {
 	}
 
 	failed := false
-	var interrupted string
 	if *live != "" {
-		failed = !auditLive(a, *live, *duration, ports, s)
+		ctx, stop := runContext(*duration, plainNotice(s.err, "fairgrid audit"))
+		defer stop()
+		if err := a.ReadLive(ctx, *live, ports); err != nil {
+			note(err.Error())
+			failed = true
+		}
 	} else {
-		var opened []*openedCapture
-		stdin := s.in
+		var opened []*input.Source
+		stdin := input.NewStdin(s.in)
 		for _, arg := range fs.Args() {
-			oc, err := openCaptureArg(arg, &stdin, ports)
+			oc, err := input.OpenCapture(arg, stdin, ports)
 			if err != nil {
-				fmt.Fprintf(s.err, "fairgrid audit: %v\n", err)
+				note(err.Error())
 				failed = true
 				continue
 			}
@@ -116,56 +122,20 @@ func runAudit(args []string, s stdio) int {
 			return exitFail // each reason is on stderr; an empty report would say nothing more
 		}
 		// Ctrl-C stops reading: the report covers what was read, and says
-		// so. A read blocked on a slow file (a FIFO) ends with its close.
+		// so.
 		ctx, stop := runContext(0, plainNotice(s.err, "fairgrid audit"))
 		defer stop()
-		asked := func() bool { return ctx.Err() != nil }
-		inputs := make([]audit.Input, len(opened))
-		var total int64
-		for i, oc := range opened {
-			oc.counter.R = interruptible{ctx, oc.counter.R}
-			inputs[i] = audit.Input{Name: oc.name, Reader: oc.reader, Counter: oc.counter, Asked: asked}
-			total += oc.size
-		}
-		readDone := make(chan struct{})
-		go func() {
-			select {
-			case <-ctx.Done():
-				for _, oc := range opened {
-					oc.Close()
-				}
-			case <-readDone:
-			}
-		}()
-		var bar *audit.Progress
+		var bar func(int64) *audit.Progress
 		if stderrIsTerminal(s.err) {
-			bar = audit.NewProgress(s.err, total, progressClock)
-			for _, in := range inputs {
-				bar.Track(in.Counter)
-			}
+			bar = func(total int64) *audit.Progress { return audit.NewProgress(s.err, total, progressClock) }
 		}
-		a.Read(inputs, bar.Update)
-		close(readDone)
-		bar.Done()
-		if ctx.Err() != nil {
-			var read int64
-			for _, oc := range opened {
-				read += oc.counter.N
-			}
-			interrupted = fmt.Sprintf("interrupted (Ctrl-C) after %d bytes", read)
-			if total > 0 {
-				interrupted += fmt.Sprintf(" of %d", total)
-			}
-			interrupted += ": the report covers the datagrams read before"
-		}
+		a.ReadFiles(ctx, opened, bar)
 		stop() // a second Ctrl-C ends the program
 	}
 
 	r := a.Report()
-	if interrupted != "" {
-		r.Warnings = append(r.Warnings, interrupted)
-	}
-	if reportUnread(r, s) {
+	for _, p := range r.Unread() {
+		note(p)
 		failed = true
 	}
 	out := &resultWriter{w: s.out}
@@ -188,171 +158,22 @@ func runAudit(args []string, s stdio) int {
 	}
 	if *csvDir != "" {
 		if err := audit.WriteCSV(*csvDir, r); err != nil {
-			fmt.Fprintf(s.err, "fairgrid audit: %v\n", err)
+			note(err.Error())
 			failed = true
 		}
 	}
 	if *htmlPath != "" {
-		if err := writeHTMLFile(*htmlPath, r); err != nil {
-			fmt.Fprintf(s.err, "fairgrid audit: %v\n", err)
+		if err := render.WriteHTMLFile(*htmlPath, r); err != nil {
+			note(err.Error())
 			failed = true
 		}
 	}
 	for _, w := range r.Warnings {
-		fmt.Fprintf(s.err, "fairgrid audit: warning: %s\n", w)
+		note("warning: " + w)
 	}
 	code := exitOK
 	if failed {
 		code = exitFail
 	}
 	return out.finish(s, "audit", code)
-}
-
-// auditLive audits a live interface for d; false if it could not capture.
-func auditLive(a *audit.Auditor, iface string, d time.Duration, ports capture.Ports, s stdio) bool {
-	r, err := capture.OpenLive(iface, ports)
-	if err != nil {
-		fmt.Fprintf(s.err, "fairgrid audit: %v\n", err)
-		return false
-	}
-	ctx, stop := runContext(d, plainNotice(s.err, "fairgrid audit"))
-	defer stop()
-	// A blocked read returns once the socket is closed.
-	go func() { <-ctx.Done(); r.Close() }()
-	a.Read([]audit.Input{{Name: iface, Reader: r, Asked: func() bool { return ctx.Err() != nil }}}, nil)
-	return true
-}
-
-// writeHTMLFile writes the HTML report; a file left half-written by an
-// error is removed.
-func writeHTMLFile(path string, r *audit.Report) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("html: %w", err)
-	}
-	bw := bufio.NewWriterSize(f, 256<<10)
-	err = render.WriteHTML(bw, r)
-	if err == nil {
-		err = bw.Flush()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(path)
-		return fmt.Errorf("html %s: %w", path, err)
-	}
-	return nil
-}
-
-// auditEach is --parquet: every file audited alone, on all cores, each
-// report one row group of the Parquet tables and, on stdout, its table or
-// JSON document, in the order the files were named.
-func auditEach(cfg audit.Config, args []string, dir string, json bool, s stdio) int {
-	pw, err := render.NewParquetWriter(dir)
-	if err != nil {
-		fmt.Fprintf(s.err, "fairgrid audit: %v\n", err)
-		return exitFail
-	}
-	out := &resultWriter{w: s.out}
-	bw := bufio.NewWriterSize(out, 64<<10)
-	var mu sync.Mutex // openCaptureArg gives stdin up once
-	stdin := s.in
-	failed := false
-	open := func(i int) (audit.Input, func() error, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		oc, err := openCaptureArg(args[i], &stdin, cfg.Ports)
-		if err != nil {
-			return audit.Input{}, nil, err
-		}
-		return audit.Input{Name: oc.name, Reader: oc.reader, Counter: oc.counter}, oc.Close, nil
-	}
-	if json {
-		io.WriteString(bw, "[\n")
-	}
-	emitted := 0
-	err = audit.Each(cfg, len(args), runtime.GOMAXPROCS(0), open, func(i int, r *audit.Report, err error) error {
-		if err != nil {
-			fmt.Fprintf(s.err, "fairgrid audit: %v\n", err)
-			failed = true
-			return nil
-		}
-		if reportUnread(r, s) {
-			failed = true
-		}
-		for _, w := range r.Warnings {
-			fmt.Fprintf(s.err, "fairgrid audit: warning: %s\n", w)
-		}
-		if json {
-			if emitted > 0 {
-				io.WriteString(bw, ",\n")
-			}
-			audit.WriteJSON(bw, r)
-		} else {
-			fmt.Fprintf(bw, "# %s\n", r.Files[0].Name)
-			audit.WriteText(bw, r)
-			fmt.Fprintln(bw)
-		}
-		emitted++
-		return pw.WriteFile(r)
-	})
-	if cerr := pw.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		fmt.Fprintf(s.err, "fairgrid audit: parquet: %v\n", err)
-		failed = true
-	}
-	if json {
-		io.WriteString(bw, "]\n")
-	}
-	bw.Flush()
-	code := exitOK
-	if failed {
-		code = exitFail
-	}
-	return out.finish(s, "audit", code)
-}
-
-// reportUnread says, for each file of r that yielded nothing and for a
-// report without circuits, that nothing could be audited; true if so.
-func reportUnread(r *audit.Report, s stdio) bool {
-	bad := false
-	for _, f := range r.Files {
-		if f.Datagrams == 0 && (f.StoppedAt != nil || f.Bytes == 0) {
-			fmt.Fprintf(s.err, "fairgrid audit: %s: nothing could be read\n", f.Name)
-			bad = true
-		}
-	}
-	if len(r.Circuits) == 0 {
-		fmt.Fprintf(s.err, "fairgrid audit: no LLUDP circuits in %s\n", fileNames(r))
-		bad = true
-	}
-	return bad
-}
-
-func fileNames(r *audit.Report) string {
-	var names []string
-	for _, f := range r.Files {
-		names = append(names, f.Name)
-	}
-	if len(names) == 0 {
-		return "the input"
-	}
-	return strings.Join(names, ", ")
-}
-
-// interruptible ends a read once ctx has: the capture reader then stops
-// as at the end of its input.
-type interruptible struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (i interruptible) Read(p []byte) (int, error) {
-	if err := i.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return i.r.Read(p)
 }

@@ -5,13 +5,11 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/netip"
 	"os"
 	"path/filepath"
-	"reflect"
 	"runtime"
 	"strings"
 	"testing"
@@ -21,7 +19,6 @@ import (
 	"github.com/fairgrid/fairgrid/internal/audit"
 	"github.com/fairgrid/fairgrid/internal/lab/viewer"
 	"github.com/fairgrid/fairgrid/opensim/region"
-	"github.com/parquet-go/parquet-go"
 )
 
 func auditRealCapture(t *testing.T) string {
@@ -186,75 +183,14 @@ func TestAuditProgress(t *testing.T) {
 	}
 }
 
-// TestAuditParquetEach: --parquet with three captures writes one row group
-// per file, each holding exactly the rows the file gives audited alone.
+// TestAuditParquetEach: --parquet runs render.EachFile into its
+// directory (which tests the row groups).
 func TestAuditParquetEach(t *testing.T) {
-	dir := t.TempDir()
-	var paths []string
-	for seed := range uint64(3) {
-		ds, err := capturetest.Session{Circuits: 2, Datagrams: 4000, Loss: 0.01 * float64(seed+1), Seed: seed}.Generate()
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := filepath.Join(dir, fmt.Sprintf("c%d.pcap", seed))
-		f, err := os.Create(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := capturetest.Write(f, capturetest.Pcap, ds); err != nil {
-			t.Fatal(err)
-		}
-		f.Close()
-		paths = append(paths, p)
+	dir := filepath.Join(t.TempDir(), "tables")
+	code, out, errOut := runCmd(t, "", "audit", "--parquet", dir, auditRealCapture(t))
+	if _, err := os.Stat(filepath.Join(dir, "circuits.parquet")); code != exitOK || err != nil || !strings.HasPrefix(out, "# ") {
+		t.Errorf("exit %d, %v: %s\n%s", code, err, errOut, out)
 	}
-	all := filepath.Join(dir, "all")
-	code, out, errOut := runCmd(t, "", append([]string{"audit", "--parquet", all}, paths...)...)
-	if code != exitOK {
-		t.Fatalf("exit %d: %s", code, errOut)
-	}
-	if strings.Count(out, "# ") != 3 {
-		t.Errorf("stdout has not one table per file:\n%s", out)
-	}
-	groups := readCircuitGroups(t, filepath.Join(all, "circuits.parquet"))
-	if len(groups) != len(paths) {
-		t.Fatalf("%d row groups, want one per file (%d)", len(groups), len(paths))
-	}
-	for i, p := range paths {
-		one := filepath.Join(dir, fmt.Sprint("one", i))
-		if code, _, errOut := runCmd(t, "", "audit", "--parquet", one, p); code != exitOK {
-			t.Fatalf("%s alone: exit %d: %s", p, code, errOut)
-		}
-		alone := readCircuitGroups(t, filepath.Join(one, "circuits.parquet"))
-		if len(alone) != 1 || len(alone[0]) == 0 || alone[0][0].Packets == 0 || alone[0][0].Verdict == "" || !reflect.DeepEqual(groups[i], alone[0]) {
-			t.Errorf("file %d: row group %v, alone %v", i, groups[i], alone)
-		}
-	}
-}
-
-// readCircuitGroups reads circuits.parquet row group by row group.
-func readCircuitGroups(t *testing.T, path string) [][]audit.Circuit {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	st, _ := f.Stat()
-	pf, err := parquet.OpenFile(f, st.Size())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out [][]audit.Circuit
-	for _, g := range pf.RowGroups() {
-		r := parquet.NewGenericRowGroupReader[audit.Circuit](g)
-		rows := make([]audit.Circuit, g.NumRows())
-		n, err := r.Read(rows)
-		if err != nil && !errors.Is(err, io.EOF) {
-			t.Fatal(err)
-		}
-		out = append(out, rows[:n])
-	}
-	return out
 }
 
 // TestAuditHTML: --html writes one page with inline SVG figures.

@@ -208,33 +208,6 @@ func TestLabGatewayInterrupted(t *testing.T) {
 	}
 }
 
-// TestLabProgress: on a terminal the line is redrawn with the runs done,
-// the time spent and an estimate of the time left, and cleared at the
-// end; elsewhere a line per run.
-func TestLabProgress(t *testing.T) {
-	at := time.Unix(1000, 0)
-	now := func() time.Time { return at }
-	var term bytes.Buffer
-	p := newLabProgress(&term, "mongoose", true, now)
-	at = at.Add(30 * time.Second)
-	p.update(3, 10, "loss=3% stock")
-	p.done()
-	want := "\r\x1b[Kfairgrid lab: mongoose: 3 of 10 runs done, 0:30 in, about 1:10 left (Ctrl-C stops and prints what finished)"
-	if got := term.String(); !strings.HasPrefix(got, want) || !strings.HasSuffix(got, "\r\x1b[K") {
-		t.Errorf("terminal: %q, want %q then the line cleared", got, want)
-	}
-	var log bytes.Buffer
-	p = newLabProgress(&log, "mongoose", false, now)
-	p.planned = 100 * time.Second
-	p.update(0, 10, "")
-	at = at.Add(65 * time.Second)
-	p.update(4, 10, "loss=3% window")
-	p.done()
-	if got, want := log.String(), "fairgrid lab: mongoose: 10 runs, about 1:40 in real time\nfairgrid lab: mongoose: run 4 of 10 done (loss=3% window), 1:05 in\n"; got != want {
-		t.Errorf("not a terminal: %q, want %q", got, want)
-	}
-}
-
 // TestViewerLastLineVerdict: the viewer's output, run as a user runs it
 // against fairgrid sim, ends with a verdict in words, and its rates carry
 // their unit; the sim, stopped with Ctrl-C, says what happened in words.

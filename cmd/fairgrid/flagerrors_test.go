@@ -3,8 +3,6 @@ package main
 import (
 	"strings"
 	"testing"
-
-	"github.com/fairgrid/fairgrid/opensim/region"
 )
 
 // TestFlagErrorsOneLine: a mistake on the command line gets one line on
@@ -45,56 +43,5 @@ func TestFlagErrorsOneLine(t *testing.T) {
 				t.Errorf("stdout %q, want nothing", out)
 			}
 		})
-	}
-}
-
-func TestEditDistance(t *testing.T) {
-	for _, tc := range []struct {
-		a, b string
-		want int
-	}{
-		{"", "", 0}, {"abc", "", 3}, {"", "ab", 2}, {"clinets", "clients", 1}, {"controler", "controller", 1},
-		{"kitten", "sitting", 3}, {"rate", "rate", 0}, {"ab", "ba", 1},
-	} {
-		if got := editDistance(tc.a, tc.b); got != tc.want {
-			t.Errorf("editDistance(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.want)
-		}
-	}
-	if got := nearest("zzzz", []string{"sim", "rate"}); got != "" {
-		t.Errorf("nearest of an unrelated word = %q, want none", got)
-	}
-}
-
-func TestDescribeRefusals(t *testing.T) {
-	for _, tc := range []struct {
-		k    region.Counters
-		want string
-	}{
-		{region.Counters{}, "nothing refused or dropped; circuits ended: 0 logged out, 0 timed out"},
-		{region.Counters{Malformed: 3, RateLimited: 2, LoggedOut: 1}, "refused or dropped: 3 not LLUDP, 2 logins refused (source over its rate); circuits ended: 1 logged out, 0 timed out"},
-	} {
-		if got := describeRefusals(tc.k); got != tc.want {
-			t.Errorf("describeRefusals(%+v) = %q, want %q", tc.k, got, tc.want)
-		}
-	}
-}
-
-// TestTooSlow: a bare number below a rate floor is taken for a missing k
-// and suggested with one; a rate with its unit is told the floor alone
-// (never "4kk").
-func TestTooSlow(t *testing.T) {
-	for _, tc := range []struct {
-		v    string
-		bps  float64
-		want string
-	}{
-		{"1000", 1000, "1000 bit/s is below 8 kbit/s; rates are bits/s: did you mean 1000k?"},
-		{" 2.5 ", 2.5, "2 bit/s is below 8 kbit/s; rates are bits/s: did you mean 2.5k?"},
-		{"4k", 4000, "4000 bit/s is below 8 kbit/s"},
-		{"4000bit/s", 4000, "4000 bit/s is below 8 kbit/s"},
-	} {
-		if got := tooSlow(tc.v, tc.bps, "8 kbit/s").Error(); got != tc.want {
-			t.Errorf("tooSlow(%q) = %q, want %q", tc.v, got, tc.want)
-		}
 	}
 }

@@ -1,124 +1,35 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"slices"
-	"strconv"
-	"strings"
-	"time"
 
 	"github.com/fairgrid/fairgrid/configs"
-	"github.com/fairgrid/fairgrid/ratecalc"
+	"github.com/fairgrid/fairgrid/internal/cli"
 	"github.com/fairgrid/fairgrid/throttle"
 )
 
 // newFlagSet returns a flag set that reports errors on stderr instead of
 // exiting.
 func newFlagSet(name, synopsis string, s stdio) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(s.err)
-	fs.Usage = func() { printUsage(fs, synopsis, fs.Output()) }
-	return fs
+	return cli.NewFlagSet(name, synopsis, s.err)
 }
 
-func printUsage(fs *flag.FlagSet, synopsis string, w io.Writer) {
-	fmt.Fprintf(w, "Usage: fairgrid %s %s\n\nOptions:\n", fs.Name(), synopsis)
-	fs.SetOutput(w)
-	fs.PrintDefaults()
-}
-
-// parseFlags parses args for a command that takes no positional arguments:
-// one is an error naming it. It returns false, with the exit code, when the
-// command should stop: help was asked for (printed on stdout, exit 0) or the
-// command line was bad (reported on stderr, exit 2).
+// parseFlags parses the options of a command that takes no positional
+// arguments (cli.Parse): false, with the exit code, when it should stop.
 func parseFlags(fs *flag.FlagSet, synopsis string, args []string, s stdio) (int, bool) {
-	code, ok := parseFlagsArgs(fs, synopsis, args, s)
-	if ok && fs.NArg() > 0 {
-		fmt.Fprintf(s.err, "fairgrid %s: unexpected argument %q (this command takes options only; see --help)\n", fs.Name(), fs.Arg(0))
-		return exitUsage, false
-	}
-	return code, ok
+	return cli.Parse(fs, synopsis, args, s.out, s.err)
 }
 
-// parseFlagsArgs parses args for a command that takes positional arguments,
-// which it then finds in fs.Args(). Flags may follow them, as users type
-// them ("decode real.pcap --summary"); after "--" everything is positional.
+// parseFlagsArgs parses a command line of options and positional
+// arguments, which it leaves in fs.Args() (cli.ParseArgs).
 func parseFlagsArgs(fs *flag.FlagSet, synopsis string, args []string, s stdio) (int, bool) {
-	for _, a := range args {
-		if a == "--" {
-			break
-		}
-		if a == "-h" || a == "--help" || a == "-help" {
-			printUsage(fs, synopsis, s.out)
-			return exitOK, false
-		}
-	}
-	// The flag package would print its error and then every option; one
-	// line saying what is wrong and what to try reads better.
-	out := fs.Output()
-	fs.SetOutput(io.Discard)
-	positional, err := parseInterleaved(fs, args)
-	fs.SetOutput(out)
-	if err != nil {
-		fmt.Fprintf(s.err, "fairgrid %s: %s; see fairgrid %s --help\n", fs.Name(), explainFlagError(fs, err), fs.Name())
-		return exitUsage, false
-	}
-	// Parsing "--" and the positionals alone sets no flag and leaves them in
-	// fs.Args(), where each command reads them.
-	if err := fs.Parse(append([]string{"--"}, positional...)); err != nil {
-		return exitUsage, false
-	}
-	return exitOK, true
+	return cli.ParseArgs(fs, synopsis, args, s.out, s.err)
 }
 
-// parseInterleaved parses flags wherever they stand among the positional
-// arguments, which it returns in order. The flag package stops at the first
-// positional one; parsing resumes after it.
-func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
-	var positional []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			return positional, nil
-		}
-		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
-			return append(positional, rest...), nil
-		}
-		positional = append(positional, rest[0])
-		args = rest[1:]
-	}
-}
-
-// formatFlag declares --format: text or json, checked as the flags are
-// parsed, so every subcommand refuses the same way.
-func formatFlag(fs *flag.FlagSet, usage string) *string {
-	format := "text"
-	fs.Var(formatValue{&format}, "format", usage)
-	return &format
-}
-
-type formatValue struct{ p *string }
-
-func (f formatValue) String() string {
-	if f.p == nil {
-		return ""
-	}
-	return *f.p
-}
-
-func (f formatValue) Set(v string) error {
-	if v != "text" && v != "json" {
-		return errors.New("want text or json")
-	}
-	*f.p = v
-	return nil
-}
+// formatFlag declares --format: text, json or one of more.
+var formatFlag = cli.FormatFlag
 
 // configFlags declares --config and --check-config, as every front-end
 // that reads the configuration file has them.
@@ -137,30 +48,6 @@ func segmentFlag(fs *flag.FlagSet) *throttle.Segment {
 	segment := configs.Default().Control.Segment
 	fs.TextVar(&segment, "segment", segment, segmentUsage)
 	return &segment
-}
-
-// tooSlow is the error for a rate v (bits/s) below a floor: when v was a
-// bare number it says rates are bits/s and suggests the k it likely
-// lacked ("1000" for 1000k); with a unit it names the floor alone.
-func tooSlow(v string, bps float64, floor string) error {
-	v = strings.TrimSpace(v)
-	if _, err := strconv.ParseFloat(v, 64); err == nil {
-		return fmt.Errorf("%.0f bit/s is below %s; rates are bits/s: did you mean %sk?", bps, floor, v)
-	}
-	return fmt.Errorf("%.0f bit/s is below %s", bps, floor)
-}
-
-// parsePositiveRate reads a rate flag for which zero means nothing: a
-// throttle, a bottleneck, a maximum.
-func parsePositiveRate(name, v string) (ratecalc.Rate, error) {
-	r, err := ratecalc.ParseBitRate(v)
-	if err != nil {
-		return 0, fmt.Errorf("%s: %w", name, err)
-	}
-	if r == 0 {
-		return 0, fmt.Errorf("%s %s: want a positive rate such as 1536k", name, v)
-	}
-	return r, nil
 }
 
 // resultWriter is a command's standard output that remembers the first
@@ -190,116 +77,4 @@ func (r *resultWriter) finish(s stdio, name string, code int) int {
 	}
 	fmt.Fprintf(s.err, "fairgrid %s: %v\n", name, r.err)
 	return exitFail
-}
-
-// explainFlagError rewords the flag package's error for a person: an
-// unknown flag with the nearest known one, a duration without its unit
-// with the unit to add, flags written with two dashes as they are typed.
-func explainFlagError(fs *flag.FlagSet, err error) string {
-	msg := err.Error()
-	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
-		var names []string
-		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
-		if near := nearest(name, names); near != "" {
-			return fmt.Sprintf("unknown flag --%s (did you mean --%s?)", name, near)
-		}
-		return fmt.Sprintf("unknown flag --%s", name)
-	}
-	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
-		return fmt.Sprintf("--%s needs a value", name)
-	}
-	// "invalid boolean value "maybe" for -gateway: parse error"
-	var value, name string
-	if n, _ := fmt.Sscanf(msg, "invalid boolean value %q for -%s", &value, &name); n == 2 {
-		return fmt.Sprintf("--%s=%q: want true or false (--%s alone is true)", strings.TrimSuffix(name, ":"), value, strings.TrimSuffix(name, ":"))
-	}
-	// "invalid value "100" for flag -rtt: parse error"
-	if n, _ := fmt.Sscanf(msg, "invalid value %q for flag -%s", &value, &name); n == 2 {
-		name = strings.TrimSuffix(name, ":")
-		reason := msg[strings.Index(msg, name+":")+len(name)+1:]
-		reason = strings.TrimSpace(reason)
-		// A setting's flag names its key.
-		key := ""
-		if f := fs.Lookup(name); f != nil && flagKey(f) != "" {
-			key = " (" + flagKey(f) + ")"
-		}
-		if f := fs.Lookup(name); f != nil {
-			if _, derr := time.ParseDuration(f.DefValue); derr == nil {
-				if _, nerr := strconv.ParseFloat(value, 64); nerr == nil {
-					return fmt.Sprintf("--%s %s%s: a duration needs a unit, such as %sms or %ss", name, value, key, value, value)
-				}
-				return fmt.Sprintf("--%s %q%s: want a duration such as 100ms, 5s or 1m", name, value, key)
-			}
-		}
-		// The flag package's numbers say only "parse error": say what
-		// the flag takes, from its default.
-		if f := fs.Lookup(name); f != nil && reason == "parse error" {
-			if g, ok := f.Value.(flag.Getter); ok {
-				switch g.Get().(type) {
-				case int, int64, uint, uint64:
-					reason = "want a whole number, such as " + f.DefValue
-				case float64:
-					reason = "want a number, such as " + f.DefValue
-				}
-			}
-		}
-		// A reason that quotes the value (a typed value's UnmarshalText)
-		// is not given it twice.
-		quoted := fmt.Sprintf(" %q", value)
-		if strings.Contains(reason, strconv.Quote(value)) {
-			quoted = ""
-		}
-		return fmt.Sprintf("--%s%s%s: %s", name, quoted, key, reason)
-	}
-	return msg
-}
-
-// flagKey is the configuration key a setting flag sets, which
-// bindSettings writes at the end of its usage, or "".
-func flagKey(f *flag.Flag) string {
-	i := strings.LastIndex(f.Usage, "; ")
-	if i < 0 || !slices.Contains(configs.Keys(), f.Usage[i+2:]) {
-		return ""
-	}
-	return f.Usage[i+2:]
-}
-
-// nearest returns the candidate closest to word by edit distance, if it is
-// close enough to be what was meant (at most a third of its letters, and
-// at least one, differ), else "".
-func nearest(word string, candidates []string) string {
-	best, bestDist := "", max(1, len(word)/3)+1
-	for _, c := range candidates {
-		if d := editDistance(word, c); d < bestDist {
-			best, bestDist = c, d
-		}
-	}
-	return best
-}
-
-// editDistance is the Damerau–Levenshtein distance (optimal string
-// alignment): insertions, deletions, substitutions and transpositions of
-// neighbours ("clinets" is one from "clients").
-func editDistance(a, b string) int {
-	prev2 := make([]int, len(b)+1)
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				cur[j] = min(cur[j], prev2[j-2]+1)
-			}
-		}
-		prev2, prev, cur = prev, cur, prev2
-	}
-	return prev[len(b)]
 }

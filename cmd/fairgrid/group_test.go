@@ -58,11 +58,7 @@ func runFailing(t *testing.T, g *group.Group, want string) {
 // server; the server's failure stops the region.
 func TestSimGroupMemberFailure(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		cfg, err := simConfig("127.0.0.1:0", "walking", "", "5.12M", "50M", false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv, err := region.New(cfg, nil)
+		srv, err := region.New(region.Config{Listen: netip.MustParseAddrPort("127.0.0.1:0")}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fairgrid/fairgrid/internal/lab/gatewaylab"
+	"github.com/fairgrid/fairgrid/ratecalc"
 	"github.com/fairgrid/fairgrid/throttle"
 )
 
@@ -45,7 +46,7 @@ func runLabGateway(args []string, s stdio) int {
 	}
 	l := gatewaylab.DefaultLink
 	var err error
-	if l.Loss, err = parseLoss(*loss); err != nil {
+	if l.Loss, err = ratecalc.ParseLoss(*loss); err != nil {
 		fmt.Fprintf(s.err, "fairgrid lab gateway: --loss %q: %v\n", *loss, err)
 		return exitUsage
 	}

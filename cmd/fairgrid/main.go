@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/fairgrid/fairgrid/internal/cli"
 )
 
 // command is one subcommand.
@@ -93,7 +95,7 @@ func suggestCommand(name string) string {
 	for _, c := range commands() {
 		names = append(names, c.name)
 	}
-	if near := nearest(name, names); near != "" {
+	if near := cli.Nearest(name, names); near != "" {
 		return fmt.Sprintf(" (did you mean fairgrid %s?)", near)
 	}
 	return ""

@@ -30,7 +30,7 @@ func runRate(args []string, s stdio) int {
 		return code
 	}
 	var problems []string
-	loss, err := parseLoss(*lossFlag)
+	loss, err := ratecalc.ParseLoss(*lossFlag)
 	switch {
 	case *lossFlag == "":
 		problems = append(problems, "--loss: required, for example 0.03 or 3%")

@@ -79,8 +79,8 @@ func TestRateFlagsRefuseNonsense(t *testing.T) {
 }
 
 // TestLinkSaysWhatItDoes: the link emulator refuses the values it used to
-// reinterpret silently, and reads loss the same however zero is written
-// (issue #11, item 6).
+// reinterpret silently, naming the flag (issue #11, item 6; the values
+// themselves are internal/lab/link's tests).
 func TestLinkSaysWhatItDoes(t *testing.T) {
 	refused := []struct {
 		name   string
@@ -112,37 +112,6 @@ func TestLinkSaysWhatItDoes(t *testing.T) {
 		if code != exitOK || !strings.Contains(errOut, want) {
 			t.Errorf("exit %d, stderr %q; want %q", code, errOut, want)
 		}
-	}
-	zeros := []string{"0", "0%", "0.0", "down=0%,up=0.0"}
-	for _, loss := range zeros {
-		cfg, err := linkConfig("127.0.0.1:0", "127.0.0.1:9000", "2M", "10ms", loss, "50", "1", 1)
-		if err != nil || cfg.Down.Loss != 0 || cfg.Up.Loss != 0 {
-			t.Errorf("--loss %q: %+v, %v; want no loss", loss, cfg, err)
-		}
-	}
-	for _, loss := range []string{"0", "0%", "0.0"} {
-		cfg, err := demoConfig("2M,50ms," + loss + ",100")
-		if err != nil || cfg.Link.Loss != 0 || cfg.Link.Rate != 250_000 || cfg.Link.Buffer != 100 {
-			t.Errorf("--link 2M,50ms,%s,100: %+v, %v; want no loss", loss, cfg, err)
-		}
-	}
-	// As in fairgrid link, a rate of 0 is an unlimited link.
-	if dc, err := demoConfig("0,50ms,3%,100"); err != nil || dc.Link.Rate != 0 || dc.Link.Loss != 0.03 {
-		t.Errorf("--link 0,50ms,3%%,100: %+v, %v; want an unlimited link", dc, err)
-	}
-	// 100 % loss is accepted and drops everything, in both.
-	cfg, err := linkConfig("127.0.0.1:0", "127.0.0.1:9000", "0", "0", "100%", "1000", "4", 1)
-	if err != nil || cfg.Down.Loss != 1 || cfg.Up.Loss != 1 {
-		t.Errorf("--loss 100%%: %+v, %v", cfg, err)
-	}
-	if dc, err := demoConfig("2M,50ms,100%,100"); err != nil || dc.Link.Loss != 1 {
-		t.Errorf("--link 2M,50ms,100%%,100: %+v, %v", dc, err)
-	}
-	// A direction left out takes the flag's default, not zero: down=50
-	// leaves the up buffer at 1000 datagrams, not at a refused 0.
-	cfg, err = linkConfig("127.0.0.1:0", "127.0.0.1:9000", "down=2M", "0", "0", "down=50", "down=4", 1)
-	if err != nil || cfg.Up.Buffer != 1000 || cfg.Down.Buffer != 50 || cfg.Up.BurstLen != 1 || cfg.Down.BurstLen != 4 || cfg.Up.Rate != 0 {
-		t.Errorf("down-only values: %+v, %v", cfg, err)
 	}
 }
 

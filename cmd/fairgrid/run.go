@@ -7,12 +7,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/fairgrid/fairgrid/internal/lab/demo"
 	"github.com/fairgrid/fairgrid/internal/lab/link"
-	"github.com/fairgrid/fairgrid/ratecalc"
 	"github.com/fairgrid/fairgrid/throttle"
 )
 
@@ -311,29 +309,12 @@ func overrides(n uint64, maxMs float64) string {
 	return fmt.Sprintf("fairgrid overrode the viewer's own AgentThrottles %d times, each within %.0f ms", n, maxMs)
 }
 
-// demoConfig reads RATE,DELAY,LOSS,BUFFER with the parsers and the rules
-// of fairgrid link.
+// demoConfig reads --link, RATE,DELAY,LOSS,BUFFER, with the parsers of
+// fairgrid link.
 func demoConfig(spec string) (demo.Config, error) {
-	var cfg demo.Config
-	f := strings.Split(spec, ",")
-	if len(f) != 4 {
-		return cfg, fmt.Errorf("--link %q: want RATE,DELAY,LOSS,BUFFER such as 2M,50ms,3%%,100", spec)
-	}
-	var err error
-	if cfg.Link.Rate, err = linkRate(f[0]); err != nil {
-		return cfg, fmt.Errorf("--link rate: %w", err)
-	}
-	if cfg.Link.Delay, err = parseDelay(f[1]); err == nil {
-		err = link.PipeConfig{Delay: cfg.Link.Delay}.Validate()
-	}
+	l, err := link.ParsePipe(spec)
 	if err != nil {
-		return cfg, fmt.Errorf("--link delay %q: %w", f[1], err)
+		return demo.Config{}, fmt.Errorf("--link %w", err)
 	}
-	if cfg.Link.Loss, err = ratecalc.ParseLoss(f[2]); err != nil {
-		return cfg, fmt.Errorf("--link loss: %w", lossHint(f[2], err))
-	}
-	if cfg.Link.Buffer, err = linkBuffer(f[3]); err != nil {
-		return cfg, fmt.Errorf("--link buffer %q: %w", f[3], err)
-	}
-	return cfg, nil
+	return demo.Config{Link: l}, nil
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/fairgrid/fairgrid/capture"
+	"github.com/fairgrid/fairgrid/capture/input"
 	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/throttle/circuit"
 )
@@ -22,17 +23,9 @@ type Input struct {
 	Asked func() bool
 }
 
-// CountingReader counts the bytes read through it.
-type CountingReader struct {
-	R io.Reader
-	N int64
-}
-
-func (c *CountingReader) Read(p []byte) (int, error) {
-	n, err := c.R.Read(p)
-	c.N += int64(n)
-	return n, err
-}
+// CountingReader counts the bytes read through it: capture/input's,
+// which every opened input has.
+type CountingReader = input.CountingReader
 
 // progressEvery is how many datagrams pass between calls of the progress
 // hook: rare enough to cost nothing, often enough (a few times a second

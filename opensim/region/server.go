@@ -123,23 +123,31 @@ func (a AdmissionConfig) withDefaults() AdmissionConfig {
 }
 
 func (a AdmissionConfig) validate() error {
-	var errs []error
-	if a.MaxPending < 1 {
-		errs = append(errs, fmt.Errorf("max pending circuits %d: want at least 1", a.MaxPending))
-	}
-	if a.PendingTimeout <= 0 {
-		errs = append(errs, fmt.Errorf("pending timeout %v: want more than 0", a.PendingTimeout))
-	}
-	if !(a.CircuitRate > 0) || math.IsInf(a.CircuitRate, 0) {
-		errs = append(errs, fmt.Errorf("circuit rate %v: want a finite number above 0", a.CircuitRate))
-	}
-	if a.CircuitBurst < 1 {
-		errs = append(errs, fmt.Errorf("circuit burst %d: want at least 1", a.CircuitBurst))
-	}
+	errs := a.check([4]string{"max pending circuits", "pending timeout", "circuit rate", "circuit burst"})
 	if a.MaxPrefixes < 1 {
 		errs = append(errs, fmt.Errorf("max prefixes %d: want at least 1", a.MaxPrefixes))
 	}
 	return errors.Join(errs...)
+}
+
+// check refuses the zero or negative MaxPending, PendingTimeout,
+// CircuitRate and CircuitBurst, each error naming its field by names
+// (the configuration's words, or fairgrid sim's flags).
+func (a AdmissionConfig) check(names [4]string) []error {
+	var errs []error
+	if a.MaxPending < 1 {
+		errs = append(errs, fmt.Errorf("%s %d: want at least 1", names[0], a.MaxPending))
+	}
+	if a.PendingTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("%s %v: want more than 0", names[1], a.PendingTimeout))
+	}
+	if !(a.CircuitRate > 0) || math.IsInf(a.CircuitRate, 0) {
+		errs = append(errs, fmt.Errorf("%s %v: want a finite number of circuits a second above 0", names[2], a.CircuitRate))
+	}
+	if a.CircuitBurst < 1 {
+		errs = append(errs, fmt.Errorf("%s %d: want at least 1", names[3], a.CircuitBurst))
+	}
+	return errs
 }
 
 // OpenSim's retransmission timeout: 5 × the smoothed ping, within 250 ms

@@ -9,6 +9,7 @@ import (
 	"io"
 	"maps"
 	"math"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -331,3 +332,25 @@ The figures' TCP-fair rate is TFRC's with s = {{.Segment}}; the circuits table s
 </body>
 </html>
 `))
+
+// WriteHTMLFile writes the HTML report into the file at path; a file
+// left half-written by an error is removed.
+func WriteHTMLFile(path string, r *audit.Report) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("html: %w", err)
+	}
+	bw := bufio.NewWriterSize(f, 256<<10)
+	err = WriteHTML(bw, r)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+		return fmt.Errorf("html %s: %w", path, err)
+	}
+	return nil
+}

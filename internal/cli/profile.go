@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"errors"
@@ -10,14 +10,16 @@ import (
 	"runtime/trace"
 )
 
-// profileFlags are the Go profiles `fairgrid sim` and `fairgrid viewer`
+// ProfileFlags are the Go profiles `fairgrid sim` and `fairgrid viewer`
 // write for a stress run (README: where the time goes).
-type profileFlags struct {
+type ProfileFlags struct {
 	cpu, block, mutex, trace *string
 }
 
-func addProfileFlags(fs *flag.FlagSet) profileFlags {
-	return profileFlags{
+// BindProfileFlags declares --cpuprofile, --blockprofile, --mutexprofile
+// and --trace on fs.
+func BindProfileFlags(fs *flag.FlagSet) ProfileFlags {
+	return ProfileFlags{
 		cpu:   fs.String("cpuprofile", "", "write a pprof CPU profile of the run to this file"),
 		block: fs.String("blockprofile", "", "write a pprof profile of where goroutines blocked (channels, select, locks) to this file"),
 		mutex: fs.String("mutexprofile", "", "write a pprof profile of lock contention to this file"),
@@ -33,8 +35,8 @@ const (
 	mutexProfileFraction = 10
 )
 
-// start starts the profiles asked for; stop writes them.
-func (p profileFlags) start() (stop func() error, err error) {
+// Start starts the profiles asked for; stop writes them.
+func (p ProfileFlags) Start() (stop func() error, err error) {
 	var stops []func() error
 	stopAll := func() error {
 		var errs []error
