@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"time"
 
 	"github.com/fairgrid/fairgrid/capture"
 	"github.com/fairgrid/fairgrid/configs"
 	"github.com/fairgrid/fairgrid/throttle"
+	"github.com/fairgrid/fairgrid/throttle/status"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -45,6 +47,7 @@ type daemon struct {
 	// running reloads the configuration: the sidecar's Reloader. Its load
 	// is the command's reading of the file and flags (setLoad).
 	running *throttle.Running[*configs.File]
+	page    *status.Page // the live page (status.go), nil until the front-end makes it
 }
 
 // errNoReload: a daemon whose command has not said how to read its
@@ -126,13 +129,15 @@ func runDaemon(set *settings, configPath string, check bool, s stdio) int {
 		fmt.Fprintf(s.err, "fairgrid run: %v\n", err)
 		return exitFail
 	}
+	var sc *throttle.Sidecar
+	page := loopPage("run", d, promhttp.HandlerFor(registry(d.metrics), promhttp.HandlerOpts{}), captureHealth(iface, f.Capture.Ports.String(), func() uint64 { return sc.CaptureStats().Datagrams }))
 	if !f.Metrics.Address.IsZero() {
 		if cfg.MetricsListener, err = metricsListener(f.Metrics.Address.String(), "metrics.address"); err != nil {
 			cfg.Source.Close()
 			fmt.Fprintf(s.err, "fairgrid run: %v\n", err)
 			return exitFail
 		}
-		cfg.Metrics = promhttp.HandlerFor(registry(d.metrics), promhttp.HandlerOpts{})
+		cfg.Metrics = page
 		if !f.Metrics.Address.Loopback() {
 			log.Warn("metrics are served beyond loopback: circuits and agent IDs become visible to the network", "address", f.Metrics.Address)
 		}
@@ -142,7 +147,7 @@ func runDaemon(set *settings, configPath string, check bool, s stdio) int {
 	defer stopHUP()
 	d.setLoad(func() (*configs.File, error) { return set.load(configPath) })
 	cfg.Reloads, cfg.Reloader = hup, d.running
-	sc, err := throttle.NewSidecar(cfg)
+	sc, err = throttle.NewSidecar(cfg)
 	if err != nil {
 		fmt.Fprintf(s.err, "fairgrid run: %v\n", err)
 		return exitFail
@@ -156,11 +161,13 @@ func runDaemon(set *settings, configPath string, check bool, s stdio) int {
 	carrying := func(ctx context.Context) []string {
 		return capture.OpenCensus(upInterfaces(), ports).Carrying(ctx, censusTime)
 	}
-	if err := daemonGroup(sc, iface, f.Capture.Ports.String(), carrying, log).Run(ctx); err != nil {
+	g := daemonGroup(sc, iface, f.Capture.Ports.String(), carrying, log)
+	addStatus(g, page)
+	if err := g.Run(ctx); err != nil {
 		log.Error("fairgrid stopped", "err", err)
 		return exitFail
 	}
-	log.Info("fairgrid stopped")
+	log.Info("fairgrid stopped", page.Summary(time.Now()).Attrs()...)
 	return exitOK
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/fairgrid/fairgrid/configs"
 	"github.com/fairgrid/fairgrid/opensim/gateway"
 	"github.com/fairgrid/fairgrid/throttle"
+	"github.com/fairgrid/fairgrid/throttle/status"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -107,7 +108,7 @@ func runGateway(args []string, s stdio) int {
 	}
 	reloads := newReloadGauges()
 	var metrics net.Listener
-	var handler http.Handler
+	var prom http.Handler
 	if !f.Metrics.GatewayAddress.IsZero() {
 		if metrics, err = metricsListener(f.Metrics.GatewayAddress.String(), "metrics.gateway_address"); err != nil {
 			return fail(exitFail, "%v", err)
@@ -117,11 +118,13 @@ func runGateway(args []string, s stdio) int {
 		}
 		reg := registry(gateway.NewCollector(gw, f.Metrics.MaxCircuits))
 		reg.MustRegister(reloads.ok, reloads.at)
-		handler = gatewayHandler(gw, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		prom = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	}
+	page := gatewayHandler(gw, prom)
 	hup, stopHUP := notifyReloads()
 	defer stopHUP()
-	g := gatewayGroup(gw, metrics, handler, hup, func() { reloadGateway(gw, c.load, f, level, reloads, log) })
+	g := gatewayGroup(gw, metrics, page, hup, func() { reloadGateway(gw, c.load, f, level, reloads, log) })
+	addStatus(g, page)
 	ctx, stop := runContext(*c.duration, logNotice(log))
 	defer stop()
 	for i, r := range cfg.Routes {
@@ -131,32 +134,17 @@ func runGateway(args []string, s stdio) int {
 		log.Error("fairgrid gateway stopped", "err", err)
 		return exitFail
 	}
-	log.Info("fairgrid gateway stopped", gw.Counters().Summary()...)
+	log.Info("fairgrid gateway stopped", append(gw.Counters().Summary(), page.Summary(time.Now()).Attrs()...)...)
 	return exitOK
 }
 
-// gatewayHandler serves the metrics, and at /healthz whether each route's
-// region answers: 200 when every one does (or has not been sent anything
-// yet), 503 naming those that do not, so a load balancer or a monitor
-// sees a region that is down behind a gateway that is up.
-func gatewayHandler(gw *gateway.Gateway, metrics http.Handler) http.Handler {
-	mux := http.NewServeMux()
-	mux.Handle("/", metrics)
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		hs := gw.Health()
-		code := http.StatusOK
-		for _, h := range hs {
-			if !h.Answers {
-				code = http.StatusServiceUnavailable
-			}
-		}
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.WriteHeader(code)
-		for _, h := range hs {
-			fmt.Fprintln(w, h)
-		}
-	})
-	return mux
+// gatewayHandler is the gateway's live page (status.go), with the
+// metrics at /metrics, and at /healthz whether each route's region
+// answers: 200 when every one does (or has not been sent anything yet),
+// 503 naming those that do not, so a load balancer or a monitor sees a
+// region that is down behind a gateway that is up.
+func gatewayHandler(gw *gateway.Gateway, metrics http.Handler) *status.Page {
+	return newStatusPage("gateway", status.FromGateway(gw), gatewayHealth(gw), metrics, nil)
 }
 
 // gatewayGroup is gateway's group: the gateway, the metrics' server on

@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"syscall"
+	"time"
 
 	"github.com/fairgrid/fairgrid/configs"
 	"github.com/fairgrid/fairgrid/throttle"
@@ -131,11 +132,12 @@ func runProxy(args []string, s stdio) int {
 	log.Info("fairgrid proxy listening", "listen", ln.Addr().String(), "auth", pc.Username != "", "controller", f.Control.Controller, "dry_run", pc.DryRun, "procs", runtime.GOMAXPROCS(0))
 	var g throttle.Group
 	p.AddTo(&g, ln)
+	addStatus(&g, d.page)
 	if err := g.Run(ctx); err != nil {
 		log.Error("fairgrid proxy stopped", "err", err)
 		return exitFail
 	}
-	log.Info("fairgrid proxy stopped")
+	log.Info("fairgrid proxy stopped", d.page.Summary(time.Now()).Attrs()...)
 	return exitOK
 }
 
@@ -192,8 +194,9 @@ func proxyConfig(f *configs.File, envPass string) (proxy.Config, string, error) 
 func newProxy(d *daemon, pc proxy.Config, sc throttle.SidecarConfig, log *slog.Logger) (*proxy.Proxy, *prometheus.Registry, error) {
 	sc.Loop = d.loop
 	reg := registry(d.metrics)
+	d.page = loopPage("proxy", d, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), listenHealth("the SOCKS 5 proxy"))
 	if sc.MetricsListener != nil {
-		sc.Metrics = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+		sc.Metrics = d.page
 	}
 	p, err := proxy.New(pc, sc, log)
 	if err != nil {
