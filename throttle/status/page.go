@@ -334,8 +334,10 @@ type Summary struct {
 	Totals                          []Count // the last sample's
 }
 
-// Summary returns what the page sampled since start.
+// Summary samples once more (a front-end stopped within its first Every
+// has circuits too) and returns what the page sampled since start.
 func (p *Page) Summary(now time.Time) Summary {
+	p.Sample(now)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return Summary{Ran: now.Sub(p.start).Round(time.Second), Circuits: p.seen, AskedBPS: p.asked.value(), ShareBPS: p.share.value(),
