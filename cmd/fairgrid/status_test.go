@@ -27,6 +27,7 @@ import (
 	"github.com/fairgrid/fairgrid/opensim/region"
 	"github.com/fairgrid/fairgrid/throttle"
 	"github.com/fairgrid/fairgrid/throttle/proxy"
+	"github.com/fairgrid/fairgrid/throttle/status"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -101,7 +102,7 @@ func liveProxy(t *testing.T) (string, *daemon) {
 // liveGateway runs a region, the gateway in front of it with its page on
 // a loopback port, and a stock viewer through a lossy link to it, until
 // the test ends; it returns the page's address once a circuit receives.
-func liveGateway(t *testing.T) (string, *gateway.Gateway) {
+func liveGateway(t *testing.T) (string, *status.Page) {
 	t.Helper()
 	log := slog.New(slog.DiscardHandler)
 	sim, err := region.New(region.Config{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Activity: region.Flying}, log)
@@ -128,7 +129,7 @@ func liveGateway(t *testing.T) (string, *gateway.Gateway) {
 	runAll(t, v.Run)
 	addr := metrics.Addr().String()
 	waitFlowing(t, addr)
-	return addr, gw
+	return addr, page
 }
 
 // waitFlowing waits until the page at addr shows a circuit established,

@@ -316,8 +316,9 @@ func (d *Page) Navigate(t testing.TB, u string) {
 	}
 }
 
-// EvalJSON runs expression, which returns a JSON string, in the page and
-// decodes its value into v; what names the step in errors.
+// EvalJSON runs expression, which returns a JSON string or a promise of
+// one, in the page and decodes its value into v; what names the step in
+// errors.
 func (d *Page) EvalJSON(t testing.TB, what, expression string, v any) {
 	t.Helper()
 	var eval struct {
@@ -326,7 +327,7 @@ func (d *Page) EvalJSON(t testing.TB, what, expression string, v any) {
 		} `json:"result"`
 		ExceptionDetails json.RawMessage `json:"exceptionDetails"`
 	}
-	if err := d.Call("Runtime.evaluate", map[string]any{"expression": expression, "returnByValue": true}, &eval); err != nil {
+	if err := d.Call("Runtime.evaluate", map[string]any{"expression": expression, "returnByValue": true, "awaitPromise": true}, &eval); err != nil {
 		t.Fatal(err)
 	}
 	if eval.ExceptionDetails != nil {

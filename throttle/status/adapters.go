@@ -26,9 +26,6 @@ func FromLoop(loop *throttle.Loop) func(time.Time) Snapshot {
 			}
 			if r, ok := loop.Request(cs.Key); ok {
 				c.AskedBPS, c.DecidedBPS = cs.Target.BitsPerSecond(), r.Decided.BitsPerSecond()
-				if r.ViewerAsked > 0 {
-					c.ViewerAskedBPS = r.ViewerAsked.BitsPerSecond()
-				}
 			} else if cs.Summary.AgentID == "" {
 				c.Waiting = "the circuit's agent is not known yet: fairgrid learns it from the viewer's UseCircuitCode or AgentUpdate"
 			} else {

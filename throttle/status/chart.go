@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"fmt"
 	"image/color"
+	"math"
 
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
@@ -36,26 +38,34 @@ type series struct {
 	col   color.RGBA
 	dash  bool
 	value func(sample) float32
+	// none: 0 means "not known yet" (no request, no loss, no RTT
+	// sample), a gap rather than a point.
+	none bool
 }
 
 // drawChart draws the samples (oldest first) of the window before now
-// (seconds since the page started) as three panels sharing the time axis:
-// the rates, the loss event rate, the RTT. It returns a bare <svg>
-// element.
+// (seconds since the page started) as three panels sharing the time axis,
+// window seconds long at most: the rates, the loss event rate, the RTT.
+// It returns a bare <svg> element.
 func drawChart(ss []sample, now int32, window float64) ([]byte, error) {
+	// A young circuit's chart spans its life, in whole minutes (one at
+	// least), up to the window.
+	if len(ss) > 0 {
+		window = min(window, max(60, math.Ceil(float64(now-ss[0].at)/60)*60))
+	}
 	rates := panel("kbit/s", window, ss, now, []series{
-		{"received", colReceived, false, func(s sample) float32 { return s.recv }},
-		{"one TCP share", colShare, false, func(s sample) float32 { return s.share }},
-		{"viewer asked", colViewer, true, func(s sample) float32 { return s.viewer }},
-		{"fairgrid asks", colAsked, false, func(s sample) float32 { return s.asked }},
+		{"received", colReceived, false, func(s sample) float32 { return s.recv }, false},
+		{"one TCP share", colShare, false, func(s sample) float32 { return s.share }, true},
+		{"viewer asked", colViewer, true, func(s sample) float32 { return s.viewer }, true},
+		{"fairgrid asks", colAsked, false, func(s sample) float32 { return s.asked }, true},
 	})
 	rates.Legend.Top, rates.Legend.Left = true, true
 	rates.Legend.Padding = vg.Points(2)
 	loss := panel("loss %", window, ss, now, []series{
-		{"loss event rate", colLoss, false, func(s sample) float32 { return s.loss * 100 }},
+		{"loss event rate", colLoss, false, func(s sample) float32 { return s.loss * 100 }, false},
 	})
 	rtt := panel("RTT ms", window, ss, now, []series{
-		{"RTT", colRTT, false, func(s sample) float32 { return s.rtt }},
+		{"RTT", colRTT, false, func(s sample) float32 { return s.rtt }, true},
 	})
 	rtt.X.Label.Text = "minutes ago"
 	c := vgsvg.New(chartWidth, chartHeight)
@@ -86,10 +96,11 @@ func panel(ylabel string, window float64, ss []sample, now int32, lines []series
 	p.X.Min, p.X.Max = -window/60, 0
 	p.Y.Min = 0
 	p.Y.Label.Text = ylabel
-	p.Y.Label.TextStyle.Font.Size = vg.Points(9)
-	p.X.Tick.Label.Font.Size = vg.Points(9)
-	p.Y.Tick.Label.Font.Size = vg.Points(9)
-	p.Legend.TextStyle.Font.Size = vg.Points(9)
+	// Sans-serif, as the page's text, and large enough to read on a
+	// phone, where the chart is drawn at three quarters of its size.
+	for _, f := range []*font.Font{&p.X.Label.TextStyle.Font, &p.Y.Label.TextStyle.Font, &p.X.Tick.Label.Font, &p.Y.Tick.Label.Font, &p.Legend.TextStyle.Font} {
+		f.Variant, f.Size = "Sans", vg.Points(12)
+	}
 	p.Add(plotter.NewGrid())
 	var ymax float64
 	for _, l := range lines {
@@ -100,6 +111,9 @@ func panel(ylabel string, window float64, ss []sample, now int32, lines []series
 				continue
 			}
 			v := float64(l.value(s))
+			if l.none && v == 0 {
+				continue
+			}
 			xy = append(xy, plotter.XY{X: x, Y: v})
 			ymax = max(ymax, v)
 		}

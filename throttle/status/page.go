@@ -264,7 +264,13 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 	"kbit":    Kbit,
 	"percent": Percent,
 	"millis":  Millis,
-	"clock":   func(t time.Time) string { return t.Format("15:04:05") },
+	"millis0": func(ms float64) string {
+		if ms <= 0 {
+			return "0 ms"
+		}
+		return Millis(ms)
+	},
+	"clock": func(t time.Time) string { return t.Format("15:04:05") },
 	"since": func(a, b time.Time) string {
 		return b.Sub(a).Round(time.Second).String()
 	},

@@ -103,12 +103,15 @@ func (c *Circuit) explain() {
 	default:
 		fmt.Fprintf(&b, "asking the region for %s", Kbit(c.AskedBPS))
 		switch {
-		case c.ViewerAskedBPS > 0 && c.AskedBPS < c.DecidedBPS*0.99 && c.AskedBPS <= c.ViewerAskedBPS*1.01:
+		case c.limitedByViewer():
 			fmt.Fprintf(&b, ": your viewer's own request, below what fairgrid would allow (%s)", Kbit(c.DecidedBPS))
 		case c.ShareBPS > 0:
-			fmt.Fprintf(&b, ": one TCP share at %s loss and %s", Percent(c.Loss), Millis(c.RTTms))
-			if r := c.AskedBPS / c.ShareBPS; r < 0.8 || r > 1.25 {
-				fmt.Fprintf(&b, " would be %s", Kbit(c.ShareBPS))
+			if r := c.AskedBPS / c.ShareBPS; r >= 0.8 && r <= 1.25 {
+				fmt.Fprintf(&b, ": one TCP share at %s loss and %s", Percent(c.Loss), Millis(c.RTTms))
+			} else {
+				// The controller's TCP flow and the equation's differ
+				// while its window moves: say both.
+				fmt.Fprintf(&b, ": what a TCP flow reaches at %s loss and %s (one share by the equation: %s)", Percent(c.Loss), Millis(c.RTTms), Kbit(c.ShareBPS))
 			}
 		default:
 			b.WriteString(": no loss seen yet, so the rate a TCP flow would reach")
@@ -116,7 +119,7 @@ func (c *Circuit) explain() {
 				fmt.Fprintf(&b, " at %s", Millis(c.RTTms))
 			}
 		}
-		if c.ViewerAskedBPS > 0 {
+		if c.ViewerAskedBPS > 0 && !c.limitedByViewer() {
 			fmt.Fprintf(&b, "; your viewer asked %s", thousands(c.ViewerAskedBPS/1000))
 		}
 	}
@@ -124,6 +127,23 @@ func (c *Circuit) explain() {
 		fmt.Fprintf(&b, "; receiving %s", Kbit(c.ReceivedBPS))
 	}
 	c.Why = b.String()
+}
+
+// limitedByViewer: the viewer's own request, not fairgrid's rate, is what
+// fairgrid asks for.
+func (c *Circuit) limitedByViewer() bool {
+	return c.ViewerAskedBPS > 0 && c.AskedBPS < c.DecidedBPS*0.99 && c.AskedBPS <= c.ViewerAskedBPS*1.01
+}
+
+// Refused are the refusal causes that counted something.
+func (s Snapshot) Refused() []Count {
+	var out []Count
+	for _, c := range s.Refusals {
+		if c.N > 0 {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // Kbit writes a rate in bits/s as kbit/s with thousands separated:
