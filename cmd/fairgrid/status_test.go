@@ -46,20 +46,30 @@ func lossyLink(t *testing.T, upstream netip.AddrPort, log *slog.Logger) *link.Re
 	return relay
 }
 
-// runAll runs each until the test ends.
-func runAll(t *testing.T, runs ...func(context.Context) error) {
+// runAll runs each until the test ends, or until stop is called; stop
+// returns once they have returned.
+func runAll(t *testing.T, runs ...func(context.Context) error) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for _, r := range runs {
 		wg.Go(func() { r(ctx) })
 	}
-	t.Cleanup(func() { cancel(); wg.Wait() })
+	stop = func() { cancel(); wg.Wait() }
+	t.Cleanup(stop)
+	return stop
 }
 
 // liveProxy runs a region behind a lossy link, the proxy with its page on
 // a loopback port, and a stock viewer through the proxy, until the test
 // ends; it returns the page's address once a circuit receives.
 func liveProxy(t *testing.T) (string, *daemon) {
+	addr, d, _ := liveProxyViewer(t)
+	return addr, d
+}
+
+// liveProxyViewer is liveProxy, and a function that stops the viewer: it
+// logs out and closes its association.
+func liveProxyViewer(t *testing.T) (string, *daemon, func()) {
 	t.Helper()
 	log := slog.New(slog.DiscardHandler)
 	sim, err := region.New(region.Config{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Activity: region.Flying}, log)
@@ -93,10 +103,10 @@ func liveProxy(t *testing.T) (string, *daemon) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runAll(t, v.Run)
+	stop := runAll(t, v.Run)
 	addr := metrics.Addr().String()
 	waitFlowing(t, addr)
-	return addr, d
+	return addr, d, stop
 }
 
 // liveGateway runs a region, the gateway in front of it with its page on
@@ -277,4 +287,27 @@ func writeConfig(t *testing.T, text string) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// TestProxyForgetsLoggedOutViewer (issue 37): once the viewer logs out
+// (LogoutRequest, the region's LogoutReply) and closes its association,
+// the proxy reports no circuit, and none comes back from what was still
+// on its way; the loop counts the circuit forgotten.
+func TestProxyForgetsLoggedOutViewer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs a region, a viewer and the proxy on loopback for seconds")
+	}
+	t.Parallel()
+	addr, d, stopViewer := liveProxyViewer(t)
+	stopViewer()
+	gatewaytest.WaitUntil(t, "the proxy reports no circuit", func() bool {
+		s, err := fetchStatus(addr, time.Second)
+		return err == nil && len(s.Circuits) == 0
+	})
+	if st := d.loop.Stats(); st.Forgotten == 0 {
+		t.Errorf("no circuit counted as forgotten: %+v", st)
+	}
+	if keys := d.loop.Keys(); len(keys) != 0 {
+		t.Errorf("the loop still holds %v", keys)
+	}
 }
