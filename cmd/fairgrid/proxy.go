@@ -19,7 +19,7 @@ import (
 )
 
 const proxySynopsis = `[--listen ADDR] [--config FILE] [--check-config [FILE]] [--controller C] [--segment S] [--interval D] [--dry-run] [--metrics ADDR] [--log-level L] [--log-format F]
-       [--user U [--password-file F]] [--allow-ports LIST] [--max-associations N] [--max-connects N]
+       [--user U [--password-file F]] [--allow-ports LIST] [--sim-ports LIST] [--max-associations N] [--max-connects N]
 
 A SOCKS 5 proxy (RFC 1928, username/password RFC 1929) for Second Life
 and OpenSim viewers, on any OS and without root. In the viewer: Preferences
@@ -47,7 +47,7 @@ resolved first) needs a username (--user) and a password, read from
 --password-file or from the environment variable FAIRGRID_PROXY_PASSWORD,
 never from the command line or the configuration file. UDP is accepted
 only from the client that made the association and goes only to the
-simulator ports (capture.ports); CONNECT only to the allowed ports
+simulator ports (--sim-ports, capture.ports); CONNECT only to the allowed ports
 (default 80, 443, 8002, 9000-13100, 12043, 12046) and, beyond loopback,
 never to the host's loopback, link-local addresses or the proxy's own.
 Sessions are capped per client address and in all (proxy.max_sessions),
@@ -166,6 +166,7 @@ func proxyFlags(s stdio) (fs *flag.FlagSet, set *settings, configPath *string, c
 		setting{"user", "proxy.username", "`username` clients must give (RFC 1929); the password comes from --password-file or $" + proxyPasswordEnv},
 		setting{"password-file", "proxy.password_file", "`file` holding the password (its first line)"},
 		setting{"allow-ports", "proxy.allow_ports", "CONNECT `ports` and ranges, comma-separated"},
+		setting{"sim-ports", "capture.ports", "the simulators' UDP `ports` and ranges, comma-separated: the only ones the relay sends to"},
 		setting{"max-associations", "proxy.max_associations", "UDP associations open at once per client address"},
 		setting{"max-connects", "proxy.max_connects", "CONNECT sessions open at once per client address"})...)
 	return fs, set, configPath, check
