@@ -82,7 +82,7 @@ func gatewayHealth(gw *gateway.Gateway) func(time.Time) (bool, []string) {
 	}
 }
 
-const statusSynopsis = `[ADDR]
+const statusSynopsis = `[--wait D] [ADDR]
 
 What a running fairgrid run, proxy or gateway does, one line per
 circuit: the region, what is received, what fairgrid asks, one TCP
@@ -91,7 +91,9 @@ reads http://ADDR/status.json, the state the live page at http://ADDR/
 shows. Without ADDR it asks the default metrics addresses in turn: the
 proxy's 127.0.0.1:9102, run's 127.0.0.1:9101, the gateway's
 127.0.0.1:9103. Exit 0 when some circuit receives, 1 when nothing flows
-(or nothing answers).`
+(or nothing answers). --wait D asks again until something flows or D
+has passed: for a script that has just started the front-end and the
+viewer.`
 
 // statusAddrs are the front-ends' default metrics addresses
 // (configs/fairgrid.toml), the proxy's first: the one a viewer's user
@@ -101,6 +103,7 @@ var statusAddrs = []string{"127.0.0.1:9102", "127.0.0.1:9101", "127.0.0.1:9103"}
 func runStatus(args []string, s stdio) int {
 	fs := newFlagSet("status", statusSynopsis, s)
 	timeout := fs.Duration("timeout", 3*time.Second, "how long to wait for an answer")
+	wait := fs.Duration("wait", 0, "ask again until a circuit receives or this `duration` has passed")
 	if c, ok := parseFlagsArgs(fs, statusSynopsis, args, s); !ok {
 		return c
 	}
@@ -112,22 +115,44 @@ func runStatus(args []string, s stdio) int {
 	if fs.NArg() == 1 {
 		addrs = []string{strings.TrimSuffix(strings.TrimPrefix(fs.Arg(0), "http://"), "/")}
 	}
-	var errs []string
-	for _, addr := range addrs {
-		snap, err := fetchStatus(addr, *timeout)
-		if err != nil {
-			errs = append(errs, err.Error())
-			continue
-		}
-		status.WriteText(s.out, snap)
-		if !snap.Flowing() {
+	deadline := time.Now().Add(*wait)
+	tick := time.NewTicker(statusRetry)
+	defer tick.Stop()
+	for {
+		snap, addr, errs := firstStatus(addrs, *timeout)
+		last := !time.Now().Before(deadline)
+		switch {
+		case len(errs) == len(addrs) && last:
+			fmt.Fprintf(s.err, "fairgrid status: %s; is fairgrid proxy, run or gateway running, and is ADDR its --metrics address?\n", strings.Join(errs, "; "))
+			return exitFail
+		case len(errs) == len(addrs):
+		case snap.Flowing():
+			status.WriteText(s.out, snap)
+			return exitOK
+		case last:
+			status.WriteText(s.out, snap)
 			fmt.Fprintf(s.err, "fairgrid status: nothing is flowing at %s\n", addr)
 			return exitFail
 		}
-		return exitOK
+		<-tick.C
 	}
-	fmt.Fprintf(s.err, "fairgrid status: %s; is fairgrid proxy, run or gateway running, and is ADDR its --metrics address?\n", strings.Join(errs, "; "))
-	return exitFail
+}
+
+// statusRetry is how often --wait asks again.
+const statusRetry = 250 * time.Millisecond
+
+// firstStatus is the state at the first of addrs that answers, or why
+// none did.
+func firstStatus(addrs []string, timeout time.Duration) (status.Snapshot, string, []string) {
+	var errs []string
+	for _, addr := range addrs {
+		snap, err := fetchStatus(addr, timeout)
+		if err == nil {
+			return snap, addr, nil
+		}
+		errs = append(errs, err.Error())
+	}
+	return status.Snapshot{}, "", errs
 }
 
 // fetchStatus reads addr's /status.json.

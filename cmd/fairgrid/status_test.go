@@ -311,3 +311,37 @@ func TestProxyForgetsLoggedOutViewer(t *testing.T) {
 		t.Errorf("the loop still holds %v", keys)
 	}
 }
+
+// TestStatusWait: --wait asks again until a circuit receives; without it
+// the first answer, nothing flowing yet, is the verdict.
+func TestStatusWait(t *testing.T) {
+	var mu sync.Mutex
+	asked := 0
+	page, err := status.New(status.Config{Front: "proxy", Source: func(time.Time) status.Snapshot {
+		mu.Lock()
+		defer mu.Unlock()
+		asked++
+		if asked < 3 { // the circuit's first datagrams arrive at the third look
+			return status.Snapshot{}
+		}
+		return status.Snapshot{Circuits: []status.Circuit{{ID: "c", Region: "127.0.0.1:9000", ReceivedBPS: 500_000}}}
+	}}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(page)
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	for _, tc := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"status", addr}, exitFail},
+		{[]string{"status", "--wait", "20s", addr}, exitOK},
+	} {
+		var out, errOut bytes.Buffer
+		if code := run(tc.args, stdio{strings.NewReader(""), &out, &errOut}); code != tc.code {
+			t.Errorf("%v: exit %d, want %d; %q %q", tc.args, code, tc.code, out.String(), errOut.String())
+		}
+	}
+}

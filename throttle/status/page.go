@@ -356,7 +356,7 @@ func (s Summary) Attrs() []any {
 	kbit := func(bps float64) float64 { return math.Round(bps/100) / 10 }
 	out := []any{"ran", s.Ran, "circuits_seen", s.Circuits, "asked_kbps_mean", kbit(s.AskedBPS), "share_kbps_mean", kbit(s.ShareBPS), "received_kbps_mean", kbit(s.ReceivedBPS)}
 	for _, c := range s.Totals {
-		out = append(out, strings.ReplaceAll(c.Name, " ", "_"), c.N)
+		out = append(out, strings.NewReplacer(" ", "_", "-", "_").Replace(c.Name), c.N)
 	}
 	return out
 }
