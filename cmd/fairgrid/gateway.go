@@ -144,7 +144,7 @@ func runGateway(args []string, s stdio) int {
 // 503 naming those that do not, so a load balancer or a monitor sees a
 // region that is down behind a gateway that is up.
 func gatewayHandler(gw *gateway.Gateway, metrics http.Handler) *status.Page {
-	return newStatusPage("gateway", status.FromGateway(gw), gatewayHealth(gw), metrics, nil)
+	return newStatusPage("gateway", 0, status.FromGateway(gw), gatewayHealth(gw), metrics, nil)
 }
 
 // gatewayGroup is gateway's group: the gateway, the metrics' server on

@@ -19,18 +19,20 @@ import (
 // newStatusPage is a front-end's live page (throttle/status): served on
 // its metrics address, with Prometheus at /metrics, when it has one, and
 // sampled in any case for the summary at exit.
-func newStatusPage(front string, src func(time.Time) status.Snapshot, health func(time.Time) (bool, []string), metrics http.Handler, log *slog.Logger) *status.Page {
+func newStatusPage(front string, every time.Duration, src func(time.Time) status.Snapshot, health func(time.Time) (bool, []string), metrics http.Handler, log *slog.Logger) *status.Page {
 	v := currentVersion()
-	p, err := status.New(status.Config{Front: front, Version: v.Version, Source: src, Health: health, Metrics: metrics, Log: log}, time.Now())
+	p, err := status.New(status.Config{Front: front, Version: v.Version, Every: every, Source: src, Health: health, Metrics: metrics, Log: log}, time.Now())
 	if err != nil {
 		panic("BUG: " + err.Error()) // every field is set here
 	}
 	return p
 }
 
-// loopPage is run's and the proxy's page, over the daemon's loop.
+// loopPage is run's and the proxy's page, over the daemon's loop,
+// sampled at its decisions (a second at least: a shorter interval is a
+// test's or the lab's).
 func loopPage(front string, d *daemon, metrics http.Handler, health func(time.Time) (bool, []string)) *status.Page {
-	return newStatusPage(front, status.FromLoop(d.loop), health, metrics, d.log)
+	return newStatusPage(front, max(time.Second, d.loop.Interval()), status.FromLoop(d.loop), health, metrics, d.log)
 }
 
 // addStatus adds the page's sampling to the front-end's group.

@@ -11,8 +11,9 @@
 // gateway each route and the refusals by cause — through an adapter:
 // FromLoop reads a throttle.Loop, FromGateway an opensim gateway. A Page
 // samples the snapshot every Config.Every into a bounded ring per circuit
-// (Config.Window of samples, 28 bytes each: 8.4 KB a circuit at the
-// defaults, Config.MaxCircuits of them at most) and serves:
+// (Config.Window of samples, 28 bytes each: 3.4 KB a circuit at the
+// defaults, a sample every 5 s for 10 minutes; Config.MaxCircuits of them
+// at most, 215 KB) and serves:
 //
 //   - "/": the page, plain words first ("asking the region for 412 kbit/s:
 //     one TCP share at 1.2 % loss and 180 ms; your viewer asked 1,500"),
@@ -27,7 +28,8 @@
 //
 // A chart is drawn when a browser asks for it and its circuit has a new
 // sample, at most once per sample and circuit, so a page left open costs
-// a few milliseconds every Every, and nothing when nobody looks.
+// a few milliseconds every Every (BenchmarkStatusPage), and nothing when
+// nobody looks.
 //
 // # Lifecycle
 //

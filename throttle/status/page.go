@@ -19,7 +19,7 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultEvery       = 2 * time.Second
+	DefaultEvery       = 5 * time.Second // the default control.interval: a sample a decision
 	DefaultWindow      = 10 * time.Minute
 	DefaultMaxCircuits = 64
 )
@@ -30,8 +30,8 @@ type Config struct {
 	Version string
 	// Source returns the front-end's state now: its circuits and, for
 	// the gateway, routes and refusals (FromLoop, FromGateway). The page
-	// fills in the health, the queueing delay where Source leaves it 0,
-	// and the words.
+	// fills in the health, the words and, but for the gateway (whose
+	// scheduler measures its own), the queueing delay.
 	Source func(now time.Time) Snapshot
 	// Health says whether the front-end does its job, one line per thing
 	// checked; nil: healthy while it serves.
@@ -39,7 +39,9 @@ type Config struct {
 	// Metrics, if set, is served at /metrics.
 	Metrics http.Handler
 	// Every is how often circuits are sampled for the charts (default
-	// DefaultEvery), Window how far back the charts go (DefaultWindow),
+	// DefaultEvery; the control interval, so that each sample holds a
+	// decision and the received rate over its interval), Window how far
+	// back the charts go (DefaultWindow),
 	// MaxCircuits how many circuits keep a history (DefaultMaxCircuits;
 	// the one heard from longest ago makes room).
 	Every       time.Duration
