@@ -184,7 +184,18 @@ func (p plistValue) value(tag string) (any, error) {
 // TestProxyAtLoginLinux: configs/fairgrid-proxy.service, a systemd user
 // unit, runs a command line the proxy takes.
 func TestProxyAtLoginLinux(t *testing.T) {
-	unit, err := os.ReadFile("../../configs/fairgrid-proxy.service")
+	unit, exec := unitExecStart(t, "../../configs/fairgrid-proxy.service")
+	if len(exec) < 2 || !strings.HasSuffix(exec[0], "/fairgrid") || !strings.Contains(string(unit), "WantedBy=default.target") {
+		t.Fatalf("ExecStart %v; want fairgrid, wanted by the user's default target", exec)
+	}
+	checkProxyArgs(t, "fairgrid-proxy.service", exec[1:])
+}
+
+// unitExecStart reads a systemd unit and returns it with its ExecStart
+// split into words.
+func unitExecStart(t *testing.T, path string) ([]byte, []string) {
+	t.Helper()
+	unit, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,8 +205,5 @@ func TestProxyAtLoginLinux(t *testing.T) {
 			exec = strings.Fields(rest)
 		}
 	}
-	if len(exec) < 2 || !strings.HasSuffix(exec[0], "/fairgrid") || !strings.Contains(string(unit), "WantedBy=default.target") {
-		t.Fatalf("ExecStart %v; want fairgrid, wanted by the user's default target", exec)
-	}
-	checkProxyArgs(t, "fairgrid-proxy.service", exec[1:])
+	return unit, exec
 }
