@@ -137,7 +137,7 @@ func runProxy(args []string, s stdio) int {
 		log.Error("fairgrid proxy stopped", "err", err)
 		return exitFail
 	}
-	log.Info("fairgrid proxy stopped", d.page.Summary(time.Now()).Attrs()...)
+	log.Info("fairgrid proxy stopped", append(d.page.Summary(time.Now()).Attrs(), "viewer_throttles_rewritten", p.Counts().Rewritten)...)
 	return exitOK
 }
 

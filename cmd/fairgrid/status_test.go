@@ -345,3 +345,33 @@ func TestStatusWait(t *testing.T) {
 		}
 	}
 }
+
+// TestSummariesOnExit: the proxy and the gateway, stopped, log what they
+// did (run's is TestStatusRun's): how long they ran, the circuits seen,
+// the mean rates, their totals.
+func TestSummariesOnExit(t *testing.T) {
+	builtBinary(t)
+	t.Parallel() // separate processes
+	for _, tc := range []struct {
+		name string
+		args []string
+		want *regexp.Regexp
+	}{
+		{"proxy", []string{"proxy", "--listen", "127.0.0.1:0", "--metrics", ""},
+			regexp.MustCompile(`msg="fairgrid proxy stopped" ran=\S+ circuits_seen=0 asked_kbps_mean=0 share_kbps_mean=0 received_kbps_mean=0 requests_sent=0 viewer_overrides_re_asserted=0 .* viewer_throttles_rewritten=0`)},
+		{"gateway", []string{"gateway", "--listen", "127.0.0.1:0", "--region", "127.0.0.1:9", "--metrics", ""},
+			regexp.MustCompile(`msg="fairgrid gateway stopped" circuits=0 opened=0 .* ran=\S+ circuits_seen=0 asked_kbps_mean=0 .* circuits_opened=0`)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fe := startBinary(t, time.Minute, tc.args...)
+			if fe.waitLine(regexp.MustCompile(`(listening)`)) == "" {
+				code, _, errOut := fe.stop(t, syscall.SIGTERM)
+				t.Fatalf("exited %d before listening: %s", code, errOut)
+			}
+			code, _, logs := fe.stop(t, syscall.SIGTERM)
+			if code != exitOK || !tc.want.MatchString(logs) {
+				t.Errorf("exit %d; no summary matching %v in:\n%s", code, tc.want, logs)
+			}
+		})
+	}
+}
