@@ -146,7 +146,23 @@ type Loop struct {
 	// lastStats is stats at the previous Tick: the interval's summary
 	// line reports the difference.
 	lastStats Stats
+	// gone holds the viewer endpoints whose circuits were forgotten (the
+	// viewer logged out, or its proxy association closed), each until the
+	// time its stragglers stop being ignored: datagrams still queued
+	// for measurement, the ack of the LogoutReply, the region's resends.
+	// Left to the tracker they would make a circuit again, one without
+	// IDs, reported as waiting until it idled out. A UseCircuitCode from
+	// the endpoint (a new login on the same socket) ends its hold.
+	gone map[netip.AddrPort]time.Time
 }
+
+// goneHold is how long a departed viewer's stragglers are ignored: the
+// region resends its LogoutReply for a few seconds at most.
+const goneHold = 10 * time.Second
+
+// maxGone bounds Loop.gone: past it the holds are dropped, so a flood of
+// logouts cannot grow it.
+const maxGone = 4096
 
 // Stats counts the loop's work.
 type Stats struct {
@@ -205,7 +221,17 @@ func (l *Loop) evict(k circuit.Key) {
 func (l *Loop) Observe(d lludp.Datagram) (reassert bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if len(l.gone) > 0 && l.heldLocked(d) {
+		return false
+	}
 	c, dir, err := l.tracker.Observe(d)
+	if err == nil && dir == circuit.Down && c != nil && !c.Candidate() && isLogoutReply(d.Payload) {
+		// The region confirmed the viewer's logout: its session, and so
+		// every circuit from its endpoint, has ended.
+		n := l.forgetViewerLocked(c.Key.Viewer, d.At)
+		l.log.Info("viewer logged out: its circuits are forgotten", "viewer", c.Key.Viewer, "circuits", n)
+		return false
+	}
 	if err != nil || dir != circuit.Up || c == nil || c.ViewerThrottleAt.IsZero() {
 		return false
 	}
@@ -322,6 +348,11 @@ func (l *Loop) Tick(now time.Time) []Request {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.forget(now.Add(-l.cfg.IdleTimeout))
+	for ep, until := range l.gone {
+		if !now.Before(until) {
+			delete(l.gone, ep)
+		}
+	}
 	vouched := l.vouched()
 	ds := l.decide(now, vouched)
 	var out []Request
@@ -691,18 +722,56 @@ func (l *Loop) Forget(before time.Time) int {
 
 // ForgetViewer drops the circuits of a viewer endpoint that has gone (a
 // proxy's association closed) and returns how many went; nothing more is
-// sent in their name.
+// sent in their name, and its datagrams still on their way are ignored.
 func (l *Loop) ForgetViewer(viewer netip.AddrPort) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return l.forgetViewerLocked(viewer, time.Now())
+}
+
+// forgetViewerLocked drops viewer's circuits and ignores its datagrams
+// stamped before at + goneHold, but for a new login. l.mu is held.
+func (l *Loop) forgetViewerLocked(viewer netip.AddrPort, at time.Time) int {
 	for k := range l.states {
 		if k.Viewer == viewer {
 			delete(l.states, k)
 		}
 	}
+	if l.gone == nil || len(l.gone) >= maxGone {
+		l.gone = map[netip.AddrPort]time.Time{}
+	}
+	l.gone[viewer] = at.Add(goneHold)
 	n := l.tracker.ForgetViewer(viewer)
 	l.stats.Forgotten += uint64(n)
 	return n
+}
+
+// heldLocked reports whether d is a straggler of a departed viewer (see
+// Loop.gone), and ends holds that have run out or that a new login
+// ends. l.mu is held.
+func (l *Loop) heldLocked(d lludp.Datagram) bool {
+	for _, ep := range [2]netip.AddrPort{d.Src, d.Dst} {
+		until, ok := l.gone[ep]
+		switch {
+		case !ok:
+			continue
+		case !d.At.Before(until):
+			delete(l.gone, ep)
+		case ep == d.Src && isMessage(d.Payload, lludp.UseCircuitCodeID):
+			delete(l.gone, ep)
+		default:
+			return true
+		}
+	}
+	return false
+}
+
+// isLogoutReply: the region's answer to the viewer's LogoutRequest.
+func isLogoutReply(p []byte) bool { return isMessage(p, lludp.LogoutReplyID) }
+
+func isMessage(p []byte, id lludp.MessageID) bool {
+	h, _, _, err := lludp.ParseHeader(p)
+	return err == nil && h.ID == id
 }
 
 func (l *Loop) forget(before time.Time) int {

@@ -3,8 +3,10 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/fairgrid/fairgrid/configs"
+	"github.com/fairgrid/fairgrid/throttle/group"
 	"github.com/fairgrid/fairgrid/throttle/sidecar"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -55,18 +57,21 @@ func runDaemon(set *settings, configPath string, check bool, s stdio) int {
 	// SIGHUP reloads what can change live.
 	hup, stopHUP := sidecar.NotifyReloads()
 	defer stopHUP()
+	var live *sidecar.Live
+	page := loopPage("run", d.Loop, promhttp.HandlerFor(sidecar.Registry(d.Metrics), promhttp.HandlerOpts{}),
+		captureHealth(f.Capture.Interface, f.Capture.Ports.String(), func() uint64 { return live.Sidecar().CaptureStats().Datagrams }), log)
 	cfg := sidecar.LiveConfig{Interface: f.Capture.Interface, Ports: f.Capture.Ports.Ports(), PortsText: f.Capture.Ports.String(),
 		DryRun: f.Send.DryRun, Reloads: hup, Reloader: d.Running, Log: log}
 	if !f.Metrics.Address.IsZero() {
 		if cfg.MetricsListener, err = metricsListener(f.Metrics.Address.String(), "metrics.address"); err != nil {
 			return fail(exitFail, err)
 		}
-		cfg.Metrics = promhttp.HandlerFor(sidecar.Registry(d.Metrics), promhttp.HandlerOpts{})
+		cfg.Metrics = page
 		if !f.Metrics.Address.Loopback() {
 			log.Warn("metrics are served beyond loopback: circuits and agent IDs become visible to the network", "address", f.Metrics.Address)
 		}
 	}
-	live, err := sidecar.NewLive(d.Loop, cfg)
+	live, err = sidecar.NewLive(d.Loop, cfg)
 	if err != nil {
 		return fail(exitFail, err)
 	}
@@ -76,10 +81,13 @@ func runDaemon(set *settings, configPath string, check bool, s stdio) int {
 	ctx, stop := runContext(0, logNotice(log))
 	defer stop()
 	log.Info("fairgrid running", "interface", live.Interface, "chosen", live.Chosen, "controller", f.Control.Controller, "dry_run", f.Send.DryRun)
-	if err := live.Run(ctx); err != nil {
+	var g group.Group
+	g.Add(live.Run, nil)
+	addStatus(&g, page)
+	if err := g.Run(ctx); err != nil {
 		log.Error("fairgrid stopped", "err", err)
 		return exitFail
 	}
-	log.Info("fairgrid stopped")
+	log.Info("fairgrid stopped", page.Summary(time.Now()).Attrs()...)
 	return exitOK
 }

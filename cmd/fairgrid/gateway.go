@@ -15,6 +15,7 @@ import (
 	"github.com/fairgrid/fairgrid/opensim/gateway"
 	"github.com/fairgrid/fairgrid/throttle/group"
 	"github.com/fairgrid/fairgrid/throttle/sidecar"
+	"github.com/fairgrid/fairgrid/throttle/status"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -109,7 +110,7 @@ func runGateway(args []string, s stdio) int {
 	defer stopHUP()
 	reloads := sidecar.NewReloads(hup, gatewayReloader(gw, c.load, f, level, log), log)
 	var metrics net.Listener
-	var handler http.Handler
+	var prom http.Handler
 	if !f.Metrics.GatewayAddress.IsZero() {
 		if metrics, err = metricsListener(f.Metrics.GatewayAddress.String(), "metrics.gateway_address"); err != nil {
 			return fail(exitFail, "%v", err)
@@ -118,9 +119,11 @@ func runGateway(args []string, s stdio) int {
 			log.Warn("metrics are served beyond loopback (gateway.metrics_public)", "address", f.Metrics.GatewayAddress, "viewers_identified", cfg.IdentifyViewers)
 		}
 		reg := sidecar.Registry(gateway.NewCollector(gw, f.Metrics.MaxCircuits), sidecar.ReloadCollector(reloads.Stats))
-		handler = gatewayHandler(gw, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		prom = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	}
-	g := gatewayGroup(gw, metrics, handler, reloads)
+	page := gatewayHandler(gw, prom)
+	g := gatewayGroup(gw, metrics, page, reloads)
+	addStatus(g, page)
 	ctx, stop := runContext(*c.duration, logNotice(log))
 	defer stop()
 	for i, r := range cfg.Routes {
@@ -130,32 +133,17 @@ func runGateway(args []string, s stdio) int {
 		log.Error("fairgrid gateway stopped", "err", err)
 		return exitFail
 	}
-	log.Info("fairgrid gateway stopped", gw.Counters().Summary()...)
+	log.Info("fairgrid gateway stopped", append(gw.Counters().Summary(), page.Summary(time.Now()).Attrs()...)...)
 	return exitOK
 }
 
-// gatewayHandler serves the metrics, and at /healthz whether each route's
-// region answers: 200 when every one does (or has not been sent anything
-// yet), 503 naming those that do not, so a load balancer or a monitor
-// sees a region that is down behind a gateway that is up.
-func gatewayHandler(gw *gateway.Gateway, metrics http.Handler) http.Handler {
-	mux := http.NewServeMux()
-	mux.Handle("/", metrics)
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		hs := gw.Health()
-		code := http.StatusOK
-		for _, h := range hs {
-			if !h.Answers {
-				code = http.StatusServiceUnavailable
-			}
-		}
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.WriteHeader(code)
-		for _, h := range hs {
-			fmt.Fprintln(w, h)
-		}
-	})
-	return mux
+// gatewayHandler is the gateway's live page (status.go), with the
+// metrics at /metrics, and at /healthz whether each route's region
+// answers: 200 when every one does (or has not been sent anything yet),
+// 503 naming those that do not, so a load balancer or a monitor sees a
+// region that is down behind a gateway that is up.
+func gatewayHandler(gw *gateway.Gateway, metrics http.Handler) *status.Page {
+	return newStatusPage("gateway", 0, status.FromGateway(gw), gatewayHealth(gw), metrics, nil)
 }
 
 // gatewayGroup is gateway's group: the gateway, the metrics' server on

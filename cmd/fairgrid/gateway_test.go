@@ -281,16 +281,7 @@ func TestGatewayReload(t *testing.T) {
 // TestGatewayServiceUnit: the systemd unit's command line is one the
 // gateway takes, on the shipped configuration with a route added.
 func TestGatewayServiceUnit(t *testing.T) {
-	unit, err := os.ReadFile("../../configs/fairgrid-gateway.service")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var exec []string
-	for _, line := range strings.Split(string(unit), "\n") {
-		if rest, ok := strings.CutPrefix(line, "ExecStart="); ok {
-			exec = strings.Fields(rest)
-		}
-	}
+	_, exec := unitExecStart(t, "../../configs/fairgrid-gateway.service")
 	if len(exec) < 2 || !strings.HasSuffix(exec[0], "/fairgrid") || exec[1] != "gateway" {
 		t.Fatalf("ExecStart %v", exec)
 	}

@@ -44,6 +44,7 @@ func commands() []command {
 		{"link", "relay UDP between viewers and a simulator through an emulated link", runLink},
 		{"gateway", "a UDP gateway at OpenSim regions' public addresses: scheduled, TCP-fair rates for every viewer", runGateway},
 		{"proxy", "a SOCKS5 proxy for viewers that measures and sets their throttles (any OS, no root)", runProxy},
+		{"status", "what a running run, proxy or gateway does, one line per circuit (the live page is at its metrics address)", runStatus},
 		{"version", "print the version and the commit it was built from", runVersion},
 	}
 }

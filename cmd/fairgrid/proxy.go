@@ -9,17 +9,19 @@ import (
 	"os"
 	"runtime"
 	"syscall"
+	"time"
 
 	"github.com/fairgrid/fairgrid/configs"
 	"github.com/fairgrid/fairgrid/throttle/group"
 	"github.com/fairgrid/fairgrid/throttle/proxy"
 	"github.com/fairgrid/fairgrid/throttle/sidecar"
+	"github.com/fairgrid/fairgrid/throttle/status"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 const proxySynopsis = `[--listen ADDR] [--config FILE] [--check-config [FILE]] [--controller C] [--segment S] [--interval D] [--dry-run] [--metrics ADDR] [--log-level L] [--log-format F]
-       [--user U [--password-file F]] [--allow-ports LIST] [--max-associations N] [--max-connects N]
+       [--user U [--password-file F]] [--allow-ports LIST] [--sim-ports LIST] [--max-associations N] [--max-connects N]
 
 A SOCKS 5 proxy (RFC 1928, username/password RFC 1929) for Second Life
 and OpenSim viewers, on any OS and without root. In the viewer: Preferences
@@ -47,7 +49,7 @@ resolved first) needs a username (--user) and a password, read from
 --password-file or from the environment variable FAIRGRID_PROXY_PASSWORD,
 never from the command line or the configuration file. UDP is accepted
 only from the client that made the association and goes only to the
-simulator ports (capture.ports); CONNECT only to the allowed ports
+simulator ports (--sim-ports, capture.ports); CONNECT only to the allowed ports
 (default 80, 443, 8002, 9000-13100, 12043, 12046) and, beyond loopback,
 never to the host's loopback, link-local addresses or the proxy's own.
 Sessions are capped per client address and in all (proxy.max_sessions),
@@ -117,7 +119,7 @@ func runProxy(args []string, s stdio) int {
 			log.Warn("metrics are served beyond loopback: circuits and agent IDs become visible to the network", "address", f.Metrics.ProxyAddress)
 		}
 	}
-	p, _, err := newProxy(d, pc, sc, log)
+	p, page, _, err := newProxy(d, pc, sc, log)
 	if err != nil {
 		ln.Close()
 		if sc.MetricsListener != nil {
@@ -131,11 +133,12 @@ func runProxy(args []string, s stdio) int {
 	log.Info("fairgrid proxy listening", "listen", ln.Addr().String(), "auth", pc.Username != "", "controller", f.Control.Controller, "dry_run", pc.DryRun, "procs", runtime.GOMAXPROCS(0))
 	var g group.Group
 	p.AddTo(&g, ln)
+	addStatus(&g, page)
 	if err := g.Run(ctx); err != nil {
 		log.Error("fairgrid proxy stopped", "err", err)
 		return exitFail
 	}
-	log.Info("fairgrid proxy stopped")
+	log.Info("fairgrid proxy stopped", append(page.Summary(time.Now()).Attrs(), "viewer_throttles_rewritten", p.Counts().Rewritten)...)
 	return exitOK
 }
 
@@ -164,6 +167,7 @@ func proxyFlags(s stdio) (fs *flag.FlagSet, set *settings, configPath *string, c
 		setting{"user", "proxy.username", "`username` clients must give (RFC 1929); the password comes from --password-file or $" + proxyPasswordEnv},
 		setting{"password-file", "proxy.password_file", "`file` holding the password (its first line)"},
 		setting{"allow-ports", "proxy.allow_ports", "CONNECT `ports` and ranges, comma-separated"},
+		setting{"sim-ports", "capture.ports", "the simulators' UDP `ports` and ranges, comma-separated: the only ones the relay sends to"},
 		setting{"max-associations", "proxy.max_associations", "UDP associations open at once per client address"},
 		setting{"max-connects", "proxy.max_connects", "CONNECT sessions open at once per client address"})...)
 	return fs, set, configPath, check
@@ -188,18 +192,20 @@ func proxyConfig(f *configs.File, envPass string) (proxy.Config, string, error) 
 
 // newProxy builds the proxy around d's loop with sc's sidecar settings,
 // and its metrics (the daemon's, the process's and the proxy's) on sc's
-// listener if it has one. Nothing listens or runs yet.
-func newProxy(d *daemon, pc proxy.Config, sc sidecar.Config, log *slog.Logger) (*proxy.Proxy, *prometheus.Registry, error) {
+// listener if it has one, and its live page. Nothing listens or runs
+// yet.
+func newProxy(d *daemon, pc proxy.Config, sc sidecar.Config, log *slog.Logger) (*proxy.Proxy, *status.Page, *prometheus.Registry, error) {
 	sc.Loop = d.Loop
 	reg := sidecar.Registry(d.Metrics)
+	page := loopPage("proxy", d.Loop, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), listenHealth("the SOCKS 5 proxy"), log)
 	if sc.MetricsListener != nil {
-		sc.Metrics = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+		sc.Metrics = page
 	}
 	p, err := proxy.New(pc, sc, log)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	reg.MustRegister(p.Collectors()...)
 	d.Metrics.Reloads = p.Sidecar().ReloadStats
-	return p, reg, nil
+	return p, page, reg, nil
 }

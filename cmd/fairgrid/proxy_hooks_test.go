@@ -36,7 +36,7 @@ func runTestProxyOn(t *testing.T, listen string, d *daemon, pc proxy.Config, sc 
 	if sc.Log == nil {
 		sc.Log = log
 	}
-	p, reg, err := newProxy(d, pc, sc, log)
+	p, _, reg, err := newProxy(d, pc, sc, log)
 	if err != nil {
 		t.Fatal(err)
 	}

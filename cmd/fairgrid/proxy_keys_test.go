@@ -332,6 +332,7 @@ func TestEveryProxyFlagReachesItsKey(t *testing.T) {
 		"user":             {[]string{"--user", strings.Repeat("u", 256), "--check-config"}, exitUsage, "proxy.username"},
 		"password-file":    {[]string{"--user", "viewer", "--password-file", missing, "--check-config"}, exitUsage, "proxy.password_file"},
 		"allow-ports":      {[]string{"--allow-ports", "80,http", "--check-config"}, exitUsage, "proxy.allow_ports"},
+		"sim-ports":        {[]string{"--sim-ports", "13100-9000", "--check-config"}, exitUsage, "capture.ports"},
 		"max-associations": {[]string{"--max-associations", "0", "--check-config"}, exitUsage, "proxy.max_associations"},
 		"max-connects":     {[]string{"--max-connects", "0", "--check-config"}, exitUsage, "proxy.max_connects"},
 		// A boolean has no bad value: its key is read below.
@@ -438,5 +439,26 @@ func TestProxyCheckConfig(t *testing.T) {
 		if code != tc.code || !strings.Contains(out+errOut, tc.want) {
 			t.Errorf("%v: exit %d, %q %q; want exit %d with %q", tc.args, code, out, errOut, tc.code, tc.want)
 		}
+	}
+}
+
+// TestProxySimPorts: --sim-ports (capture.ports) sets the ports the UDP
+// relay sends to, which a refused datagram's log line names (issue 37).
+func TestProxySimPorts(t *testing.T) {
+	f, err := proxySettings(t, "--sim-ports", "9000-9001,12035").load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc, _, err := proxyConfig(f, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for port, want := range map[uint16]bool{9000: true, 9001: true, 12035: true, 9002: false, 13000: false} {
+		if got := pc.UDPPorts.Contains(port); got != want {
+			t.Errorf("--sim-ports 9000-9001,12035: port %d relayed %v, want %v", port, got, want)
+		}
+	}
+	if !strings.Contains(socks5.UDPPortsHint, "--sim-ports") || !strings.Contains(socks5.UDPPortsHint, "capture.ports") {
+		t.Errorf("the relay's refusal names %q, not this flag and key", socks5.UDPPortsHint)
 	}
 }

@@ -57,7 +57,7 @@ for p in $platforms; do
 	mkdir -p "$stage/configs"
 	cp "$out/$name$ext" "$stage/fairgrid$ext"
 	cp README.md "$stage/"
-	cp configs/fairgrid.toml configs/fairgrid.service configs/fairgrid-gateway.service configs/grafana-fairgrid.json "$stage/configs/"
+	cp configs/fairgrid.toml configs/fairgrid.service configs/fairgrid-gateway.service configs/fairgrid-proxy.service configs/fairgrid-proxy.plist configs/fairgrid-proxy-task.xml configs/grafana-fairgrid.json "$stage/configs/"
 	if [ "$os" = windows ] && command -v zip >/dev/null 2>&1; then
 		(cd "$out/.stage" && zip -qr "$root/$out/$name.zip" "$name")
 		echo "dist: $out/$name.zip"

@@ -3,265 +3,19 @@
 package render
 
 import (
-	"bufio"
 	"bytes"
-	"context"
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
-	"image"
 	"image/png"
-	"io"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"golang.org/x/net/websocket"
-
 	"github.com/fairgrid/fairgrid/internal/audit"
+	"github.com/fairgrid/fairgrid/internal/browsertest"
 )
-
-// chromiumPath finds headless Chromium, installing Debian's package when
-// it is missing and apt can run (as root); otherwise the test is skipped
-// with the reason.
-func chromiumPath(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	apt, err := exec.LookPath("apt-get")
-	if err != nil {
-		t.Skip("skipped: chromium is not installed and there is no apt-get to install it")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("skipped: chromium is not installed and only root can install it with apt-get")
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
-	defer cancel()
-	install := func() ([]byte, error) {
-		cmd := exec.CommandContext(ctx, apt, "install", "-y", "chromium")
-		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
-		return cmd.CombinedOutput()
-	}
-	if _, err := install(); err != nil {
-		// the package lists may be missing or stale on a fresh machine
-		if upd, uerr := exec.CommandContext(ctx, apt, "update").CombinedOutput(); uerr != nil {
-			t.Skipf("skipped: chromium is not installed and apt-get update failed (%v): %s", uerr, tail(upd, 300))
-		}
-		if out, err := install(); err != nil {
-			t.Skipf("skipped: chromium is not installed and apt-get install chromium failed (%v): %s", err, tail(out, 300))
-		}
-	}
-	p, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Skipf("skipped: apt-get installed chromium but it is not on PATH: %v", err)
-	}
-	t.Logf("installed Debian's chromium: %s", p)
-	return p
-}
-
-// devtools is a DevTools-protocol connection to one page: requests by id,
-// and the events collected as they come.
-type devtools struct {
-	ws     *websocket.Conn
-	nextID int
-	events []cdpMessage
-}
-
-type cdpMessage struct {
-	ID     int             `json:"id,omitempty"`
-	Method string          `json:"method,omitempty"`
-	Params json.RawMessage `json:"params,omitempty"`
-	Result json.RawMessage `json:"result,omitempty"`
-	Error  *struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-	} `json:"error,omitempty"`
-}
-
-// call sends one command and reads until its answer, keeping the events
-// that arrive meanwhile.
-func (d *devtools) call(method string, params any, result any) error {
-	d.nextID++
-	id := d.nextID
-	msg := map[string]any{"id": id, "method": method}
-	if params != nil {
-		msg["params"] = params
-	}
-	if err := websocket.JSON.Send(d.ws, msg); err != nil {
-		return fmt.Errorf("%s: %w", method, err)
-	}
-	for {
-		var m cdpMessage
-		if err := websocket.JSON.Receive(d.ws, &m); err != nil {
-			return fmt.Errorf("%s: %w", method, err)
-		}
-		if m.ID == 0 {
-			d.events = append(d.events, m)
-			continue
-		}
-		if m.ID != id {
-			continue
-		}
-		if m.Error != nil {
-			return fmt.Errorf("%s: %s (%d)", method, m.Error.Message, m.Error.Code)
-		}
-		if result != nil {
-			return json.Unmarshal(m.Result, result)
-		}
-		return nil
-	}
-}
-
-// waitEvent reads until an event of the given method arrives.
-func (d *devtools) waitEvent(method string) error {
-	for _, e := range d.events {
-		if e.Method == method {
-			return nil
-		}
-	}
-	for {
-		var m cdpMessage
-		if err := websocket.JSON.Receive(d.ws, &m); err != nil {
-			return fmt.Errorf("waiting for %s: %w", method, err)
-		}
-		if m.ID == 0 {
-			d.events = append(d.events, m)
-			if m.Method == method {
-				return nil
-			}
-		}
-	}
-}
-
-// problems lists the console errors and warnings, uncaught exceptions and
-// browser log errors (a blocked or failed load) among the events.
-func (d *devtools) problems() []string {
-	var out []string
-	for _, e := range d.events {
-		switch e.Method {
-		case "Runtime.consoleAPICalled":
-			var p struct {
-				Type string `json:"type"`
-				Args []struct {
-					Value       any    `json:"value"`
-					Description string `json:"description"`
-				} `json:"args"`
-			}
-			json.Unmarshal(e.Params, &p)
-			if p.Type == "error" || p.Type == "warning" || p.Type == "assert" {
-				out = append(out, fmt.Sprintf("console.%s %v", p.Type, p.Args))
-			}
-		case "Runtime.exceptionThrown":
-			out = append(out, "exception: "+string(e.Params))
-		case "Log.entryAdded":
-			var p struct {
-				Entry struct {
-					Level, Source, Text, URL string
-				} `json:"entry"`
-			}
-			json.Unmarshal(e.Params, &p)
-			if p.Entry.Level == "error" || p.Entry.Level == "warning" {
-				out = append(out, fmt.Sprintf("%s %s: %s %s", p.Entry.Level, p.Entry.Source, p.Entry.Text, p.Entry.URL))
-			}
-		}
-	}
-	return out
-}
-
-var devtoolsURL = regexp.MustCompile(`DevTools listening on (ws://[^\s]+)`)
-
-// startChromium starts headless Chromium with DevTools on a free port and
-// returns a connection to a new page. Chromium and its children end with
-// the test.
-func startChromium(t *testing.T, chromium string) *devtools {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	cmd := exec.CommandContext(ctx, chromium,
-		"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--disable-default-apps", "--disable-extensions", "--mute-audio", "--hide-scrollbars",
-		"--user-data-dir="+t.TempDir(), "--remote-debugging-port=0", "--remote-allow-origins=*",
-		"about:blank")
-	// its own process group, so the renderer and GPU processes end with it
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		cancel()
-		t.Skipf("skipped: chromium does not start: %v", err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		cmd.Wait()
-	})
-	found := make(chan string, 1)
-	var logged bytes.Buffer
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		sent := false
-		for sc.Scan() {
-			if m := devtoolsURL.FindStringSubmatch(sc.Text()); m != nil && !sent {
-				found <- m[1]
-				sent = true
-			} else if !sent && logged.Len() < 4000 {
-				logged.WriteString(sc.Text() + "\n")
-			}
-		}
-		if !sent {
-			close(found)
-		}
-		io.Copy(io.Discard, stderr)
-	}()
-	var browserURL string
-	select {
-	case u, ok := <-found:
-		if !ok {
-			t.Fatalf("chromium exited without DevTools: %s", tail(logged.Bytes(), 1000))
-		}
-		browserURL = u
-	case <-ctx.Done():
-		t.Fatalf("chromium did not open DevTools within a minute")
-	}
-	deadline := time.Now().Add(45 * time.Second)
-	b, err := websocket.Dial(browserURL, "", "http://127.0.0.1/")
-	if err != nil {
-		t.Fatalf("devtools: %v", err)
-	}
-	defer b.Close()
-	b.SetDeadline(deadline)
-	browser := &devtools{ws: b}
-	var target struct {
-		TargetID string `json:"targetId"`
-	}
-	if err := browser.call("Target.createTarget", map[string]any{"url": "about:blank"}, &target); err != nil {
-		t.Fatal(err)
-	}
-	u, err := url.Parse(browserURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pageURL := "ws://" + u.Host + "/devtools/page/" + target.TargetID
-	ws, err := websocket.Dial(pageURL, "", "http://127.0.0.1/")
-	if err != nil {
-		t.Fatalf("devtools page: %v", err)
-	}
-	ws.MaxPayloadBytes = 64 << 20 // screenshots
-	ws.SetDeadline(deadline)
-	t.Cleanup(func() { ws.Close() })
-	return &devtools{ws: ws}
-}
 
 type figureBox struct {
 	ID       string  `json:"id"`
@@ -354,10 +108,10 @@ const laptopWidth = 1366
 // anything wider than the laptop's screen, a figure's data outside its
 // plot box, or counts the page states that differ from its tables' (the
 // whole report: hidden is how many circuits the tables leave out).
-func (d *devtools) checkLayout(t *testing.T, hidden int) (layout, []string) {
+func checkLayout(t *testing.T, d *browsertest.Page, hidden int) (layout, []string) {
 	t.Helper()
 	var l layout
-	d.evalJSON(t, "checking the layout", layoutCheck, &l)
+	d.EvalJSON(t, "checking the layout", layoutCheck, &l)
 	var bad []string
 	if l.Right > laptopWidth || l.ScrollWidth > laptopWidth {
 		bad = append(bad, fmt.Sprintf("the page is %.0f px wide (scroll width %.0f; widest element %s), the screen %d", l.Right, l.ScrollWidth, l.Widest, laptopWidth))
@@ -387,7 +141,7 @@ func TestHTMLInBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipped with -short: starts a browser")
 	}
-	chromium := chromiumPath(t)
+	chromium := browsertest.Chromium(t)
 	dir := artifacts(t)
 	reports := []struct {
 		name   string
@@ -398,7 +152,7 @@ func TestHTMLInBrowser(t *testing.T) {
 		{"lab", func(t *testing.T) *audit.Report { return observedReport(t) }},
 		{"ipv6", func(*testing.T) *audit.Report { return ipv6Report() }},
 	}
-	d := startChromium(t, chromium)
+	d := browsertest.Start(t, chromium, 45*time.Second)
 	for _, c := range []struct {
 		method string
 		params any
@@ -406,7 +160,7 @@ func TestHTMLInBrowser(t *testing.T) {
 		{"Runtime.enable", nil}, {"Log.enable", nil}, {"Page.enable", nil},
 		{"Emulation.setDeviceMetricsOverride", map[string]any{"width": laptopWidth, "height": 1000, "deviceScaleFactor": 1, "mobile": false}},
 	} {
-		if err := d.call(c.method, c.params, nil); err != nil {
+		if err := d.Call(c.method, c.params, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -423,7 +177,7 @@ func TestHTMLInBrowser(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			boxes := d.render(t, path)
+			boxes := render(t, d, path)
 			if len(boxes) != len(want) {
 				t.Errorf("browser shows %d figures, the page has %d", len(boxes), len(want))
 			}
@@ -440,12 +194,12 @@ func TestHTMLInBrowser(t *testing.T) {
 				if b.Overflow {
 					t.Errorf("figure %q: its SVG is wider than the figure", b.ID)
 				}
-				raw := d.screenshot(t, b)
+				raw := d.Screenshot(t, b.X, b.Y, b.W, b.H)
 				img, err := png.Decode(bytes.NewReader(raw))
 				if err != nil {
 					t.Fatalf("screenshot of %q: %v", b.ID, err)
 				}
-				if f := inked(img); f < 0.01 {
+				if f := browsertest.Inked(img); f < 0.01 {
 					t.Errorf("screenshot of %q is blank (%.2f %% of its pixels drawn)", b.ID, f*100)
 				}
 				if err := os.WriteFile(filepath.Join(out, b.ID+".png"), raw, 0o644); err != nil {
@@ -453,7 +207,7 @@ func TestHTMLInBrowser(t *testing.T) {
 				}
 			}
 			hidden := max(0, len(r.Circuits)-maxTableRows)
-			l, bad := d.checkLayout(t, hidden)
+			l, bad := checkLayout(t, d, hidden)
 			for _, b := range bad {
 				t.Error(b)
 			}
@@ -462,10 +216,10 @@ func TestHTMLInBrowser(t *testing.T) {
 			}
 			t.Logf("page %.0f px wide (widest: %s); %d data elements inside their plots; counts %v", l.Right, l.Widest, l.Points, l.Said)
 			// A last round trip, so that messages logged late are in.
-			if err := d.call("Runtime.evaluate", map[string]any{"expression": "1"}, nil); err != nil {
+			if err := d.Call("Runtime.evaluate", map[string]any{"expression": "1"}, nil); err != nil {
 				t.Fatal(err)
 			}
-			if p := d.problems(); len(p) > 0 {
+			if p := d.Problems(); len(p) > 0 {
 				t.Errorf("the browser reported:\n%s", strings.Join(p, "\n"))
 			}
 			t.Logf("%d figures rendered; screenshots in %s", len(boxes), out)
@@ -475,21 +229,21 @@ func TestHTMLInBrowser(t *testing.T) {
 
 // TestHTMLInBrowser's checks, on a page that must fail them: a missing
 // image is a console error, an empty SVG has an empty bounding box.
-func checkBrowserCatches(t *testing.T, d *devtools, dir string) {
+func checkBrowserCatches(t *testing.T, d *browsertest.Page, dir string) {
 	path := filepath.Join(dir, "broken.html")
 	page := `<!DOCTYPE html><html><head><meta charset="utf-8"><title>broken</title></head><body>
 <img src="missing.png" alt="x"><figure id="fig-empty"><svg width="100pt" height="50pt" viewBox="0 0 100 50"></svg></figure></body></html>`
 	if err := os.WriteFile(path, []byte(page), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	boxes := d.render(t, path)
-	if err := d.call("Runtime.evaluate", map[string]any{"expression": "1"}, nil); err != nil {
+	boxes := render(t, d, path)
+	if err := d.Call("Runtime.evaluate", map[string]any{"expression": "1"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if len(boxes) != 1 || boxes[0].BBoxW != 0 || boxes[0].BBoxH != 0 {
 		t.Errorf("empty SVG measured as %+v, want a zero bounding box", boxes)
 	}
-	if len(d.problems()) == 0 {
+	if len(d.Problems()) == 0 {
 		t.Error("a missing image raised no console error: the check cannot fail")
 	}
 	// A page too wide, with a point outside its plot and counts its
@@ -506,8 +260,8 @@ func checkBrowserCatches(t *testing.T, d *devtools, dir string) {
 	if err := os.WriteFile(path, []byte(page), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	d.render(t, path)
-	_, bad := d.checkLayout(t, 0)
+	render(t, d, path)
+	_, bad := checkLayout(t, d, 0)
 	for _, want := range []string{"px wide", "outside its plot", "cut at the figure's edge", "the page says"} {
 		if !strings.Contains(strings.Join(bad, "\n"), want) {
 			t.Errorf("the layout check missed %q on a page made to fail it; it found: %q", want, bad)
@@ -516,73 +270,10 @@ func checkBrowserCatches(t *testing.T, d *devtools, dir string) {
 }
 
 // render loads the page at path and measures its figures.
-func (d *devtools) render(t *testing.T, path string) []figureBox {
+func render(t *testing.T, d *browsertest.Page, path string) []figureBox {
 	t.Helper()
-	d.events = d.events[:0]
-	if err := d.call("Page.navigate", map[string]any{"url": (&url.URL{Scheme: "file", Path: path}).String()}, nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.waitEvent("Page.loadEventFired"); err != nil {
-		t.Fatal(err)
-	}
+	d.Navigate(t, (&url.URL{Scheme: "file", Path: path}).String())
 	var boxes []figureBox
-	d.evalJSON(t, "measuring the figures", measure, &boxes)
+	d.EvalJSON(t, "measuring the figures", measure, &boxes)
 	return boxes
-}
-
-// evalJSON runs expression, which returns a JSON string, in the page and
-// decodes its value into v; what names the step in errors.
-func (d *devtools) evalJSON(t *testing.T, what, expression string, v any) {
-	t.Helper()
-	var eval struct {
-		Result struct {
-			Value string `json:"value"`
-		} `json:"result"`
-		ExceptionDetails json.RawMessage `json:"exceptionDetails"`
-	}
-	if err := d.call("Runtime.evaluate", map[string]any{"expression": expression, "returnByValue": true}, &eval); err != nil {
-		t.Fatal(err)
-	}
-	if eval.ExceptionDetails != nil {
-		t.Fatalf("%s: %s", what, eval.ExceptionDetails)
-	}
-	if err := json.Unmarshal([]byte(eval.Result.Value), v); err != nil {
-		t.Fatalf("%s: %v: %s", what, err, eval.Result.Value)
-	}
-}
-
-// screenshot returns a PNG of the figure's box on the page.
-func (d *devtools) screenshot(t *testing.T, b figureBox) []byte {
-	t.Helper()
-	var shot struct {
-		Data string `json:"data"`
-	}
-	clip := map[string]any{"x": b.X, "y": b.Y, "width": b.W, "height": b.H, "scale": 1}
-	if err := d.call("Page.captureScreenshot", map[string]any{"format": "png", "clip": clip, "captureBeyondViewport": true}, &shot); err != nil {
-		t.Fatal(err)
-	}
-	raw, err := base64.StdEncoding.DecodeString(shot.Data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return raw
-}
-
-// inked is the fraction of pixels that are not near-white.
-func inked(img image.Image) float64 {
-	b := img.Bounds()
-	var n, total int
-	for y := b.Min.Y; y < b.Max.Y; y += 2 {
-		for x := b.Min.X; x < b.Max.X; x += 2 {
-			r, g, bl, _ := img.At(x, y).RGBA()
-			if r < 0xe000 || g < 0xe000 || bl < 0xe000 {
-				n++
-			}
-			total++
-		}
-	}
-	if total == 0 {
-		return 0
-	}
-	return float64(n) / float64(total)
 }

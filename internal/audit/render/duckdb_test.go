@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/fairgrid/fairgrid/internal/audit"
+	"github.com/fairgrid/fairgrid/internal/browsertest"
 )
 
 // duckdbPackage is DuckDB's Node client, pinned so that every machine
@@ -78,18 +79,10 @@ func duckdbPrefix(t *testing.T) string {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, npm, "install", "--no-audit", "--no-fund", "--prefix", prefix, duckdbPackage)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Skipf("skipped: npm install %s into %s failed (%v): %s", duckdbPackage, prefix, err, tail(out, 400))
+		t.Skipf("skipped: npm install %s into %s failed (%v): %s", duckdbPackage, prefix, err, browsertest.Tail(out, 400))
 	}
 	t.Logf("installed %s into %s with %s (node %s)", duckdbPackage, prefix, npm, node)
 	return prefix
-}
-
-func tail(b []byte, n int) string {
-	s := strings.TrimSpace(string(b))
-	if len(s) > n {
-		s = "…" + s[len(s)-n:]
-	}
-	return s
 }
 
 // runDuckDB runs the named queries in DuckDB and returns their rows.
@@ -116,7 +109,7 @@ func runDuckDB(t *testing.T, prefix string, queries map[string]string) map[strin
 	dec := json.NewDecoder(strings.NewReader(string(out)))
 	dec.UseNumber()
 	if err := dec.Decode(&res); err != nil {
-		t.Fatalf("duckdb output: %v: %s", err, tail(out, 400))
+		t.Fatalf("duckdb output: %v: %s", err, browsertest.Tail(out, 400))
 	}
 	return res
 }

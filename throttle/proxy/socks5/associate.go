@@ -276,7 +276,7 @@ func (a *Association) relayFromClient(in *batchReader, toClient *batchWriter, wg
 			from := sl.from
 			port := uint16(a.clientPort.Load())
 			if from.Addr() != a.clientIP || port != 0 && from.Port() != port {
-				s.stats.drop(s.log, DroppedForeignSource, from)
+				s.stats.drop(s.log, DroppedForeignSource, from, netip.AddrPort{})
 				continue
 			}
 			if port == 0 {
@@ -285,16 +285,16 @@ func (a *Association) relayFromClient(in *batchReader, toClient *batchWriter, wg
 			wrapped := sl.buf[:sl.n]
 			dst, off, err := parseUDPHeader(wrapped)
 			if err != nil {
-				s.stats.drop(s.log, dropCauseOf(err), from)
+				s.stats.drop(s.log, dropCauseOf(err), from, netip.AddrPort{})
 				continue
 			}
 			remote, ok := a.resolve(dst)
 			if !ok {
-				s.stats.drop(s.log, DroppedUnresolved, from)
+				s.stats.drop(s.log, DroppedUnresolved, from, netip.AddrPort{})
 				continue
 			}
 			if !s.cfg.UDPPorts.Contains(remote.Port()) {
-				s.stats.drop(s.log, DroppedPortNotAllowed, remote)
+				s.stats.dropPort(s.log, from, remote)
 				continue
 			}
 			batch = append(batch, Datagram{Remote: remote, Payload: wrapped[off:], At: at})
@@ -307,7 +307,7 @@ func (a *Association) relayFromClient(in *batchReader, toClient *batchWriter, wg
 			var err error
 			if out, err = a.openRelay(batch[0].Remote, toClient, wg); out == nil {
 				for _, d := range batch {
-					s.stats.drop(s.log, DroppedSendFailed, d.Remote)
+					s.stats.drop(s.log, DroppedSendFailed, a.ClientAddr(), d.Remote)
 				}
 				if err != nil {
 					s.log.Warn("socks5 association: no relay socket", "association", a.id, "err", err)
@@ -322,7 +322,7 @@ func (a *Association) relayFromClient(in *batchReader, toClient *batchWriter, wg
 		var bytes uint64
 		for _, d := range batch {
 			if d.Payload == nil {
-				s.stats.drop(s.log, DroppedByHook, a.ClientAddr())
+				s.stats.drop(s.log, DroppedByHook, a.ClientAddr(), d.Remote)
 				continue
 			}
 			send = append(send, outgoing{payload: d.Payload, to: d.Remote, counted: len(d.Payload)})
@@ -349,7 +349,7 @@ func (a *Association) relayBatch(w *batchWriter, send []outgoing, bytes uint64, 
 		if o.failed {
 			st.datagrams[dir].Add(^uint64(0))
 			st.datagramBytes[dir].Add(-uint64(o.counted))
-			st.drop(a.srv.log, DroppedSendFailed, o.to)
+			st.drop(a.srv.log, DroppedSendFailed, netip.AddrPort{}, o.to)
 		}
 	}
 }
@@ -408,7 +408,7 @@ func (a *Association) relayFromRemote(in *batchReader, out *batchWriter) {
 		client := a.ClientAddr()
 		if client.Port() == 0 {
 			for _, sl := range in.slots[:n] {
-				s.stats.drop(s.log, DroppedClientUnknown, sl.from)
+				s.stats.drop(s.log, DroppedClientUnknown, sl.from, netip.AddrPort{})
 			}
 			return
 		}

@@ -3,6 +3,7 @@ package socks5
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -314,7 +315,8 @@ func TestUDPPorts(t *testing.T) {
 	other := udpPeer(t)
 	defer other.Close()
 	rec := newRecorder()
-	srv := startServer(t, Config{UDPPorts: DefaultUDPPorts, Hooks: rec})
+	var logged lockedBuffer
+	srv := startServerOn(t, Config{UDPPorts: DefaultUDPPorts, Hooks: rec}, "127.0.0.1:0", slog.New(slog.NewTextHandler(&logged, nil)))
 	c := dialUDP(t, srv, nil)
 	defer c.Close()
 	if _, err := c.WriteToUDPAddrPort([]byte("to a service"), addrPortOf(other.LocalAddr())); err != nil {
@@ -340,6 +342,35 @@ func TestUDPPorts(t *testing.T) {
 	if n := srv.Dropped(DroppedPortNotAllowed); n != 1 {
 		t.Errorf("dropped to a port not allowed: %d, want 1", n)
 	}
+	// The line names the port, what widens the ports, and the datagram's
+	// source (the client) and destination (issue 37: from= was the
+	// destination).
+	to := addrPortOf(other.LocalAddr())
+	for _, want := range []string{fmt.Sprintf("UDP datagram to port %d dropped", to.Port()), UDPPortsHint,
+		"from=" + addrPortOf(c.pc.LocalAddr()).String(), "to=" + to.String()} {
+		if !strings.Contains(logged.String(), want) {
+			t.Errorf("the log has no %q:\n%s", want, logged.String())
+		}
+	}
+}
+
+// lockedBuffer is a log's destination, written by the relay and read by
+// the test.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // TestDialTimeoutShorterThanHandshake: a configuration whose dial would

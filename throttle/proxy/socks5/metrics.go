@@ -112,6 +112,25 @@ type stats struct {
 	// logged: once per port, in a fixed 8 KB, so a grid's unlisted login
 	// port is named even after another port's refusal was.
 	portLogged [65536 / 64]atomic.Uint64
+	// udpPortLogged is the same for UDP destination ports outside
+	// Config.UDPPorts.
+	udpPortLogged [65536 / 64]atomic.Uint64
+}
+
+// UDPPortsHint names what widens Config.UDPPorts, for the line that logs
+// a datagram to a port outside them: the command's flag and key.
+const UDPPortsHint = "--sim-ports (capture.ports)"
+
+// dropPort counts a datagram to a UDP port not allowed and, the first
+// time for that port, says what to change, naming the client it came
+// from and where it was going.
+func (s *stats) dropPort(log *slog.Logger, from, to netip.AddrPort) {
+	s.dropped[DroppedPortNotAllowed].Add(1)
+	word, bit := &s.udpPortLogged[to.Port()/64], uint64(1)<<(to.Port()%64)
+	if word.Or(bit)&bit == 0 {
+		log.Warn(fmt.Sprintf("UDP datagram to port %d dropped: the relay sends only to the simulator ports; add it to %s if the grid's regions use it; later drops to this port are only counted", to.Port(), UDPPortsHint),
+			"cause", DroppedPortNotAllowed.String(), "from", from, "to", to)
+	}
 }
 
 // refusePort counts a CONNECT to a port not allowed and, the first time
@@ -135,11 +154,19 @@ func (s *stats) refuse(log *slog.Logger, c RefusalCause, client string, err erro
 	}
 }
 
-func (s *stats) drop(log *slog.Logger, c DropCause, from netip.AddrPort) {
+// drop counts a datagram dropped and logs the first of its cause: from
+// is where it came from, to where it was going, each if valid.
+func (s *stats) drop(log *slog.Logger, c DropCause, from, to netip.AddrPort) {
 	s.dropped[c].Add(1)
 	if !s.droppedLogged[c].Swap(true) {
-		log.Warn("socks5 datagram dropped; further drops of this cause are only counted",
-			"cause", c.String(), "from", from)
+		attrs := []any{"cause", c.String()}
+		if from.IsValid() {
+			attrs = append(attrs, "from", from)
+		}
+		if to.IsValid() {
+			attrs = append(attrs, "to", to)
+		}
+		log.Warn("socks5 datagram dropped; further drops of this cause are only counted", attrs...)
 	}
 }
 
