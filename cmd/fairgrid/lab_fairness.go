@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -11,11 +12,12 @@ import (
 	"time"
 
 	"github.com/fairgrid/fairgrid/internal/audit/render"
+	"github.com/fairgrid/fairgrid/internal/lab/demand"
 	"github.com/fairgrid/fairgrid/internal/lab/fairness"
 	"github.com/fairgrid/fairgrid/throttle"
 )
 
-const labFairnessSynopsis = `[--controllers LIST] [--tcp LIST] [--reference LIST] [--seeds N] [--seed N] [--duration D] [--warmup D] [--interval D] [--design axes|centre|cross] [--parallel N] [--format text|json] [--out DIR]
+const labFairnessSynopsis = `[--seats LIST] [--neighbours K] [--limited WORKLOAD] [--controllers LIST] [--tcp LIST] [--reference LIST] [--seeds N] [--seed N] [--duration D] [--warmup D] [--interval D] [--design axes|centre|cross] [--parallel N] [--format text|json] [--out DIR]
 
 Measures the promise: a viewer with saturating demand (its region sends
 whatever the throttle allows) beside bulk TCP downloads on one shared
@@ -28,6 +30,19 @@ namespaces); 1 and 4 flows; buffers of 20, 100 and 200 packets and of ½,
 each axis is varied alone around the centre, 6 Mbit/s, 80 ms, 100
 packets, no loss, one flow (13 cells per controller and TCP); centre runs
 the centre alone, cross the whole cross product.
+--seats puts what users run in the viewer's seat of every cell: sidecar
+(run's loop on the viewer's traffic, sending AgentThrottles), proxy (the
+viewer's UDP through proxy's SOCKS 5 relay), gateway (a stock viewer
+behind gateway), gateway+sidecar, stock (no fairgrid), each the
+product's own code over real LLUDP against a region of fairgrid sim with
+OpenSim's non-lending category buckets and its 50-unacked stall, the
+viewer asking 5,120 kbit/s; and tcp:KIND, the control. Their region's
+demand saturates (flying); each seat also gets one application-limited
+row (--limited, default terrain) at the centre with 3 % loss, to set
+beside stock's: nothing cut when the link has room. --neighbours K adds
+K child circuits (neighbour regions) to the viewer: their sum is its
+share. With --seats, --controllers (the rig's own viewer, a controller
+alone) is empty unless given.
 --reference adds the control: each cell again with a bulk TCP download
 of each kind listed in the viewer's seat (rows "tcp:KIND"), how far one
 TCP flow's share lies from another's on the same rig.
@@ -36,7 +51,7 @@ Ctrl-C prints the table of the runs that finished (exit 0).
 
 Prints a markdown table (text) or one JSON row per cell (json); with
 --out, also rows.json, table.md and figure.html (viewer ÷ TCP per cell,
-one panel per controller) in DIR.`
+one panel per seat) in DIR.`
 
 func runLabFairness(args []string, s stdio) int {
 	fs := newFlagSet("lab fairness", labFairnessSynopsis, s)
@@ -56,8 +71,54 @@ func runLabFairness(args []string, s stdio) int {
 	design := fs.String("design", string(fairness.Axes), "which cells: `axes` (each axis varied alone around the centre), centre (the centre alone) or cross (the whole cross product)")
 	parallel := fs.Int("parallel", 4, "runs at once")
 	out := fs.String("out", "", "write rows.json, table.md and figure.html into this `directory`")
+	seatList := fs.String("seats", "", "comma-separated `seats`: sidecar, proxy, gateway, gateway+sidecar, stock (the product's path) and tcp:KIND (the control)")
+	neighbours := fs.Int("neighbours", 0, "child circuits (neighbour regions) the product seats' viewer opens besides its root, 0–8")
+	limited := fs.String("limited", "terrain", "the application-limited `workload` of each product seat's extra row: terrain, objects, avatars, textures, or empty for none")
 	if c, ok := parseFlags(fs, labFairnessSynopsis, args, s); !ok {
 		return c
+	}
+	controllersSet := false
+	fs.Visit(func(f *flag.Flag) { controllersSet = controllersSet || f.Name == "controllers" })
+	if *seatList != "" && !controllersSet {
+		*controllers = "" // the seats alone unless the rig's controllers are asked for
+	}
+	var products []demand.FrontEnd
+	var seatRefs []string
+	if *seatList != "" {
+		for _, name := range strings.Split(*seatList, ",") {
+			name = strings.TrimSpace(name)
+			if kind, ok := strings.CutPrefix(name, "tcp:"); ok {
+				k, ok := tcpKindsFlag("--seats tcp:", kind, s)
+				if !ok {
+					return exitUsage
+				}
+				seatRefs = append(seatRefs, k...)
+				continue
+			}
+			if !slices.Contains(demand.Seats, demand.FrontEnd(name)) {
+				fmt.Fprintf(s.err, "fairgrid lab fairness: --seats %q: want sidecar, proxy, gateway, gateway+sidecar, stock or tcp:KIND\n", name)
+				return exitUsage
+			}
+			if !slices.Contains(products, demand.FrontEnd(name)) {
+				products = append(products, demand.FrontEnd(name))
+			}
+		}
+	}
+	if *neighbours < 0 || *neighbours > 8 {
+		fmt.Fprintf(s.err, "fairgrid lab fairness: --neighbours %d: want 0–8\n", *neighbours)
+		return exitUsage
+	}
+	if *neighbours > 0 && len(products) == 0 {
+		fmt.Fprintf(s.err, "fairgrid lab fairness: --neighbours %d: only a product seat's viewer has neighbours (--seats)\n", *neighbours)
+		return exitUsage
+	}
+	if *limited != "" {
+		c := fairness.LimitedCell
+		c.Product, c.TCP, c.Demand = demand.Stock, fairness.GVisorCUBIC, *limited
+		if err := c.Validate(); err != nil {
+			fmt.Fprintf(s.err, "fairgrid lab fairness: --limited: %v\n", err)
+			return exitUsage
+		}
 	}
 	var ctls []throttle.ControllerName
 	if *controllers != "" { // empty: the references alone
@@ -80,8 +141,13 @@ func runLabFairness(args []string, s stdio) int {
 			return exitUsage
 		}
 	}
-	if len(ctls) == 0 && len(refs) == 0 {
-		fmt.Fprintf(s.err, "fairgrid lab fairness: --controllers is empty and there is no --reference: nothing to measure\n")
+	for _, k := range seatRefs {
+		if !slices.Contains(refs, k) {
+			refs = append(refs, k)
+		}
+	}
+	if len(ctls) == 0 && len(refs) == 0 && len(products) == 0 {
+		fmt.Fprintf(s.err, "fairgrid lab fairness: --controllers is empty and there is no --seats or --reference: nothing to measure\n")
 		return exitUsage
 	}
 	switch {
@@ -116,7 +182,8 @@ func runLabFairness(args []string, s stdio) int {
 		fmt.Fprintf(s.err, "fairgrid lab fairness: --design %q: want axes, centre or cross\n", *design)
 		return exitUsage
 	}
-	cells := append(fairness.Grid(ctls, kinds, d), fairness.References(refs, kinds, d)...)
+	cells := append(fairness.Grid(ctls, kinds, d), fairness.Seats(products, kinds, d, *neighbours, *limited)...)
+	cells = append(cells, fairness.References(refs, kinds, d)...)
 	ctx, stop := runContext(0, plainNotice(s.err, "fairgrid lab fairness"))
 	defer stop()
 	log := slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -187,7 +254,8 @@ func tcpKindsFlag(flagName, list string, s stdio) ([]string, bool) {
 }
 
 // writeFairnessFiles writes rows.json, table.md and figure.html, one
-// panel per seat (a controller, or tcp:KIND for a reference) in the
+// panel per seat (a controller, a product front-end, or tcp:KIND for a
+// reference) in the
 // order the rows name them.
 func writeFairnessFiles(dir string, rows []fairness.Row, runs [][]fairness.Result) error {
 	write := func(name string, f func(*os.File) error) error {
@@ -204,11 +272,11 @@ func writeFairnessFiles(dir string, rows []fairness.Row, runs [][]fairness.Resul
 	var panels []render.SharePanel
 	panelOf := map[string]int{}
 	for i, r := range rows {
-		k, ok := panelOf[r.Controller]
+		k, ok := panelOf[r.Seat]
 		if !ok {
 			k = len(panels)
-			panelOf[r.Controller] = k
-			panels = append(panels, render.SharePanel{Title: r.Controller})
+			panelOf[r.Seat] = k
+			panels = append(panels, render.SharePanel{Title: r.Seat})
 		}
 		_, lo, hi := fairness.Spread(runs[i])
 		panels[k].Cells = append(panels[k].Cells, render.ShareCell{Label: runs[i][0].Cell.String(), Ratio: r.ViewerOverTCP, Lo: lo, Hi: hi})

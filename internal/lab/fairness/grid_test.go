@@ -33,7 +33,7 @@ func TestGrid(t *testing.T) {
 		t.Errorf("axes: %d cells, want 13", len(axes))
 	}
 	for _, c := range axes {
-		if err := c.validate(); err != nil {
+		if err := c.Validate(); err != nil {
 			t.Errorf("%v: %v", c, err)
 		}
 		diff := 0
@@ -112,7 +112,7 @@ func TestSummarize(t *testing.T) {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	want2 := []string{"buffer_packets", "controller", "link_bps", "loss", "rtt_ms", "seeds", "tcp", "tcp_bps_per_flow", "tcp_flows", "tcp_p_equiv", "viewer_bps", "viewer_over_tcp", "viewer_p"}
+	want2 := []string{"buffer_packets", "controller", "link_bps", "loss", "rtt_ms", "seat", "seeds", "tcp", "tcp_bps_per_flow", "tcp_flows", "tcp_p_equiv", "viewer_bps", "viewer_over_tcp", "viewer_p"}
 	if !slices.Equal(keys, want2) {
 		t.Errorf("JSON fields %v, want %v", keys, want2)
 	}
@@ -129,7 +129,7 @@ func TestSummarize(t *testing.T) {
 // starts, every problem named.
 func TestCellErrors(t *testing.T) {
 	c := Cell{Controller: "cubic", TCP: "vegas", Flows: 1, Buffer: 1, Loss: 1, RTTms: 0, LinkBPS: 10}
-	err := c.validate()
+	err := c.Validate()
 	for _, want := range []string{"controller", "tcp \"vegas\"", "buffer 1", "loss 1", "rtt 0", "link 10"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v lacks %q", err, want)
@@ -137,7 +137,7 @@ func TestCellErrors(t *testing.T) {
 	}
 	ok := Base
 	ok.TCP, ok.Reference = GVisorCUBIC, LinuxCUBIC
-	if err := ok.validate(); err != nil {
+	if err := ok.Validate(); err != nil {
 		t.Errorf("%v: %v", ok, err)
 	}
 	for _, tc := range []struct {
@@ -151,7 +151,7 @@ func TestCellErrors(t *testing.T) {
 	} {
 		c := ok
 		tc.edit(&c)
-		if err := c.validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want one naming %q", tc.name, err, tc.want)
 		}
 	}
@@ -168,8 +168,8 @@ func TestReferences(t *testing.T) {
 	for i, c := range refs {
 		want := Grid([]throttle.ControllerName{""}, []string{GVisorCUBIC}, Axes)[i%13]
 		want.Reference = []string{GVisorCUBIC, LinuxReno}[i/13]
-		if c != want || c.validate() != nil {
-			t.Errorf("reference cell %d: %+v (%v), want %+v", i, c, c.validate(), want)
+		if c != want || c.Validate() != nil {
+			t.Errorf("reference cell %d: %+v (%v), want %+v", i, c, c.Validate(), want)
 		}
 	}
 	if n := len(References([]string{GVisorCUBIC, GVisorCUBIC}, []string{GVisorCUBIC}, Axes)); n != 13 {
