@@ -38,6 +38,7 @@ type Seat struct {
 	gw       *gateway.Gateway
 	mu       sync.Mutex // guards the fields below
 	v        *viewer.Viewer
+	tries    int
 	sent     []throttle.Request
 	measFrom time.Time
 	closed   bool
@@ -197,7 +198,11 @@ func (s *Seat) build(shared *link.Bottleneck) error {
 // Run serves the seat until ctx ends (nil) or a member fails: the
 // regions, the front-end and the links first, then the viewer, which
 // logs in (a viewer behind the proxy opens its association as it is
-// made, so the proxy serves by then).
+// made, so the proxy serves by then). A viewer not served within
+// loginWait (it gives its UseCircuitCode up after three resends, as the
+// Second Life viewer does) is closed and another logs in, as a user
+// would try again, up to loginTries times; LoginTries says how many it
+// took.
 func (s *Seat) Run(ctx context.Context) error {
 	s.mu.Lock()
 	if s.closed {
@@ -210,20 +215,60 @@ func (s *Seat) Run(ctx context.Context) error {
 	defer cancel()
 	served := make(chan error, 1)
 	go func() { served <- s.g.Run(runCtx) }()
-	v, err := viewer.New(s.vcfg, s.log)
-	if err != nil {
-		cancel()
-		return fmt.Errorf("demand: %w", errors.Join(err, <-served))
+	var err error
+	for try := 1; ; try++ {
+		var v *viewer.Viewer
+		if v, err = viewer.New(s.vcfg, s.log); err != nil {
+			break
+		}
+		s.mu.Lock()
+		s.v, s.tries = v, try
+		s.mu.Unlock()
+		vctx, vcancel := context.WithCancel(runCtx)
+		ran := make(chan error, 1)
+		go func() { ran <- v.Run(vctx) }()
+		wait := time.NewTimer(loginWait)
+		select {
+		case <-v.Served():
+			wait.Stop()
+			err = <-ran
+		case err = <-ran:
+			wait.Stop()
+		case <-wait.C:
+			if try < loginTries {
+				s.log.Warn("lab viewer not served: logging in again", "after", loginWait, "try", try)
+				vcancel()
+				if err = <-ran; err == nil {
+					continue
+				}
+			} else {
+				err = <-ran
+			}
+		}
+		vcancel()
+		break
 	}
-	s.mu.Lock()
-	s.v = v
-	s.mu.Unlock()
-	err = v.Run(runCtx)
 	cancel()
 	if err = errors.Join(err, <-served); err != nil {
 		return fmt.Errorf("demand: %w", err)
 	}
 	return nil
+}
+
+// loginWait is how long a seat's viewer has to be served before another
+// logs in in its place, loginTries times in all: the viewer gives up its
+// UseCircuitCode after 4 s at the least (three resends a second apart).
+const (
+	loginWait  = 6 * time.Second
+	loginTries = 3
+)
+
+// LoginTries is how many viewers the seat has had log in so far (1 when
+// the first was served).
+func (s *Seat) LoginTries() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tries
 }
 
 // Close releases the sockets of a seat whose Run never started; it is

@@ -1,0 +1,195 @@
+package fairness
+
+import (
+	"context"
+	"math"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fairgrid/fairgrid/internal/lab/demand"
+	"github.com/fairgrid/fairgrid/throttle"
+)
+
+// The product seats' subset in make test: every run at once, short (the
+// seats are real LLUDP on the real clock beside gVisor's TCP; they wait
+// far more than they compute), decisions every second as in TestShares.
+const (
+	seatSeeds    = 3
+	seatWarmup   = 10 * time.Second
+	seatDuration = 20 * time.Second
+)
+
+// productSeats are the product's front-ends, stock last.
+var productSeats = []demand.FrontEnd{demand.Sidecar, demand.Proxy, demand.Gateway, demand.GatewaySidecar, demand.Stock}
+
+// seatCells are the grid's centre and its 3 % cell (the loss axis), for
+// a seat, beside gVisor's CUBIC.
+func seatCells(seat demand.FrontEnd) (centre, lossy Cell) {
+	centre = Base
+	centre.TCP, centre.Product = GVisorCUBIC, seat
+	lossy = centre
+	lossy.Loss = 0.03
+	return centre, lossy
+}
+
+// dropSends is a throttle.Sender that sends nothing: fairgrid's
+// AgentThrottles never leave the viewer's host.
+type dropSends struct{}
+
+func (dropSends) Send(context.Context, throttle.Request) error { return nil }
+
+// pooled is Σ seat ÷ Σ TCP over the runs, and 2 standard errors of the
+// per-run ratios.
+func pooled(rs []Result) (ratio, twoSE float64) {
+	var v, tcp float64
+	for _, r := range rs {
+		v += r.MeanViewer()
+		tcp += r.MeanTCP()
+	}
+	sd, _, _ := Spread(rs)
+	if tcp == 0 {
+		return 0, 0
+	}
+	return v / tcp, 2 * sd / math.Sqrt(float64(len(rs)))
+}
+
+func meanViewer(rs []Result) float64 {
+	var v float64
+	for _, r := range rs {
+		v += r.MeanViewer() / float64(len(rs))
+	}
+	return v
+}
+
+// TestProductSeats is issue 36's make test check of the product's path,
+// in one batch of concurrent runs beside gVisor's CUBIC, three seeds
+// each: each seat of productSeats at the grid's 3 % cell (saturating:
+// flying) and in LimitedCell with terrain (application-limited), and the
+// sidecar at 3 % with a sender that drops its AgentThrottles:
+//
+//   - at 3 %, each product seat's bytes on the wire, pooled over the
+//     seeds (Σ seat ÷ Σ TCP), reach 0.8–1.25× the CUBIC flow's beside it
+//     within 2 standard errors of the per-seed ratios, and lie within the
+//     hard bounds [0.67, 1.5] whatever the spread, as TestShares judges
+//     the controller alone (the sidecar measured 1.01–1.39 pooled over
+//     three seeds in batches at load averages of 9–10, its seeds
+//     0.96–1.78; the gateway and the sidecar together 0.82);
+//   - stock takes more than 1.25× there (2.7–2.9 pooled), less 2 SE;
+//   - application-limited, each product seat receives at least 0.95 of
+//     what stock receives, pooled;
+//   - the seat is the product's path: with the sidecar's sender dropping
+//     every request, the sidecar's row at 3 % is stock's (above 1.25, and
+//     above the working sidecar's by more than both their 2 SE).
+//
+// The grid's centre (6 Mbit/s, 80 ms, 100 packets, no loss) runs only
+// under FAIRGRID_LONG_LAB=1, with runs three times as long: there the
+// region's 50-unacked stall (OpenSim's; the region's ackStall) holds
+// every viewer near 1.4 Mbit/s, a third of the CUBIC flow's 4.5, stock or
+// not, so no front-end can bring it to one share; each product seat must
+// take at least 0.9 of what stock takes (fairgrid cuts nothing the region
+// has not), and its ratio is logged. Together the two cells' 48 runs
+// measured seats far from their smaller batches' (the sidecar 0.32–0.98
+// at 3 %, stock 0.73–2.33) on this shared machine: make test runs the
+// smaller batch.
+func TestProductSeats(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-time runs of the product's front-ends beside gVisor TCP (about 35 s): not in -short")
+	}
+	if raceEnabled {
+		t.Skip("under the race detector gVisor's TCP runs slower than real time (make test runs this package without it, in scale)")
+	}
+	t.Parallel() // beside TestShares: both wait on the clock far more than they compute
+	long := os.Getenv("FAIRGRID_LONG_LAB") != ""
+	warm, dur := seatWarmup, seatDuration
+	if long {
+		warm, dur = 3*warm, 3*dur
+	}
+	type key struct {
+		cell   Cell
+		broken bool
+	}
+	limitedCell := func(s demand.FrontEnd) Cell {
+		c := LimitedCell
+		c.TCP, c.Product, c.Demand = GVisorCUBIC, s, "terrain"
+		return c
+	}
+	var keys []key
+	for _, s := range productSeats {
+		centre, lossy := seatCells(s)
+		keys = append(keys, key{lossy, false}, key{limitedCell(s), false})
+		if long {
+			keys = append(keys, key{centre, false})
+		}
+	}
+	_, sidecarLossy := seatCells(demand.Sidecar)
+	keys = append(keys, key{sidecarLossy, true})
+	results := map[key][]Result{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	start := time.Now()
+	for _, k := range keys {
+		for s := range seatSeeds {
+			wg.Go(func() {
+				opt := Options{Warmup: warm, Duration: dur, Interval: time.Second, Seed: uint64(s + 1)}
+				if k.broken {
+					opt.wrapSender = func(throttle.Sender) throttle.Sender { return dropSends{} }
+				}
+				r, err := Run(context.Background(), k.cell, opt)
+				if err != nil {
+					t.Errorf("%v, seed %d: %v", k.cell, s+1, err)
+					return
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				results[k] = append(results[k], r)
+			})
+		}
+	}
+	wg.Wait()
+	t.Logf("%d runs in %v", len(keys)*seatSeeds, time.Since(start).Round(time.Second))
+	if t.Failed() {
+		return
+	}
+	for _, k := range keys {
+		for _, r := range results[k] {
+			t.Logf("%v (sender dropping: %v) seed %d: seat %.0f kbit/s, TCP %.0f: %.2f; p %.4f, %d requests, %d logins", k.cell, k.broken, r.Seed,
+				r.MeanViewer()/1000, r.MeanTCP()/1000, Ratio(r), r.ViewerP, len(r.Requests), r.SeatLogins)
+		}
+	}
+	stockCentre, stockLossy := seatCells(demand.Stock)
+	sr, sse := pooled(results[key{stockLossy, false}])
+	t.Logf("stock at 3 %%: %.2f ± %.2f (2 SE) of the CUBIC flow", sr, sse)
+	if sr-sse <= 1.25 {
+		t.Errorf("stock at 3 %%: %.2f ± %.2f (2 SE) of the CUBIC flow, want above 1.25: the harm fairgrid is for", sr, sse)
+	}
+	for _, s := range productSeats[:len(productSeats)-1] {
+		centre, lossy := seatCells(s)
+		r, se := pooled(results[key{lossy, false}])
+		t.Logf("%s at 3 %%: %.2f ± %.2f (2 SE) of the CUBIC flow; one share: 0.8–1.25", s, r, se)
+		if r+se < 0.8 || r-se > 1.25 || r < hardLow || r > hardHigh {
+			t.Errorf("%s at 3 %%: %.2f ± %.2f (2 SE) of the CUBIC flow, want it to reach 0.8–1.25 and within [%.2f, %.2f]", s, r, se, hardLow, hardHigh)
+		}
+		lim := meanViewer(results[key{limitedCell(s), false}]) / meanViewer(results[key{limitedCell(demand.Stock), false}])
+		t.Logf("%s, terrain at 3 %%: %.3f of what stock receives", s, lim)
+		if lim < 0.95 {
+			t.Errorf("%s, terrain at 3 %%: received %.3f of what stock receives, want at least 0.95", s, lim)
+		}
+		if !long {
+			continue
+		}
+		c, cse := pooled(results[key{centre, false}])
+		ofStock := meanViewer(results[key{centre, false}]) / meanViewer(results[key{stockCentre, false}])
+		t.Logf("%s at the centre: %.2f ± %.2f (2 SE) of the CUBIC flow (the region's stall holds it), %.2f of stock's", s, c, cse, ofStock)
+		if ofStock < 0.9 {
+			t.Errorf("%s at the centre: %.2f of what stock takes, held by the region's stall below one share: want at least 0.9", s, ofStock)
+		}
+	}
+	br, bse := pooled(results[key{sidecarLossy, true}])
+	wr, wse := pooled(results[key{sidecarLossy, false}])
+	t.Logf("the sidecar at 3 %% with its sender dropping: %.2f ± %.2f (2 SE); working: %.2f ± %.2f", br, bse, wr, wse)
+	if br-bse <= 1.25 || br-bse <= wr+wse {
+		t.Errorf("the sidecar at 3 %% with its sender dropping: %.2f ± %.2f (2 SE), the working sidecar %.2f ± %.2f: the seat did not follow the product's path", br, bse, wr, wse)
+	}
+}
