@@ -17,7 +17,7 @@ import (
 	"github.com/fairgrid/fairgrid/throttle"
 )
 
-const labFairnessSynopsis = `[--seats LIST] [--neighbours K] [--limited WORKLOAD] [--controllers LIST] [--tcp LIST] [--reference LIST] [--seeds N] [--seed N] [--duration D] [--warmup D] [--interval D] [--design axes|centre|cross] [--parallel N] [--format text|json] [--out DIR]
+const labFairnessSynopsis = `[--seats LIST] [--neighbours K] [--limited WORKLOAD] [--controllers LIST] [--tcp LIST] [--reference LIST] [--seeds N] [--seed N] [--duration D] [--warmup D] [--interval D] [--design axes|centre|subset|cross] [--parallel N] [--format text|json] [--out DIR]
 
 Measures the promise: a viewer with saturating demand (its region sends
 whatever the throttle allows) beside bulk TCP downloads on one shared
@@ -29,7 +29,8 @@ namespaces); 1 and 4 flows; buffers of 20, 100 and 200 packets and of ½,
 80 and 200 ms; links of 1, 6 and 30 Mbit/s. By default (--design axes)
 each axis is varied alone around the centre, 6 Mbit/s, 80 ms, 100
 packets, no loss, one flow (13 cells per controller and TCP); centre runs
-the centre alone, cross the whole cross product.
+the centre alone, subset the centre and its 3 % cell, cross the whole
+cross product.
 --seats puts what users run in the viewer's seat of every cell: sidecar
 (run's loop on the viewer's traffic, sending AgentThrottles), proxy (the
 viewer's UDP through proxy's SOCKS 5 relay), gateway (a stock viewer
@@ -68,7 +69,7 @@ func runLabFairness(args []string, s stdio) int {
 	duration := fs.Duration("duration", 60*time.Second, "each run's measured part")
 	warmup := fs.Duration("warmup", 30*time.Second, "each run's warm-up, not measured")
 	interval := fs.Duration("interval", 5*time.Second, "the controllers' decision interval")
-	design := fs.String("design", string(fairness.Axes), "which cells: `axes` (each axis varied alone around the centre), centre (the centre alone) or cross (the whole cross product)")
+	design := fs.String("design", string(fairness.Axes), "which cells: `axes` (each axis varied alone around the centre), centre (the centre alone), subset (the centre and its 3 % cell) or cross (the whole cross product)")
 	parallel := fs.Int("parallel", 4, "runs at once")
 	out := fs.String("out", "", "write rows.json, table.md and figure.html into this `directory`")
 	seatList := fs.String("seats", "", "comma-separated `seats`: sidecar, proxy, gateway, gateway+sidecar, stock (the product's path) and tcp:KIND (the control)")
@@ -178,8 +179,8 @@ func runLabFairness(args []string, s stdio) int {
 		}
 	}
 	d := fairness.Design(*design)
-	if d != fairness.Axes && d != fairness.Centre && d != fairness.Cross {
-		fmt.Fprintf(s.err, "fairgrid lab fairness: --design %q: want axes, centre or cross\n", *design)
+	if d != fairness.Axes && d != fairness.Centre && d != fairness.Subset && d != fairness.Cross {
+		fmt.Fprintf(s.err, "fairgrid lab fairness: --design %q: want axes, centre, subset or cross\n", *design)
 		return exitUsage
 	}
 	cells := append(fairness.Grid(ctls, kinds, d), fairness.Seats(products, kinds, d, *neighbours, *limited)...)

@@ -168,6 +168,9 @@ const (
 	Axes Design = "axes"
 	// Cross is the whole cross product of the axes.
 	Cross Design = "cross"
+	// Subset is the centre and its 3 % cell (the loss axis): the cells of
+	// the product seats' make test check (TestProductSeats).
+	Subset Design = "subset"
 )
 
 // Grid lists the cells of the design for the controllers and TCP kinds.
@@ -205,6 +208,12 @@ func Grid(controllers []throttle.ControllerName, tcps []string, design Design) [
 			}
 			add(base)
 			if design == Centre {
+				continue
+			}
+			if design == Subset {
+				c := base
+				c.Loss = 0.03
+				add(c)
 				continue
 			}
 			for _, f := range FlowCounts {

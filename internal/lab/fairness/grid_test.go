@@ -15,6 +15,7 @@ import (
 
 	"github.com/fairgrid/fairgrid/internal/lab/kerneltcp"
 	"github.com/fairgrid/fairgrid/internal/lab/link"
+	"github.com/fairgrid/fairgrid/internal/lab/demand"
 	"github.com/fairgrid/fairgrid/throttle"
 )
 
@@ -61,6 +62,58 @@ func TestGrid(t *testing.T) {
 			t.Errorf("cross repeats %v", c)
 		}
 		seen[c] = true
+	}
+}
+
+// TestSeats: the product seats' grid is the design's cells once per seat,
+// then one application-limited row per seat and TCP kind at LimitedCell;
+// every cell valid, the subset design the centre and its 3 % cell; a
+// product cell the rig cannot run is refused, naming why.
+func TestSeats(t *testing.T) {
+	seats := []demand.FrontEnd{demand.Sidecar, demand.GatewaySidecar, demand.Stock}
+	cells := Seats(seats, []string{GVisorCUBIC}, Axes, 2, "terrain")
+	if len(cells) != 3*13+3 {
+		t.Fatalf("%d cells, want %d", len(cells), 3*13+3)
+	}
+	for i, c := range cells {
+		if err := c.Validate(); err != nil {
+			t.Errorf("%v: %v", c, err)
+		}
+		saturating := i < 39 && c.Product == seats[i/13] && c.Demand == ""
+		limited := i >= 39 && c.Product == seats[i-39] && c.Demand == "terrain" && c.Loss == LimitedCell.Loss
+		if !saturating && !limited || c.Neighbours != 2 {
+			t.Errorf("cell %d: %+v", i, c)
+		}
+	}
+	if row := Summarize([]Result{{Cell: cells[40]}}); row.Seat != "gateway+sidecar" || row.Demand != "terrain" || row.Neighbours != 2 || row.Controller != string(throttle.DefaultController) {
+		t.Errorf("row %+v", row)
+	}
+	if row := Summarize([]Result{{Cell: cells[41]}}); row.Seat != "stock" || row.Controller != "none" {
+		t.Errorf("stock's row %+v", row)
+	}
+	sub := Seats(seats[:1], []string{GVisorCUBIC}, Subset, 0, "")
+	if len(sub) != 2 || sub[0].Loss != 0 || sub[1].Loss != 0.03 || sub[1].RTTms != Base.RTTms || sub[1].Buffer != Base.Buffer {
+		t.Errorf("subset: %+v", sub)
+	}
+	ok := sub[0]
+	for _, tc := range []struct {
+		name string
+		edit func(*Cell)
+		want string
+	}{
+		{"unknown seat", func(c *Cell) { c.Product = "daemon" }, `product "daemon"`},
+		{"a controller too", func(c *Cell) { c.Controller = throttle.VirtualTCP }, "a seat holds one"},
+		{"a viewer", func(c *Cell) { c.Viewers = 1 }, "viewers 1"},
+		{"saturating by name", func(c *Cell) { c.Demand = "flying" }, `demand "flying"`},
+		{"unknown workload", func(c *Cell) { c.Demand = "dancing" }, `"dancing"`},
+		{"too many neighbours", func(c *Cell) { c.Neighbours = 9 }, "neighbours 9"},
+		{"a workload without a product", func(c *Cell) { c.Product, c.Controller, c.Demand = "", throttle.VirtualTCP, "terrain" }, "only a product seat"},
+	} {
+		c := ok
+		tc.edit(&c)
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one naming %q", tc.name, err, tc.want)
+		}
 	}
 }
 

@@ -24,14 +24,11 @@ const (
 // productSeats are the product's front-ends, stock last.
 var productSeats = []demand.FrontEnd{demand.Sidecar, demand.Proxy, demand.Gateway, demand.GatewaySidecar, demand.Stock}
 
-// seatCells are the grid's centre and its 3 % cell (the loss axis), for
-// a seat, beside gVisor's CUBIC.
+// seatCells are the grid's centre and its 3 % cell (the Subset design),
+// for a seat, beside gVisor's CUBIC.
 func seatCells(seat demand.FrontEnd) (centre, lossy Cell) {
-	centre = Base
-	centre.TCP, centre.Product = GVisorCUBIC, seat
-	lossy = centre
-	lossy.Loss = 0.03
-	return centre, lossy
+	cells := Seats([]demand.FrontEnd{seat}, []string{GVisorCUBIC}, Subset, 0, "")
+	return cells[0], cells[1]
 }
 
 // dropSends is a throttle.Sender that sends nothing: fairgrid's
@@ -100,7 +97,6 @@ func TestProductSeats(t *testing.T) {
 	if raceEnabled {
 		t.Skip("under the race detector gVisor's TCP runs slower than real time (make test runs this package without it, in scale)")
 	}
-	t.Parallel() // beside TestShares: both wait on the clock far more than they compute
 	long := os.Getenv("FAIRGRID_LONG_LAB") != ""
 	warm, dur := seatWarmup, seatDuration
 	if long {
