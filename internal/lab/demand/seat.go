@@ -129,9 +129,13 @@ func (s *Seat) build(shared *link.Bottleneck) error {
 		upstreams[i] = sv.Addr()
 	}
 	if cfg.FrontEnd.Gateway() {
+		// One route a region, each listening on an address of its own
+		// (the gateway refuses two routes on 127.0.0.1:0): 127.0.0.1,
+		// .2 and on, all loopback.
 		var routes []gateway.Route
-		for _, sv := range sims {
-			routes = append(routes, gateway.Route{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Region: sv.Addr()})
+		for i, sv := range sims {
+			listen := netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, byte(1 + i)}), 0)
+			routes = append(routes, gateway.Route{Listen: listen, Region: sv.Addr()})
 		}
 		if s.gw, err = gateway.New(gateway.Config{Routes: routes, Control: tcfg}, s.log); err != nil {
 			return err
@@ -145,6 +149,9 @@ func (s *Seat) build(shared *link.Bottleneck) error {
 	var addrs []netip.AddrPort
 	for i, up := range upstreams {
 		lcfg.Upstream, lcfg.Seed = up, cfg.Seed+uint64(i)
+		if i > 0 {
+			lcfg.Name = fmt.Sprintf("neighbour %d", i) // the viewer's one socket crosses a shared link once a circuit
+		}
 		relay, err := link.New(lcfg, s.log)
 		if err != nil {
 			return err
