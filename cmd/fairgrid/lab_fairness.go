@@ -21,8 +21,8 @@ const labFairnessSynopsis = `[--seats LIST] [--neighbours K] [--limited WORKLOAD
 
 Measures the promise: a viewer with saturating demand (its region sends
 whatever the throttle allows) beside bulk TCP downloads on one shared
-drop-tail bottleneck, its bytes/s ÷ one TCP flow's, for each controller
-and cell of the grid: TCP reno and cubic (gVisor's userspace stacks) and,
+drop-tail bottleneck, its bytes/s ÷ one TCP flow's, for each seat and
+cell of the grid: TCP reno and cubic (gVisor's userspace stacks) and,
 as root, linux-reno, linux-cubic and linux-bbr (the kernel's, in network
 namespaces); 1 and 4 flows; buffers of 20, 100 and 200 packets and of ½,
 1 and 2 bandwidth-delay products; random loss 0, 0.5, 3 and 10 %; RTT 20,
@@ -31,7 +31,8 @@ each axis is varied alone around the centre, 6 Mbit/s, 80 ms, 100
 packets, no loss, one flow (13 cells per controller and TCP); centre runs
 the centre alone, subset the centre and its 3 % cell, cross the whole
 cross product.
---seats puts what users run in the viewer's seat of every cell: sidecar
+--seats (by default sidecar,proxy,gateway,gateway+sidecar,stock) puts
+what users run in the viewer's seat of every cell: sidecar
 (run's loop on the viewer's traffic, sending AgentThrottles), proxy (the
 viewer's UDP through proxy's SOCKS 5 relay), gateway (a stock viewer
 behind gateway), gateway+sidecar, stock (no fairgrid), each the
@@ -42,8 +43,11 @@ demand saturates (flying); each seat also gets one application-limited
 row (--limited, default terrain) at the centre with 3 % loss, to set
 beside stock's: nothing cut when the link has room. --neighbours K adds
 K child circuits (neighbour regions) to the viewer: their sum is its
-share. With --seats, --controllers (the rig's own viewer, a controller
-alone) is empty unless given.
+share. --controllers (none by default) runs the rig's own viewer with a
+controller alone instead (vtcp, window, tfrc): no LLUDP, no region, a
+diagnostic of the controller, not what users run (it does not give the
+sidecar's rows: docs/results/seats-subset.md). Naming either of --seats
+and --controllers leaves the other empty unless it is named too.
 --reference adds the control: each cell again with a bulk TCP download
 of each kind listed in the viewer's seat (rows "tcp:KIND"), how far one
 TCP flow's share lies from another's on the same rig.
@@ -54,10 +58,13 @@ Prints a markdown table (text) or one JSON row per cell (json); with
 --out, also rows.json, table.md and figure.html (viewer ÷ TCP per cell,
 one panel per seat) in DIR.`
 
+// defaultSeats are lab fairness's seats unless named: what users run.
+const defaultSeats = "sidecar,proxy,gateway,gateway+sidecar,stock"
+
 func runLabFairness(args []string, s stdio) int {
 	fs := newFlagSet("lab fairness", labFairnessSynopsis, s)
 	format := formatFlag(fs, "output format: `text` (a markdown table) or json (one row per cell)")
-	controllers := fs.String("controllers", "vtcp,window,tfrc", "comma-separated `controllers` to measure (empty: the references alone)")
+	controllers := fs.String("controllers", "", "comma-separated `controllers` to measure alone in the rig's own viewer: vtcp, window, tfrc (a diagnostic; none by default)")
 	defTCP := "reno,cubic"
 	if os.Geteuid() == 0 {
 		defTCP += ",linux-reno,linux-cubic,linux-bbr"
@@ -72,16 +79,16 @@ func runLabFairness(args []string, s stdio) int {
 	design := fs.String("design", string(fairness.Axes), "which cells: `axes` (each axis varied alone around the centre), centre (the centre alone), subset (the centre and its 3 % cell) or cross (the whole cross product)")
 	parallel := fs.Int("parallel", 4, "runs at once")
 	out := fs.String("out", "", "write rows.json, table.md and figure.html into this `directory`")
-	seatList := fs.String("seats", "", "comma-separated `seats`: sidecar, proxy, gateway, gateway+sidecar, stock (the product's path) and tcp:KIND (the control)")
+	seatList := fs.String("seats", defaultSeats, "comma-separated `seats`: sidecar, proxy, gateway, gateway+sidecar, stock (the product's path) and tcp:KIND (the control)")
 	neighbours := fs.Int("neighbours", 0, "child circuits (neighbour regions) the product seats' viewer opens besides its root, 0–8")
 	limited := fs.String("limited", "terrain", "the application-limited `workload` of each product seat's extra row: terrain, objects, avatars, textures, or empty for none")
 	if c, ok := parseFlags(fs, labFairnessSynopsis, args, s); !ok {
 		return c
 	}
-	controllersSet := false
-	fs.Visit(func(f *flag.Flag) { controllersSet = controllersSet || f.Name == "controllers" })
-	if *seatList != "" && !controllersSet {
-		*controllers = "" // the seats alone unless the rig's controllers are asked for
+	seatsSet := false
+	fs.Visit(func(f *flag.Flag) { seatsSet = seatsSet || f.Name == "seats" })
+	if *controllers != "" && !seatsSet {
+		*seatList = "" // the controllers alone unless the seats are asked for too
 	}
 	var products []demand.FrontEnd
 	var seatRefs []string

@@ -57,7 +57,7 @@ func TestLabFairnessCommandLine(t *testing.T) {
 		{"unknown controller", []string{"lab", "fairness", "--controllers", "vtcp,cubic"}, `--controllers: "cubic"`},
 		{"unknown tcp", []string{"lab", "fairness", "--tcp", "vegas"}, `--tcp "vegas"`},
 		{"unknown reference", []string{"lab", "fairness", "--reference", "cubic,vegas"}, `--reference "vegas"`},
-		{"nothing to measure", []string{"lab", "fairness", "--controllers", ""}, "nothing to measure"},
+		{"nothing to measure", []string{"lab", "fairness", "--seats", ""}, "nothing to measure"},
 		{"no seeds", []string{"lab", "fairness", "--seeds", "0"}, "--seeds 0"},
 		{"seed 0", []string{"lab", "fairness", "--seed", "0"}, "--seed 0"},
 		{"short duration", []string{"lab", "fairness", "--duration", "1s"}, "at least 5s"},
@@ -70,7 +70,8 @@ func TestLabFairnessCommandLine(t *testing.T) {
 		{"unknown seat", []string{"lab", "fairness", "--seats", "sidecar,daemon"}, `--seats "daemon"`},
 		{"unknown seat tcp", []string{"lab", "fairness", "--seats", "tcp:vegas"}, `"vegas"`},
 		{"neighbours out of range", []string{"lab", "fairness", "--seats", "sidecar", "--neighbours", "9"}, "--neighbours 9"},
-		{"neighbours without a product", []string{"lab", "fairness", "--neighbours", "2"}, "only a product seat"},
+		{"neighbours without a product", []string{"lab", "fairness", "--seats", "tcp:cubic", "--neighbours", "2"}, "only a product seat"},
+		{"controllers alone, neighbours", []string{"lab", "fairness", "--controllers", "vtcp", "--neighbours", "2"}, "only a product seat"},
 		{"unknown workload", []string{"lab", "fairness", "--seats", "stock", "--limited", "flying"}, `--limited: demand "flying"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -98,7 +99,7 @@ func TestLabFairnessReference(t *testing.T) {
 		t.Skip("a real-time gVisor TCP run (5 s): not in -short")
 	}
 	dir := t.TempDir()
-	code, out, errOut := runCmd(t, "", "lab", "fairness", "--controllers", "", "--reference", "cubic", "--tcp", "cubic",
+	code, out, errOut := runCmd(t, "", "lab", "fairness", "--seats", "", "--reference", "cubic", "--tcp", "cubic",
 		"--design", "centre", "--seeds", "1", "--seed", "3", "--warmup", "0s", "--duration", "5s", "--format", "json", "--out", dir)
 	if code != exitOK {
 		t.Fatalf("exit %d, stderr %s", code, errOut)
