@@ -9,6 +9,7 @@ import (
 
 	"github.com/fairgrid/fairgrid/internal/lab/link"
 	"github.com/fairgrid/fairgrid/internal/lab/tcpflow"
+	"github.com/fairgrid/fairgrid/internal/lab/viewer"
 	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/opensim/region"
 	"github.com/fairgrid/fairgrid/ratecalc"
@@ -182,12 +183,26 @@ measure:
 	if !after.LoggedIn {
 		return res, errors.New("demand: the viewer never logged in")
 	}
-	res.ReceivedBPS = float64(after.Bytes-before.Bytes) * 8 / cfg.Duration.Seconds()
-	res.TotalBPS = float64(after.TotalBytes-before.TotalBytes) * 8 / cfg.Duration.Seconds()
-	if n := after.Received - before.Received; n > 0 {
-		dup := after.ReliableDuplicates - before.ReliableDuplicates
-		res.GoodputBPS = res.ReceivedBPS * float64(n-min(dup, n)) / float64(n)
-	}
+	res.ReceivedBPS, res.GoodputBPS, res.TotalBPS = Received(before, after, cfg.Duration)
 	res.Requests = seat.Requests()
 	return res, nil
+}
+
+// Received is what a viewer received between two of its reports d
+// apart, bits/s of LLUDP payload: on its root circuit, the part of that
+// which was new to it (not a duplicate of a reliable datagram it had;
+// reckoned by datagrams, since a workload's are of one size), and on all
+// its circuits together.
+func Received(before, after viewer.Report, d time.Duration) (root, goodput, total float64) {
+	secs := d.Seconds()
+	if secs <= 0 {
+		return 0, 0, 0
+	}
+	root = float64(after.Bytes-before.Bytes) * 8 / secs
+	total = float64(after.TotalBytes-before.TotalBytes) * 8 / secs
+	if n := after.Received - before.Received; n > 0 {
+		dup := after.ReliableDuplicates - before.ReliableDuplicates
+		goodput = root * float64(n-min(dup, n)) / float64(n)
+	}
+	return root, goodput, total
 }

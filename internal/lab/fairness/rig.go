@@ -18,6 +18,7 @@ import (
 	"github.com/fairgrid/fairgrid/internal/lab/kerneltcp"
 	"github.com/fairgrid/fairgrid/internal/lab/link"
 	"github.com/fairgrid/fairgrid/internal/lab/tcpflow"
+	labviewer "github.com/fairgrid/fairgrid/internal/lab/viewer"
 	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/opensim/region"
 	"github.com/fairgrid/fairgrid/ratecalc"
@@ -295,6 +296,11 @@ type Result struct {
 	// Trace is the first viewer's controller state at each decision,
 	// whole run: the per-interval series behind the ratio.
 	Trace []TracePoint `json:"-"`
+	// SeatGoodputBPS is what a product seat's viewer received that was new
+	// to it, bits/s of LLUDP payload on its root circuit over the
+	// measured part (demand.Received): without the duplicates of reliable
+	// datagrams whose ack was late, which the bottleneck's figures count.
+	SeatGoodputBPS float64 `json:"seat_goodput_bps,omitempty"`
 	// SeatLogins is how many viewers a product seat had log in before one
 	// was served (demand.Seat.LoginTries): above 1, the first gave its
 	// UseCircuitCode up.
@@ -552,7 +558,7 @@ func run(ctx context.Context, cell Cell, opt Options, addMembers func(*throttle.
 	}
 	if product != nil {
 		res.ViewerBPS = append(res.ViewerBPS, seatThroughput(d)*8)
-		res.ViewerP, res.Requests, res.SeatLogins = m.seatP, m.seatRequests, product.LoginTries()
+		res.ViewerP, res.Requests, res.SeatLogins, res.SeatGoodputBPS = m.seatP, m.seatRequests, product.LoginTries(), m.seatGoodput
 	}
 	if qn > 0 {
 		res.TCPQueueMs = qsum / qn
@@ -574,6 +580,7 @@ type measurement struct {
 	// and its front-end's requests, bits/s.
 	seatP        float64
 	seatRequests []float64
+	seatGoodput  float64
 
 	warmEnd                                 time.Time
 	first, last                             link.BottleneckStats
@@ -598,6 +605,7 @@ func (m *measurement) run(ctx context.Context) error {
 	var prevV, prevT float64
 	warmed := false
 	var prevVD, prevTD float64
+	var seatBefore labviewer.Report
 	snapshot := func(s link.BottleneckStats) (v, t, vd, td float64) {
 		for _, r := range s.Flows {
 			if m.isSeat(r.Name) {
@@ -626,6 +634,7 @@ wait:
 				m.first, warmed = s, true
 				if m.seat != nil {
 					m.seat.Measure(now)
+					seatBefore = m.seat.Report()
 				}
 			}
 			v, t, vd, td := snapshot(s)
@@ -647,6 +656,7 @@ wait:
 			return errors.New("the product seat's viewer never logged in")
 		}
 		m.seatP = after.LossEventRate
+		_, m.seatGoodput, _ = demand.Received(seatBefore, after, m.last.Down.At.Sub(m.first.Down.At))
 		for _, q := range m.seat.Requests() {
 			m.seatRequests = append(m.seatRequests, q.Total.BitsPerSecond())
 		}
