@@ -57,7 +57,7 @@ func TestLabFairnessCommandLine(t *testing.T) {
 		{"unknown controller", []string{"lab", "fairness", "--controllers", "vtcp,cubic"}, `--controllers: "cubic"`},
 		{"unknown tcp", []string{"lab", "fairness", "--tcp", "vegas"}, `--tcp "vegas"`},
 		{"unknown reference", []string{"lab", "fairness", "--reference", "cubic,vegas"}, `--reference "vegas"`},
-		{"nothing to measure", []string{"lab", "fairness", "--controllers", ""}, "nothing to measure"},
+		{"nothing to measure", []string{"lab", "fairness", "--seats", ""}, "nothing to measure"},
 		{"no seeds", []string{"lab", "fairness", "--seeds", "0"}, "--seeds 0"},
 		{"seed 0", []string{"lab", "fairness", "--seed", "0"}, "--seed 0"},
 		{"short duration", []string{"lab", "fairness", "--duration", "1s"}, "at least 5s"},
@@ -67,6 +67,12 @@ func TestLabFairnessCommandLine(t *testing.T) {
 		{"no parallelism", []string{"lab", "fairness", "--parallel", "0"}, "--parallel 0"},
 		{"bad format", []string{"lab", "fairness", "--format", "xml"}, "want text or json"},
 		{"positional", []string{"lab", "fairness", "extra"}, "unexpected argument"},
+		{"unknown seat", []string{"lab", "fairness", "--seats", "sidecar,daemon"}, `--seats "daemon"`},
+		{"unknown seat tcp", []string{"lab", "fairness", "--seats", "tcp:vegas"}, `"vegas"`},
+		{"neighbours out of range", []string{"lab", "fairness", "--seats", "sidecar", "--neighbours", "9"}, "--neighbours 9"},
+		{"neighbours without a product", []string{"lab", "fairness", "--seats", "tcp:cubic", "--neighbours", "2"}, "only a product seat"},
+		{"controllers alone, neighbours", []string{"lab", "fairness", "--controllers", "vtcp", "--neighbours", "2"}, "only a product seat"},
+		{"unknown workload", []string{"lab", "fairness", "--seats", "stock", "--limited", "flying"}, `--limited: demand "flying"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, errOut := runCmd(t, "", tc.args...)
@@ -93,7 +99,7 @@ func TestLabFairnessReference(t *testing.T) {
 		t.Skip("a real-time gVisor TCP run (5 s): not in -short")
 	}
 	dir := t.TempDir()
-	code, out, errOut := runCmd(t, "", "lab", "fairness", "--controllers", "", "--reference", "cubic", "--tcp", "cubic",
+	code, out, errOut := runCmd(t, "", "lab", "fairness", "--seats", "", "--reference", "cubic", "--tcp", "cubic",
 		"--design", "centre", "--seeds", "1", "--seed", "3", "--warmup", "0s", "--duration", "5s", "--format", "json", "--out", dir)
 	if code != exitOK {
 		t.Fatalf("exit %d, stderr %s", code, errOut)
@@ -110,7 +116,60 @@ func TestLabFairnessReference(t *testing.T) {
 	if len(lines) != 1 || json.Unmarshal([]byte(lines[0]), &row) != nil || row.Controller != "tcp:cubic" || row.ViewerBPS <= 0 || row.TCP <= 0 {
 		t.Fatalf("stdout %q: want one row of controller tcp:cubic with both flows moving", out)
 	}
-	for name, want := range map[string]string{"table.md": "| tcp:cubic | cubic | 1 |", "figure.html": "tcp:cubic"} {
+	for name, want := range map[string]string{"table.md": "| tcp:cubic | saturating | tcp:cubic | cubic | 1 |", "figure.html": "tcp:cubic"} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil || !strings.Contains(string(b), want) {
+			t.Errorf("%s lacks %q (%v)", name, want, err)
+		}
+	}
+}
+
+// TestLabFairnessSeats: --seats puts the product's path in the viewer's
+// seat beside the control: a sidecar row with --neighbours' child
+// circuits, its application-limited row (--limited) and the tcp:cubic
+// row, each with its seat in the JSON, the table and a panel of the
+// figure. One centre cell, 5 s measured: the rows' shape, not their
+// figures (internal/lab/fairness's TestProductSeats judges those).
+func TestLabFairnessSeats(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-time runs of the product beside gVisor TCP (7 s): not in -short")
+	}
+	dir := t.TempDir()
+	code, out, errOut := runCmd(t, "", "lab", "fairness", "--seats", "sidecar,tcp:cubic", "--neighbours", "1", "--limited", "avatars",
+		"--tcp", "cubic", "--design", "centre", "--seeds", "1", "--warmup", "2s", "--duration", "5s", "--interval", "1s", "--format", "json", "--out", dir)
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr %s", code, errOut)
+	}
+	type row struct {
+		Seat       string  `json:"seat"`
+		Demand     string  `json:"demand"`
+		Neighbours int     `json:"neighbours"`
+		Controller string  `json:"controller"`
+		ViewerBPS  float64 `json:"viewer_bps"`
+		Loss       float64 `json:"loss"`
+	}
+	var rows []row
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		var r row
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatalf("stdout line %q: %v", l, err)
+		}
+		rows = append(rows, r)
+	}
+	want := []row{{Seat: "sidecar", Neighbours: 1, Controller: "vtcp"}, {Seat: "sidecar", Demand: "avatars", Neighbours: 1, Controller: "vtcp", Loss: 0.03}, {Seat: "tcp:cubic", Controller: "tcp:cubic"}}
+	if len(rows) != len(want) {
+		t.Fatalf("stdout %q: want %d rows", out, len(want))
+	}
+	for i, r := range rows {
+		if r.ViewerBPS <= 0 {
+			t.Errorf("row %d: the seat received nothing: %+v", i, r)
+		}
+		r.ViewerBPS = 0
+		if r != want[i] {
+			t.Errorf("row %d: %+v, want %+v", i, r, want[i])
+		}
+	}
+	for name, want := range map[string]string{"table.md": "| sidecar | avatars, 1 neighbours | vtcp | cubic | 1 |", "figure.html": "sidecar"} {
 		b, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil || !strings.Contains(string(b), want) {
 			t.Errorf("%s lacks %q (%v)", name, want, err)

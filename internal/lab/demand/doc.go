@@ -18,7 +18,15 @@
 //     which rewrites the viewer's AgentThrottles and sends its own;
 //   - Gateway: a stock viewer behind `fairgrid gateway` at the region's
 //     address, which schedules the region's datagrams and asserts its own
-//     rate towards the region.
+//     rate towards the region;
+//   - GatewaySidecar: both, the gateway in front of the region and the
+//     sidecar's loop on the viewer's host.
+//
+// A Seat is the viewer's side of one run (the region and its
+// neighbours, the front-end, the links, the viewer) as one member of a
+// group.Group: Run puts it on its own link, internal/lab/fairness on
+// the bottleneck of each cell of its grid (`fairgrid lab fairness
+// --seats`).
 //
 // Each is the product's own code (throttle.Loop, sidecar.Sidecar,
 // throttle/proxy, opensim/gateway) over real LLUDP on loopback, in real

@@ -27,6 +27,22 @@
 // internal/lab/scenario's, which runs the real region, viewer and
 // sidecar, and they would make the region, not the controller, the limit.
 //
+// # The product's seats
+//
+// A cell's Product puts what users run in the viewer's seat instead:
+// internal/lab/demand's Seat, the product's own code (throttle.Loop and
+// its Sidecar, throttle/proxy's SOCKS 5 relay, opensim/gateway, both of
+// the last two, or none: stock) over real LLUDP, against a region of
+// `fairgrid sim` with OpenSim 0.9.2.2's non-lending category buckets and
+// its 50-unacked stall, the lab viewer with its acks, pings and resends
+// asking 5,120 kbit/s (SeatAsks), loss and RTT measured by
+// throttle/circuit. Its circuits (the root's and Cell.Neighbours'
+// children's) cross the cell's bottleneck as flows "lludp VIEWER down",
+// their sum the seat's share on the wire. The region's demand saturates
+// (flying) unless Cell.Demand names an application-limited workload;
+// Seats adds one such row per seat at LimitedCell. The cell's gVisor TCP
+// flows start seatLogin in, so that the viewer logs in on a quiet link.
+//
 // Everything runs on the real clock: gVisor's TCP cannot run on virtual
 // time (tcpflow's doc says why), so a cell costs its warm-up plus its
 // duration in wall time, and many cells run at once. Results are noisy on

@@ -1,6 +1,7 @@
 package fairness
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,14 +12,25 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/fairgrid/fairgrid/internal/lab/demand"
 	"github.com/fairgrid/fairgrid/throttle"
 )
 
 // Row is one cell's result over its seeds: the fields of issue #20's
 // grid, exactly.
 type Row struct {
-	// Controller is who sat in the viewer's seat (Cell.Seat): a
-	// controller's name, or tcp:KIND for a reference cell's TCP flow.
+	// Seat is who sat in the viewer's seat (Cell.Seat): a controller's
+	// name (the rig's own viewer), a product front-end (sidecar, proxy,
+	// gateway, gateway+sidecar, stock), or tcp:KIND for a reference
+	// cell's TCP flow.
+	Seat string `json:"seat"`
+	// Demand is a product seat's application-limited workload, empty for
+	// saturating demand; Neighbours its viewer's child circuits.
+	Demand     string `json:"demand,omitempty"`
+	Neighbours int    `json:"neighbours,omitempty"`
+	// Controller is who decided the seat's rate: the rig's controller,
+	// the product's (throttle.DefaultController; "none" for stock), or
+	// tcp:KIND for a reference.
 	Controller    string  `json:"controller"`
 	TCP           string  `json:"tcp"`
 	TCPFlows      int     `json:"tcp_flows"`
@@ -47,8 +59,14 @@ func Summarize(runs []Result) Row {
 		return Row{}
 	}
 	c := runs[0].Cell
-	row := Row{Controller: c.Seat(), TCP: c.TCP, TCPFlows: c.Flows, BufferPackets: c.Buffer, Loss: c.Loss,
+	row := Row{Seat: c.Seat(), Demand: c.Demand, Neighbours: c.Neighbours, Controller: c.Seat(), TCP: c.TCP, TCPFlows: c.Flows, BufferPackets: c.Buffer, Loss: c.Loss,
 		RTTms: c.RTTms, LinkBPS: c.LinkBPS, Seeds: len(runs)}
+	switch {
+	case c.Product == demand.Stock:
+		row.Controller = "none"
+	case c.Product != "":
+		row.Controller = string(throttle.DefaultController)
+	}
 	n := float64(len(runs))
 	var ratios float64
 	for _, r := range runs {
@@ -150,6 +168,9 @@ const (
 	Axes Design = "axes"
 	// Cross is the whole cross product of the axes.
 	Cross Design = "cross"
+	// Subset is the centre and its 3 % cell (the loss axis): the cells of
+	// the product seats' make test check (TestProductSeats).
+	Subset Design = "subset"
 )
 
 // Grid lists the cells of the design for the controllers and TCP kinds.
@@ -187,6 +208,12 @@ func Grid(controllers []throttle.ControllerName, tcps []string, design Design) [
 			}
 			add(base)
 			if design == Centre {
+				continue
+			}
+			if design == Subset {
+				c := base
+				c.Loss = 0.03
+				add(c)
 				continue
 			}
 			for _, f := range FlowCounts {
@@ -239,6 +266,37 @@ func References(refs, tcps []string, design Design) []Cell {
 	}
 	return cells
 }
+
+// Seats lists the design's cells for the TCP kinds with each product
+// front-end of seats in the viewer's seat, saturating, and its viewer
+// opening neighbours child circuits; then, for each seat, one cell with
+// the application-limited workload limited (if not empty) at LimitedCell.
+func Seats(seats []demand.FrontEnd, tcps []string, design Design, neighbours int, limited string) []Cell {
+	var cells []Cell
+	for _, seat := range seats {
+		for _, c := range Grid([]throttle.ControllerName{""}, tcps, design) {
+			c.Product, c.Neighbours = seat, neighbours
+			cells = append(cells, c)
+		}
+	}
+	if limited == "" {
+		return cells
+	}
+	for _, seat := range seats {
+		for _, tcp := range tcps {
+			c := LimitedCell
+			c.Product, c.Neighbours, c.TCP, c.Demand = seat, neighbours, tcp, limited
+			cells = append(cells, c)
+		}
+	}
+	return cells
+}
+
+// LimitedCell is where a seat's application-limited row is measured: the
+// grid's centre at 3 % random loss, the loss at which issue 33 saw a real
+// OpenSim's terrain collapse to one segment per round trip behind the
+// gateway and the sidecar.
+var LimitedCell = Cell{Flows: 1, Buffer: 100, Loss: 0.03, RTTms: 80, LinkBPS: 6_000_000}
 
 // Interrupted is RunGrid's error when its context ended before every run
 // had: the runs it returns are those that finished.
@@ -344,14 +402,17 @@ func WriteJSON(w io.Writer, rows []Row) error {
 // when runs are given (runs[i] are rows[i]'s).
 func WriteMarkdown(w io.Writer, rows []Row, runs [][]Result) error {
 	var b strings.Builder
-	b.WriteString("| controller | TCP | flows | buffer (packets) | loss | RTT (ms) | link (Mbit/s) | viewer (kbit/s) | TCP per flow (kbit/s) | viewer ÷ TCP | min–max | viewer p | TCP p (Mathis) | audit ÷ TCP | seeds |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| seat | demand | controller | TCP | flows | buffer (packets) | loss | RTT (ms) | link (Mbit/s) | viewer (kbit/s) | TCP per flow (kbit/s) | viewer ÷ TCP | min–max | viewer p | TCP p (Mathis) | audit ÷ TCP | seeds |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	idx := make([]int, len(rows))
 	for i := range idx {
 		idx[i] = i
 	}
 	sort.SliceStable(idx, func(a, b int) bool {
 		ra, rb := rows[idx[a]], rows[idx[b]]
+		if ra.Seat != rb.Seat {
+			return ra.Seat < rb.Seat
+		}
 		if ra.Controller != rb.Controller {
 			return ra.Controller < rb.Controller
 		}
@@ -369,8 +430,12 @@ func WriteMarkdown(w io.Writer, rows []Row, runs [][]Result) error {
 				audit = fmt.Sprintf("%.2f", a)
 			}
 		}
-		fmt.Fprintf(&b, "| %s | %s | %d | %d | %g %% | %g | %g | %.0f | %.0f | **%.2f** | %s | %.5f | %.5f | %s | %d |\n",
-			r.Controller, r.TCP, r.TCPFlows, r.BufferPackets, r.Loss*100, r.RTTms, r.LinkBPS/1e6,
+		dem := cmp.Or(r.Demand, "saturating")
+		if r.Neighbours > 0 {
+			dem += fmt.Sprintf(", %d neighbours", r.Neighbours)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %d | %g %% | %g | %g | %.0f | %.0f | **%.2f** | %s | %.5f | %.5f | %s | %d |\n",
+			r.Seat, dem, r.Controller, r.TCP, r.TCPFlows, r.BufferPackets, r.Loss*100, r.RTTms, r.LinkBPS/1e6,
 			r.ViewerBPS/1000, r.TCPBPSPerFlow/1000, r.ViewerOverTCP, spread, r.ViewerP, r.TCPPEquiv, audit, r.Seeds)
 	}
 	_, err := io.WriteString(w, b.String())

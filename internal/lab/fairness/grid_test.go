@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fairgrid/fairgrid/internal/lab/demand"
 	"github.com/fairgrid/fairgrid/internal/lab/kerneltcp"
 	"github.com/fairgrid/fairgrid/internal/lab/link"
 	"github.com/fairgrid/fairgrid/throttle"
@@ -33,7 +34,7 @@ func TestGrid(t *testing.T) {
 		t.Errorf("axes: %d cells, want 13", len(axes))
 	}
 	for _, c := range axes {
-		if err := c.validate(); err != nil {
+		if err := c.Validate(); err != nil {
 			t.Errorf("%v: %v", c, err)
 		}
 		diff := 0
@@ -61,6 +62,58 @@ func TestGrid(t *testing.T) {
 			t.Errorf("cross repeats %v", c)
 		}
 		seen[c] = true
+	}
+}
+
+// TestSeats: the product seats' grid is the design's cells once per seat,
+// then one application-limited row per seat and TCP kind at LimitedCell;
+// every cell valid, the subset design the centre and its 3 % cell; a
+// product cell the rig cannot run is refused, naming why.
+func TestSeats(t *testing.T) {
+	seats := []demand.FrontEnd{demand.Sidecar, demand.GatewaySidecar, demand.Stock}
+	cells := Seats(seats, []string{GVisorCUBIC}, Axes, 2, "terrain")
+	if len(cells) != 3*13+3 {
+		t.Fatalf("%d cells, want %d", len(cells), 3*13+3)
+	}
+	for i, c := range cells {
+		if err := c.Validate(); err != nil {
+			t.Errorf("%v: %v", c, err)
+		}
+		saturating := i < 39 && c.Product == seats[i/13] && c.Demand == ""
+		limited := i >= 39 && c.Product == seats[i-39] && c.Demand == "terrain" && c.Loss == LimitedCell.Loss
+		if !saturating && !limited || c.Neighbours != 2 {
+			t.Errorf("cell %d: %+v", i, c)
+		}
+	}
+	if row := Summarize([]Result{{Cell: cells[40]}}); row.Seat != "gateway+sidecar" || row.Demand != "terrain" || row.Neighbours != 2 || row.Controller != string(throttle.DefaultController) {
+		t.Errorf("row %+v", row)
+	}
+	if row := Summarize([]Result{{Cell: cells[41]}}); row.Seat != "stock" || row.Controller != "none" {
+		t.Errorf("stock's row %+v", row)
+	}
+	sub := Seats(seats[:1], []string{GVisorCUBIC}, Subset, 0, "")
+	if len(sub) != 2 || sub[0].Loss != 0 || sub[1].Loss != 0.03 || sub[1].RTTms != Base.RTTms || sub[1].Buffer != Base.Buffer {
+		t.Errorf("subset: %+v", sub)
+	}
+	ok := sub[0]
+	for _, tc := range []struct {
+		name string
+		edit func(*Cell)
+		want string
+	}{
+		{"unknown seat", func(c *Cell) { c.Product = "daemon" }, `product "daemon"`},
+		{"a controller too", func(c *Cell) { c.Controller = throttle.VirtualTCP }, "a seat holds one"},
+		{"a viewer", func(c *Cell) { c.Viewers = 1 }, "viewers 1"},
+		{"saturating by name", func(c *Cell) { c.Demand = "flying" }, `demand "flying"`},
+		{"unknown workload", func(c *Cell) { c.Demand = "dancing" }, `"dancing"`},
+		{"too many neighbours", func(c *Cell) { c.Neighbours = 9 }, "neighbours 9"},
+		{"a workload without a product", func(c *Cell) { c.Product, c.Controller, c.Demand = "", throttle.VirtualTCP, "terrain" }, "only a product seat"},
+	} {
+		c := ok
+		tc.edit(&c)
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one naming %q", tc.name, err, tc.want)
+		}
 	}
 }
 
@@ -112,7 +165,7 @@ func TestSummarize(t *testing.T) {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	want2 := []string{"buffer_packets", "controller", "link_bps", "loss", "rtt_ms", "seeds", "tcp", "tcp_bps_per_flow", "tcp_flows", "tcp_p_equiv", "viewer_bps", "viewer_over_tcp", "viewer_p"}
+	want2 := []string{"buffer_packets", "controller", "link_bps", "loss", "rtt_ms", "seat", "seeds", "tcp", "tcp_bps_per_flow", "tcp_flows", "tcp_p_equiv", "viewer_bps", "viewer_over_tcp", "viewer_p"}
 	if !slices.Equal(keys, want2) {
 		t.Errorf("JSON fields %v, want %v", keys, want2)
 	}
@@ -129,7 +182,7 @@ func TestSummarize(t *testing.T) {
 // starts, every problem named.
 func TestCellErrors(t *testing.T) {
 	c := Cell{Controller: "cubic", TCP: "vegas", Flows: 1, Buffer: 1, Loss: 1, RTTms: 0, LinkBPS: 10}
-	err := c.validate()
+	err := c.Validate()
 	for _, want := range []string{"controller", "tcp \"vegas\"", "buffer 1", "loss 1", "rtt 0", "link 10"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v lacks %q", err, want)
@@ -137,7 +190,7 @@ func TestCellErrors(t *testing.T) {
 	}
 	ok := Base
 	ok.TCP, ok.Reference = GVisorCUBIC, LinuxCUBIC
-	if err := ok.validate(); err != nil {
+	if err := ok.Validate(); err != nil {
 		t.Errorf("%v: %v", ok, err)
 	}
 	for _, tc := range []struct {
@@ -151,7 +204,7 @@ func TestCellErrors(t *testing.T) {
 	} {
 		c := ok
 		tc.edit(&c)
-		if err := c.validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want one naming %q", tc.name, err, tc.want)
 		}
 	}
@@ -168,8 +221,8 @@ func TestReferences(t *testing.T) {
 	for i, c := range refs {
 		want := Grid([]throttle.ControllerName{""}, []string{GVisorCUBIC}, Axes)[i%13]
 		want.Reference = []string{GVisorCUBIC, LinuxReno}[i/13]
-		if c != want || c.validate() != nil {
-			t.Errorf("reference cell %d: %+v (%v), want %+v", i, c, c.validate(), want)
+		if c != want || c.Validate() != nil {
+			t.Errorf("reference cell %d: %+v (%v), want %+v", i, c, c.Validate(), want)
 		}
 	}
 	if n := len(References([]string{GVisorCUBIC, GVisorCUBIC}, []string{GVisorCUBIC}, Axes)); n != 13 {

@@ -10,12 +10,17 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/fairgrid/fairgrid/internal/lab/demand"
 	"github.com/fairgrid/fairgrid/internal/lab/kerneltcp"
 	"github.com/fairgrid/fairgrid/internal/lab/link"
 	"github.com/fairgrid/fairgrid/internal/lab/tcpflow"
+	labviewer "github.com/fairgrid/fairgrid/internal/lab/viewer"
+	"github.com/fairgrid/fairgrid/lludp"
+	"github.com/fairgrid/fairgrid/opensim/region"
 	"github.com/fairgrid/fairgrid/ratecalc"
 	"github.com/fairgrid/fairgrid/throttle"
 	"github.com/fairgrid/fairgrid/throttle/group"
@@ -63,29 +68,95 @@ type Cell struct {
 	RTTms float64 `json:"rtt_ms"`
 	// LinkBPS is the downlink's rate in bits/s.
 	LinkBPS float64 `json:"link_bps"`
+	// Product, if set, is a product front-end in the viewer's seat
+	// (demand.Seats: stock, sidecar, proxy, gateway, gateway+sidecar)
+	// instead of the rig's own viewer: the product's code over real LLUDP,
+	// a region of `fairgrid sim` with OpenSim's non-lending category
+	// buckets and the lab viewer (internal/lab/demand's Seat), its
+	// circuits crossing the cell's bottleneck. Not with Controller or
+	// Reference.
+	Product demand.FrontEnd `json:"product,omitempty"`
+	// Demand is a product seat's region workload: empty for saturating
+	// demand (flying: every category has more to send than the link
+	// carries), or an application-limited one (opensim/region's terrain,
+	// objects, avatars, textures).
+	Demand string `json:"demand,omitempty"`
+	// Neighbours is how many child circuits (neighbour regions, each
+	// with the same workload) a product seat's viewer opens besides its
+	// root: their sum is the viewer's share.
+	Neighbours int `json:"neighbours,omitempty"`
 }
 
 func (c Cell) String() string {
+	seat := c.Seat()
+	if c.Demand != "" {
+		seat += " (" + c.Demand + ")"
+	}
+	if c.Neighbours > 0 {
+		seat += fmt.Sprintf(" with %d neighbours", c.Neighbours)
+	}
 	return fmt.Sprintf("%s beside %d %s, %.0f kbit/s, %g ms, %d packets, %g%% loss",
-		c.Seat(), c.Flows, c.TCP, c.LinkBPS/1000, c.RTTms, c.Buffer, c.Loss*100)
+		seat, c.Flows, c.TCP, c.LinkBPS/1000, c.RTTms, c.Buffer, c.Loss*100)
 }
 
-// Seat names who sits in the viewer's seat: the controller, or "tcp:"
-// and the reference's kind.
+// Seat names who sits in the viewer's seat: the controller, a product
+// front-end, or "tcp:" and the reference's kind.
 func (c Cell) Seat() string {
-	if c.Reference != "" {
+	switch {
+	case c.Reference != "":
 		return "tcp:" + c.Reference
+	case c.Product != "":
+		return string(c.Product)
 	}
 	return string(c.Controller)
 }
+
+// activity is a product seat's workload: flying (saturating) unless
+// Demand names an application-limited one.
+func (c Cell) activity() (region.Activity, error) {
+	if c.Demand == "" {
+		return region.Flying, nil
+	}
+	a, err := region.ParseActivity(c.Demand)
+	if err != nil {
+		return 0, fmt.Errorf("demand: %w", err)
+	}
+	if !slices.Contains(Limited, a) {
+		return 0, fmt.Errorf("demand %q: want one of %v (or empty: saturating)", c.Demand, Limited)
+	}
+	return a, nil
+}
+
+// Limited are the application-limited workloads a product seat's region
+// can send instead of saturating demand.
+var Limited = []region.Activity{region.Terrain, region.Objects, region.Avatars, region.Textures}
 
 // BDPPackets is the bandwidth-delay product of the cell's link in
 // 1,500-byte packets.
 func (c Cell) BDPPackets() float64 { return c.LinkBPS / 8 * c.RTTms / 1000 / 1500 }
 
-func (c Cell) validate() error {
+// Validate reports every problem that keeps the rig from running c.
+func (c Cell) Validate() error {
 	var errs []error
-	if c.Reference == "" {
+	if c.Product != "" {
+		if c.Controller != "" || c.Reference != "" {
+			errs = append(errs, fmt.Errorf("product %q with controller %q or reference %q: a seat holds one", c.Product, c.Controller, c.Reference))
+		}
+		if !slices.Contains(demand.Seats, c.Product) {
+			errs = append(errs, fmt.Errorf("product %q: want one of %v", c.Product, demand.Seats))
+		}
+		if c.Viewers > 0 {
+			errs = append(errs, fmt.Errorf("product %q and viewers %d: the product's viewer takes the seat", c.Product, c.Viewers))
+		}
+		if _, err := c.activity(); err != nil {
+			errs = append(errs, err)
+		}
+		if c.Neighbours < 0 || c.Neighbours > len(region.NeighbourOffsets) {
+			errs = append(errs, fmt.Errorf("neighbours %d outside [0, %d]", c.Neighbours, len(region.NeighbourOffsets)))
+		}
+	} else if c.Demand != "" || c.Neighbours != 0 {
+		errs = append(errs, fmt.Errorf("demand %q, neighbours %d: only a product seat's region has a workload and neighbours", c.Demand, c.Neighbours))
+	} else if c.Reference == "" {
 		var name throttle.ControllerName
 		if err := name.UnmarshalText([]byte(c.Controller)); err != nil {
 			errs = append(errs, fmt.Errorf("controller %w", err))
@@ -148,6 +219,9 @@ type Options struct {
 	TCPStart, TCPStop time.Duration
 	// Log receives the rig's errors; nil discards.
 	Log *slog.Logger
+	// wrapSender, if set, wraps a product seat's sidecar sender (a
+	// test's: one that drops fairgrid's AgentThrottles).
+	wrapSender func(throttle.Sender) throttle.Sender
 }
 
 // SizeWeight is one payload size of the viewer's mix and its share of
@@ -223,6 +297,15 @@ type Result struct {
 	// Trace is the first viewer's controller state at each decision,
 	// whole run: the per-interval series behind the ratio.
 	Trace []TracePoint `json:"-"`
+	// SeatGoodputBPS is what a product seat's viewer received that was new
+	// to it, bits/s of LLUDP payload on its root circuit over the
+	// measured part (demand.Received): without the duplicates of reliable
+	// datagrams whose ack was late, which the bottleneck's figures count.
+	SeatGoodputBPS float64 `json:"seat_goodput_bps,omitempty"`
+	// SeatLogins is how many viewers a product seat had log in before one
+	// was served (demand.Seat.LoginTries): above 1, the first gave its
+	// UseCircuitCode up.
+	SeatLogins int `json:"seat_logins,omitempty"`
 }
 
 // TracePoint is the controller's state at one decision.
@@ -276,10 +359,10 @@ func Run(ctx context.Context, cell Cell, opt Options) (Result, error) {
 // run is Run; addMembers, if set, adds members of a test's to the run's
 // group.
 func run(ctx context.Context, cell Cell, opt Options, addMembers func(*group.Group)) (res Result, err error) {
-	if cell.Reference == "" {
+	if cell.Reference == "" && cell.Product == "" {
 		cell.Viewers = cmp.Or(cell.Viewers, 1)
 	}
-	if err := cell.validate(); err != nil {
+	if err := cell.Validate(); err != nil {
 		return Result{}, fmt.Errorf("fairness: %w", err)
 	}
 	if err := checkTiming(cell, opt); err != nil {
@@ -325,8 +408,17 @@ func run(ctx context.Context, cell Cell, opt Options, addMembers func(*group.Gro
 		gvisorFlows = append(gvisorFlows, f)
 		return f.name + " down"
 	}
+	// A product seat's viewer logs in on a quiet link: the lab viewer, as
+	// the Second Life viewer, gives up a reliable datagram after three
+	// resends, and its UseCircuitCode's ack (behind the gateway, its
+	// probe's round trip too) met a queue that gVisor's slow start had
+	// filled often enough that a batch of 48 runs lost a viewer in five.
+	start := opt.TCPStart
+	if cell.Product != "" {
+		start += seatLogin
+	}
 	for i := range cell.Flows {
-		place(tcpSpec{kind: cell.TCP, start: opt.TCPStart + time.Duration(i)*100*time.Millisecond}, fmt.Sprint(i))
+		place(tcpSpec{kind: cell.TCP, start: start + time.Duration(i)*100*time.Millisecond}, fmt.Sprint(i))
 	}
 	seatName := viewerDown(0) // the seat's flow at the bottleneck
 	if cell.Reference != "" {
@@ -385,6 +477,14 @@ func run(ctx context.Context, cell Cell, opt Options, addMembers func(*group.Gro
 		}
 		g.Add(viewers[i].run, nil)
 	}
+	var product *demand.Seat
+	if cell.Product != "" {
+		if product, err = newSeat(b, cell, opt, log); err != nil {
+			return Result{}, err
+		}
+		defer product.Close()
+		g.Add(product.Run, nil)
+	}
 	// The kernel's flows measure themselves over the warm-up and the
 	// duration; the measurement waits for them.
 	kernelDone := make(chan kernelResult, 1)
@@ -414,7 +514,11 @@ func run(ctx context.Context, cell Cell, opt Options, addMembers func(*group.Gro
 		kernelDone <- kernelResult{}
 	}
 
-	m := measurement{b: b, flows: flows, seat: seatName, opt: opt, kernelDone: kernelDone}
+	isSeat := func(name string) bool { return name == seatName }
+	if product != nil {
+		isSeat = isSeatCircuit
+	}
+	m := measurement{b: b, flows: flows, isSeat: isSeat, opt: opt, kernelDone: kernelDone, seat: product}
 	g.Add(m.run, nil)
 	if addMembers != nil {
 		addMembers(&g)
@@ -453,6 +557,10 @@ func run(ctx context.Context, cell Cell, opt Options, addMembers func(*group.Gro
 		r, _ := d.Flow(seatName)
 		res.ViewerBPS = append(res.ViewerBPS, r.Throughput()*8)
 	}
+	if product != nil {
+		res.ViewerBPS = append(res.ViewerBPS, seatThroughput(d)*8)
+		res.ViewerP, res.Requests, res.SeatLogins, res.SeatGoodputBPS = m.seatP, m.seatRequests, product.LoginTries(), m.seatGoodput
+	}
 	if qn > 0 {
 		res.TCPQueueMs = qsum / qn
 	}
@@ -465,9 +573,15 @@ func run(ctx context.Context, cell Cell, opt Options, addMembers func(*group.Gro
 type measurement struct {
 	b          *link.Bottleneck
 	flows      []*tcpflow.Flow
-	seat       string // the bottleneck's name for the seat's data
+	isSeat     func(name string) bool // the bottleneck's names for the seat's data
+	seat       *demand.Seat           // a product seat
 	opt        Options
 	kernelDone <-chan kernelResult
+	// A product seat's viewer's loss event rate over the measured part,
+	// and its front-end's requests, bits/s.
+	seatP        float64
+	seatRequests []float64
+	seatGoodput  float64
 
 	warmEnd                                 time.Time
 	first, last                             link.BottleneckStats
@@ -492,9 +606,13 @@ func (m *measurement) run(ctx context.Context) error {
 	var prevV, prevT float64
 	warmed := false
 	var prevVD, prevTD float64
+	var seatBefore labviewer.Report
 	snapshot := func(s link.BottleneckStats) (v, t, vd, td float64) {
-		if r, ok := s.Flow(m.seat); ok {
-			v, vd = float64(r.DeliveredBytes), float64(r.Dropped())
+		for _, r := range s.Flows {
+			if m.isSeat(r.Name) {
+				v += float64(r.DeliveredBytes)
+				vd += float64(r.Dropped())
+			}
 		}
 		for _, f := range m.flows {
 			if r, ok := s.Flow(f.Name() + " down"); ok {
@@ -515,6 +633,10 @@ wait:
 			s := m.b.Stats()
 			if !warmed && !now.Before(m.warmEnd) {
 				m.first, warmed = s, true
+				if m.seat != nil {
+					m.seat.Measure(now)
+					seatBefore = m.seat.Report()
+				}
 			}
 			v, t, vd, td := snapshot(s)
 			m.viewerPerSecond = append(m.viewerPerSecond, (v-prevV)*8)
@@ -529,6 +651,17 @@ wait:
 		}
 	}
 	m.last = m.b.Stats()
+	if m.seat != nil && warmed {
+		after := m.seat.Report()
+		if !after.LoggedIn {
+			return errors.New("the product seat's viewer never logged in")
+		}
+		m.seatP = after.LossEventRate
+		_, m.seatGoodput, _ = demand.Received(seatBefore, after, m.last.Down.At.Sub(m.first.Down.At))
+		for _, q := range m.seat.Requests() {
+			m.seatRequests = append(m.seatRequests, q.Total.BitsPerSecond())
+		}
+	}
 	if !warmed {
 		if m.opt.Warmup == 0 {
 			return errors.New("the run ended within a second")
@@ -601,6 +734,55 @@ func checkTiming(cell Cell, opt Options) error {
 }
 
 func viewerDown(i int) string { return fmt.Sprintf("viewer %d down", i) }
+
+// isSeatCircuit reports whether a bottleneck flow is a product seat's
+// circuit towards its viewer (link.Config.Shared's "lludp VIEWER down"):
+// the root's and each neighbour's.
+func isSeatCircuit(name string) bool {
+	return strings.HasPrefix(name, "lludp ") && strings.HasSuffix(name, " down")
+}
+
+// seatThroughput is a product seat's circuits' bytes/s on the wire over
+// d, together.
+func seatThroughput(d link.BottleneckStats) float64 {
+	var t float64
+	for _, r := range d.Flows {
+		if isSeatCircuit(r.Name) {
+			t += r.Throughput()
+		}
+	}
+	return t
+}
+
+// seatLogin is how long the cell's gVisor TCP flows wait for a product
+// seat's viewer to log in (Linux's start with the run: kerneltcp has no
+// delayed start). Within any warm-up worth measuring after.
+const seatLogin = 3 * time.Second
+
+// SeatAsks is what a product seat's viewer asks for: OpenSim's largest
+// request, 5,120 kbit/s, so that the viewer's own limit (which fairgrid
+// keeps) does not hold it below one share on the grid's faster links.
+var SeatAsks = ratecalc.RateFromBits(5_120_000)
+
+// seatPosition is the product seat's agent's place in its region: the
+// centre, where OpenSim's factor gives each neighbour 0.85 of the root's
+// throttles.
+var seatPosition = lludp.Vector3{128, 128, 25}
+
+// newSeat puts the cell's product front-end, its region and neighbours
+// and the lab's viewer on b.
+func newSeat(b *link.Bottleneck, cell Cell, opt Options, log *slog.Logger) (*demand.Seat, error) {
+	a, err := cell.activity()
+	if err != nil {
+		return nil, fmt.Errorf("fairness: %w", err)
+	}
+	s, err := demand.NewSeat(demand.Config{FrontEnd: cell.Product, Activity: a, Children: cell.Neighbours, Position: seatPosition,
+		ViewerAsks: SeatAsks, Interval: opt.Interval, Seed: opt.Seed, WrapSender: opt.wrapSender}, b, log)
+	if err != nil {
+		return nil, fmt.Errorf("fairness: %w", err)
+	}
+	return s, nil
+}
 
 // viewer is a region that sends a viewer datagrams as fast as the
 // throttle allows (saturating demand, paced in 10 ms rounds as OpenSim's

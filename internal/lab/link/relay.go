@@ -28,6 +28,11 @@ type Config struct {
 	// so that viewers share one queue with whatever else crosses it. Its
 	// owner runs it: the relay's Run does not.
 	Shared *Bottleneck
+	// Name, if set, goes into the names of the relay's flows through
+	// Shared, "lludp VIEWER NAME up" and "lludp VIEWER NAME down": relays
+	// that carry one viewer's circuits to several simulators over one
+	// bottleneck (a root region and its neighbours) each need their own.
+	Name string
 	// Seed makes the loss processes repeatable (each direction derives its
 	// own stream from it).
 	Seed uint64
@@ -278,7 +283,11 @@ func (r *Relay) offerSharedLocked(up bool, viewer netip.AddrPort, payload []byte
 			if dir == Down {
 				ep.Src, ep.Dst = ep.Dst, ep.Src
 			}
-			f, err := r.cfg.Shared.AddFlow(FlowConfig{Name: fmt.Sprintf("lludp %v %v", viewer, dir), Dir: dir, Overhead: udpOverhead, UDP: ep,
+			name := fmt.Sprintf("lludp %v %v", viewer, dir)
+			if r.cfg.Name != "" {
+				name = fmt.Sprintf("lludp %v %s %v", viewer, r.cfg.Name, dir)
+			}
+			f, err := r.cfg.Shared.AddFlow(FlowConfig{Name: name, Dir: dir, Overhead: udpOverhead, UDP: ep,
 				Deliver: func(p []byte) { r.send(delivery{payload: p, up: dir == Up, viewer: viewer}) }})
 			if err != nil {
 				// Only a name another relay on the same bottleneck took

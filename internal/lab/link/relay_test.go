@@ -242,3 +242,62 @@ func TestRelayReadFailure(t *testing.T) {
 		}
 	})
 }
+
+// TestRelaySharedNames: one viewer socket reaching two simulators through
+// two relays on one bottleneck (a root region and a neighbour) has a
+// flow each way through each relay when the second is named; unnamed,
+// the second relay's flows clash with the first's and carry nothing.
+func TestRelaySharedNames(t *testing.T) {
+	for _, named := range []bool{true, false} {
+		b, err := NewBottleneck(BottleneckConfig{Down: PipeConfig{Delay: time.Millisecond}, Up: PipeConfig{Delay: time.Millisecond}, Seed: 1}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var relays []*Relay
+		for i := range 2 {
+			sim, _ := echoServer(t)
+			cfg := Config{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Upstream: sim, Shared: b}
+			if named && i == 1 {
+				cfg.Name = "neighbour"
+			}
+			r, err := New(cfg, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			relays = append(relays, r)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		wg.Go(func() { b.Run(ctx) })
+		for _, r := range relays {
+			wg.Go(func() { r.Run(ctx) })
+		}
+		c, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.0.0.1:0")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 100)
+		echoed := 0
+		for _, r := range relays {
+			if _, err := c.WriteToUDPAddrPort([]byte{1, 'x'}, r.Addr()); err != nil {
+				t.Fatal(err)
+			}
+			c.SetReadDeadline(time.Now().Add(time.Second))
+			if _, err := c.Read(buf); err == nil {
+				echoed++
+			}
+		}
+		viewer := netip.MustParseAddrPort(c.LocalAddr().String())
+		st := b.Stats()
+		cancel()
+		wg.Wait()
+		c.Close()
+		_, second := st.Flow("lludp " + viewer.String() + " neighbour down")
+		if named && (echoed != 2 || !second) {
+			t.Errorf("named: %d of 2 echoed, the second relay's flow there: %v; flows %+v", echoed, second, st.Flows)
+		}
+		if !named && echoed != 1 {
+			t.Errorf("unnamed: %d of 2 echoed, want the first relay's alone", echoed)
+		}
+	}
+}
