@@ -252,17 +252,7 @@ func mongoosePoints(dur time.Duration, share func(mongooseVariant) float64) []Co
 		reportedAs("judged beside the every-RTT client's row"))
 	less.pairCase = noInterval.Case
 	less.pair = func(self, other []float64) (string, string) {
-		k := 0
-		for i := range min(len(self), len(other)) {
-			if self[i] < other[i] {
-				k++
-			}
-		}
-		claim := fmt.Sprintf("fewer seconds above the line than the every-RTT client (median %.2f against %.2f)", medianOf(self), medianOf(other))
-		if k == len(self) && len(self) == len(other) {
-			return Agrees, claim + " " + seedCount(k, len(self))
-		}
-		return Disagrees, claim + ": fewer only " + seedCount(k, len(self))
+		return pairedLess("fewer seconds above the line than the every-RTT client", self, other)
 	}
 	return []Comparison{noInterval, less}
 }
@@ -275,14 +265,13 @@ func mongooseComparison(variant mongooseVariant, loss, got float64, dur time.Dur
 	kase := fmt.Sprintf("%s, %g %% loss", variant, loss*100)
 	const metric, unit = "received / TCP-fair", "×"
 	differs := mongooseDiffers(dur, false)
-	onOrUnder := everySeed(fmt.Sprintf("on or under the line (at most %.3g×: the thesis counts a rate at or under the throttle as fair, %s; %.3g× is fairgrid's tolerance for on it)", fairHigh, thesisUnder, fairHigh),
-		func(x float64) bool { return x <= fairHigh })
+	fair := onOrUnder(fmt.Sprintf("on or under the line (the thesis counts a rate at or under the throttle as fair, %s)", thesisUnder), 1)
 	switch {
 	case variant.mode == Stock && loss < 0.005:
-		return thesisStockLowLoss.compare("mongoose", kase, metric, unit, got, differs, onOrUnder), true
+		return thesisStockLowLoss.compare("mongoose", kase, metric, unit, got, differs, fair), true
 	case variant.mode == Stock && loss > 0.005:
 		return thesisStockHighLoss.compare("mongoose", kase, metric, unit, got, differs,
-			everySeed(fmt.Sprintf("over the line by more than fairgrid's tolerance (above %.3g×)", fairHigh), func(x float64) bool { return x > fairHigh })), true
+			over("over the line", 1)), true
 	case variant.mode == Stock:
 		return ours("mongoose", kase, metric, unit, "the thesis's boundary (\"over 0.5%\", "+thesisStockHighLoss.Source()+") judged by neither sentence", 1, got, differs, nil), true
 	case variant.mode == Window && variant.interval == mongooseEveryRTT:
@@ -292,22 +281,23 @@ func mongooseComparison(variant mongooseVariant, loss, got float64, dur time.Dur
 		c := thesisFiveSecond.compare("mongoose", kase, metric, unit, got, differs, reportedAs("judged beside the every-RTT client's row"))
 		c.pairCase = fmt.Sprintf("%s, %g %% loss", mongooseVariant{Window, mongooseEveryRTT}, loss*100)
 		c.pair = func(self, other []float64) (string, string) {
-			over := count(self, func(x float64) bool { return x > 1 })
-			closer := math.Abs(medianOf(self)-1) < math.Abs(medianOf(other)-1)
-			reason := fmt.Sprintf("over the line %s; median %.2f against the every-RTT client's %.2f", seedCount(over, len(self)), medianOf(self), medianOf(other))
-			switch {
-			case over == len(self) && closer:
-				return Agrees, reason + ": over it, and closer"
-			case over < len(self) && !closer:
-				return Disagrees, reason + ": not over it in every seed, and no closer than the every-RTT client"
-			case over < len(self):
-				return Disagrees, reason + ": not over it in every seed"
+			j, reason := over("still over the line", 1)(self)
+			dist := func(s []float64) []float64 {
+				d := make([]float64, len(s))
+				for i, x := range s {
+					d[i] = math.Abs(x - 1)
+				}
+				return d
 			}
-			return Disagrees, reason + ": no closer than the every-RTT client"
+			cj, closer := pairedLess("closer to the line than the every-RTT client (the distance from 1)", dist(self), dist(other))
+			if j == Agrees && cj != Agrees {
+				j = cj
+			}
+			return j, reason + "; " + closer
 		}
 		return c, true
 	case variant.mode == Window:
-		return thesisFair.compare("mongoose", kase, metric, unit, got, differs, onOrUnder), true
+		return thesisFair.compare("mongoose", kase, metric, unit, got, differs, fair), true
 	case variant.mode == TFRC && variant.interval != mongooseEveryRTT:
 		return ours("mongoose", kase, metric, unit, "fairgrid's TFRC controller (RFC 5348), not in the thesis; 1 is TCP-fair by definition", 1, got, differs,
 			everySeed(fmt.Sprintf("within fairgrid's %.2g–%.3g", fairLow, fairHigh), func(x float64) bool { return x >= fairLow && x <= fairHigh })), true

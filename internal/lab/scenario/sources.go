@@ -251,8 +251,9 @@ func judgePairs(cs []Comparison) {
 	}
 }
 
-// Judges. Each tests a document's claim on every seed and says, in its
-// reason, what was tested and how many seeds held.
+// Judges. Each tests a document's claim on the seeds' central half (their
+// 25th to 75th percentile) and says, in its reason, what was tested and
+// how many seeds held.
 
 // seedCount is "in k of n seeds" (or "in the one seed").
 func seedCount(k, n int) string {
@@ -276,29 +277,118 @@ func count(s []float64, ok func(float64) bool) int {
 	return n
 }
 
+// centralHalf is the seeds' spread a verdict stands on: their 25th and
+// 75th percentiles (linear interpolation between the sorted samples, as
+// R's type 7), the middle half of the seeds. One seed is its own.
+func centralHalf(s []float64) (q25, q75 float64) {
+	x := slices.Clone(s)
+	slices.Sort(x)
+	at := func(q float64) float64 {
+		h := q * float64(len(x)-1)
+		i := int(h)
+		if i+1 >= len(x) {
+			return x[len(x)-1]
+		}
+		return x[i] + (h-float64(i))*(x[i+1]-x[i])
+	}
+	return at(0.25), at(0.75)
+}
+
+// halfText is the central half as a verdict's reason prints it: "the
+// seeds' central half 0.72–0.85" (or the one seed's value).
+func halfText(s []float64) string {
+	if len(s) == 1 {
+		return "the one seed's " + num(s[0], "") + " (--seeds N judges the spread)"
+	}
+	lo, hi := centralHalf(s)
+	return fmt.Sprintf("the seeds' central half (25–75 %%) %s–%s", num(lo, ""), num(hi, ""))
+}
+
 // publishedInRange: the document's figure, known to its printed
-// precision as lo–hi, lies within the seeds' range (min–max). No bound
-// of ours: a single seed must itself fall within lo–hi. what names the
+// precision as lo–hi, meets the seeds' central half: a verdict over the
+// seeds stands on their spread, not on whichever seed comes nearest. No
+// bound of ours: one seed must itself fall within lo–hi. what names the
 // figure; asPrinted says how lo–hi was read from it.
 func publishedInRange(lo, hi float64, what, asPrinted string) judge {
 	bounds := fmt.Sprintf("%s–%s %s", num(lo, ""), num(hi, ""), asPrinted)
 	return func(s []float64) (string, string) {
-		mn, mx := slices.Min(s), slices.Max(s)
+		q25, q75 := centralHalf(s)
 		below := count(s, func(x float64) bool { return x < lo })
 		above := count(s, func(x float64) bool { return x > hi })
 		switch {
-		case mn <= hi && mx >= lo:
-			return Agrees, fmt.Sprintf("the published %s (%s) lies within the seeds' range", what, bounds)
-		case below == len(s):
-			return Disagrees, fmt.Sprintf("below the published %s (%s) %s", what, bounds, seedCount(below, len(s)))
+		case q25 <= hi && q75 >= lo:
+			return Agrees, fmt.Sprintf("the published %s (%s) meets %s", what, bounds, halfText(s))
+		case q75 < lo:
+			return Disagrees, fmt.Sprintf("%s lies below the published %s (%s); below it %s", halfText(s), what, bounds, seedCount(below, len(s)))
 		default:
-			return Disagrees, fmt.Sprintf("above the published %s (%s) %s", what, bounds, seedCount(above, len(s)))
+			return Disagrees, fmt.Sprintf("%s lies above the published %s (%s); above it %s", halfText(s), what, bounds, seedCount(above, len(s)))
 		}
 	}
 }
 
-// everySeed: the claim holds if ok holds in every seed; claim says what
-// ok tests.
+// over: the document's claim that the figure is over line holds when the
+// seeds' central half lies wholly over it. claim says what is claimed.
+func over(claim string, line float64) judge {
+	return func(s []float64) (string, string) {
+		q25, _ := centralHalf(s)
+		k := count(s, func(x float64) bool { return x > line })
+		where := "lies wholly over"
+		if q25 <= line {
+			where = "reaches or lies under"
+		}
+		why := fmt.Sprintf("%s: %s %s %s; over it %s", claim, halfText(s), where, num(line, ""), seedCount(k, len(s)))
+		if q25 > line {
+			return Agrees, why
+		}
+		return Disagrees, why
+	}
+}
+
+// onOrUnder: the document's claim that the figure is on or under line
+// holds when the seeds' central half reaches the line or lies under it
+// (the line within the spread is on it); it fails when the central half
+// lies wholly over it. No tolerance of ours.
+func onOrUnder(claim string, line float64) judge {
+	return func(s []float64) (string, string) {
+		q25, _ := centralHalf(s)
+		k := count(s, func(x float64) bool { return x <= line })
+		where := "lies wholly over"
+		if q25 <= line {
+			where = "reaches or lies under"
+		}
+		why := fmt.Sprintf("%s: %s %s %s; on or under it %s", claim, halfText(s), where, num(line, ""), seedCount(k, len(s)))
+		if q25 <= line {
+			return Agrees, why
+		}
+		return Disagrees, why
+	}
+}
+
+// pairedLess: the document's claim that a figure is smaller in this row
+// than in another (paired by seed) holds when the central half of the
+// per-seed differences (this minus the other) lies below 0. claim says
+// what is compared.
+func pairedLess(claim string, self, other []float64) (string, string) {
+	n := min(len(self), len(other))
+	if n == 0 {
+		return Reported, claim + ": no seed measured both"
+	}
+	d := make([]float64, n)
+	for i := range n {
+		d[i] = self[i] - other[i]
+	}
+	q25, q75 := centralHalf(d)
+	k := count(d, func(x float64) bool { return x < 0 })
+	why := fmt.Sprintf("%s (medians %s against %s): smaller %s; the differences' central half %s to %s", claim, num(medianOf(self), ""), num(medianOf(other), ""),
+		seedCount(k, n), num(q25, ""), num(q75, ""))
+	if q75 < 0 {
+		return Agrees, why
+	}
+	return Disagrees, why
+}
+
+// everySeed counts the seeds in which ok holds: for our own rows, whose
+// verdict is reported with the count (oursJudge).
 func everySeed(claim string, ok func(float64) bool) judge {
 	return func(s []float64) (string, string) {
 		k := count(s, ok)
