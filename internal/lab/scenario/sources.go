@@ -157,6 +157,11 @@ type Comparison struct {
 	// the document's clients.
 	pairCase string
 	pair     func(self, other []float64) (judgement, reason string)
+	// alsoCase and also, if set, judge the row beside a second row as
+	// well (a claim against two of the document's clients): it agrees
+	// only when both pairs do.
+	alsoCase string
+	also     func(self, other []float64) (judgement, reason string)
 }
 
 // compare is figure f beside one measurement.
@@ -246,6 +251,19 @@ func judgePairs(cs []Comparison) {
 			}
 			if o.Scenario == c.Scenario && o.Case == c.pairCase && o.Metric == c.Metric {
 				cs[i].setVerdict(c.pair(c.Samples, o.Samples))
+			}
+		}
+		if c.also == nil || cs[i].Judgement == Reported {
+			continue
+		}
+		for _, o := range cs {
+			if len(c.Samples) > 0 && len(o.Samples) > 0 && o.Scenario == c.Scenario && o.Case == c.alsoCase && o.Metric == c.Metric {
+				j, why := c.also(c.Samples, o.Samples)
+				if cs[i].Judgement == Agrees {
+					cs[i].Judgement = j
+				}
+				_, first, _ := strings.Cut(cs[i].Verdict, ": ")
+				cs[i].Verdict = cs[i].Judgement + ": " + first + "; " + why
 			}
 		}
 	}
@@ -338,6 +356,24 @@ func over(claim string, line float64) judge {
 		}
 		why := fmt.Sprintf("%s: %s %s %s; over it %s", claim, halfText(s), where, num(line, ""), seedCount(k, len(s)))
 		if q25 > line {
+			return Agrees, why
+		}
+		return Disagrees, why
+	}
+}
+
+// under: the document's claim that the figure is under line holds when
+// the seeds' central half lies wholly under it.
+func under(claim string, line float64) judge {
+	return func(s []float64) (string, string) {
+		_, q75 := centralHalf(s)
+		k := count(s, func(x float64) bool { return x < line })
+		where := "lies wholly under"
+		if q75 >= line {
+			where = "reaches or lies over"
+		}
+		why := fmt.Sprintf("%s: %s %s %s; under it %s", claim, halfText(s), where, num(line, ""), seedCount(k, len(s)))
+		if q75 < line {
 			return Agrees, why
 		}
 		return Disagrees, why
