@@ -55,7 +55,7 @@ func labScenarios() string {
 }
 
 // labParallel is --parallel's default.
-const labParallel = 4
+const labParallel = labscenario.DefaultParallel
 
 // planText says how long a scenario takes with the defaults.
 func planText(p labscenario.Plan) string {
