@@ -127,7 +127,7 @@ var (
 	thesisPointsFiveSecond = cite(docThesis, 9, "Less of the points are above the line than in the first graph", 0, "")
 	// thesisUnder: the thesis counts a rate on or under the throttle (the
 	// fair line) as controlled, and fair.
-	thesisUnder = ref(docThesis, 125, "The bandwidth utilization are close to the throttle values or they are lower")
+	thesisUnder = thesisFollows.Source()
 	// thesisInternet: its set-up, real servers across the Internet.
 	thesisInternet = ref(docThesis, 119, "The methodology was to perform experiments with real connections connected to the Second Life servers across the Internet")
 )
@@ -347,6 +347,15 @@ func mongoosePercentiles(alone []mongooseAlone, dur time.Duration) []Comparison 
 	return []Comparison{st, r, f}
 }
 
+// fromLine is each ratio's distance from the fair line, 1.
+func fromLine(s []float64) []float64 {
+	d := make([]float64, len(s))
+	for i, x := range s {
+		d[i] = math.Abs(x - 1)
+	}
+	return d
+}
+
 // pearson is the correlation of xs with ys; NaN with fewer than three
 // pairs or no spread.
 func pearson(xs, ys []float64) float64 {
@@ -449,14 +458,7 @@ func mongooseSweepRows(alone []mongooseAlone, dur time.Duration) []Comparison {
 			c := thesisLessClose.compare("mongoose", kase, ask, "×", askedFair, differs, reportedAs("judged beside the every-RTT client's row"))
 			c.pairCase = rttCase
 			c.pair = func(self, other []float64) (string, string) {
-				dist := func(s []float64) []float64 {
-					d := make([]float64, len(s))
-					for i, x := range s {
-						d[i] = math.Abs(x - 1)
-					}
-					return d
-				}
-				j, why := pairedLess("the every-RTT client's throttle closer to TCP-fair than the 5 s client's (the distance from 1)", dist(other), dist(self))
+				j, why := pairedLess("the every-RTT client's throttle closer to TCP-fair than the 5 s client's (the distance from 1)", fromLine(other), fromLine(self))
 				return j, why + "; \"still close\" is not judged: the thesis gives no measure"
 			}
 			fair = append(fair, c)
@@ -568,14 +570,7 @@ func mongooseComparison(variant mongooseVariant, loss, perConn, medSecond float6
 		c.pairCase = fmt.Sprintf("%s, %g %% loss", mongooseVariant{Window, mongooseEveryRTT}, loss*100)
 		c.pair = func(self, other []float64) (string, string) {
 			j, reason := over("still over the line", 1)(self)
-			dist := func(s []float64) []float64 {
-				d := make([]float64, len(s))
-				for i, x := range s {
-					d[i] = math.Abs(x - 1)
-				}
-				return d
-			}
-			cj, closer := pairedLess("closer to the line than the every-RTT client (the distance from 1)", dist(self), dist(other))
+			cj, closer := pairedLess("closer to the line than the every-RTT client (the distance from 1)", fromLine(self), fromLine(other))
 			if j == Agrees && cj != Agrees {
 				j = cj
 			}

@@ -568,27 +568,24 @@ func TestVerdictsFollowFromNumbers(t *testing.T) {
 		}
 		rows := []Comparison{cs[i]}
 		rows[0].Samples, rows[0].Unmeasured = tc.samples, 0
-		if tc.other != nil {
+		// partner adds the row of case kase with samples, if any are given.
+		partner := func(kase string, samples []float64) bool {
+			if samples == nil {
+				return true
+			}
 			j := slices.IndexFunc(cs, func(c Comparison) bool {
-				return c.Scenario == tc.scenario && c.Case == cs[i].pairCase && c.Metric == tc.metric
+				return c.Scenario == tc.scenario && c.Case == kase && c.Metric == tc.metric
 			})
 			if j < 0 {
-				t.Errorf("%s: no row to pair with (%q)", name, cs[i].pairCase)
-				continue
+				t.Errorf("%s: no row to pair with (%q)", name, kase)
+				return false
 			}
 			rows = append(rows, cs[j])
-			rows[1].Samples, rows[1].Unmeasured = tc.other, 0
+			rows[len(rows)-1].Samples, rows[len(rows)-1].Unmeasured = samples, 0
+			return true
 		}
-		if tc.also != nil {
-			j := slices.IndexFunc(cs, func(c Comparison) bool {
-				return c.Scenario == tc.scenario && c.Case == cs[i].alsoCase && c.Metric == tc.metric
-			})
-			if j < 0 {
-				t.Errorf("%s: no second row to pair with (%q)", name, cs[i].alsoCase)
-				continue
-			}
-			rows = append(rows, cs[j])
-			rows[len(rows)-1].Samples, rows[len(rows)-1].Unmeasured = tc.also, 0
+		if !partner(cs[i].pairCase, tc.other) || !partner(cs[i].alsoCase, tc.also) {
+			continue
 		}
 		for k := range rows {
 			rows[k] = rows[k].judged()
