@@ -34,6 +34,8 @@ var (
 	// wirelessBuffersMeasured: where the five APs' buffers begin.
 	wirelessBuffersMeasured = ref(docWireless, 175, "Buffer sizes of APs")
 	wirelessQoSFails        = ref(docWireless, 353, "QoS-TCP fails to")
+	// wirelessNewcomer: QoS-TCP joining after 6 terminals took the air.
+	wirelessNewcomer = ref(docWireless, 382, "QoS-TCP can defeat the oligopoly")
 	// wirelessByBuffer: the threshold moves with the AP's buffer (lines
 	// 107–108, "The number of the terminals that becomes fair or unfair
 	// changes by buffer size of AP").
@@ -309,7 +311,7 @@ func wirelessResult(jobs []job, runs []RunResult) Result {
 	res := Result{Scenario: "wireless-buffers", Runs: runs}
 	t := Table{Title: "wireless-buffers (ours): a viewer (window tracking) beside three CUBIC downloads, 6 Mbit/s, 10 ms one way",
 		Columns: []string{"buffer", "QoS floor kbit/s", "viewer kbit/s", "viewer/floor", "delay mean/p95 ms", "TCP kbit/s each", "Jain (all four)"},
-		Notes: []string{"ours: the document measured these AP buffers (" + wirelessBuffersMeasured + "–205) but ran no viewer; fairgrid's Floor is a guaranteed minimum under every request, as QoS-TCP holds a target bandwidth (which the document reports failing near AP2, " + wirelessQoSFails + "); 0: none.",
+		Notes: []string{"ours: the document measured these AP buffers (" + wirelessBuffersMeasured + "–205) but ran no viewer; fairgrid's Floor is a guaranteed minimum under every request, as QoS-TCP holds a target bandwidth (which the document reports defeating the terminals' oligopoly as a newcomer, " + wirelessNewcomer + ", and failing near AP2, " + wirelessQoSFails + "; neither is emulated: QoS-TCP is a terminal's uplink, the floor the region's sending to the viewer); 0: none.",
 			"the cell: 6 Mbit/s, 10 ms one way, the AP's buffer both ways (ours)."}}
 	for i, r := range runs {
 		m := r.Measurement
