@@ -134,6 +134,9 @@ type Comparison struct {
 	Min      float64   `json:"min"`
 	Max      float64   `json:"max"`
 	Samples  []float64 `json:"samples"`
+	// seeds is each sample's seed, counted from 0 (a seed that did not
+	// measure the figure has none): pairs are made by seed.
+	seeds []int
 	// Unmeasured counts the seeds whose run could not give the figure
 	// (mongoose: no loss event in the measured part, so no fair rate):
 	// they are left out of Samples, and the verdict says how many.
@@ -196,13 +199,13 @@ func oursJudge(j judge) judge {
 
 // with sets the comparison's samples to one measurement and judges it.
 func (c Comparison) with(measured float64) Comparison {
-	c.Samples, c.Unmeasured = []float64{measured}, 0
+	c.Samples, c.Unmeasured, c.seeds = []float64{measured}, 0, []int{0}
 	return c.judged()
 }
 
 // unmeasured is c from a run that could not measure it: no sample.
 func (c Comparison) unmeasured() Comparison {
-	c.Samples, c.Unmeasured = nil, 1
+	c.Samples, c.Unmeasured, c.seeds = nil, 1, nil
 	return c.judged()
 }
 
@@ -250,7 +253,7 @@ func judgePairs(cs []Comparison) {
 				continue // unmeasured: judged() said so
 			}
 			if o.Scenario == c.Scenario && o.Case == c.pairCase && o.Metric == c.Metric {
-				cs[i].setVerdict(c.pair(c.Samples, o.Samples))
+				cs[i].setVerdict(c.pair(bySeed(c, o)))
 			}
 		}
 		if c.also == nil || cs[i].Judgement == Reported {
@@ -258,7 +261,7 @@ func judgePairs(cs []Comparison) {
 		}
 		for _, o := range cs {
 			if len(c.Samples) > 0 && len(o.Samples) > 0 && o.Scenario == c.Scenario && o.Case == c.alsoCase && o.Metric == c.Metric {
-				j, why := c.also(c.Samples, o.Samples)
+				j, why := c.also(bySeed(c, o))
 				if cs[i].Judgement == Agrees {
 					cs[i].Judgement = j
 				}
@@ -267,6 +270,24 @@ func judgePairs(cs []Comparison) {
 			}
 		}
 	}
+}
+
+// bySeed is the samples of a and b from the seeds that measured both,
+// in seed order: a pair's judge compares them seed by seed.
+func bySeed(a, b Comparison) (as, bs []float64) {
+	if len(a.seeds) != len(a.Samples) || len(b.seeds) != len(b.Samples) {
+		return a.Samples, b.Samples // made by hand (tests): already paired
+	}
+	at := map[int]float64{}
+	for i, s := range b.seeds {
+		at[s] = b.Samples[i]
+	}
+	for i, s := range a.seeds {
+		if x, ok := at[s]; ok {
+			as, bs = append(as, a.Samples[i]), append(bs, x)
+		}
+	}
+	return as, bs
 }
 
 // Judges. Each tests a document's claim on the seeds' central half (their
@@ -469,13 +490,18 @@ func mergeSeeds(rs []Result) (Result, error) {
 	out := rs[0]
 	out.Comparisons = slices.Clone(out.Comparisons)
 	out.Runs = slices.Clone(out.Runs)
-	for _, r := range rs[1:] {
+	for k, r := range rs[1:] {
 		if len(r.Comparisons) != len(out.Comparisons) {
 			return Result{}, fmt.Errorf("scenario: %s: %d comparisons in one seed, %d in another", r.Scenario, len(r.Comparisons), len(out.Comparisons))
 		}
 		for i, c := range r.Comparisons {
-			out.Comparisons[i].Samples = append(out.Comparisons[i].Samples, c.Samples...)
-			out.Comparisons[i].Unmeasured += c.Unmeasured
+			oc := &out.Comparisons[i]
+			oc.Samples = append(slices.Clone(oc.Samples), c.Samples...)
+			oc.seeds = slices.Clone(oc.seeds)
+			for range c.Samples {
+				oc.seeds = append(oc.seeds, k+1)
+			}
+			oc.Unmeasured += c.Unmeasured
 		}
 		out.Runs = append(out.Runs, r.Runs...)
 	}

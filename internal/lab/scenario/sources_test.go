@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -451,6 +452,39 @@ func TestMergeSeeds(t *testing.T) {
 	}
 	if _, err := mergeSeeds([]Result{rs[0], {Scenario: "s"}}); err == nil {
 		t.Error("seeds with different comparisons merged")
+	}
+}
+
+// TestPairsBySeed: a row judged beside another compares the seeds that
+// measured both, seed by seed: a seed one row could not measure does not
+// shift the other's samples against it.
+func TestPairsBySeed(t *testing.T) {
+	fig := Figure{File: "x.txt", Line: 3, Quote: "fewer"}
+	var got [][2][]float64
+	var rs []Result
+	for k, v := range [][2]float64{{1, math.NaN()}, {2, 5}, {3, 6}} {
+		a := fig.compare("s", "A", "m", "×", v[0], "d", reportedAs("paired"))
+		a.pairCase = "B"
+		a.pair = func(self, other []float64) (string, string) {
+			got = append(got, [2][]float64{self, other})
+			return pairedLess("fewer", self, other)
+		}
+		b := ours("s", "B", "m", "×", "why", 0, v[1], "d", nil)
+		if k == 0 {
+			b = b.unmeasured()
+		}
+		rs = append(rs, Result{Scenario: "s", Comparisons: []Comparison{a, b}})
+	}
+	m, err := mergeSeeds(rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := got[len(got)-1]
+	if !slices.Equal(last[0], []float64{2, 3}) || !slices.Equal(last[1], []float64{5, 6}) {
+		t.Errorf("paired %v with %v, want the seeds both measured: [2 3] with [5 6]", last[0], last[1])
+	}
+	if c := m.Comparisons[0]; c.Judgement != Agrees || !strings.Contains(c.Verdict, "smaller in 2 of 2 seeds") {
+		t.Errorf("verdict %q", c.Verdict)
 	}
 }
 
