@@ -167,7 +167,7 @@ func TestLabInterrupted(t *testing.T) {
 	t.Parallel() // a separate process; its SIGINT goes to that process alone
 	out := t.TempDir()
 	s := startBinary(t, 2*time.Minute, "lab", "wireless-buffers", "--duration", "5s", "--parallel", "1", "--out", out)
-	progress := regexp.MustCompile(`^fairgrid lab: wireless-buffers: run 1 of 17 done \((wireless [^)]+)\), \d+:\d\d in$`)
+	progress := regexp.MustCompile(`^fairgrid lab: wireless-buffers: run 1 of 19 done \((wireless [^)]+)\), \d+:\d\d in$`)
 	run := s.waitLine(progress)
 	if run == "" {
 		_, _, errOut := s.interrupt(t)
@@ -177,7 +177,7 @@ func TestLabInterrupted(t *testing.T) {
 	if code != exitOK {
 		t.Errorf("exit %d after Ctrl-C, want 0\n%s", code, stderr)
 	}
-	if !regexp.MustCompile(`(?m)^Interrupted after \d+ s: [12] of 17 runs of wireless-buffers finished; what they measured`).MatchString(stdout) ||
+	if !regexp.MustCompile(`(?m)^Interrupted after \d+ s: [12] of 19 runs of wireless-buffers finished; what they measured`).MatchString(stdout) ||
 		!regexp.MustCompile(`(?m)^`+regexp.QuoteMeta(run)+` .* \d+ kbit/s`).MatchString(stdout) {
 		t.Errorf("stdout does not give the measurement of %q, the run that finished:\n%s", run, stdout)
 	}

@@ -22,7 +22,7 @@ userspace Reno and CUBIC; as root, Linux's), and prints each figure
 beside the one its source document published, with the document's
 title and FILE:LINE ("ours" for figures no document gives), how our
 set-up differs, and a verdict: agrees or disagrees with the document's
-claim, judged on every seed, or reported (ours, or no claim to judge). Runs are
+claim, judged on the seeds' central half, or reported (ours, or no claim to judge). Runs are
 real time: --duration sets each run's measured part (warm-ups come on
 top), --full runs the documents' published durations instead
 (coexistence 1,000 s, the last 200 s measured; multiplexing 200 s),
@@ -38,7 +38,7 @@ Scenarios:
 %s`
 
 // labParallel is --parallel's default.
-const labParallel = 4
+const labParallel = labscenario.DefaultParallel
 
 // labScenarios lists the scenarios and lab's commands of their own.
 func labScenarios() string {

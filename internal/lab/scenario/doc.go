@@ -57,7 +57,8 @@
 // and the words there; a test finds each on its line. A Comparison puts
 // a measurement beside it with a differs (what we scaled down or chose
 // where the document is silent) and a verdict in one vocabulary: Agrees
-// or Disagrees with the document's own claim, judged on every seed, or
+// or Disagrees with the document's own claim, judged on the seeds'
+// central half (their 25th to 75th percentile: no one seed settles it), or
 // Reported (ours, or no claim the lab can judge); what no document gives
 // is labelled ours, and always reported. Lines the prose refers to are
 // declared by ref, and the same test reads them. With Options.Seeds

@@ -182,6 +182,26 @@ type ViewerResult struct {
 	// PerSecondBPS is what the viewer received in each second of the
 	// measured part, on the wire.
 	PerSecondBPS []float64 `json:"per_second_bps"`
+	// AskedBPS is the throttle the region was asked for (each
+	// AgentThrottle's total, the viewer's own or fairgrid's, as sent),
+	// time-weighted over the measured part; 0 if none was asked.
+	AskedBPS float64 `json:"asked_bps,omitempty"`
+	// Ticks are fairgrid's decisions, from the first with the circuit
+	// measured, warm-up included.
+	Ticks []ViewerTick `json:"ticks,omitempty"`
+}
+
+// ViewerTick is one decision of fairgrid's loop: the circuit as measured
+// then, the fair rate by the run's model (fairFor's), and the throttle the
+// client had calculated: fairgrid's latest request in its modes, the
+// stock viewer's own ±10 % rule's in Stock.
+type ViewerTick struct {
+	// Seconds since the first decision.
+	Seconds       float64 `json:"s"`
+	Measured      bool    `json:"measured,omitempty"` // after the warm-up
+	LossEventRate float64 `json:"p"`
+	FairBPS       float64 `json:"fair_bps"`
+	ThrottleBPS   float64 `json:"throttle_bps"`
 }
 
 // Measurement is a run's result.
@@ -200,6 +220,14 @@ type Measurement struct {
 type loopTickStats struct {
 	at time.Time
 	st ratecalc.Stats
+	// throttle is what the client had calculated by then, bits/s.
+	throttle float64
+}
+
+// askedAt is an AgentThrottle the region applied: its total as sent.
+type askedAt struct {
+	at  time.Time
+	bps float64
 }
 
 // discard is the stock runs' sender: fairgrid measures and sends nothing.
@@ -505,6 +533,7 @@ type viewerRig struct {
 	source *sidecar.PushSource
 	mu     sync.Mutex
 	ticks  []loopTickStats
+	asked  []askedAt
 }
 
 // loopFor is the loop cfg describes, or the caller's.
@@ -554,12 +583,20 @@ func addViewer(g *group.Group, b *link.Bottleneck, cfg RigViewer, warmup time.Du
 	if activity == 0 {
 		activity = region.Flying
 	}
-	sim, err := region.New(region.Config{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Activity: activity, OnThrottle: cfg.OnThrottle}, log)
+	vr := &viewerRig{mode: cfg.Mode, loop: loop, warmEnd: time.Now().Add(warmup)}
+	onThrottle := func(addr netip.AddrPort, requested float64, applied int64, at time.Time) {
+		vr.mu.Lock()
+		vr.asked = append(vr.asked, askedAt{at, requested})
+		vr.mu.Unlock()
+		if cfg.OnThrottle != nil {
+			cfg.OnThrottle(addr, requested, applied, at)
+		}
+	}
+	sim, err := region.New(region.Config{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Activity: activity, OnThrottle: onThrottle}, log)
 	if err != nil {
 		return nil, nil, fmt.Errorf("scenario: %w", err)
 	}
 	release = append(release, sim.Close)
-	vr := &viewerRig{mode: cfg.Mode, loop: loop, warmEnd: time.Now().Add(warmup)}
 	if cfg.Source == nil {
 		vr.source = sidecar.NewChanSource(tapBuffer)
 	}
@@ -611,7 +648,16 @@ func addViewer(g *group.Group, b *link.Bottleneck, cfg RigViewer, warmup time.Du
 				if _, st, ok := loop.Circuit(keys[0]); ok {
 					tick.Circuit, tick.Measured = st, true
 					vr.mu.Lock()
-					vr.ticks = append(vr.ticks, loopTickStats{at: now, st: st})
+					calc := 0.0
+					switch {
+					case cfg.Mode == Stock:
+						calc = v.Report().ThrottleBPS
+					case len(sent) > 0:
+						calc = sent[len(sent)-1].Total.BitsPerSecond()
+					case len(vr.ticks) > 0:
+						calc = vr.ticks[len(vr.ticks)-1].throttle
+					}
+					vr.ticks = append(vr.ticks, loopTickStats{at: now, st: st, throttle: calc})
 					vr.mu.Unlock()
 				}
 			}
@@ -640,6 +686,18 @@ func (vr *viewerRig) result(d link.BottleneckStats, perSecond []float64) *Viewer
 	}
 	vr.mu.Lock()
 	defer vr.mu.Unlock()
+	r.AskedBPS = askedMean(vr.asked, vr.warmEnd, vr.warmEnd.Add(time.Duration(len(perSecond))*time.Second))
+	for _, t := range vr.ticks {
+		fair := 0.0
+		if t.st.LossEventRate > 0 {
+			fair = ratecalc.MathisRate(t.st.SegmentSize, t.st.SRTT, t.st.LossEventRate).BitsPerSecond()
+			if vr.mode == TFRC {
+				fair = ratecalc.TFRCRate(t.st.SegmentSize, t.st.SRTT, t.st.LossEventRate).BitsPerSecond()
+			}
+		}
+		r.Ticks = append(r.Ticks, ViewerTick{Seconds: t.at.Sub(vr.ticks[0].at).Seconds(), Measured: !t.at.Before(vr.warmEnd),
+			LossEventRate: t.st.LossEventRate, FairBPS: fair, ThrottleBPS: t.throttle})
+	}
 	var n float64
 	for _, t := range vr.ticks {
 		if t.at.Before(vr.warmEnd) || t.st.LossEventRate <= 0 {
@@ -662,6 +720,34 @@ func (vr *viewerRig) result(d link.BottleneckStats, perSecond []float64) *Viewer
 		r.FairTFRCBPS /= n
 	}
 	return r
+}
+
+// askedMean is the throttle asked over [from, to), weighted by how long
+// each stood (the one asked before from stands from it); 0 if none was.
+func askedMean(asked []askedAt, from, to time.Time) float64 {
+	var sum, covered float64
+	cur, have, at := 0.0, false, from
+	for _, a := range asked {
+		if a.at.After(at) && a.at.Before(to) {
+			if have {
+				sum += cur * a.at.Sub(at).Seconds()
+				covered += a.at.Sub(at).Seconds()
+			}
+			at = a.at
+		}
+		if !a.at.Before(to) {
+			break
+		}
+		cur, have = a.bps, true
+	}
+	if have && to.After(at) {
+		sum += cur * to.Sub(at).Seconds()
+		covered += to.Sub(at).Seconds()
+	}
+	if covered == 0 {
+		return 0
+	}
+	return sum / covered
 }
 
 // viewerFlow is the viewer's flow through the bottleneck going dir, as

@@ -134,6 +134,9 @@ type Comparison struct {
 	Min      float64   `json:"min"`
 	Max      float64   `json:"max"`
 	Samples  []float64 `json:"samples"`
+	// seeds is each sample's seed, counted from 0 (a seed that did not
+	// measure the figure has none): pairs are made by seed.
+	seeds []int
 	// Unmeasured counts the seeds whose run could not give the figure
 	// (mongoose: no loss event in the measured part, so no fair rate):
 	// they are left out of Samples, and the verdict says how many.
@@ -157,6 +160,11 @@ type Comparison struct {
 	// the document's clients.
 	pairCase string
 	pair     func(self, other []float64) (judgement, reason string)
+	// alsoCase and also, if set, judge the row beside a second row as
+	// well (a claim against two of the document's clients): it agrees
+	// only when both pairs do.
+	alsoCase string
+	also     func(self, other []float64) (judgement, reason string)
 }
 
 // compare is figure f beside one measurement.
@@ -191,13 +199,13 @@ func oursJudge(j judge) judge {
 
 // with sets the comparison's samples to one measurement and judges it.
 func (c Comparison) with(measured float64) Comparison {
-	c.Samples, c.Unmeasured = []float64{measured}, 0
+	c.Samples, c.Unmeasured, c.seeds = []float64{measured}, 0, []int{0}
 	return c.judged()
 }
 
 // unmeasured is c from a run that could not measure it: no sample.
 func (c Comparison) unmeasured() Comparison {
-	c.Samples, c.Unmeasured = nil, 1
+	c.Samples, c.Unmeasured, c.seeds = nil, 1, nil
 	return c.judged()
 }
 
@@ -245,14 +253,46 @@ func judgePairs(cs []Comparison) {
 				continue // unmeasured: judged() said so
 			}
 			if o.Scenario == c.Scenario && o.Case == c.pairCase && o.Metric == c.Metric {
-				cs[i].setVerdict(c.pair(c.Samples, o.Samples))
+				cs[i].setVerdict(c.pair(bySeed(c, o)))
+			}
+		}
+		if c.also == nil || cs[i].Judgement == Reported {
+			continue
+		}
+		for _, o := range cs {
+			if len(c.Samples) > 0 && len(o.Samples) > 0 && o.Scenario == c.Scenario && o.Case == c.alsoCase && o.Metric == c.Metric {
+				j, why := c.also(bySeed(c, o))
+				if cs[i].Judgement == Agrees {
+					cs[i].Judgement = j
+				}
+				_, first, _ := strings.Cut(cs[i].Verdict, ": ")
+				cs[i].Verdict = cs[i].Judgement + ": " + first + "; " + why
 			}
 		}
 	}
 }
 
-// Judges. Each tests a document's claim on every seed and says, in its
-// reason, what was tested and how many seeds held.
+// bySeed is the samples of a and b from the seeds that measured both,
+// in seed order: a pair's judge compares them seed by seed.
+func bySeed(a, b Comparison) (as, bs []float64) {
+	if len(a.seeds) != len(a.Samples) || len(b.seeds) != len(b.Samples) {
+		return a.Samples, b.Samples // made by hand (tests): already paired
+	}
+	at := map[int]float64{}
+	for i, s := range b.seeds {
+		at[s] = b.Samples[i]
+	}
+	for i, s := range a.seeds {
+		if x, ok := at[s]; ok {
+			as, bs = append(as, a.Samples[i]), append(bs, x)
+		}
+	}
+	return as, bs
+}
+
+// Judges. Each tests a document's claim on the seeds' central half (their
+// 25th to 75th percentile) and says, in its reason, what was tested and
+// how many seeds held.
 
 // seedCount is "in k of n seeds" (or "in the one seed").
 func seedCount(k, n int) string {
@@ -276,29 +316,136 @@ func count(s []float64, ok func(float64) bool) int {
 	return n
 }
 
+// centralHalf is the seeds' spread a verdict stands on: their 25th and
+// 75th percentiles (linear interpolation between the sorted samples, as
+// R's type 7), the middle half of the seeds. One seed is its own.
+func centralHalf(s []float64) (q25, q75 float64) {
+	x := slices.Clone(s)
+	slices.Sort(x)
+	at := func(q float64) float64 {
+		h := q * float64(len(x)-1)
+		i := int(h)
+		if i+1 >= len(x) {
+			return x[len(x)-1]
+		}
+		return x[i] + (h-float64(i))*(x[i+1]-x[i])
+	}
+	return at(0.25), at(0.75)
+}
+
+// halfText is the central half as a verdict's reason prints it: "the
+// seeds' central half 0.72–0.85" (or the one seed's value).
+func halfText(s []float64) string {
+	if len(s) == 1 {
+		return "the one seed's " + num(s[0], "") + " (--seeds N judges the spread)"
+	}
+	lo, hi := centralHalf(s)
+	return fmt.Sprintf("the seeds' central half (25–75 %%) %s–%s", num(lo, ""), num(hi, ""))
+}
+
 // publishedInRange: the document's figure, known to its printed
-// precision as lo–hi, lies within the seeds' range (min–max). No bound
-// of ours: a single seed must itself fall within lo–hi. what names the
+// precision as lo–hi, meets the seeds' central half: a verdict over the
+// seeds stands on their spread, not on whichever seed comes nearest. No
+// bound of ours: one seed must itself fall within lo–hi. what names the
 // figure; asPrinted says how lo–hi was read from it.
 func publishedInRange(lo, hi float64, what, asPrinted string) judge {
 	bounds := fmt.Sprintf("%s–%s %s", num(lo, ""), num(hi, ""), asPrinted)
 	return func(s []float64) (string, string) {
-		mn, mx := slices.Min(s), slices.Max(s)
+		q25, q75 := centralHalf(s)
 		below := count(s, func(x float64) bool { return x < lo })
 		above := count(s, func(x float64) bool { return x > hi })
 		switch {
-		case mn <= hi && mx >= lo:
-			return Agrees, fmt.Sprintf("the published %s (%s) lies within the seeds' range", what, bounds)
-		case below == len(s):
-			return Disagrees, fmt.Sprintf("below the published %s (%s) %s", what, bounds, seedCount(below, len(s)))
+		case q25 <= hi && q75 >= lo:
+			return Agrees, fmt.Sprintf("the published %s (%s) meets %s", what, bounds, halfText(s))
+		case q75 < lo:
+			return Disagrees, fmt.Sprintf("%s lies below the published %s (%s); below it %s", halfText(s), what, bounds, seedCount(below, len(s)))
 		default:
-			return Disagrees, fmt.Sprintf("above the published %s (%s) %s", what, bounds, seedCount(above, len(s)))
+			return Disagrees, fmt.Sprintf("%s lies above the published %s (%s); above it %s", halfText(s), what, bounds, seedCount(above, len(s)))
 		}
 	}
 }
 
-// everySeed: the claim holds if ok holds in every seed; claim says what
-// ok tests.
+// over: the document's claim that the figure is over line holds when the
+// seeds' central half lies wholly over it. claim says what is claimed.
+func over(claim string, line float64) judge {
+	return func(s []float64) (string, string) {
+		q25, _ := centralHalf(s)
+		k := count(s, func(x float64) bool { return x > line })
+		where := "lies wholly over"
+		if q25 <= line {
+			where = "reaches or lies under"
+		}
+		why := fmt.Sprintf("%s: %s %s %s; over it %s", claim, halfText(s), where, num(line, ""), seedCount(k, len(s)))
+		if q25 > line {
+			return Agrees, why
+		}
+		return Disagrees, why
+	}
+}
+
+// under: the document's claim that the figure is under line holds when
+// the seeds' central half lies wholly under it.
+func under(claim string, line float64) judge {
+	return func(s []float64) (string, string) {
+		_, q75 := centralHalf(s)
+		k := count(s, func(x float64) bool { return x < line })
+		where := "lies wholly under"
+		if q75 >= line {
+			where = "reaches or lies over"
+		}
+		why := fmt.Sprintf("%s: %s %s %s; under it %s", claim, halfText(s), where, num(line, ""), seedCount(k, len(s)))
+		if q75 < line {
+			return Agrees, why
+		}
+		return Disagrees, why
+	}
+}
+
+// onOrUnder: the document's claim that the figure is on or under line
+// holds when the seeds' central half reaches the line or lies under it
+// (the line within the spread is on it); it fails when the central half
+// lies wholly over it. No tolerance of ours.
+func onOrUnder(claim string, line float64) judge {
+	return func(s []float64) (string, string) {
+		q25, _ := centralHalf(s)
+		k := count(s, func(x float64) bool { return x <= line })
+		where := "lies wholly over"
+		if q25 <= line {
+			where = "reaches or lies under"
+		}
+		why := fmt.Sprintf("%s: %s %s %s; on or under it %s", claim, halfText(s), where, num(line, ""), seedCount(k, len(s)))
+		if q25 <= line {
+			return Agrees, why
+		}
+		return Disagrees, why
+	}
+}
+
+// pairedLess: the document's claim that a figure is smaller in this row
+// than in another (paired by seed) holds when the central half of the
+// per-seed differences (this minus the other) lies below 0. claim says
+// what is compared.
+func pairedLess(claim string, self, other []float64) (string, string) {
+	n := min(len(self), len(other))
+	if n == 0 {
+		return Reported, claim + ": no seed measured both"
+	}
+	d := make([]float64, n)
+	for i := range n {
+		d[i] = self[i] - other[i]
+	}
+	q25, q75 := centralHalf(d)
+	k := count(d, func(x float64) bool { return x < 0 })
+	why := fmt.Sprintf("%s (medians %s against %s): smaller %s; the differences' central half %s to %s", claim, num(medianOf(self), ""), num(medianOf(other), ""),
+		seedCount(k, n), num(q25, ""), num(q75, ""))
+	if q75 < 0 {
+		return Agrees, why
+	}
+	return Disagrees, why
+}
+
+// everySeed counts the seeds in which ok holds: for our own rows, whose
+// verdict is reported with the count (oursJudge).
 func everySeed(claim string, ok func(float64) bool) judge {
 	return func(s []float64) (string, string) {
 		k := count(s, ok)
@@ -343,13 +490,18 @@ func mergeSeeds(rs []Result) (Result, error) {
 	out := rs[0]
 	out.Comparisons = slices.Clone(out.Comparisons)
 	out.Runs = slices.Clone(out.Runs)
-	for _, r := range rs[1:] {
+	for k, r := range rs[1:] {
 		if len(r.Comparisons) != len(out.Comparisons) {
 			return Result{}, fmt.Errorf("scenario: %s: %d comparisons in one seed, %d in another", r.Scenario, len(r.Comparisons), len(out.Comparisons))
 		}
 		for i, c := range r.Comparisons {
-			out.Comparisons[i].Samples = append(out.Comparisons[i].Samples, c.Samples...)
-			out.Comparisons[i].Unmeasured += c.Unmeasured
+			oc := &out.Comparisons[i]
+			oc.Samples = append(slices.Clone(oc.Samples), c.Samples...)
+			oc.seeds = slices.Clone(oc.seeds)
+			for range c.Samples {
+				oc.seeds = append(oc.seeds, k+1)
+			}
+			oc.Unmeasured += c.Unmeasured
 		}
 		out.Runs = append(out.Runs, r.Runs...)
 	}
