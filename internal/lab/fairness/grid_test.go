@@ -274,6 +274,9 @@ func TestReferenceSeat(t *testing.T) {
 	if raceEnabled {
 		t.Skip("under the race detector gVisor's TCP runs slower than real time and cannot fill the link")
 	}
+	// Beside TestShares: both wait on real time (TestShares says why
+	// TestProductSeats does not join them).
+	t.Parallel()
 	base := Cell{Reference: GVisorCUBIC, TCP: GVisorCUBIC, Flows: 1, Buffer: 30, RTTms: 40, LinkBPS: 2_000_000}
 	cells := []Cell{base}
 	if err := kerneltcp.Supported(); err != nil {
