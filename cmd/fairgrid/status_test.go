@@ -115,12 +115,20 @@ func liveProxyViewer(t *testing.T) (string, *daemon, *status.Page, func()) {
 // the test ends; it returns the page's address once a circuit receives.
 func liveGateway(t *testing.T) (string, *status.Page) {
 	t.Helper()
+	return liveGatewayIdentifying(t, false)
+}
+
+// liveGatewayIdentifying is liveGateway with gateway.metrics_identify_viewers
+// set to identify.
+func liveGatewayIdentifying(t *testing.T, identify bool) (string, *status.Page) {
+	t.Helper()
 	log := slog.New(slog.DiscardHandler)
 	sim, err := region.New(region.Config{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Activity: region.Flying}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw, err := gateway.New(gateway.Config{Routes: []gateway.Route{{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Region: sim.Addr()}}}, log)
+	gw, err := gateway.New(gateway.Config{Routes: []gateway.Route{{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Region: sim.Addr()}},
+		IdentifyViewers: identify}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,6 +168,37 @@ func waitFlowing(t *testing.T, addr string) {
 		}
 		return false
 	})
+}
+
+// TestGatewayPageIdentifiesOnlyWhenAsked: the gateway's page and
+// status.json show a viewer's endpoint and AgentID only with
+// gateway.metrics_identify_viewers, as its metrics do; otherwise the
+// circuit's ordinal stands for the viewer (the page may be served off
+// loopback).
+func TestGatewayPageIdentifiesOnlyWhenAsked(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs a region, a viewer and the gateway on loopback for seconds")
+	}
+	t.Parallel()
+	for _, identify := range []bool{false, true} {
+		t.Run(fmt.Sprintf("identify=%v", identify), func(t *testing.T) {
+			t.Parallel()
+			addr, _ := liveGatewayIdentifying(t, identify)
+			s, err := fetchStatus(addr, 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(s.Circuits) == 0 {
+				t.Fatal("no circuit on the page")
+			}
+			for _, c := range s.Circuits {
+				shown := c.Agent != "" || strings.HasPrefix(c.Viewer, "127.0.0.1:")
+				if shown != identify {
+					t.Errorf("viewer %q, agent %q: identified %v, want %v", c.Viewer, c.Agent, shown, identify)
+				}
+			}
+		})
+	}
 }
 
 // TestStatusCommand: fairgrid status against a running proxy and gateway

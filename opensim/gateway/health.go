@@ -113,6 +113,11 @@ func (g *Gateway) watch(now time.Time) {
 	}
 }
 
+// IdentifiesViewers reports whether the operator asked for viewers'
+// endpoints and AgentIDs to be shown (Config.IdentifyViewers): in the
+// metrics, the log and anything else that shows circuits.
+func (g *Gateway) IdentifiesViewers() bool { return g.identify }
+
 // viewerName is how the log names a circuit's viewer: its endpoint when
 // the operator asked for it (IdentifyViewers), else nothing beyond the
 // circuit's ordinal.

@@ -42,7 +42,11 @@ func FromLoop(loop *throttle.Loop) func(time.Time) Snapshot {
 
 // FromGateway is a Config.Source that reads a gateway: each viewer's
 // circuit, each route's region and whether it answers, and the
-// datagrams refused by cause. A circuit's queueing delay is the
+// datagrams refused by cause. A viewer's endpoint and AgentID are shown
+// only when the operator asked (gateway.metrics_identify_viewers), as in
+// the metrics; otherwise the circuit's ordinal stands for the viewer,
+// since the page may be served off loopback (gateway.metrics_public). A
+// circuit's queueing delay is the
 // gateway scheduler's: the largest mean of its channels.
 func FromGateway(gw *gateway.Gateway) func(time.Time) Snapshot {
 	return func(time.Time) Snapshot {
@@ -56,10 +60,13 @@ func FromGateway(gw *gateway.Gateway) func(time.Time) Snapshot {
 			s.Routes = append(s.Routes, r)
 		}
 		for _, cs := range gw.Circuits() {
-			c := Circuit{ID: gatewayID(cs), Viewer: cs.Viewer.String(), Agent: cs.AgentID, Pending: cs.Pending,
+			c := Circuit{ID: gatewayID(cs), Viewer: gatewayID(cs), Pending: cs.Pending,
 				ReceivedBPS: cs.Controller.ReceiveRate.BitsPerSecond(), ShareBPS: throttle.OneShare(cs.Controller).BitsPerSecond(),
 				ViewerAskedBPS: cs.Asked.BitsPerSecond(), AskedBPS: cs.Rate.BitsPerSecond(), DecidedBPS: cs.Fair.BitsPerSecond(),
 				Loss: cs.Controller.LossEventRate, RTTms: float64(cs.RTT) / float64(time.Millisecond)}
+			if gw.IdentifiesViewers() {
+				c.Viewer, c.Agent = cs.Viewer.String(), cs.AgentID
+			}
 			if cs.Route < len(health) {
 				c.Region = health[cs.Route].Region
 			}
