@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -116,7 +118,12 @@ func runStatus(args []string, s stdio) int {
 	}
 	addrs := statusAddrs
 	if fs.NArg() == 1 {
-		addrs = []string{strings.TrimSuffix(strings.TrimPrefix(fs.Arg(0), "http://"), "/")}
+		addr, err := statusAddr(fs.Arg(0))
+		if err != nil {
+			fmt.Fprintf(s.err, "fairgrid status: %v; see fairgrid status --help\n", err)
+			return exitUsage
+		}
+		addrs = []string{addr}
 	}
 	deadline := time.Now().Add(*wait)
 	tick := time.NewTicker(statusRetry)
@@ -139,6 +146,23 @@ func runStatus(args []string, s stdio) int {
 		}
 		<-tick.C
 	}
+}
+
+// statusAddr is the host:port of ADDR, which may be given as a URL of the
+// page (http://127.0.0.1:9102/ or its /metrics, as a browser shows it).
+func statusAddr(arg string) (string, error) {
+	hostPort := strings.TrimPrefix(arg, "http://")
+	if i := strings.IndexByte(hostPort, '/'); i >= 0 {
+		hostPort = hostPort[:i]
+	}
+	_, port, err := net.SplitHostPort(hostPort)
+	if err != nil {
+		return "", fmt.Errorf("ADDR %q: want HOST:PORT, such as 127.0.0.1:9102", arg)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return "", fmt.Errorf("ADDR %q: port %q: want 1 to 65535", arg, port)
+	}
+	return hostPort, nil
 }
 
 // statusRetry is how often --wait asks again.
