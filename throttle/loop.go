@@ -225,7 +225,7 @@ func (l *Loop) Observe(d lludp.Datagram) (reassert bool) {
 		return false
 	}
 	c, dir, err := l.tracker.Observe(d)
-	if err == nil && dir == circuit.Down && c != nil && !c.Candidate() && isLogoutReply(d.Payload) {
+	if err == nil && dir == circuit.Down && c != nil && !c.Candidate() && !c.LogoutAt.IsZero() {
 		// The region confirmed the viewer's logout: its session, and so
 		// every circuit from its endpoint, has ended.
 		n := l.forgetViewerLocked(c.Key.Viewer, d.At)
@@ -766,8 +766,6 @@ func (l *Loop) heldLocked(d lludp.Datagram) bool {
 	return false
 }
 
-// isLogoutReply: the region's answer to the viewer's LogoutRequest.
-func isLogoutReply(p []byte) bool { return isMessage(p, lludp.LogoutReplyID) }
 
 func isMessage(p []byte, id lludp.MessageID) bool {
 	h, _, _, err := lludp.ParseHeader(p)

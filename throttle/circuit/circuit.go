@@ -146,6 +146,10 @@ type Circuit struct {
 	// so that the viewer's limit stays known while fairgrid overrides it.
 	ViewerThrottle   [lludp.NumCategories]float32
 	ViewerThrottleAt time.Time
+	// LogoutAt is when the region's LogoutReply was seen on the circuit
+	// (zero if not): the viewer's session, and every circuit from its
+	// endpoint, has ended.
+	LogoutAt time.Time
 	// ArrivedAt is when the viewer last sent CompleteAgentMovement here:
 	// it does so only on arriving in a region, so the circuit with the
 	// latest arrival is the agent's root region, the others neighbours

@@ -229,6 +229,9 @@ func (t *Tracker) Observe(d lludp.Datagram) (*Circuit, Direction, error) {
 			return c, dir, err
 		}
 	}
+	if dir == Down && msg.ID == lludp.LogoutReplyID {
+		c.LogoutAt = d.At
+	}
 	if c.Candidate() {
 		t.candidate(c, &n)
 		return c, dir, nil
