@@ -224,7 +224,7 @@ bench-gateway:
 # grid and its control take hours and have targets of their own.
 RESULTS := .ci/results.sh
 RESULT_SEEDS ?= 1 2 3
-results: results-gateway-lab results-demo results-demo-sample results-fairness-centre results-bench-gateway results-bench-controllers
+results: results-gateway-lab results-demo results-demo-sample results-fairness-centre results-seats-subset results-bench-gateway results-bench-controllers
 
 results-jq:
 	@command -v jq >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq jq >/dev/null; }
@@ -255,6 +255,12 @@ results-demo-sample: build
 FAIRNESS_CENTRE := bin/fairgrid lab fairness --controllers vtcp --tcp cubic,linux-cubic,linux-reno --design centre --seeds 2 --warmup 60s --duration 40s --parallel 3
 results-fairness-centre: build
 	RESULTS_TARGET=$@ $(RESULTS) docs/results/fairness-centre.md "fairgrid lab fairness: vtcp at the grid's centre" $(FAIRNESS_CENTRE)
+
+# The product's seats at the grid's centre and its 3 % cell, with the
+# terrain rows, the controller alone and the control: about 8 minutes.
+SEATS_SUBSET := bin/fairgrid lab fairness --seats sidecar,proxy,gateway,gateway+sidecar,stock,tcp:cubic --controllers vtcp --tcp cubic --design subset --seeds 3 --parallel 12
+results-seats-subset: build
+	RESULTS_TARGET=$@ $(RESULTS) docs/results/seats-subset.md "fairgrid lab fairness: the product's seats at the centre and its 3 % cell" $(SEATS_SUBSET)
 
 # `make bench-gateway`'s benchmark, as a table.
 results-bench-gateway:
