@@ -766,7 +766,6 @@ func (l *Loop) heldLocked(d lludp.Datagram) bool {
 	return false
 }
 
-
 func isMessage(p []byte, id lludp.MessageID) bool {
 	h, _, _, err := lludp.ParseHeader(p)
 	return err == nil && h.ID == id
