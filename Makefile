@@ -37,7 +37,9 @@ MODULE   := github.com/fairgrid/fairgrid
 NOCLOCK  := lludp ratecalc opensim
 
 .PHONY: all build demo test check cross dist interop-deps unit scale fuzz-smoke fuzz bench bench-js bench-capture bench-proxy bench-sim bench-daemon bench-audit bench-kernel bench-gateway lint check-deps generate cover clean acceptance-opensim \
-	results results-jq results-gateway-lab results-demo results-demo-sample results-fairness-centre results-bench-gateway results-bench-controllers results-fairness-grid results-fairness-control
+	results results-jq results-gateway-lab results-demo results-demo-sample results-fairness-centre results-bench-gateway results-bench-controllers results-fairness-grid results-fairness-control \
+	results-seats-subset results-bench-codec results-bench-opensim results-bench-lab results-bench-proxy results-bench-capture \
+	results-bench-audit results-bench-daemon results-bench-kernel results-bench-js results-bench-sim
 
 all: build
 
@@ -224,7 +226,8 @@ bench-gateway:
 # grid and its control take hours and have targets of their own.
 RESULTS := .ci/results.sh
 RESULT_SEEDS ?= 1 2 3
-results: results-gateway-lab results-demo results-demo-sample results-fairness-centre results-seats-subset results-bench-gateway results-bench-controllers
+results: results-gateway-lab results-demo results-demo-sample results-fairness-centre results-seats-subset results-bench-gateway results-bench-controllers \
+	results-bench-codec results-bench-opensim results-bench-lab results-bench-proxy results-bench-capture results-bench-audit
 
 results-jq:
 	@command -v jq >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq jq >/dev/null; }
@@ -272,6 +275,48 @@ results-bench-gateway:
 results-bench-controllers:
 	RESULTS_TARGET=$@ BENCH=1 $(RESULTS) docs/results/bench-controllers.md "the controllers' cost per datagram, in one run" \
 		$(GO) test -run '^$$' -bench 'BenchmarkObserveController|BenchmarkUpdate' -benchmem -count 3 ./throttle/circuit ./ratecalc
+
+# The speed tables (docs/speed.md, docs/testbed.md). Each runs a bench
+# target or a benchmark as it is and keeps its output: what counts in each
+# is the ratio to the baseline measured in the same run (tcpdump, a plain
+# relay, socat, a memory miss, loopback), never a time alone. Run them one
+# at a time on a quiet machine; the header records the load.
+# The codec, the capture reader, the tracker, decode's JSON and the
+# controllers' equations, each against the others in one run (seconds).
+results-bench-codec:
+	RESULTS_TARGET=$@ BENCH=1 $(RESULTS) docs/results/bench-codec.md "the codec, the reader, the tracker and the equations, in one run" \
+		$(GO) test -run '^$$' -bench . -benchmem -count 3 ./lludp ./capture ./throttle/circuit ./internal/decode ./ratecalc
+
+# The opensim scheduler per packet beside one miss to memory (its
+# baseline, BenchmarkMemoryLatency), at 100 and 10,000 clients.
+results-bench-opensim:
+	RESULTS_TARGET=$@ BENCH=1 $(RESULTS) docs/results/bench-opensim.md "the opensim scheduler beside one memory miss, in one run" \
+		$(GO) test -run '^$$' -bench . -benchmem -count 3 ./opensim
+
+# The lab's bottleneck beside a plain channel hand-off (one core), and
+# gVisor's TCP through it beside kernel loopback TCP.
+results-bench-lab:
+	RESULTS_TARGET=$@ BENCH=1 $(RESULTS) docs/results/bench-lab.md "the lab's bottleneck and gVisor's TCP beside their baselines, in one run" \
+		$(GO) test -run '^$$' -bench . -benchmem -cpu 1 -count 3 ./internal/lab/link ./internal/lab/tcpflow
+
+# `make bench-proxy`, `bench-capture`, `bench-audit`, `bench-daemon` (root),
+# `bench-kernel` (root), `bench-js` (npm) and `bench-sim` (stress, about 10
+# minutes of both cores) as tables: the bench target's own output.
+BENCH_TABLE = RESULTS_TARGET=$@ RESULTS_CMD='make $(1)' $(RESULTS) docs/results/$(1).md "make $(1): $(2)" $(MAKE) -s --no-print-directory $(1)
+results-bench-proxy:
+	BENCH=1 $(call BENCH_TABLE,bench-proxy,fairgrid proxy beside a plain Go relay and socat)
+results-bench-capture:
+	FENCE=1 $(call BENCH_TABLE,bench-capture,fairgrid decode --summary beside tcpdump)
+results-bench-audit:
+	FENCE=1 $(call BENCH_TABLE,bench-audit,fairgrid audit beside tcpdump)
+results-bench-daemon:
+	FENCE=1 $(call BENCH_TABLE,bench-daemon,the sidecar daemon's CPU and memory at 5 Mbit/s)
+results-bench-kernel:
+	BENCH=1 $(call BENCH_TABLE,bench-kernel,the lab's TUN forwarder beside loopback)
+results-bench-js:
+	BENCH=1 $(call BENCH_TABLE,bench-js,the decoder beside node-metaverse)
+results-bench-sim:
+	FENCE=1 $(call BENCH_TABLE,bench-sim,stress mode's sweep)
 
 # The whole grid (39 cells beside gVisor's CUBIC, Linux's CUBIC and
 # Linux's reno; root), four seeds: 156 runs of 100 s, six at a time, about
