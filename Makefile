@@ -39,7 +39,7 @@ NOCLOCK  := lludp ratecalc opensim
 .PHONY: all build demo test check cross dist interop-deps unit scale fuzz-smoke fuzz bench bench-js bench-capture bench-proxy bench-sim bench-daemon bench-audit bench-kernel bench-gateway lint check-deps generate cover clean acceptance-opensim \
 	results results-jq results-gateway-lab results-demo results-demo-sample results-fairness-centre results-bench-gateway results-bench-controllers results-fairness-grid results-fairness-control \
 	results-seats-subset results-bench-codec results-bench-opensim results-bench-lab results-bench-proxy results-bench-capture \
-	results-bench-audit results-bench-daemon results-bench-kernel results-bench-js results-bench-sim
+	results-bench-audit results-bench-daemon results-bench-kernel results-bench-js results-bench-sim results-controllers-sim results-demand
 
 all: build
 
@@ -227,7 +227,8 @@ bench-gateway:
 RESULTS := .ci/results.sh
 RESULT_SEEDS ?= 1 2 3
 results: results-gateway-lab results-demo results-demo-sample results-fairness-centre results-seats-subset results-bench-gateway results-bench-controllers \
-	results-bench-codec results-bench-opensim results-bench-lab results-bench-proxy results-bench-capture results-bench-audit
+	results-bench-codec results-bench-opensim results-bench-lab results-bench-proxy results-bench-capture results-bench-audit \
+	results-controllers-sim results-demand
 
 results-jq:
 	@command -v jq >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq jq >/dev/null; }
@@ -317,6 +318,20 @@ results-bench-js:
 	BENCH=1 $(call BENCH_TABLE,bench-js,the decoder beside node-metaverse)
 results-bench-sim:
 	FENCE=1 $(call BENCH_TABLE,bench-sim,stress mode's sweep)
+
+# The controllers on ratecalc's simulated link and the loop on category
+# buckets (virtual time, seeded: the same figures on any machine), as
+# their tests log them (seconds).
+results-controllers-sim:
+	RESULTS_TARGET=$@ FENCE=1 $(RESULTS) docs/results/controllers-sim.md "the controllers on ratecalc's simulated link, as the tests log it" \
+		bash -o pipefail -c '$(GO) test -count=1 -v -run "^(TestSteadyState|TestConvergence|TestViewerBaseline|TestVirtualTCPApplicationLimitedNoCollapse|TestNoCollapseOnCategoryBuckets|TestLoopViewerCircuitsShareOne)$$" ./ratecalc ./throttle | grep -E "^ *--- |_test.go:[0-9]+: "'
+
+# The product's front-ends on fairgrid sim's OpenSim-like region with
+# less to send than one share: what the viewer receives over the stock
+# viewer's, as TestNeverSlowerWithRoom logs it (real time, about a minute).
+results-demand:
+	RESULTS_TARGET=$@ FENCE=1 $(RESULTS) docs/results/demand.md "the front-ends on an application-limited region, beside the stock viewer" \
+		bash -o pipefail -c '$(GO) test -count=1 -v -run "^TestNeverSlowerWithRoom$$" ./internal/lab/demand | grep -E "^ *--- |_test.go:[0-9]+: "'
 
 # The whole grid (39 cells beside gVisor's CUBIC, Linux's CUBIC and
 # Linux's reno; root), four seeds: 156 runs of 100 s, six at a time, about
