@@ -2,7 +2,7 @@
 # results.sh FILE TITLE COMMAND...: runs COMMAND, a generator that prints
 # markdown, and writes FILE: the title, the command, its date and the
 # machine, then what the command printed. The docs link to FILE. A command
-# that fails leaves FILE as it was.
+# that fails leaves FILE as it was, and the end of its output is shown.
 #
 # With BENCH=1 the command's output is `go test -bench` lines, put into a
 # markdown table (one row per benchmark, one column per metric); with
@@ -16,7 +16,11 @@ trap 'rm -f "$tmp" "$tmp.md"' EXIT
 load() { cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown; }
 start=$(date -u '+%Y-%m-%d %H:%M UTC')
 load0=$(load)
-"$@" >"$tmp"
+if ! "$@" >"$tmp"; then
+	echo "results.sh: the command failed; $file is left as it was. The end of its output:" >&2
+	tail -n 40 "$tmp" >&2
+	exit 1
+fi
 load1=$(load)
 if [ "${BENCH:-0}" = 1 ]; then
 	awk '
