@@ -1,17 +1,16 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/fairgrid/fairgrid/configs"
+	"github.com/fairgrid/fairgrid/internal/cli"
 	"github.com/fairgrid/fairgrid/opensim/gateway"
 	"github.com/fairgrid/fairgrid/throttle/group"
 	"github.com/fairgrid/fairgrid/throttle/sidecar"
@@ -19,37 +18,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-const gatewaySynopsis = `[--listen PUBLIC:PORT --region INTERNAL:PORT] [--config FILE] [--check-config [FILE]] [--controller C] [--segment S] [--interval D] [--scene-max BPS] [--bind ADDR] [--metrics ADDR] [--log-level L] [--log-format F] [--duration D]
-
-A UDP gateway at an OpenSim region's public address: every viewer
-circuit of the region passes through it, nothing is installed on the
-viewer and nothing changed in OpenSim (docs/gateway.md). Set the region's
-InternalAddress (Regions.ini) to a private address and ExternalHostName to
-the gateway's, and run
-
-    fairgrid gateway --listen PUBLIC:PORT --region INTERNAL:PORT
-
-or list several regions as gateway.routes in the configuration file
-(configs/fairgrid.toml, [gateway]). What the region sends each viewer is
-scheduled by package opensim (two-level token buckets, proportional fair
-queuing over Avatar, Task, Texture, Layer and Asset) at that viewer's
-rate, the viewers sharing gateway.scene_bps; each viewer's rate is the
-lesser of its own AgentThrottle and a TCP-fair rate the gateway measures
-from the viewer's acks and pings ([control]: controller, segment,
-interval, clamps), and the region's own throttle is kept there by
-rewriting the viewer's AgentThrottle in flight and re-asserting it.
-
-Only the configured regions are ever reached. New circuits are capped
-(gateway.max_viewers, max_pending, max_per_prefix) and time out
-(pending_timeout, idle_timeout). Flags override the file; SIGHUP reloads
-the file (the controller, clamps, caps and timeouts change live; a
-changed route, bind address or scheduler setting needs a restart, and the
-log says so). --check-config validates and exits.`
-
 // gatewayCommand is the gateway's command line.
 type gatewayCommand struct {
 	fs             *flag.FlagSet
-	set            *settings
+	set            *cli.Settings
 	configPath     *string
 	check          *bool
 	listen, region *string
@@ -59,14 +31,12 @@ type gatewayCommand struct {
 // gatewayFlags defines the gateway's flags: run's that apply, and one for
 // each [gateway] key a command line needs.
 func gatewayFlags(s stdio) *gatewayCommand {
-	fs := newFlagSet("gateway", gatewaySynopsis, s)
+	fs := newFlagSet("gateway", cli.GatewaySynopsis, s)
 	c := &gatewayCommand{fs: fs}
-	c.configPath, c.check = configFlags(fs)
+	c.configPath, c.check = cli.ConfigFlags(fs)
 	c.listen = fs.String("listen", "", "public UDP address viewers reach (the region's ExternalHostName and port); with --region, one more route")
 	c.region = fs.String("region", "", "the region's internal UDP address (InternalAddress:InternalPort); with --listen")
-	c.set = bindSettings(fs, append(frontEndSettings(metricsKey("gateway")),
-		setting{"scene-max", "gateway.scene_bps", "the gateway's uplink, a `rate` in bits/s such as 50M, shared by every viewer"},
-		setting{"bind", "gateway.bind", "local `address` of the sockets towards the regions"})...)
+	c.set = cli.BindSettings(fs, cli.GatewaySettings()...)
 	c.duration = fs.Duration("duration", 0, "stop after this long (0: until interrupted)")
 	return c
 }
@@ -74,7 +44,7 @@ func gatewayFlags(s stdio) *gatewayCommand {
 func runGateway(args []string, s stdio) int {
 	c := gatewayFlags(s)
 	fs, configPath, check := c.fs, c.configPath, c.check
-	if code, ok := parseFlagsArgs(fs, gatewaySynopsis, args, s); !ok {
+	if code, ok := parseFlagsArgs(fs, cli.GatewaySynopsis, args, s); !ok {
 		return code
 	}
 	fail := func(code int, format string, a ...any) int {
@@ -100,7 +70,7 @@ func runGateway(args []string, s stdio) int {
 	}
 	level := new(slog.LevelVar)
 	level.Set(f.Log.Level.Level())
-	log := newLogger(s.err, f.Log.Format, level)
+	log := cli.NewLogger(s.err, f.Log.Format, level)
 	gw, err := gateway.New(cfg, log.With("component", "gateway"))
 	if err != nil {
 		return fail(exitFail, "%v", err)
@@ -112,7 +82,7 @@ func runGateway(args []string, s stdio) int {
 	var metrics net.Listener
 	var prom http.Handler
 	if !f.Metrics.GatewayAddress.IsZero() {
-		if metrics, err = metricsListener(f.Metrics.GatewayAddress.String(), "metrics.gateway_address"); err != nil {
+		if metrics, err = cli.MetricsListener(f.Metrics.GatewayAddress.String(), "metrics.gateway_address"); err != nil {
 			return fail(exitFail, "%v", err)
 		}
 		if !f.Metrics.GatewayAddress.Loopback() {
@@ -124,7 +94,7 @@ func runGateway(args []string, s stdio) int {
 	page := gatewayHandler(gw, prom)
 	g := gatewayGroup(gw, metrics, page, reloads)
 	addStatus(g, page)
-	ctx, stop := runContext(*c.duration, logNotice(log))
+	ctx, stop := cli.RunContext(*c.duration, cli.LogNotice(log))
 	defer stop()
 	for i, r := range cfg.Routes {
 		log.Info("fairgrid gateway listening", "listen", gw.Addr(i), "region", r.Region, "controller", cfg.Control.Controller)
@@ -143,7 +113,7 @@ func runGateway(args []string, s stdio) int {
 // 503 naming those that do not, so a load balancer or a monitor sees a
 // region that is down behind a gateway that is up.
 func gatewayHandler(gw *gateway.Gateway, metrics http.Handler) *status.Page {
-	return newStatusPage("gateway", 0, status.FromGateway(gw), gatewayHealth(gw), metrics, nil)
+	return newStatusPage("gateway", 0, status.FromGateway(gw), status.GatewayHealth(gw), metrics, nil)
 }
 
 // gatewayGroup is gateway's group: the gateway, the metrics' server on
@@ -158,16 +128,10 @@ func gatewayGroup(gw *gateway.Gateway, metrics net.Listener, handler http.Handle
 	return &g
 }
 
-// gatewayStartKeys are the keys the gateway reads once, at start, beside
-// those gateway.Reconfigure names: its log's format, its metrics listener,
-// whether that may be off loopback, and its collector's circuit limit.
-var gatewayStartKeys = []string{"log.format", "metrics.gateway_address", "metrics.max_circuits", "gateway.metrics_public"}
-
 // gatewayReloader applies the file anew (SIGHUP), the gateway's Reloader
 // for sidecar.Reloads, which counts and logs a refusal as for run and
 // proxy: what can change live does, and the log names what needs a
-// restart (gateway.Reconfigure's, and gatewayStartKeys that differ from
-// start, the configuration the gateway started with).
+// restart (gateway.Reconfigure's, and configs.GatewayRestart's).
 func gatewayReloader(gw *gateway.Gateway, load func() (*configs.File, gateway.Config, error), start *configs.File, level *slog.LevelVar, log *slog.Logger) sidecar.ReloadFunc {
 	return func() (applied, restart []string, err error) {
 		f, cfg, err := load()
@@ -177,11 +141,7 @@ func gatewayReloader(gw *gateway.Gateway, load func() (*configs.File, gateway.Co
 		if restart, err = gw.Reconfigure(cfg); err != nil {
 			return nil, nil, err
 		}
-		for _, key := range configs.Changed(start, f) {
-			if slices.Contains(gatewayStartKeys, key) {
-				restart = append(restart, key)
-			}
-		}
+		restart = append(restart, configs.GatewayRestart(start, f)...)
 		level.Set(f.Log.Level.Level())
 		log.Info("configuration reloaded", "controller", cfg.Control.Controller, "needs_restart", strings.Join(restart, ","))
 		return nil, restart, nil
@@ -193,34 +153,12 @@ func gatewayReloader(gw *gateway.Gateway, load func() (*configs.File, gateway.Co
 // one rule serves both), adds --listen and --region's route, and checks
 // that a route is configured.
 func (c *gatewayCommand) load() (*configs.File, gateway.Config, error) {
-	f, err := c.set.load(*c.configPath)
+	f, err := c.set.Load(*c.configPath)
 	if err != nil {
 		return nil, gateway.Config{}, err
 	}
-	switch {
-	case *c.listen != "" && *c.region != "":
-		var r configs.Route
-		if err := r.UnmarshalText([]byte(*c.listen + "=" + *c.region)); err != nil {
-			return nil, gateway.Config{}, fmt.Errorf("--listen and --region (gateway.routes): %w", err)
-		}
-		f.Gateway.Routes = append(f.Gateway.Routes, r)
-		if err := f.Validate(); err != nil {
-			return nil, gateway.Config{}, err
-		}
-	case *c.listen != "" || *c.region != "":
-		return nil, gateway.Config{}, errors.New("--listen and --region go together")
-	}
-	if len(f.Gateway.Routes) == 0 {
-		return nil, gateway.Config{}, errors.New("no region: give --listen PUBLIC:PORT --region INTERNAL:PORT, or gateway.routes")
-	}
-	if a := f.Metrics.GatewayAddress; !a.IsZero() && !a.Loopback() && !f.Gateway.MetricsPublic {
-		// The metrics show each circuit's rates and, when asked, who the
-		// viewers are: a scraper aimed spoofed datagrams with them (issue
-		// 34). Off loopback only when the operator says so.
-		return nil, gateway.Config{}, fmt.Errorf("metrics.gateway_address %v is off loopback: set gateway.metrics_public = true to serve the gateway's metrics there", a)
-	}
-	cfg := f.GatewayConfig()
-	if _, err := cfg.WithDefaults(); err != nil {
+	cfg, err := f.GatewayStart(*c.listen, *c.region)
+	if err != nil {
 		return nil, gateway.Config{}, err
 	}
 	return f, cfg, nil

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fairgrid/fairgrid/internal/audit/render"
+	"github.com/fairgrid/fairgrid/internal/cli"
 	"github.com/fairgrid/fairgrid/internal/lab/demand"
 	"github.com/fairgrid/fairgrid/internal/lab/fairness"
 	"github.com/fairgrid/fairgrid/throttle"
@@ -192,7 +193,7 @@ func runLabFairness(args []string, s stdio) int {
 	}
 	cells := append(fairness.Grid(ctls, kinds, d), fairness.Seats(products, kinds, d, *neighbours, *limited)...)
 	cells = append(cells, fairness.References(refs, kinds, d)...)
-	ctx, stop := runContext(0, plainNotice(s.err, "fairgrid lab fairness"))
+	ctx, stop := cli.RunContext(0, cli.PlainNotice(s.err, "fairgrid lab fairness"))
 	defer stop()
 	log := slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	total, done := len(cells)**seeds, 0
@@ -225,7 +226,7 @@ func runLabFairness(args []string, s stdio) int {
 	for i, rs := range runs {
 		rows[i] = fairness.Summarize(rs)
 	}
-	w := &resultWriter{w: s.out}
+	w := &cli.ResultWriter{W: s.out}
 	if *format == "json" {
 		fairness.WriteJSON(w, rows)
 	} else {
@@ -237,7 +238,7 @@ func runLabFairness(args []string, s stdio) int {
 			return exitFail
 		}
 	}
-	return w.finish(s, "lab fairness", exitOK)
+	return w.Finish(s.err, "lab fairness", exitOK)
 }
 
 // tcpKindsFlag parses a comma-separated list of TCP kinds; Linux's need

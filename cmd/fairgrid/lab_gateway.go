@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fairgrid/fairgrid/internal/cli"
 	"github.com/fairgrid/fairgrid/internal/lab/gatewaylab"
 	"github.com/fairgrid/fairgrid/ratecalc"
 	"github.com/fairgrid/fairgrid/throttle"
@@ -58,7 +59,7 @@ func runLabGateway(args []string, s stdio) int {
 		fmt.Fprintf(s.err, "fairgrid lab gateway: %v\n", err)
 		return exitUsage
 	}
-	ctx, stop := runContext(0, plainNotice(s.err, "fairgrid lab gateway"))
+	ctx, stop := cli.RunContext(0, cli.PlainNotice(s.err, "fairgrid lab gateway"))
 	defer stop()
 	log := slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	fmt.Fprintf(s.err, "fairgrid lab gateway: %d arms at once, %v each\n", len(cfg.Arms), *warmup+*duration)
@@ -75,11 +76,11 @@ func runLabGateway(args []string, s stdio) int {
 	if r.Interrupted {
 		fmt.Fprintf(s.out, "Interrupted: the arms measured less than the %v asked (seconds column); what they measured:\n\n", *duration)
 	}
-	w := &resultWriter{w: s.out}
+	w := &cli.ResultWriter{W: s.out}
 	if *format == "json" {
 		gatewaylab.WriteJSON(w, r)
 	} else {
 		gatewaylab.WriteText(w, r)
 	}
-	return w.finish(s, "lab gateway", exitOK)
+	return w.Finish(s.err, "lab gateway", exitOK)
 }

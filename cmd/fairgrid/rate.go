@@ -6,27 +6,17 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/fairgrid/fairgrid/internal/cli"
 	"github.com/fairgrid/fairgrid/ratecalc"
 )
 
-const rateSynopsis = `--loss P --rtt D [--size BYTES] [--format text|json]
-
-Prints the TCP-fair rate of a path with loss event rate P and round-trip
-time D, by the TFRC equation (RFC 5348), the Padhye model (64 KiB window)
-and the Mathis simplification, and one share: what a CUBIC or Reno flow
-would take there (the audit's estimate and the metrics' share: the
-equation with the larger of Reno's and CUBIC's average window between
-timeouts). P is a fraction or a percentage
-(0.03 or 3%); D a duration (100ms). JSON gives bits per second:
-{"tfrc_bps":…,"padhye_bps":…,"mathis_bps":…,"tcp_share_bps":…}.`
-
 func runRate(args []string, s stdio) int {
-	fs := newFlagSet("rate", rateSynopsis, s)
+	fs := newFlagSet("rate", cli.RateSynopsis, s)
 	lossFlag := fs.String("loss", "", "loss event rate: a fraction (0.03) or a percentage (3%)")
 	rtt := fs.Duration("rtt", 0, "round-trip time, for example 100ms")
 	size := fs.Float64("size", 1460, "segment size in bytes")
 	format := formatFlag(fs, "output format: `text` or json")
-	if code, ok := parseFlags(fs, rateSynopsis, args, s); !ok {
+	if code, ok := parseFlags(fs, cli.RateSynopsis, args, s); !ok {
 		return code
 	}
 	var problems []string
@@ -57,7 +47,7 @@ func runRate(args []string, s stdio) int {
 	padhye := ratecalc.PadhyeModel{}.Rate(*size, usedRTT, usedLoss)
 	mathis := ratecalc.MathisRate(*size, usedRTT, usedLoss)
 	share := ratecalc.TCPShareRate(*size, usedRTT, usedLoss)
-	out := &resultWriter{w: s.out}
+	out := &cli.ResultWriter{W: s.out}
 	if *format == "json" {
 		var clamped []string
 		if usedLoss != loss {
@@ -73,7 +63,7 @@ func runRate(args []string, s stdio) int {
 		fmt.Fprintf(out, "{\"tfrc_bps\":%s,\"padhye_bps\":%s,\"mathis_bps\":%s,\"tcp_share_bps\":%s%s}\n",
 			jsonNumber(tfrc.BitsPerSecond()), jsonNumber(padhye.BitsPerSecond()), jsonNumber(mathis.BitsPerSecond()),
 			jsonNumber(share.BitsPerSecond()), note)
-		return out.finish(s, "rate", exitOK)
+		return out.Finish(s.err, "rate", exitOK)
 	}
 	fmt.Fprintf(out, "path: loss event rate %g, RTT %v, segment %g B\n", usedLoss, usedRTT, *size)
 	if usedLoss != loss {
@@ -86,7 +76,7 @@ func runRate(args []string, s stdio) int {
 	fmt.Fprintf(out, "  Padhye (64 KiB win) %12.1f kbit/s\n", padhye.BitsPerSecond()/1000)
 	fmt.Fprintf(out, "  Mathis (no timeouts)%12.1f kbit/s\n", mathis.BitsPerSecond()/1000)
 	fmt.Fprintf(out, "  one share (TCP flow)%12.1f kbit/s\n", share.BitsPerSecond()/1000)
-	return out.finish(s, "rate", exitOK)
+	return out.Finish(s.err, "rate", exitOK)
 }
 
 func jsonNumber(x float64) string {

@@ -9,62 +9,23 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/fairgrid/fairgrid/internal/cli"
 	"github.com/fairgrid/fairgrid/internal/lab/demo"
 	"github.com/fairgrid/fairgrid/internal/lab/link"
 	"github.com/fairgrid/fairgrid/throttle"
 )
 
-const runSynopsis = `[--config FILE] [--check-config [FILE]] [--interface IFACE] [--controller C] [--segment S] [--interval D] [--dry-run] [--metrics ADDR] [--log-level L] [--log-format F]
-       fairgrid run --demo [--duration D] [--link RATE,DELAY,LOSS,BUFFER] [--gateway=false] [--controller vtcp|window|tfrc|viewer] [--segment mean|nominal] [--interval D] [--format text|json]
-
-The sidecar daemon: it captures the viewer's circuits on an interface,
-measures loss and RTT, and every interval asks each simulator for a
-TCP-fair rate with an AgentThrottle sent from the viewer's own address
-(raw sockets: CAP_NET_RAW). configs/fairgrid.toml documents the
-configuration; flags override it; SIGHUP reloads it. --dry-run measures,
-decides, logs and exports, and sends nothing. --segment is the segment
-size s of the TCP-fair rate: mean (the viewer's mean datagram payload, RFC
-5348) or nominal (1460 bytes, TFRC-SP, RFC 4828), which asks for
-1460/mean times as much (control.segment).
-
-With --demo it runs the embedded default: a test
-region, a link emulator (default 1M,50ms,1%,100: rate in bits/s, 0 for
-unlimited; one-way delay; random loss, a fraction or a percentage; buffer
-in datagrams — the values fairgrid link takes) and a stock viewer asking
-for 1,500 kbps and following its ±10 % rule, all in this process, beside
-a bulk TCP download (gVisor's userspace CUBIC) on the same link; fairgrid
-reads the viewer's traffic from the emulator and sends its AgentThrottle
-through it, so no root is needed. It prints a row per interval — received
-rate, TCP-fair rate, loss event rate, RTT, what the viewer asked for, what
-fairgrid asked for, what the region applied. A copy of the set-up runs
-beside it with the stock viewer alone, and another with the stock viewer
-reaching the region through fairgrid's gateway instead of the sidecar
-(--gateway=false leaves it out). The verdict is the viewer's bytes/s ÷
-the download's beside it, on the wire, for each (one TCP share:
-0.8–1.25×); then the controller's own yardstick, labelled (the viewer's
-payload ÷ its equation's TCP-fair rate), and the three side by side: the
-download's throughput, the viewer's received rate and queueing delay, on
-the wire. Runs shorter than 10 s
-leave the download and the comparison out. --duration
-must cover at least two intervals. Interrupted (Ctrl-C, SIGTERM), it prints
-the verdict for the intervals that ran and exits 0.
-
-Flags of one mode are errors in the other: --duration, --link,
---gateway and --format are the demo's; --config, --check-config, --interface,
---dry-run, --metrics, --log-level and --log-format the daemon's.`
-
 func runRun(args []string, s stdio) int {
-	fs := newFlagSet("run", runSynopsis, s)
+	fs := newFlagSet("run", cli.RunSynopsis, s)
 	demoMode := fs.Bool("demo", false, "run the embedded default: region, link emulator and viewer in one process")
 	duration := fs.Duration("duration", 60*time.Second, "how long the demo runs")
 	linkSpec := fs.String("link", "1M,50ms,1%,100", "the emulated link: RATE,DELAY,LOSS,BUFFER (the thesis's 3 %: 2M,50ms,3%,100)")
 	withGateway := fs.Bool("gateway", true, "compare with the stock viewer through fairgrid's gateway too (--gateway=false leaves that rig out)")
 	format := formatFlag(fs, "output format: `text` or json (one object per interval, then a summary)")
-	configPath, check := configFlags(fs)
+	configPath, check := cli.ConfigFlags(fs)
 	// The demo reads controller, segment and interval too.
-	set := bindSettings(fs, append(frontEndSettings(metricsKey("run")), dryRunSetting,
-		setting{"interface", "capture.interface", "interface to capture on (auto: the default route's)"})...)
-	if c, ok := parseFlagsArgs(fs, runSynopsis, args, s); !ok {
+	set := cli.BindSettings(fs, cli.RunSettings()...)
+	if c, ok := parseFlagsArgs(fs, cli.RunSynopsis, args, s); !ok {
 		return c
 	}
 	if fs.NArg() > 0 {
@@ -98,7 +59,7 @@ func runRun(args []string, s stdio) int {
 	}
 	cfg.Duration = *duration
 	cfg.NoGateway = !*withGateway
-	c := set.values.Control
+	c := set.Values.Control
 	cfg.Loop = throttle.Config{Controller: c.Controller, Segment: c.Segment, Interval: c.Interval.Duration}
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintf(s.err, "fairgrid run: --demo: %v\n", err)
@@ -134,11 +95,11 @@ func flagOfOtherMode(fs *flag.FlagSet, demoMode bool) string {
 // exit 0: it is how a user stops a demo that has shown enough. A failure to
 // write the results stops it and exits 1.
 func runDemo(cfg demo.Config, linkSpec string, controller throttle.ControllerName, format string, s stdio) int {
-	ctx, stop := runContext(0, plainNotice(s.err, "fairgrid run"))
+	ctx, stop := cli.RunContext(0, cli.PlainNotice(s.err, "fairgrid run"))
 	defer stop()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	out := &resultWriter{w: s.out}
+	out := &cli.ResultWriter{W: s.out}
 	enc := json.NewEncoder(out)
 	if format == "text" {
 		if cfg.Duration < demo.MinCompareDuration {
@@ -167,7 +128,7 @@ func runDemo(cfg demo.Config, linkSpec string, controller throttle.ControllerNam
 			fmt.Fprintf(out, "%6.0f %12s %12s %8.4f %8s %12s %12s %12s\n", r.T, kb(r.RateBPS), opt(r.FairBPS, kb), r.LossEventRate,
 				opt(r.RTTms, func(v float64) string { return fmt.Sprintf("%.0f", v) }), kb(r.ViewerRequestBPS), opt(r.FairgridRequestBPS, kb), kb(r.AppliedBPS))
 		}
-		if out.err != nil {
+		if out.Err != nil {
 			cancel() // nobody sees the rest
 		}
 	})
@@ -175,23 +136,23 @@ func runDemo(cfg demo.Config, linkSpec string, controller throttle.ControllerNam
 		fmt.Fprintf(s.err, "fairgrid run: %v\n", err)
 		return exitFail
 	}
-	if out.err != nil {
-		return out.finish(s, "run", exitFail)
+	if out.Err != nil {
+		return out.Finish(s.err, "run", exitFail)
 	}
 	if format == "json" {
 		enc.Encode(sum)
-		return out.finish(s, "run", exitOK)
+		return out.Finish(s.err, "run", exitOK)
 	}
 	fmt.Fprintln(out)
 	if sum.Interrupted {
 		if sum.Intervals == 0 {
 			fmt.Fprintln(out, "Interrupted before the first interval ended: nothing to judge.")
-			return out.finish(s, "run", exitOK)
+			return out.Finish(s.err, "run", exitOK)
 		}
 		fmt.Fprintf(out, "Interrupted after %d intervals; the verdict covers what ran.\n", sum.Intervals)
 	}
 	writeDemoVerdict(out, sum)
-	return out.finish(s, "run", exitOK)
+	return out.Finish(s.err, "run", exitOK)
 }
 
 // writeDemoVerdict is the text after the rows: the share beside the

@@ -157,7 +157,7 @@ func liveGatewayIdentifying(t *testing.T, identify bool) (string, *status.Page) 
 func waitFlowing(t *testing.T, addr string) {
 	t.Helper()
 	gatewaytest.WaitUntil(t, "a circuit receives and fairgrid asks", func() bool {
-		s, err := fetchStatus(addr, time.Second)
+		s, err := status.Fetch(addr, time.Second)
 		if err != nil {
 			return false
 		}
@@ -184,7 +184,7 @@ func TestGatewayPageIdentifiesOnlyWhenAsked(t *testing.T) {
 		t.Run(fmt.Sprintf("identify=%v", identify), func(t *testing.T) {
 			t.Parallel()
 			addr, _ := liveGatewayIdentifying(t, identify)
-			s, err := fetchStatus(addr, 5*time.Second)
+			s, err := status.Fetch(addr, 5*time.Second)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -258,7 +258,7 @@ func TestStatusIdle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(loopPage("proxy", d.Loop, nil, listenHealth("the SOCKS 5 proxy"), nil))
+	srv := httptest.NewServer(loopPage("proxy", d.Loop, nil, status.ListenHealth("the SOCKS 5 proxy"), nil))
 	defer srv.Close()
 	addr := strings.TrimPrefix(srv.URL, "http://")
 	var out, errOut bytes.Buffer
@@ -345,7 +345,7 @@ func TestProxyForgetsLoggedOutViewer(t *testing.T) {
 	addr, d, _, stopViewer := liveProxyViewer(t)
 	stopViewer()
 	gatewaytest.WaitUntil(t, "the proxy reports no circuit", func() bool {
-		s, err := fetchStatus(addr, time.Second)
+		s, err := status.Fetch(addr, time.Second)
 		return err == nil && len(s.Circuits) == 0
 	})
 	if st := d.Loop.Stats(); st.Forgotten == 0 {
