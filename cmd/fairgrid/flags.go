@@ -1,7 +1,10 @@
 package main
 
 import (
+	"context"
 	"flag"
+	"io"
+	"time"
 
 	"github.com/fairgrid/fairgrid/internal/cli"
 )
@@ -26,3 +29,27 @@ func parseFlagsArgs(fs *flag.FlagSet, synopsis string, args []string, s stdio) (
 
 // formatFlag declares --format: text, json or one of more.
 var formatFlag = cli.FormatFlag
+
+// runContext, plainNotice and resultWriter are lab.go's names for
+// cli.RunContext, cli.PlainNotice and cli.ResultWriter.
+func runContext(d time.Duration, notice func(string)) (context.Context, context.CancelFunc) {
+	return cli.RunContext(d, notice)
+}
+
+func plainNotice(w io.Writer, name string) func(string) { return cli.PlainNotice(w, name) }
+
+type resultWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (r *resultWriter) Write(p []byte) (int, error) {
+	c := cli.ResultWriter{W: r.w, Err: r.err}
+	n, err := c.Write(p)
+	r.err = c.Err
+	return n, err
+}
+
+func (r *resultWriter) finish(s stdio, name string, code int) int {
+	return (&cli.ResultWriter{Err: r.err}).Finish(s.err, name, code)
+}

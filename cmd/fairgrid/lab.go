@@ -107,7 +107,7 @@ func runLab(args []string, s stdio) int {
 		fmt.Fprintf(s.err, "fairgrid lab: %v\n", err)
 		return exitUsage
 	}
-	ctx, stop := cli.RunContext(0, cli.PlainNotice(s.err, "fairgrid lab"))
+	ctx, stop := runContext(0, plainNotice(s.err, "fairgrid lab"))
 	defer stop()
 	log := slog.New(labscenario.QuietAfter(ctx, slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	opts := labscenario.Options{Seed: *seed, Seeds: *seeds, Duration: *duration, Full: *full, OutDir: *out, Pcap: *pcap, Parallel: *parallel, Log: log}
@@ -117,7 +117,7 @@ func runLab(args []string, s stdio) int {
 	bar.Start()
 	res, err := sc.Run(ctx, opts)
 	bar.Done()
-	w := &cli.ResultWriter{W: s.out}
+	w := &resultWriter{w: s.out}
 	code := exitOK
 	if ir := (*labscenario.Interrupted)(nil); errors.As(err, &ir) {
 		// Ctrl-C keeps what was measured, and exits 0 unless a run had
@@ -129,7 +129,7 @@ func runLab(args []string, s stdio) int {
 			code = exitFail
 		}
 		if ir.Finished == 0 {
-			return w.Finish(s.err, "lab", code)
+			return w.finish(s, "lab", code)
 		}
 	} else if err != nil {
 		fmt.Fprintf(s.err, "fairgrid lab: %s: %v\n", sc.Name, err)
@@ -151,5 +151,5 @@ func runLab(args []string, s stdio) int {
 			code = exitFail
 		}
 	}
-	return w.Finish(s.err, "lab", code)
+	return w.finish(s, "lab", code)
 }
