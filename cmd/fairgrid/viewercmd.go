@@ -2,12 +2,10 @@ package main
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/fairgrid/fairgrid/internal/audit"
 	"github.com/fairgrid/fairgrid/internal/cli"
 	"github.com/fairgrid/fairgrid/internal/lab/viewer"
-	"github.com/fairgrid/fairgrid/ratecalc"
 	"github.com/fairgrid/fairgrid/throttle/group"
 )
 
@@ -48,7 +46,7 @@ func runViewer(args []string, s stdio) int {
 			failed++
 		}
 	}
-	viewer.WriteReports(out, reports, *format == "json", viewerVerdict)
+	viewer.WriteReports(out, reports, *format == "json", audit.ViewerVerdict)
 	if failed > 0 {
 		fmt.Fprintf(s.err, "fairgrid viewer: %d of %d viewers did not log in\n", failed, len(vs))
 		return out.Finish(s.err, "viewer", exitFail)
@@ -92,29 +90,4 @@ func viewerGroup[V runner](vs []V) *group.Group {
 		g.Add(v.Run, nil)
 	}
 	return &g
-}
-
-// viewerVerdict judges what a synthetic viewer received as the audit
-// judges a circuit:
-// against the rate a TCP flow would get at its loss (counted by bytes,
-// per 1,460-byte segment) and ping RTT.
-func viewerVerdict(r viewer.Report) string {
-	switch {
-	case !r.LoggedIn:
-		return "did not log in: nothing to judge"
-	case r.Received == 0:
-		return "nothing received: nothing to judge"
-	case r.RTTms == nil:
-		return audit.Verdict(audit.FairNoRTT, nil)
-	case r.LossEvents == 0:
-		return "no loss: the path had room to spare, so no TCP-fair rate bounds it"
-	}
-	rtt := time.Duration(*r.RTTms * float64(time.Millisecond))
-	p := ratecalc.SegmentLossEventRateOver(float64(r.Bytes), float64(r.Lost), float64(r.LossEvents), float64(r.Bytes)/float64(r.Received))
-	if !(p > 0) || rtt <= 0 {
-		return audit.Verdict(audit.FairNoData, nil)
-	}
-	fair := ratecalc.TCPShareRate(audit.NominalSegmentBytes, rtt, p)
-	ratio := r.RateBPS / fair.BitsPerSecond()
-	return fmt.Sprintf("%s (one share, what a TCP flow would get here: about %s)", audit.Verdict(audit.FairKnown, &ratio), fair)
 }
