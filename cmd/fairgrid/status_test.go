@@ -20,8 +20,10 @@ import (
 	"time"
 
 	"github.com/fairgrid/fairgrid/configs"
+	"github.com/fairgrid/fairgrid/internal/lab/demo"
 	"github.com/fairgrid/fairgrid/internal/lab/link"
 	"github.com/fairgrid/fairgrid/internal/lab/viewer"
+	"github.com/fairgrid/fairgrid/internal/lifecycletest"
 	"github.com/fairgrid/fairgrid/opensim/gateway"
 	"github.com/fairgrid/fairgrid/opensim/gateway/gatewaytest"
 	"github.com/fairgrid/fairgrid/opensim/region"
@@ -36,7 +38,7 @@ import (
 // 3 % loss, so a circuit has a loss event rate, an RTT and one share.
 func lossyLink(t *testing.T, upstream netip.AddrPort, log *slog.Logger) *link.Relay {
 	t.Helper()
-	lc, err := demoConfig("2M,50ms,3%,100")
+	lc, err := demo.LinkConfig("2M,50ms,3%,100")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,15 +94,9 @@ func liveProxyViewer(t *testing.T) (string, *daemon, *status.Page, func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var g group.Group
-	p.AddTo(&g, ln)
-	addStatus(&g, page)
-	runAll(t, sim.Run, relay.Run, g.Run)
-	v, err := viewer.New(viewer.Config{Sim: relay.Addr(), SOCKS5: ln.Addr().String(), FollowViewerRule: true, CircuitCode: 4242}, log)
+	runAll(t, sim.Run, relay.Run)
+	socks := lifecycletest.Serve(t, "127.0.0.1:0", func(g *group.Group, ln net.Listener) { p.AddTo(g, ln); addStatus(g, page) })
+	v, err := viewer.New(viewer.Config{Sim: relay.Addr(), SOCKS5: socks, FollowViewerRule: true, CircuitCode: 4242}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
