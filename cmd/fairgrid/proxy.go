@@ -30,12 +30,8 @@ func runProxy(args []string, s stdio) int {
 		fmt.Fprintf(s.err, "fairgrid proxy: "+format+"\n", a...)
 		return code
 	}
-	if fs.NArg() > 0 {
-		// `proxy --check-config FILE`, as for run.
-		if !*check || fs.NArg() > 1 || *configPath != "" {
-			return fail(exitUsage, "unexpected argument %q (a configuration file is given with --config FILE, or as the one argument of --check-config)", fs.Arg(fs.NArg()-1))
-		}
-		*configPath = fs.Arg(0)
+	if err := cli.ConfigArg(fs, configPath, *check); err != nil {
+		return fail(exitUsage, "%v", err)
 	}
 	f, err := set.Load(*configPath)
 	if err != nil {
@@ -90,7 +86,7 @@ func runProxy(args []string, s stdio) int {
 	}
 	ctx, stop := cli.RunContext(0, cli.LogNotice(log))
 	defer stop()
-	proxyProcs(os.Getenv("GOMAXPROCS"))
+	proxy.SetProcs(os.Getenv("GOMAXPROCS"))
 	log.Info("fairgrid proxy listening", "listen", ln.Addr().String(), "auth", pc.Username != "", "controller", f.Control.Controller, "dry_run", pc.DryRun, "procs", runtime.GOMAXPROCS(0))
 	var g group.Group
 	p.AddTo(&g, ln)
@@ -101,21 +97,6 @@ func runProxy(args []string, s stdio) int {
 	}
 	log.Info("fairgrid proxy stopped", append(page.Summary(time.Now()).Attrs(), "viewer_throttles_rewritten", p.Counts().Rewritten)...)
 	return exitOK
-}
-
-// proxyProcs runs the proxy's Go code on one core unless env (the
-// GOMAXPROCS environment variable) sets a number. A viewer's traffic is
-// far below what one core relays (over 100,000 datagrams a second), and
-// the relay's work per wake-up is a few microseconds; with a second
-// processor idle, the runtime wakes another thread at each datagram's
-// wake-up to look for work that is not there (a futex call, and a
-// thread on a second core that finds nothing). At 5 Mbit/s that was
-// most of the proxy's system calls beside the relay's own
-// (make bench-proxy; docs/speed.md).
-func proxyProcs(env string) {
-	if env == "" {
-		runtime.GOMAXPROCS(1)
-	}
 }
 
 // proxyFlags defines the proxy's flags: run's, and one for each of the

@@ -311,7 +311,7 @@ func dialBench(b *testing.B, kind string, child *benchChild, sim netip.AddrPort)
 // runs in a child process, so relay-datagrams/cpu-s counts its own CPU
 // time (the per-core figure). The proxy runs as `fairgrid proxy` does, on
 // one processor unless the benchmark's environment sets GOMAXPROCS
-// (proxyProcs); the plain relay on the runtime's default. Each op is two datagrams, one each way. window=8
+// (proxy.SetProcs); the plain relay on the runtime's default. Each op is two datagrams, one each way. window=8
 // keeps eight in flight (throughput); window=1 is ping-pong and reports
 // the round trip's median and p99 (the relay's added latency is the
 // difference from the plain relay's). load=5Mbit paces 5 Mbit/s through
@@ -563,7 +563,7 @@ func benchProxyLoad(b *testing.B, kind string, large bool) map[string]float64 {
 }
 
 // TestProxyProcs: `fairgrid proxy` runs on one processor unless
-// $GOMAXPROCS names a number, which it keeps (proxyProcs). The proxy runs
+// $GOMAXPROCS names a number, which it keeps (proxy.SetProcs). The proxy runs
 // as BenchmarkProxy's child does, and its log names the count.
 func TestProxyProcs(t *testing.T) {
 	for _, tc := range []struct {
