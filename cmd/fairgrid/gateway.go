@@ -6,10 +6,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strings"
 	"time"
 
-	"github.com/fairgrid/fairgrid/configs"
 	"github.com/fairgrid/fairgrid/internal/cli"
 	"github.com/fairgrid/fairgrid/opensim/gateway"
 	"github.com/fairgrid/fairgrid/throttle/group"
@@ -20,30 +18,18 @@ import (
 
 // gatewayCommand is the gateway's command line.
 type gatewayCommand struct {
-	fs             *flag.FlagSet
-	set            *cli.Settings
-	configPath     *string
-	check          *bool
-	listen, region *string
-	duration       *time.Duration
+	fs *flag.FlagSet
+	*cli.GatewayFlags
 }
 
-// gatewayFlags defines the gateway's flags: run's that apply, and one for
-// each [gateway] key a command line needs.
 func gatewayFlags(s stdio) *gatewayCommand {
 	fs := newFlagSet("gateway", cli.GatewaySynopsis, s)
-	c := &gatewayCommand{fs: fs}
-	c.configPath, c.check = cli.ConfigFlags(fs)
-	c.listen = fs.String("listen", "", "public UDP address viewers reach (the region's ExternalHostName and port); with --region, one more route")
-	c.region = fs.String("region", "", "the region's internal UDP address (InternalAddress:InternalPort); with --listen")
-	c.set = cli.BindSettings(fs, cli.GatewaySettings()...)
-	c.duration = fs.Duration("duration", 0, "stop after this long (0: until interrupted)")
-	return c
+	return &gatewayCommand{fs, cli.BindGatewayFlags(fs)}
 }
 
 func runGateway(args []string, s stdio) int {
 	c := gatewayFlags(s)
-	fs, configPath, check := c.fs, c.configPath, c.check
+	fs, configPath, check := c.fs, c.ConfigPath, c.Check
 	if code, ok := parseFlagsArgs(fs, cli.GatewaySynopsis, args, s); !ok {
 		return code
 	}
@@ -51,13 +37,10 @@ func runGateway(args []string, s stdio) int {
 		fmt.Fprintf(s.err, "fairgrid gateway: "+format+"\n", a...)
 		return code
 	}
-	if fs.NArg() > 0 {
-		if !*check || fs.NArg() > 1 || *configPath != "" {
-			return fail(exitUsage, "unexpected argument %q (a configuration file is given with --config FILE, or as the one argument of --check-config)", fs.Arg(fs.NArg()-1))
-		}
-		*configPath = fs.Arg(0)
+	if err := cli.ConfigArg(fs, configPath, *check); err != nil {
+		return fail(exitUsage, "%v", err)
 	}
-	f, cfg, err := c.load()
+	f, cfg, err := c.Load()
 	if err != nil {
 		return fail(exitUsage, "configuration: %v", err)
 	}
@@ -78,7 +61,7 @@ func runGateway(args []string, s stdio) int {
 	// SIGHUP reloads what can change live, as for run and proxy.
 	hup, stopHUP := sidecar.NotifyReloads()
 	defer stopHUP()
-	reloads := sidecar.NewReloads(hup, gatewayReloader(gw, c.load, f, level, log), log)
+	reloads := sidecar.NewReloads(hup, cli.GatewayReloader(gw, c.Load, f, level, log), log)
 	var metrics net.Listener
 	var prom http.Handler
 	if !f.Metrics.GatewayAddress.IsZero() {
@@ -94,7 +77,7 @@ func runGateway(args []string, s stdio) int {
 	page := gatewayHandler(gw, prom)
 	g := gatewayGroup(gw, metrics, page, reloads)
 	addStatus(g, page)
-	ctx, stop := cli.RunContext(*c.duration, cli.LogNotice(log))
+	ctx, stop := cli.RunContext(*c.Duration, cli.LogNotice(log))
 	defer stop()
 	for i, r := range cfg.Routes {
 		log.Info("fairgrid gateway listening", "listen", gw.Addr(i), "region", r.Region, "controller", cfg.Control.Controller)
@@ -126,40 +109,4 @@ func gatewayGroup(gw *gateway.Gateway, metrics net.Listener, handler http.Handle
 	}
 	g.Add(reloads.Run, nil)
 	return &g
-}
-
-// gatewayReloader applies the file anew (SIGHUP), the gateway's Reloader
-// for sidecar.Reloads, which counts and logs a refusal as for run and
-// proxy: what can change live does, and the log names what needs a
-// restart (gateway.Reconfigure's, and configs.GatewayRestart's).
-func gatewayReloader(gw *gateway.Gateway, load func() (*configs.File, gateway.Config, error), start *configs.File, level *slog.LevelVar, log *slog.Logger) sidecar.ReloadFunc {
-	return func() (applied, restart []string, err error) {
-		f, cfg, err := load()
-		if err != nil {
-			return nil, nil, err
-		}
-		if restart, err = gw.Reconfigure(cfg); err != nil {
-			return nil, nil, err
-		}
-		restart = append(restart, configs.GatewayRestart(start, f)...)
-		level.Set(f.Log.Level.Level())
-		log.Info("configuration reloaded", "controller", cfg.Control.Controller, "needs_restart", strings.Join(restart, ","))
-		return nil, restart, nil
-	}
-}
-
-// load reads --config (or the defaults), applies the flags the user set
-// over it (those the gateway shares with run through run's settings, so
-// one rule serves both), adds --listen and --region's route, and checks
-// that a route is configured.
-func (c *gatewayCommand) load() (*configs.File, gateway.Config, error) {
-	f, err := c.set.Load(*c.configPath)
-	if err != nil {
-		return nil, gateway.Config{}, err
-	}
-	cfg, err := f.GatewayStart(*c.listen, *c.region)
-	if err != nil {
-		return nil, gateway.Config{}, err
-	}
-	return f, cfg, nil
 }

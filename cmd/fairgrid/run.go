@@ -26,14 +26,9 @@ func runRun(args []string, s stdio) int {
 	if c, ok := parseFlagsArgs(fs, cli.RunSynopsis, args, s); !ok {
 		return c
 	}
-	if fs.NArg() > 0 {
-		// `run --check-config FILE`, as `nginx -t` and `promtool check config`
-		// users type it: the file is the one to check.
-		if !*check || fs.NArg() > 1 || *configPath != "" {
-			fmt.Fprintf(s.err, "fairgrid run: unexpected argument %q (a configuration file is given with --config FILE, or as the one argument of --check-config)\n", fs.Arg(fs.NArg()-1))
-			return exitUsage
-		}
-		*configPath = fs.Arg(0)
+	if err := cli.ConfigArg(fs, configPath, *check); err != nil {
+		fmt.Fprintf(s.err, "fairgrid run: %v\n", err)
+		return exitUsage
 	}
 	if name := flagOfOtherMode(fs, *demoMode); name != "" {
 		if *demoMode {

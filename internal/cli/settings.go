@@ -110,6 +110,21 @@ func ConfigFlags(fs *flag.FlagSet) (path *string, check *bool) {
 	return path, check
 }
 
+// ConfigArg takes `COMMAND --check-config FILE`, as `nginx -t` and
+// `promtool check config` users type it: the one positional argument of
+// --check-config is the file to check, set in path. Any other is an
+// error.
+func ConfigArg(fs *flag.FlagSet, path *string, check bool) error {
+	if fs.NArg() == 0 {
+		return nil
+	}
+	if !check || fs.NArg() > 1 || *path != "" {
+		return fmt.Errorf("unexpected argument %q (a configuration file is given with --config FILE, or as the one argument of --check-config)", fs.Arg(fs.NArg()-1))
+	}
+	*path = fs.Arg(0)
+	return nil
+}
+
 // SegmentFlag declares audit's --segment; its default is the shipped
 // configuration's (control.segment), as the front-ends'.
 func SegmentFlag(fs *flag.FlagSet) *throttle.Segment {
