@@ -272,3 +272,64 @@ const VersionSynopsis = `(or fairgrid --version)
 
 Prints the version, the commit it was built from ("(modified)" if the tree
 had uncommitted changes), the Go toolchain and the platform, on one line.`
+
+// LabFairnessSynopsis is fairgrid lab fairness's.
+const LabFairnessSynopsis = `[--seats LIST] [--neighbours K] [--limited WORKLOAD] [--controllers LIST] [--tcp LIST] [--reference LIST] [--seeds N] [--seed N] [--duration D] [--warmup D] [--interval D] [--design axes|centre|subset|cross] [--parallel N] [--format text|json] [--out DIR]
+
+Measures the promise: a viewer with saturating demand (its region sends
+whatever the throttle allows) beside bulk TCP downloads on one shared
+drop-tail bottleneck, its bytes/s ÷ one TCP flow's, for each seat and
+cell of the grid: TCP reno and cubic (gVisor's userspace stacks) and,
+as root, linux-reno, linux-cubic and linux-bbr (the kernel's, in network
+namespaces); 1 and 4 flows; buffers of 20, 100 and 200 packets and of ½,
+1 and 2 bandwidth-delay products; random loss 0, 0.5, 3 and 10 %; RTT 20,
+80 and 200 ms; links of 1, 6 and 30 Mbit/s. By default (--design axes)
+each axis is varied alone around the centre, 6 Mbit/s, 80 ms, 100
+packets, no loss, one flow (13 cells per controller and TCP); centre runs
+the centre alone, subset the centre and its 3 % cell, cross the whole
+cross product.
+--seats (by default sidecar,proxy,gateway,gateway+sidecar,stock) puts
+what users run in the viewer's seat of every cell: sidecar
+(run's loop on the viewer's traffic, sending AgentThrottles), proxy (the
+viewer's UDP through proxy's SOCKS 5 relay), gateway (a stock viewer
+behind gateway), gateway+sidecar, stock (no fairgrid), each the
+product's own code over real LLUDP against a region of fairgrid sim with
+OpenSim's non-lending category buckets and its 50-unacked stall, the
+viewer asking 5,120 kbit/s; and tcp:KIND, the control. Their region's
+demand saturates (flying); each seat also gets one application-limited
+row (--limited, default terrain) at the centre with 3 % loss, to set
+beside stock's: nothing cut when the link has room. --neighbours K adds
+K child circuits (neighbour regions) to the viewer: their sum is its
+share. --controllers (none by default) runs the rig's own viewer with a
+controller alone instead (vtcp, window, tfrc): no LLUDP, no region, a
+diagnostic of the controller, not what users run (it does not give the
+sidecar's rows: docs/results/seats-subset.md). Naming either of --seats
+and --controllers leaves the other empty unless it is named too.
+--reference adds the control: each cell again with a bulk TCP download
+of each kind listed in the viewer's seat (rows "tcp:KIND"), how far one
+TCP flow's share lies from another's on the same rig.
+Runs are real time (warm-up plus duration each), --parallel at once;
+Ctrl-C prints the table of the runs that finished (exit 0).
+
+Prints a markdown table (text) or one JSON row per cell (json); with
+--out, also rows.json, table.md and figure.html (viewer ÷ TCP per cell,
+one panel per seat) in DIR.`
+
+// LabGatewaySynopsis is fairgrid lab gateway's.
+const LabGatewaySynopsis = `[--warmup D] [--duration D] [--seed N] [--controller C] [--interval D] [--loss P] [--arms LIST] [--format text|json]
+
+The gateway in the demo's setting: a link of 1 Mbit/s, 50 ms one way, 1 %
+random loss and a 100-datagram buffer, each way, shared by a bulk CUBIC
+download (gVisor's userspace TCP) and a stock viewer asking 1,500 kbit/s
+(the lab viewer: nothing of fairgrid at it). A copy of the link per arm,
+all at once: "gateway", the viewer reaches the region (fairgrid sim's)
+through fairgrid gateway at the region's side of the link;
+"gateway+sidecar", the same with fairgrid's client side at the viewer as
+well; "gateway+proxy" (not run by default), the same with the viewer's
+UDP through fairgrid proxy (SOCKS 5) on its host instead; "stock", the
+viewer reaches the region directly. For each: the
+download's rate and share and the viewer's received rate (both on the
+wire: one TCP share is viewer ÷ download 0.8–1.25), and the viewer's
+datagrams' queueing delay in the link's buffer; for the gateway, its own
+queueing delay by channel, fair rate, loss event rate and RTT, and how
+much the rate in force moved. Real time: warm-up plus duration.`
