@@ -14,12 +14,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/fairgrid/fairgrid/configs"
 	"github.com/fairgrid/fairgrid/internal/cli"
+	"github.com/fairgrid/fairgrid/internal/fakenet"
 	"github.com/fairgrid/fairgrid/throttle/proxy/socks5"
 	"github.com/fairgrid/fairgrid/throttle/sidecar"
 )
@@ -230,32 +230,7 @@ func proxyKeyIdleTimeout(t *testing.T) {
 // silent remote keeps the CONNECT for half_close_timeout; with the
 // default (30 s) it is still open then.
 func proxyKeyHalfCloseTimeout(t *testing.T) {
-	silent, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer silent.Close()
-	var held []net.Conn
-	var mu sync.Mutex
-	go func() {
-		for {
-			c, err := silent.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			held = append(held, c)
-			mu.Unlock()
-		}
-	}()
-	defer func() {
-		mu.Lock()
-		for _, c := range held {
-			c.Close()
-		}
-		mu.Unlock()
-	}()
-	target := silent.Addr().String()
+	target := fakenet.SilentRemote(t).String()
 	allow := fmt.Sprintf("allow_ports = [\"%d\"]\n", netip.MustParseAddrPort(target).Port())
 	open := func(toml string) net.Conn {
 		c, err := connect(proxyFromFile(t, onLoopback+allow+toml, ""), target)
