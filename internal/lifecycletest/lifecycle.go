@@ -115,3 +115,12 @@ func FailsAtOnce(t testing.TB, run func(context.Context) error, broken error, wa
 		t.Errorf("the failure took %v of virtual time to reach the caller", d)
 	}
 }
+
+// HeapInUse is the heap in use after a collection: what a test of a
+// bound on memory compares before and after a flood.
+func HeapInUse() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapInuse
+}
