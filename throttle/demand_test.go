@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fairgrid/fairgrid/lludp"
+	"github.com/fairgrid/fairgrid/lludp/lludptest"
 	"github.com/fairgrid/fairgrid/ratecalc"
 )
 
@@ -244,16 +245,7 @@ func TestLoopViewerCircuitsShareOne(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seq := map[[2]netip.AddrPort]uint32{}
-	send := func(at time.Duration, src, dst netip.AddrPort, m lludp.Typed) {
-		k := [2]netip.AddrPort{src, dst}
-		seq[k]++
-		b, err := lludp.AppendMessage(nil, lludp.Header{Flags: lludp.FlagReliable, Sequence: seq[k]}, m, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		l.Observe(lludp.Datagram{At: t0.Add(at), Src: src, Dst: dst, Payload: b})
-	}
+	send := (&lludptest.Script{T: t, Start: t0, Observe: func(d lludp.Datagram) { l.Observe(d) }}).Send
 	agentB := lludp.AgentData{AgentID: lludp.UUID{3}, SessionID: lludp.UUID{4}}
 	for _, v := range []struct {
 		ep netip.AddrPort

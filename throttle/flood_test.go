@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fairgrid/fairgrid/internal/lifecycletest"
 	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/throttle/circuit"
 )
@@ -48,13 +49,6 @@ func spoofed(t *testing.T, l *Loop, at time.Duration, src netip.AddrPort, seq ui
 	l.Observe(lludp.Datagram{At: t0.Add(at), Src: src, Dst: simEP, Payload: b})
 }
 
-func heapInUse() uint64 {
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return ms.HeapInuse
-}
-
 // TestFlood (issue 11, item 3): over ten seconds of virtual time, 10,000
 // spoofed endpoints each send one UseCircuitCode with random IDs, and 3,000
 // more hold fake circuits of three datagrams: with random IDs and no
@@ -84,7 +78,7 @@ func TestFlood(t *testing.T) {
 	real.send(time.Millisecond, true, lludp.FlagReliable, &lludp.CompleteAgentMovement{AgentData: agent, CircuitCode: 7})
 	realKey := circuit.Key{Viewer: viewerEP, Sim: simEP}
 
-	before := heapInUse()
+	before := lifecycletest.HeapInUse()
 	fakes := 0
 	fake := func() netip.AddrPort {
 		fakes++
@@ -157,7 +151,7 @@ func TestFlood(t *testing.T) {
 			t.Errorf("second %d: %d summary lines, want 1", second+1, summaries)
 		}
 	}
-	grown := int64(heapInUse()) - int64(before)
+	grown := int64(lifecycletest.HeapInUse()) - int64(before)
 	runtime.KeepAlive(l)
 	// 64 circuits of a few KiB and the tracker's bounded candidate table
 	// (DefaultMaxCandidates of about 400 B); 13,000 tracked circuits

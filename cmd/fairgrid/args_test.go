@@ -48,19 +48,3 @@ func TestPositionalArguments(t *testing.T) {
 		})
 	}
 }
-
-// TestOverridesWording: the demo's verdict counts overrides in English.
-func TestOverridesWording(t *testing.T) {
-	for _, tc := range []struct {
-		n    uint64
-		want string
-	}{
-		{0, "The viewer sent no AgentThrottle of its own after fairgrid's first request, so fairgrid never had to override it"},
-		{1, "fairgrid overrode the viewer's own AgentThrottle once, within 3 ms"},
-		{4, "fairgrid overrode the viewer's own AgentThrottles 4 times, each within 3 ms"},
-	} {
-		if got := overrides(tc.n, 3.2); got != tc.want {
-			t.Errorf("overrides(%d) = %q, want %q", tc.n, got, tc.want)
-		}
-	}
-}

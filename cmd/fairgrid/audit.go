@@ -10,24 +10,8 @@ import (
 	"github.com/fairgrid/fairgrid/capture/input"
 	"github.com/fairgrid/fairgrid/internal/audit"
 	"github.com/fairgrid/fairgrid/internal/audit/render"
+	"github.com/fairgrid/fairgrid/internal/cli"
 )
-
-const auditSynopsis = `[options] FILE... | --live IFACE --duration D
-
-Audits the TCP-fairness of captured LLUDP traffic: per circuit and
-direction, the received rate against the TCP-fair rate (RFC 5348's
-equation at the measured loss event rate and ping RTT), with Mathis
-beside it, per second and over the whole connection; the AgentThrottles
-seen; Jain's index across circuits; per-category, per-channel and
-per-message accounting. FILEs are pcap, pcapng or gzip captures, read in
-time order as one trace so that circuits keep their identity across them;
-- is stdin. The table's first column is the verdict: "3.1× its TCP-fair
-rate", "within ±10 %", "no loss: fair rate unbounded", "unknown: no RTT".
-A damaged capture is audited up to the damage, and the report says where
-it stopped; Ctrl-C stops reading and reports what was read (exit 0). The
-exit code is 1 if an input could not be opened or held nothing readable,
-if no LLUDP circuit was found, or if the output could not be written; 2
-for a bad command line.`
 
 // progressClock is the progress bar's clock; tests replace it.
 var progressClock = time.Now
@@ -44,17 +28,17 @@ var stderrIsTerminal = func(w io.Writer) bool {
 }
 
 func runAudit(args []string, s stdio) int {
-	fs := newFlagSet("audit", auditSynopsis, s)
+	fs := newFlagSet("audit", cli.AuditSynopsis, s)
 	format := formatFlag(fs, "output format: `text` (a table) or json (one document: files, circuits, messages)")
 	seconds := fs.Bool("seconds", false, "with --format json: also one object per circuit, direction and second, and the requests (seen and replayed)")
-	segment := segmentFlag(fs) // the verdict's and the replayed controllers'; both fair rates are always reported
+	segment := cli.SegmentFlag(fs) // the verdict's and the replayed controllers'; both fair rates are always reported
 	csvDir := fs.String("csv", "", "also write circuits.csv, seconds.csv and requests.csv into `DIR`")
 	parquetDir := fs.String("parquet", "", "audit each FILE alone, in parallel on all cores, and write circuits.parquet, seconds.parquet and requests.parquet into `DIR`, one row group per file")
 	htmlPath := fs.String("html", "", "also write one self-contained HTML `FILE` with the figures (inline SVG, no network, no JavaScript)")
 	live := fs.String("live", "", "audit a live capture on this `interface` (needs CAP_NET_RAW)")
 	duration := fs.Duration("duration", 0, "with --live: stop after this long (required)")
 	capFlags := input.BindFlags(fs)
-	if code, ok := parseFlagsArgs(fs, auditSynopsis, args, s); !ok {
+	if code, ok := parseFlagsArgs(fs, cli.AuditSynopsis, args, s); !ok {
 		return code
 	}
 	usageErr := func(format string, a ...any) int {
@@ -85,12 +69,12 @@ func runAudit(args []string, s stdio) int {
 		Series: *seconds || *csvDir != "" || *htmlPath != "" || *parquetDir != ""}
 	note := func(msg string) { fmt.Fprintf(s.err, "fairgrid audit: %s\n", msg) }
 	if *parquetDir != "" {
-		out := &resultWriter{w: s.out}
+		out := &cli.ResultWriter{W: s.out}
 		code := exitOK
 		if !render.EachFile(cfg, fs.Args(), input.NewStdin(s.in), *parquetDir, *format == "json", out, note) {
 			code = exitFail
 		}
-		return out.finish(s, "audit", code)
+		return out.Finish(s.err, "audit", code)
 	}
 	a, err := audit.New(cfg)
 	if err != nil {
@@ -99,7 +83,7 @@ func runAudit(args []string, s stdio) int {
 
 	failed := false
 	if *live != "" {
-		ctx, stop := runContext(*duration, plainNotice(s.err, "fairgrid audit"))
+		ctx, stop := cli.RunContext(*duration, cli.PlainNotice(s.err, "fairgrid audit"))
 		defer stop()
 		if err := a.ReadLive(ctx, *live, ports); err != nil {
 			note(err.Error())
@@ -123,7 +107,7 @@ func runAudit(args []string, s stdio) int {
 		}
 		// Ctrl-C stops reading: the report covers what was read, and says
 		// so.
-		ctx, stop := runContext(0, plainNotice(s.err, "fairgrid audit"))
+		ctx, stop := cli.RunContext(0, cli.PlainNotice(s.err, "fairgrid audit"))
 		defer stop()
 		var bar func(int64) *audit.Progress
 		if stderrIsTerminal(s.err) {
@@ -138,7 +122,7 @@ func runAudit(args []string, s stdio) int {
 		note(p)
 		failed = true
 	}
-	out := &resultWriter{w: s.out}
+	out := &cli.ResultWriter{W: s.out}
 	bw := bufio.NewWriterSize(out, 64<<10)
 	if *format == "json" {
 		shown := *r
@@ -153,8 +137,8 @@ func runAudit(args []string, s stdio) int {
 	if ferr := bw.Flush(); err == nil {
 		err = ferr
 	}
-	if err != nil && out.err == nil {
-		out.err = err
+	if err != nil && out.Err == nil {
+		out.Err = err
 	}
 	if *csvDir != "" {
 		if err := audit.WriteCSV(*csvDir, r); err != nil {
@@ -175,5 +159,5 @@ func runAudit(args []string, s stdio) int {
 	if failed {
 		code = exitFail
 	}
-	return out.finish(s, "audit", code)
+	return out.Finish(s.err, "audit", code)
 }

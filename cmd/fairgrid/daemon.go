@@ -6,22 +6,12 @@ import (
 	"time"
 
 	"github.com/fairgrid/fairgrid/configs"
+	"github.com/fairgrid/fairgrid/internal/cli"
 	"github.com/fairgrid/fairgrid/throttle/group"
 	"github.com/fairgrid/fairgrid/throttle/sidecar"
+	"github.com/fairgrid/fairgrid/throttle/status"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
-
-// metricsKey is the key a front-end's --metrics sets: each has its own,
-// so that they run side by side.
-func metricsKey(command string) string {
-	switch command {
-	case "proxy":
-		return "metrics.proxy_address"
-	case "gateway":
-		return "metrics.gateway_address"
-	}
-	return "metrics.address"
-}
 
 // daemon is run's and proxy's loop with what lives beside it.
 type daemon = sidecar.Daemon[*configs.File]
@@ -33,12 +23,12 @@ func newDaemon(f *configs.File, load func() (*configs.File, error), log *slog.Lo
 }
 
 // runDaemon is the live sidecar: capture, measure, decide, send.
-func runDaemon(set *settings, configPath string, check bool, s stdio) int {
+func runDaemon(set *cli.Settings, configPath string, check bool, s stdio) int {
 	fail := func(code int, err error) int {
 		fmt.Fprintf(s.err, "fairgrid run: %v\n", err)
 		return code
 	}
-	load := func() (*configs.File, error) { return set.load(configPath) }
+	load := func() (*configs.File, error) { return set.Load(configPath) }
 	f, err := load()
 	if err != nil {
 		fmt.Fprintf(s.err, "fairgrid run: configuration: %v\n", err)
@@ -49,7 +39,7 @@ func runDaemon(set *settings, configPath string, check bool, s stdio) int {
 		return exitOK
 	}
 	level := new(slog.LevelVar)
-	log := newLogger(s.err, f.Log.Format, level)
+	log := cli.NewLogger(s.err, f.Log.Format, level)
 	d, err := newDaemon(f, load, log, level)
 	if err != nil {
 		return fail(exitUsage, err)
@@ -59,11 +49,11 @@ func runDaemon(set *settings, configPath string, check bool, s stdio) int {
 	defer stopHUP()
 	var live *sidecar.Live
 	page := loopPage("run", d.Loop, promhttp.HandlerFor(sidecar.Registry(d.Metrics), promhttp.HandlerOpts{}),
-		captureHealth(f.Capture.Interface, f.Capture.Ports.String(), func() uint64 { return live.Sidecar().CaptureStats().Datagrams }), log)
+		status.CaptureHealth(f.Capture.Interface, f.Capture.Ports.String(), func() uint64 { return live.Sidecar().CaptureStats().Datagrams }), log)
 	cfg := sidecar.LiveConfig{Interface: f.Capture.Interface, Ports: f.Capture.Ports.Ports(), PortsText: f.Capture.Ports.String(),
 		DryRun: f.Send.DryRun, Reloads: hup, Reloader: d.Running, Log: log}
 	if !f.Metrics.Address.IsZero() {
-		if cfg.MetricsListener, err = metricsListener(f.Metrics.Address.String(), "metrics.address"); err != nil {
+		if cfg.MetricsListener, err = cli.MetricsListener(f.Metrics.Address.String(), "metrics.address"); err != nil {
 			return fail(exitFail, err)
 		}
 		cfg.Metrics = page
@@ -78,7 +68,7 @@ func runDaemon(set *settings, configPath string, check bool, s stdio) int {
 	defer live.Close()
 	d.Metrics.Capture = live.Sidecar().CaptureStats
 	d.Metrics.Reloads = live.Sidecar().ReloadStats
-	ctx, stop := runContext(0, logNotice(log))
+	ctx, stop := cli.RunContext(0, cli.LogNotice(log))
 	defer stop()
 	log.Info("fairgrid running", "interface", live.Interface, "chosen", live.Chosen, "controller", f.Control.Controller, "dry_run", f.Send.DryRun)
 	var g group.Group

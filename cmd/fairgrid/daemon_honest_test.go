@@ -18,7 +18,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,7 +31,9 @@ import (
 	"github.com/fairgrid/fairgrid/configs"
 	"github.com/fairgrid/fairgrid/internal/lab/link"
 	"github.com/fairgrid/fairgrid/internal/lab/viewer"
+	"github.com/fairgrid/fairgrid/internal/lifecycletest"
 	"github.com/fairgrid/fairgrid/lludp"
+	"github.com/fairgrid/fairgrid/lludp/lludptest"
 	"github.com/fairgrid/fairgrid/opensim/region"
 	"github.com/fairgrid/fairgrid/ratecalc"
 	"github.com/fairgrid/fairgrid/throttle"
@@ -612,17 +613,8 @@ func runScenario(t *testing.T, toml string) scenario {
 	if s.d, err = newDaemon(f, nil, slog.New(countingHandler{level, &s.infoLogs}), level); err != nil {
 		t.Fatal(err)
 	}
-	seq := map[[2]netip.AddrPort]uint32{}
-	send := func(at time.Duration, src, dst netip.AddrPort, m lludp.Typed) {
-		k := [2]netip.AddrPort{src, dst}
-		seq[k]++
-		// Not zero-coded: the images' zeros would shrink to nothing.
-		b, err := lludp.AppendMessage(nil, lludp.Header{Flags: lludp.FlagReliable, Sequence: seq[k]}, m, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.d.Loop.Observe(capture.Datagram{At: scenarioStart.Add(at), Src: src, Dst: dst, Payload: b})
-	}
+	script := &lludptest.Script{T: t, Start: scenarioStart, Observe: func(d lludp.Datagram) { s.d.Loop.Observe(d) }}
+	send := script.Send
 	root := []struct {
 		viewer netip.AddrPort
 		agent  lludp.AgentData
@@ -648,7 +640,7 @@ func runScenario(t *testing.T, toml string) scenario {
 				send(at+80*time.Millisecond, scenarioSim, v.viewer, &lludp.CompletePingCheck{PingID: uint8(at / time.Second)})
 			}
 			if at%(970*time.Millisecond) == 0 {
-				seq[[2]netip.AddrPort{scenarioSim, v.viewer}]++ // one lost
+				script.Lose(scenarioSim, v.viewer)
 			}
 			send(at, scenarioSim, v.viewer, &lludp.ImagePacket{Data: make([]byte, 970)})
 		}
@@ -1116,7 +1108,7 @@ func TestRunDaemonFlood(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer raw.Close()
-	before := heapInUseNow()
+	before := lifecycletest.HeapInUse()
 	rng := rand.New(rand.NewPCG(5, 5))
 	const fakes = 5000
 	for i := range fakes {
@@ -1155,7 +1147,7 @@ func TestRunDaemonFlood(t *testing.T) {
 		case <-log.nextWrite():
 		}
 	}
-	grown := int64(heapInUseNow()) - int64(before)
+	grown := int64(lifecycletest.HeapInUse()) - int64(before)
 	logs := log.String()
 	intervals, others := 0, 0
 	for line := range strings.Lines(logs) {
@@ -1200,13 +1192,6 @@ func circuitsIn(line string) int {
 	}
 	n, _ := strconv.Atoi(m[1])
 	return n
-}
-
-func heapInUseNow() uint64 {
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return ms.HeapInuse
 }
 
 // TestDemoSegment: run --demo takes --segment, refuses a bad one with the

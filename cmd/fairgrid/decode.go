@@ -6,24 +6,12 @@ import (
 	"strings"
 
 	"github.com/fairgrid/fairgrid/capture/input"
+	"github.com/fairgrid/fairgrid/internal/cli"
 	"github.com/fairgrid/fairgrid/internal/decode"
 )
 
-const decodeSynopsis = `[options] [HEX|FILE|- ...]
-
-Decodes LLUDP datagrams. Each argument is a datagram in hex, a .bin file
-holding one raw datagram, a pcap or pcapng capture (gzip-compressed too),
-or a text file with one hex datagram per line. With no arguments, or the
-argument -, stdin is read: a capture if it starts like one, else hex
-datagrams one per line ('#' starts a comment). Datagrams from captures
-carry their time, direction and circuit; --summary prints only each
-circuit's measurements, and takes captures only. A datagram that fails to
-decode is reported and the rest go on. The exit code is 1 if any failed,
-if an input could not be read (a missing file, a broken capture, one with
-no LLUDP) or held no datagram, or if the output could not be written.`
-
 func runDecode(args []string, s stdio) int {
-	fs := newFlagSet("decode", decodeSynopsis, s)
+	fs := newFlagSet("decode", cli.DecodeSynopsis, s)
 	format := formatFlag(fs, "output format: `text` or json (one object per line)")
 	useSamples := fs.Bool("samples", false, "decode the built-in sample datagrams")
 	filter := fs.String("filter", "", "print only these messages (comma-separated names)")
@@ -31,7 +19,7 @@ func runDecode(args []string, s stdio) int {
 	live := fs.String("live", "", "capture live on this interface (needs CAP_NET_RAW) until interrupted")
 	duration := fs.Duration("duration", 0, "with --live: stop after this long")
 	capFlags := input.BindFlags(fs)
-	if code, ok := parseFlagsArgs(fs, decodeSynopsis, args, s); !ok {
+	if code, ok := parseFlagsArgs(fs, cli.DecodeSynopsis, args, s); !ok {
 		return code
 	}
 	usageErr := func(format string, a ...any) int {
@@ -55,7 +43,7 @@ func runDecode(args []string, s stdio) int {
 		if fs.NArg() > 0 || *useSamples {
 			return usageErr("--live takes no other input")
 		}
-		ctx, stop := runContext(*duration, plainNotice(s.err, "fairgrid decode"))
+		ctx, stop := cli.RunContext(*duration, cli.PlainNotice(s.err, "fairgrid decode"))
 		defer stop()
 		d.Live(ctx, *live)
 	case *useSamples:

@@ -1,13 +1,12 @@
 package main
 
 import (
+	"context"
 	"flag"
-	"fmt"
 	"io"
+	"time"
 
-	"github.com/fairgrid/fairgrid/configs"
 	"github.com/fairgrid/fairgrid/internal/cli"
-	"github.com/fairgrid/fairgrid/throttle"
 )
 
 // newFlagSet returns a flag set that reports errors on stderr instead of
@@ -31,50 +30,26 @@ func parseFlagsArgs(fs *flag.FlagSet, synopsis string, args []string, s stdio) (
 // formatFlag declares --format: text, json or one of more.
 var formatFlag = cli.FormatFlag
 
-// configFlags declares --config and --check-config, as every front-end
-// that reads the configuration file has them.
-func configFlags(fs *flag.FlagSet) (path *string, check *bool) {
-	path = fs.String("config", "", "configuration file (default: the built-in defaults, as in configs/fairgrid.toml)")
-	check = fs.Bool("check-config", false, "validate the configuration and exit")
-	return path, check
+// runContext, plainNotice and resultWriter are lab.go's names for
+// cli.RunContext, cli.PlainNotice and cli.ResultWriter.
+func runContext(d time.Duration, notice func(string)) (context.Context, context.CancelFunc) {
+	return cli.RunContext(d, notice)
 }
 
-// segmentUsage is --segment's, in the front-ends and audit.
-const segmentUsage = "the segment size s of the TCP-fair rate: `mean` (the mean datagram payload, RFC 5348) or nominal (1460 B, RFC 4828)"
+func plainNotice(w io.Writer, name string) func(string) { return cli.PlainNotice(w, name) }
 
-// segmentFlag declares audit's --segment; its default is the shipped
-// configuration's (control.segment), as the front-ends'.
-func segmentFlag(fs *flag.FlagSet) *throttle.Segment {
-	segment := configs.Default().Control.Segment
-	fs.TextVar(&segment, "segment", segment, segmentUsage)
-	return &segment
-}
-
-// resultWriter is a command's standard output that remembers the first
-// write error, so that the command fails instead of exiting 0 having
-// written nothing (a full disk, a closed pipe).
 type resultWriter struct {
 	w   io.Writer
 	err error
 }
 
 func (r *resultWriter) Write(p []byte) (int, error) {
-	if r.err != nil {
-		return 0, r.err
-	}
-	n, err := r.w.Write(p)
-	if err != nil {
-		r.err = fmt.Errorf("writing the results: %w", err)
-	}
-	return n, r.err
+	c := cli.ResultWriter{W: r.w, Err: r.err}
+	n, err := c.Write(p)
+	r.err = c.Err
+	return n, err
 }
 
-// finish turns a write error into exit 1, reported on stderr; otherwise it
-// returns code.
 func (r *resultWriter) finish(s stdio, name string, code int) int {
-	if r.err == nil {
-		return code
-	}
-	fmt.Fprintf(s.err, "fairgrid %s: %v\n", name, r.err)
-	return exitFail
+	return (&cli.ResultWriter{Err: r.err}).Finish(s.err, name, code)
 }

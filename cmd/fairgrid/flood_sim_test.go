@@ -5,7 +5,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/binary"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -22,7 +21,7 @@ import (
 	"time"
 
 	"github.com/fairgrid/fairgrid/internal/lab/viewer"
-	"github.com/fairgrid/fairgrid/lludp"
+	"github.com/fairgrid/fairgrid/opensim/gateway/gatewaytest"
 	"github.com/fairgrid/fairgrid/opensim/region"
 	"github.com/fairgrid/fairgrid/ratecalc"
 )
@@ -149,12 +148,7 @@ func spoof(t *testing.T, sim netip.AddrPort, rng *rand.Rand, i uint32, freshPref
 		return false
 	}
 	defer conn.Close()
-	var agent, session lludp.UUID
-	binary.LittleEndian.PutUint64(agent[:], rng.Uint64())
-	binary.LittleEndian.PutUint64(session[:], rng.Uint64())
-	b, _ := lludp.AppendMessage(nil, lludp.Header{Flags: lludp.FlagReliable, Sequence: 1},
-		&lludp.UseCircuitCode{Code: rng.Uint32(), AgentID: agent, SessionID: session}, nil)
-	conn.WriteToUDPAddrPort(b, sim)
+	conn.WriteToUDPAddrPort(gatewaytest.RandomUseCircuitCode(rng), sim)
 	return true
 }
 
@@ -309,14 +303,7 @@ func counter(t *testing.T, stdout, name string) int {
 // the same datagrams with the default and with the flag, counted in what
 // the sim prints when it stops.
 func TestSimAdmissionFlags(t *testing.T) {
-	useCircuitCode := func(rng *rand.Rand) []byte {
-		var agent, session lludp.UUID
-		binary.LittleEndian.PutUint64(agent[:], rng.Uint64())
-		binary.LittleEndian.PutUint64(session[:], rng.Uint64())
-		b, _ := lludp.AppendMessage(nil, lludp.Header{Flags: lludp.FlagReliable, Sequence: 1},
-			&lludp.UseCircuitCode{Code: rng.Uint32(), AgentID: agent, SessionID: session}, nil)
-		return b
-	}
+	useCircuitCode := gatewaytest.RandomUseCircuitCode
 	// send sends n UseCircuitCode, every gap, from 127.a.b.(i+1) with
 	// (a, b) = prefix(i): a fresh address each, in /24s of the caller's
 	// choosing.

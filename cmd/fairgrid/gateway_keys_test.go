@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fairgrid/fairgrid/configs"
+	"github.com/fairgrid/fairgrid/internal/cli"
 	"github.com/fairgrid/fairgrid/opensim/gateway"
 )
 
@@ -157,7 +158,7 @@ func TestMetricsPortsDistinct(t *testing.T) {
 		t.Errorf("metrics defaults collide: run %s, proxy %s, gateway %s", m.Address, m.ProxyAddress, m.GatewayAddress)
 	}
 	for command, want := range map[string]string{"run": "metrics.address", "proxy": "metrics.proxy_address", "gateway": "metrics.gateway_address"} {
-		if got := metricsKey(command); got != want {
+		if got := cli.MetricsKey(command); got != want {
 			t.Errorf("%s --metrics sets %s", command, got)
 		}
 	}

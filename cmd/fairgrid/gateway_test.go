@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/fairgrid/fairgrid/configs"
+	"github.com/fairgrid/fairgrid/internal/cli"
 	"github.com/fairgrid/fairgrid/internal/lab/viewer"
 	"github.com/fairgrid/fairgrid/opensim/gateway"
 	"github.com/fairgrid/fairgrid/opensim/gateway/gatewaytest"
@@ -104,7 +105,7 @@ func TestGatewayFlags(t *testing.T) {
 		if err := c.fs.Parse(append(route, args...)); err != nil {
 			t.Fatal(err)
 		}
-		f, cfg, err := c.load()
+		f, cfg, err := c.Load()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -231,8 +232,8 @@ func TestGatewayReload(t *testing.T) {
 		}
 		write("[gateway]\nroutes = [\"127.0.0.1:0=127.0.0.1:9000\"]\n")
 		c := gatewayFlags(stdio{nil, io.Discard, io.Discard})
-		c.configPath = &path
-		load := c.load
+		c.ConfigPath = &path
+		load := c.Load
 		start, cfg, err := load()
 		if err != nil {
 			t.Fatal(err)
@@ -245,7 +246,7 @@ func TestGatewayReload(t *testing.T) {
 		log := slog.New(slog.NewTextHandler(&logged, nil))
 		level := new(slog.LevelVar)
 		asks := make(chan struct{})
-		reloads := sidecar.NewReloads(asks, gatewayReloader(gw, load, start, level, log), log)
+		reloads := sidecar.NewReloads(asks, cli.GatewayReloader(gw, load, start, level, log), log)
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error)
 		go func() { done <- reloads.Run(ctx) }()

@@ -5,13 +5,12 @@ import (
 	"errors"
 	"net/http"
 	"net/netip"
-	"strings"
 	"testing"
 	"testing/synctest"
-	"time"
 
 	"github.com/fairgrid/fairgrid/internal/fakenet"
 	"github.com/fairgrid/fairgrid/internal/lab/viewer"
+	"github.com/fairgrid/fairgrid/internal/lifecycletest"
 	"github.com/fairgrid/fairgrid/opensim/gateway"
 	"github.com/fairgrid/fairgrid/opensim/region"
 	"github.com/fairgrid/fairgrid/throttle/group"
@@ -44,14 +43,7 @@ func (failingRunner) Run(context.Context) error { return errBroken }
 // failure, naming it with want, at once.
 func runFailing(t *testing.T, g *group.Group, want string) {
 	t.Helper()
-	start := time.Now()
-	err := g.Run(context.Background())
-	if !errors.Is(err, errBroken) || !strings.Contains(err.Error(), want) {
-		t.Errorf("Run = %v, want the failure, named %q", err, want)
-	}
-	if d := time.Since(start); d != 0 {
-		t.Errorf("the failure took %v of virtual time to reach the caller", d)
-	}
+	lifecycletest.FailsAtOnce(t, g.Run, errBroken, want)
 }
 
 // TestSimGroupMemberFailure: sim's group is the region and its metrics'

@@ -17,7 +17,7 @@ import (
 // interruptCases are long-running front-ends that print a partial result
 // on stdout when Ctrl-C stops them (TestLabInterrupted and
 // TestLabGatewayInterrupted check that result after one Ctrl-C); every
-// front-end takes its signals from runContext.
+// front-end takes its signals from cli.RunContext.
 var interruptCases = []struct {
 	name  string
 	args  []string

@@ -8,19 +8,8 @@ import (
 	"github.com/fairgrid/fairgrid/throttle/group"
 )
 
-const linkSynopsis = `--listen ADDR --upstream ADDR [--rate R] [--delay D] [--loss P] [--buffer N] [--burst L] [--seed S] [--duration D] [--format text|json]
-
-Relays UDP between viewers and a simulator like a network link would:
-per direction a rate limit, a FIFO buffer in datagrams, a one-way delay and
-random or bursty loss, repeatable with a seed. Point viewers at --listen.
-Each of --rate, --delay, --loss, --buffer and --burst takes one value for
-both directions, or down=VALUE,up=VALUE (down is simulator to viewer).
-Rates are bits/s with an optional k, M or G (2M, 500k); loss is a fraction
-or a percentage (0.03, 3%). It runs until interrupted or for --duration and
-then prints what it forwarded and dropped.`
-
 func runLink(args []string, s stdio) int {
-	fs := newFlagSet("link", linkSynopsis, s)
+	fs := newFlagSet("link", cli.LinkSynopsis, s)
 	var cfg link.Config
 	cli.AddrPortVar(fs, &cfg.Listen, "listen", "127.0.0.1:9100", "`address` viewers send to")
 	cli.AddrPortVar(fs, &cfg.Upstream, "upstream", "127.0.0.1:9000", "the simulator's `address`")
@@ -28,7 +17,7 @@ func runLink(args []string, s stdio) int {
 	fs.Uint64Var(&cfg.Seed, "seed", 1, "seed of the loss processes")
 	duration := fs.Duration("duration", 0, "stop after this long (0: until interrupted)")
 	format := formatFlag(fs, "output format: `text` or json")
-	if code, ok := parseFlags(fs, linkSynopsis, args, s); !ok {
+	if code, ok := parseFlags(fs, cli.LinkSynopsis, args, s); !ok {
 		return code
 	}
 	r, err := link.New(cfg, nil)
@@ -36,7 +25,7 @@ func runLink(args []string, s stdio) int {
 		fmt.Fprintf(s.err, "fairgrid link: %v\n", err)
 		return exitFail
 	}
-	ctx, stop := runContext(*duration, plainNotice(s.err, "fairgrid link"))
+	ctx, stop := cli.RunContext(*duration, cli.PlainNotice(s.err, "fairgrid link"))
 	defer stop()
 	fmt.Fprintf(s.err, "fairgrid link: relaying %v → %v\n  down (sim → viewer): %v\n  up (viewer → sim):   %v\n", r.Addr(), cfg.Upstream, cfg.Down, cfg.Up)
 	if err := linkGroup(r).Run(ctx); err != nil {
@@ -44,9 +33,9 @@ func runLink(args []string, s stdio) int {
 		return exitFail
 	}
 	down, up := r.Stats()
-	out := &resultWriter{w: s.out}
+	out := &cli.ResultWriter{W: s.out}
 	link.WriteStats(out, *format == "json", down, up)
-	return out.finish(s, "link", exitOK)
+	return out.Finish(s.err, "link", exitOK)
 }
 
 // linkGroup is link's group: the relay.

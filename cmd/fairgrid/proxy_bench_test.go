@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -89,10 +88,7 @@ func runPlainRelay(target string) int {
 }
 
 // benchChild is a relay in a child process.
-type benchChild struct {
-	cmd  *exec.Cmd
-	addr string
-}
+type benchChild struct{ *benchrelay.Child }
 
 func startBenchChild(b *testing.B, kind string, target netip.AddrPort) *benchChild {
 	var cmd *exec.Cmd
@@ -107,37 +103,7 @@ func startBenchChild(b *testing.B, kind string, target netip.AddrPort) *benchChi
 	}
 	// The plain relay prints its address on stdout, the proxy and socat in
 	// their logs.
-	pipe, err := cmd.StdoutPipe()
-	if kind != "plain" {
-		pipe, err = cmd.StderrPipe()
-	}
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	// A benchmark that fails before stop must not leave its relay behind.
-	b.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	})
-	sc := bufio.NewScanner(pipe)
-	for sc.Scan() {
-		if addr, ok := relayAddrIn(kind, sc.Text()); ok {
-			go func() {
-				for sc.Scan() {
-				}
-			}()
-			return &benchChild{cmd: cmd, addr: addr}
-		}
-	}
-	cmd.Process.Kill()
-	cmd.Wait()
-	b.Fatalf("%s relay: no address", kind)
-	return nil
+	return &benchChild{benchrelay.StartChild(b, kind, cmd, kind != "plain", func(line string) (string, bool) { return relayAddrIn(kind, line) })}
 }
 
 // relayAddrIn finds the address a relay listens on in a line it printed:
@@ -153,59 +119,14 @@ func relayAddrIn(kind, line string) (string, bool) {
 	return addr, ok
 }
 
-// peakRSS is the child's peak resident set (VmHWM): its own memory since
-// exec, unlike rusage's, which a vfork-started child shares with the
-// parent's.
-func (c *benchChild) peakRSS(b *testing.B) float64 {
-	s, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", c.cmd.Process.Pid))
-	if err != nil {
-		b.Fatal(err)
-	}
-	for line := range strings.SplitSeq(string(s), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 64)
-			if err == nil {
-				return kb * 1024
-			}
-		}
-	}
-	b.Fatal("no VmHWM")
-	return 0
-}
-
-// cpu is the CPU time the child has used so far, all threads, user and
-// system, in nanoseconds (the first field of each thread's
-// /proc/PID/task/TID/schedstat): /proc/PID/stat counts in ticks of 10 ms,
-// too coarse for a relay using 30 ms a second. Read around the measured
-// part, it leaves out start-up and the proxy's warm-up. A thread that
-// exits takes its time with it, which a Go program's threads do not
-// (the runtime keeps them).
-func (c *benchChild) cpu(b *testing.B) time.Duration {
-	dir := fmt.Sprintf("/proc/%d/task", c.cmd.Process.Pid)
-	tasks, err := os.ReadDir(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var total time.Duration
-	for _, t := range tasks {
-		s, err := os.ReadFile(dir + "/" + t.Name() + "/schedstat")
-		if err != nil {
-			continue // the thread ended between the listing and the read
-		}
-		ns, err := strconv.ParseInt(strings.Fields(string(s))[0], 10, 64)
-		if err != nil {
-			b.Fatalf("%s/%s/schedstat: %q", dir, t.Name(), s)
-		}
-		total += time.Duration(ns)
-	}
-	return total
-}
+// peakRSS is the child's peak resident set (VmHWM).
+func (c *benchChild) peakRSS(b *testing.B) float64 { return c.Memory(b, "VmHWM") }
 
 // stop ends the child. socat ends on SIGTERM with its status, 143.
 func (c *benchChild) stop(b *testing.B) {
-	c.cmd.Process.Signal(syscall.SIGTERM)
-	err := c.cmd.Wait()
-	if filepath.Base(c.cmd.Path) == "socat" && c.cmd.ProcessState.ExitCode() == 128+int(syscall.SIGTERM) {
+	c.Cmd.Process.Signal(syscall.SIGTERM)
+	err := c.Cmd.Wait()
+	if filepath.Base(c.Cmd.Path) == "socat" && c.Cmd.ProcessState.ExitCode() == 128+int(syscall.SIGTERM) {
 		err = nil
 	}
 	if err != nil {
@@ -285,7 +206,7 @@ func dialBench(b *testing.B, kind string, child *benchChild, sim netip.AddrPort)
 		if err != nil {
 			b.Fatal(err)
 		}
-		relay := netip.MustParseAddrPort(child.addr)
+		relay := netip.MustParseAddrPort(child.Addr)
 		return benchConn{
 			send:  func(p []byte) error { _, err := pc.WriteToUDPAddrPort(p, relay); return err },
 			recv:  func(buf []byte) error { _, _, err := pc.ReadFromUDPAddrPort(buf); return err },
@@ -293,7 +214,7 @@ func dialBench(b *testing.B, kind string, child *benchChild, sim netip.AddrPort)
 			conn:  pc,
 		}
 	}
-	c, err := socks5.DialUDP(context.Background(), child.addr, nil)
+	c, err := socks5.DialUDP(context.Background(), child.Addr, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -311,7 +232,7 @@ func dialBench(b *testing.B, kind string, child *benchChild, sim netip.AddrPort)
 // runs in a child process, so relay-datagrams/cpu-s counts its own CPU
 // time (the per-core figure). The proxy runs as `fairgrid proxy` does, on
 // one processor unless the benchmark's environment sets GOMAXPROCS
-// (proxyProcs); the plain relay on the runtime's default. Each op is two datagrams, one each way. window=8
+// (proxy.SetProcs); the plain relay on the runtime's default. Each op is two datagrams, one each way. window=8
 // keeps eight in flight (throughput); window=1 is ping-pong and reports
 // the round trip's median and p99 (the relay's added latency is the
 // difference from the plain relay's). load=5Mbit paces 5 Mbit/s through
@@ -401,7 +322,7 @@ func benchProxyWindow(b *testing.B, kind string, window, ops int) map[string]flo
 		}
 	}
 	var trips []time.Duration
-	cpu0 := child.cpu(b)
+	cpu0 := child.CPU(b)
 	start := time.Now()
 	last := start
 	done := 0
@@ -425,7 +346,7 @@ func benchProxyWindow(b *testing.B, kind string, window, ops int) map[string]flo
 		}
 	}
 	elapsed := time.Since(start)
-	cpu := child.cpu(b) - cpu0
+	cpu := child.CPU(b) - cpu0
 	for range window {
 		c.recv(buf)
 	}
@@ -525,7 +446,7 @@ func benchProxyLoad(b *testing.B, kind string, large bool) map[string]float64 {
 		received <- n
 	}()
 	sent := 0
-	cpu0 := child.cpu(b)
+	cpu0 := child.CPU(b)
 	// Paced by the clock, not by counting ticks: a ticker drops the ticks
 	// a busy machine misses, and the rate with them.
 	tick := time.NewTicker(10 * time.Millisecond)
@@ -544,7 +465,7 @@ func benchProxyLoad(b *testing.B, kind string, large bool) map[string]float64 {
 		}
 	}
 	tick.Stop()
-	cpu := child.cpu(b) - cpu0
+	cpu := child.CPU(b) - cpu0
 	got := <-received
 	rss := child.peakRSS(b)
 	c.conn.Close()
@@ -563,7 +484,7 @@ func benchProxyLoad(b *testing.B, kind string, large bool) map[string]float64 {
 }
 
 // TestProxyProcs: `fairgrid proxy` runs on one processor unless
-// $GOMAXPROCS names a number, which it keeps (proxyProcs). The proxy runs
+// $GOMAXPROCS names a number, which it keeps (proxy.SetProcs). The proxy runs
 // as BenchmarkProxy's child does, and its log names the count.
 func TestProxyProcs(t *testing.T) {
 	for _, tc := range []struct {

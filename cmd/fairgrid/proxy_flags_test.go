@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fairgrid/fairgrid/internal/cli"
 	"github.com/fairgrid/fairgrid/lludp"
 )
 
@@ -90,7 +91,7 @@ func TestProxyFails(t *testing.T) {
 // defaults.
 func TestProxyHelp(t *testing.T) {
 	code, out, _ := runCmd(t, "", "help", "proxy")
-	for _, want := range []string{"Usage: fairgrid proxy", "Use SOCKS 5 proxy for UDP traffic", "127.0.0.1:1080", proxyPasswordEnv, "--allow-ports"} {
+	for _, want := range []string{"Usage: fairgrid proxy", "Use SOCKS 5 proxy for UDP traffic", "127.0.0.1:1080", cli.ProxyPasswordEnv, "--allow-ports"} {
 		if code != exitOK || !strings.Contains(out, want) {
 			t.Errorf("exit %d, help lacks %q:\n%s", code, want, out)
 		}
@@ -110,7 +111,7 @@ func TestParsePortRanges(t *testing.T) {
 		if err := fs.Parse([]string{"--allow-ports", list}); err != nil {
 			return nil, err
 		}
-		f, err := set.load("")
+		f, err := set.Load("")
 		if err != nil {
 			return nil, err
 		}

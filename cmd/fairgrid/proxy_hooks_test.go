@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/fairgrid/fairgrid/configs"
+	"github.com/fairgrid/fairgrid/internal/lifecycletest"
 	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/opensim/region"
 	"github.com/fairgrid/fairgrid/throttle/group"
@@ -40,22 +41,7 @@ func runTestProxyOn(t *testing.T, listen string, d *daemon, pc proxy.Config, sc 
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", listen)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var g group.Group
-	p.AddTo(&g, ln)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- g.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("proxy: %v", err)
-		}
-	})
-	return p, reg, ln.Addr().String()
+	return p, reg, lifecycletest.Serve(t, listen, func(g *group.Group, ln net.Listener) { p.AddTo(g, ln) })
 }
 
 // testSimPorts let the relay send to the tests' regions, which listen on

@@ -14,11 +14,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/fairgrid/fairgrid/configs"
+	"github.com/fairgrid/fairgrid/internal/cli"
+	"github.com/fairgrid/fairgrid/internal/fakenet"
 	"github.com/fairgrid/fairgrid/throttle/proxy/socks5"
 	"github.com/fairgrid/fairgrid/throttle/sidecar"
 )
@@ -33,11 +34,11 @@ func proxyFromFile(t *testing.T, toml, envPass string) string {
 	if err := os.WriteFile(path, []byte("[metrics]\naddress = \"\"\n"+toml), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	f, err := proxySettings(t).load(path)
+	f, err := proxySettings(t).Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pc, listen, err := proxyConfig(f, envPass)
+	pc, listen, err := cli.ProxyConfig(f, envPass)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,32 +230,7 @@ func proxyKeyIdleTimeout(t *testing.T) {
 // silent remote keeps the CONNECT for half_close_timeout; with the
 // default (30 s) it is still open then.
 func proxyKeyHalfCloseTimeout(t *testing.T) {
-	silent, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer silent.Close()
-	var held []net.Conn
-	var mu sync.Mutex
-	go func() {
-		for {
-			c, err := silent.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			held = append(held, c)
-			mu.Unlock()
-		}
-	}()
-	defer func() {
-		mu.Lock()
-		for _, c := range held {
-			c.Close()
-		}
-		mu.Unlock()
-	}()
-	target := silent.Addr().String()
+	target := fakenet.SilentRemote(t).String()
 	allow := fmt.Sprintf("allow_ports = [\"%d\"]\n", netip.MustParseAddrPort(target).Port())
 	open := func(toml string) net.Conn {
 		c, err := connect(proxyFromFile(t, onLoopback+allow+toml, ""), target)
@@ -349,7 +325,7 @@ func TestEveryProxyFlagReachesItsKey(t *testing.T) {
 				t.Fatalf("no case for --%s: add one", name)
 			}
 			if tc.args == nil {
-				f, err := proxySettings(t, "--dry-run").load("")
+				f, err := proxySettings(t, "--dry-run").Load("")
 				if err != nil || !f.Send.DryRun {
 					t.Errorf("--dry-run: send.dry_run %v, %v", f != nil && f.Send.DryRun, err)
 				}
@@ -364,7 +340,7 @@ func TestEveryProxyFlagReachesItsKey(t *testing.T) {
 }
 
 // proxySettings are the proxy's settings (proxyFlags) with args parsed.
-func proxySettings(t *testing.T, args ...string) *settings {
+func proxySettings(t *testing.T, args ...string) *cli.Settings {
 	t.Helper()
 	fs, set, _, _ := proxyFlags(stdio{strings.NewReader(""), io.Discard, io.Discard})
 	if err := fs.Parse(args); err != nil {
@@ -395,11 +371,11 @@ func TestProxyFlagsOverrideFile(t *testing.T) {
 		{"password-file", pass, func(f *configs.File) any { return f.Proxy.PasswordFile }, pass},
 	} {
 		t.Run(tc.flag, func(t *testing.T) {
-			fromFile, err := proxySettings(t).load(file)
+			fromFile, err := proxySettings(t).Load(file)
 			if err != nil {
 				t.Fatal(err)
 			}
-			f, err := proxySettings(t, "--"+tc.flag, tc.value).load(file)
+			f, err := proxySettings(t, "--"+tc.flag, tc.value).Load(file)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -445,11 +421,11 @@ func TestProxyCheckConfig(t *testing.T) {
 // TestProxySimPorts: --sim-ports (capture.ports) sets the ports the UDP
 // relay sends to, which a refused datagram's log line names (issue 37).
 func TestProxySimPorts(t *testing.T) {
-	f, err := proxySettings(t, "--sim-ports", "9000-9001,12035").load("")
+	f, err := proxySettings(t, "--sim-ports", "9000-9001,12035").Load("")
 	if err != nil {
 		t.Fatal(err)
 	}
-	pc, _, err := proxyConfig(f, "")
+	pc, _, err := cli.ProxyConfig(f, "")
 	if err != nil {
 		t.Fatal(err)
 	}

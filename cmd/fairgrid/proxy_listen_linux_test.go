@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/fairgrid/fairgrid/internal/cli"
 )
 
 // hostsChildEnv marks the child of TestListenResolvedBeforeLoopbackCheck,
@@ -30,7 +32,7 @@ func TestListenResolvedBeforeLoopbackCheck(t *testing.T) {
 			t.Errorf("--listen localhost:1080 with localhost at 0.0.0.0: exit %d, stdout %q, stderr %q; want refused", code, out, errOut)
 		}
 		// With credentials the same address is accepted, as any other.
-		t.Setenv(proxyPasswordEnv, "secret")
+		t.Setenv(cli.ProxyPasswordEnv, "secret")
 		if code, _, errOut := runCmd(t, "", "proxy", "--listen", "localhost:1080", "--user", "viewer", "--metrics", "", "--check-config"); code != exitOK {
 			t.Errorf("with credentials: exit %d, %q", code, errOut)
 		}

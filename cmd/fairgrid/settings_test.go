@@ -29,7 +29,7 @@ func jsonLines(log string) (bool, int) {
 
 // logFormatKey: log.format = "json" makes a front-end log one JSON object
 // a line; the default, text, key=value lines. Shown on the gateway, which
-// stops by itself; every front-end makes its log with newLogger
+// stops by itself; every front-end makes its log with cli.NewLogger
 // (TestLogFormatFlag).
 func logFormatKey(t *testing.T) {
 	for _, format := range []string{"text", "json"} {

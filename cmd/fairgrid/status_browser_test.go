@@ -164,7 +164,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 				t.Fatalf("the page shows %+v; want it working, one circuit with its words and its chart", st)
 			}
 			if fe.name == "gateway" {
-				snap, err := fetchStatus(fe.addr, time.Second)
+				snap, err := status.Fetch(fe.addr, time.Second)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -20,8 +20,10 @@ import (
 	"time"
 
 	"github.com/fairgrid/fairgrid/configs"
+	"github.com/fairgrid/fairgrid/internal/lab/demo"
 	"github.com/fairgrid/fairgrid/internal/lab/link"
 	"github.com/fairgrid/fairgrid/internal/lab/viewer"
+	"github.com/fairgrid/fairgrid/internal/lifecycletest"
 	"github.com/fairgrid/fairgrid/opensim/gateway"
 	"github.com/fairgrid/fairgrid/opensim/gateway/gatewaytest"
 	"github.com/fairgrid/fairgrid/opensim/region"
@@ -36,7 +38,7 @@ import (
 // 3 % loss, so a circuit has a loss event rate, an RTT and one share.
 func lossyLink(t *testing.T, upstream netip.AddrPort, log *slog.Logger) *link.Relay {
 	t.Helper()
-	lc, err := demoConfig("2M,50ms,3%,100")
+	lc, err := demo.LinkConfig("2M,50ms,3%,100")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,15 +94,9 @@ func liveProxyViewer(t *testing.T) (string, *daemon, *status.Page, func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var g group.Group
-	p.AddTo(&g, ln)
-	addStatus(&g, page)
-	runAll(t, sim.Run, relay.Run, g.Run)
-	v, err := viewer.New(viewer.Config{Sim: relay.Addr(), SOCKS5: ln.Addr().String(), FollowViewerRule: true, CircuitCode: 4242}, log)
+	runAll(t, sim.Run, relay.Run)
+	socks := lifecycletest.Serve(t, "127.0.0.1:0", func(g *group.Group, ln net.Listener) { p.AddTo(g, ln); addStatus(g, page) })
+	v, err := viewer.New(viewer.Config{Sim: relay.Addr(), SOCKS5: socks, FollowViewerRule: true, CircuitCode: 4242}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +153,7 @@ func liveGatewayIdentifying(t *testing.T, identify bool) (string, *status.Page) 
 func waitFlowing(t *testing.T, addr string) {
 	t.Helper()
 	gatewaytest.WaitUntil(t, "a circuit receives and fairgrid asks", func() bool {
-		s, err := fetchStatus(addr, time.Second)
+		s, err := status.Fetch(addr, time.Second)
 		if err != nil {
 			return false
 		}
@@ -184,7 +180,7 @@ func TestGatewayPageIdentifiesOnlyWhenAsked(t *testing.T) {
 		t.Run(fmt.Sprintf("identify=%v", identify), func(t *testing.T) {
 			t.Parallel()
 			addr, _ := liveGatewayIdentifying(t, identify)
-			s, err := fetchStatus(addr, 5*time.Second)
+			s, err := status.Fetch(addr, 5*time.Second)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -228,8 +224,8 @@ func TestStatusCommand(t *testing.T) {
 		{"nothing", []string{"status", nothing}, exitFail, nil, []string{"nothing answers at " + nothing, "is fairgrid proxy, run or gateway running"}},
 		{"two addresses", []string{"status", nothing, nothing}, exitUsage, nil, []string{"one address at most"}},
 		{"the page's metrics URL", []string{"status", "http://" + proxyAddr + "/metrics"}, exitOK, []string{"fairgrid proxy: working"}, nil},
-		{"no port", []string{"status", "127.0.0.1"}, exitUsage, nil, []string{`ADDR "127.0.0.1": want HOST:PORT`}},
-		{"port out of range", []string{"status", "127.0.0.1:99999"}, exitUsage, nil, []string{`port "99999": want 1 to 65535`}},
+		// A bad ADDR exits 2 (throttle/status's TestParseAddr has the rules).
+		{"no port", []string{"status", "127.0.0.1"}, exitUsage, nil, []string{`fairgrid status: ADDR "127.0.0.1": want HOST:PORT, such as 127.0.0.1:9102; see fairgrid status --help`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errOut bytes.Buffer
@@ -258,7 +254,7 @@ func TestStatusIdle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(loopPage("proxy", d.Loop, nil, listenHealth("the SOCKS 5 proxy"), nil))
+	srv := httptest.NewServer(loopPage("proxy", d.Loop, nil, status.ListenHealth("the SOCKS 5 proxy"), nil))
 	defer srv.Close()
 	addr := strings.TrimPrefix(srv.URL, "http://")
 	var out, errOut bytes.Buffer
@@ -345,7 +341,7 @@ func TestProxyForgetsLoggedOutViewer(t *testing.T) {
 	addr, d, _, stopViewer := liveProxyViewer(t)
 	stopViewer()
 	gatewaytest.WaitUntil(t, "the proxy reports no circuit", func() bool {
-		s, err := fetchStatus(addr, time.Second)
+		s, err := status.Fetch(addr, time.Second)
 		return err == nil && len(s.Circuits) == 0
 	})
 	if st := d.Loop.Stats(); st.Forgotten == 0 {

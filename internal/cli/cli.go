@@ -227,7 +227,7 @@ func (a addrPortValue) Set(v string) (err error) {
 }
 
 // flagKey is the configuration key a setting flag sets, which
-// bindSettings writes at the end of its usage, or "".
+// BindSettings writes at the end of its usage, or "".
 func flagKey(f *flag.Flag) string {
 	i := strings.LastIndex(f.Usage, "; ")
 	if i < 0 || !slices.Contains(configs.Keys(), f.Usage[i+2:]) {

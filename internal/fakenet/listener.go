@@ -1,6 +1,7 @@
 // Package fakenet has stand-ins for the sockets a front-end's lifecycle
 // tests give its group: a member serving a fake runs inside synctest's
-// bubble, where one blocked on a real socket would stop the clock.
+// bubble, where one blocked on a real socket would stop the clock. Beside
+// them, SilentRemote is a real peer that never answers.
 package fakenet
 
 import (

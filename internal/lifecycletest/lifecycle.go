@@ -2,11 +2,16 @@ package lifecycletest
 
 import (
 	"context"
+	"errors"
 	"io"
+	"net"
 	"os"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/fairgrid/fairgrid/throttle/group"
 )
 
 // Open returns how many files the process has open. It skips t where
@@ -71,4 +76,51 @@ func EndsRun(t testing.TB, c io.Closer, run func(context.Context) error, serving
 	if err := c.Close(); err != nil {
 		t.Errorf("Close after Run: %v", err)
 	}
+}
+
+// Serve runs a group until the test ends, as the commands run theirs:
+// add puts in it what serves on a listener on addr; the group's error
+// fails the test. It returns the listener's address.
+func Serve(t testing.TB, addr string, add func(*group.Group, net.Listener)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g group.Group
+	add(&g, ln)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- g.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("group: %v", err)
+		}
+	})
+	return ln.Addr().String()
+}
+
+// FailsAtOnce runs run, a group's Run with a member that fails with
+// broken, in a synctest bubble, and checks that the failure, named with
+// want, reaches the caller at once: no virtual time passes.
+func FailsAtOnce(t testing.TB, run func(context.Context) error, broken error, want string) {
+	t.Helper()
+	start := time.Now()
+	err := run(context.Background())
+	if !errors.Is(err, broken) || !strings.Contains(err.Error(), want) {
+		t.Errorf("Run = %v, want the failure, named %q", err, want)
+	}
+	if d := time.Since(start); d != 0 {
+		t.Errorf("the failure took %v of virtual time to reach the caller", d)
+	}
+}
+
+// HeapInUse is the heap in use after a collection: what a test of a
+// bound on memory compares before and after a flood.
+func HeapInUse() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapInuse
 }

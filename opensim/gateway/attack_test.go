@@ -91,7 +91,7 @@ func TestSpoofedLockout(t *testing.T) {
 	srcs := make([]netip.AddrPort, fill)
 	for i := range srcs {
 		srcs[i] = spoofed(i)
-		b := randomUseCircuitCode(rng)
+		b := gatewaytest.RandomUseCircuitCode(rng)
 		raw.send(t, srcs[i], gw.Addr(0), b)
 		cam, _ := lludp.AppendMessage(nil, lludp.Header{Flags: lludp.FlagReliable, Sequence: 2}, &lludp.CompleteAgentMovement{}, nil)
 		raw.send(t, srcs[i], gw.Addr(0), cam)
@@ -125,7 +125,7 @@ func TestSpoofedLockout(t *testing.T) {
 	for time.Since(t1) < flood-500*time.Millisecond {
 		<-pace.C
 		for range floodRate / 500 {
-			raw.send(t, spoofed(fill+sent), gw.Addr(0), randomUseCircuitCode(rng))
+			raw.send(t, spoofed(fill+sent), gw.Addr(0), gatewaytest.RandomUseCircuitCode(rng))
 			sent++
 		}
 	}

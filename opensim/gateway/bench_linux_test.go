@@ -1,7 +1,6 @@
 package gateway_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net"
@@ -12,7 +11,6 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -160,79 +158,24 @@ func plainRelay(target netip.AddrPort) (netip.AddrPort, func(), error) {
 
 // benchChild is a relay in a child process.
 type benchChild struct {
-	cmd  *exec.Cmd
+	*benchrelay.Child
 	addr netip.AddrPort
 }
 
 func startChild(b *testing.B, kind string, target netip.AddrPort) *benchChild {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), benchEnv+"="+kind, benchEnv+"_TARGET="+target.String())
-	pipe, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
 	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	})
-	sc := bufio.NewScanner(pipe)
-	for sc.Scan() {
-		if a, ok := strings.CutPrefix(sc.Text(), "listen="); ok {
-			go func() {
-				for sc.Scan() {
-				}
-			}()
-			return &benchChild{cmd: cmd, addr: netip.MustParseAddrPort(a)}
-		}
-	}
-	b.Fatalf("%s relay: no address", kind)
-	return nil
-}
-
-// cpu is the child's CPU time so far, every thread, from schedstat (ns).
-func (c *benchChild) cpu(b *testing.B) time.Duration {
-	dir := fmt.Sprintf("/proc/%d/task", c.cmd.Process.Pid)
-	tasks, err := os.ReadDir(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var total time.Duration
-	for _, t := range tasks {
-		s, err := os.ReadFile(dir + "/" + t.Name() + "/schedstat")
-		if err != nil {
-			continue
-		}
-		ns, _ := strconv.ParseInt(strings.Fields(string(s))[0], 10, 64)
-		total += time.Duration(ns)
-	}
-	return total
+	c := benchrelay.StartChild(b, kind, cmd, false, func(line string) (string, bool) { return strings.CutPrefix(line, "listen=") })
+	return &benchChild{c, netip.MustParseAddrPort(c.Addr)}
 }
 
 // rss is the child's resident set now (VmRSS), bytes.
-func (c *benchChild) rss(b *testing.B) float64 {
-	s, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", c.cmd.Process.Pid))
-	if err != nil {
-		b.Fatal(err)
-	}
-	for line := range strings.SplitSeq(string(s), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, _ := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 64)
-			return kb * 1024
-		}
-	}
-	b.Fatal("no VmRSS")
-	return 0
-}
+func (c *benchChild) rss(b *testing.B) float64 { return c.Memory(b, "VmRSS") }
 
 func (c *benchChild) stop() {
-	c.cmd.Process.Signal(syscall.SIGTERM)
-	c.cmd.Wait()
+	c.Cmd.Process.Signal(syscall.SIGTERM)
+	c.Cmd.Wait()
 }
 
 // benchViewer is one viewer of the load: its socket, and what it sends —
@@ -436,9 +379,9 @@ func benchGateway(b *testing.B, mix [][]byte) {
 			// Throughput with 1,000 viewers.
 			c = startChild(b, kind, echo)
 			rss0 := c.rss(b)
-			cpu0 := c.cpu(b)
+			cpu0 := c.CPU(b)
 			trips, closeAll := runLoad(b, c.addr, viewers, window, run, mix, nil)
-			cpu := c.cpu(b) - cpu0
+			cpu := c.CPU(b) - cpu0
 			rss := c.rss(b)
 			closeAll()
 			c.stop()

@@ -1,7 +1,6 @@
 package gateway_test
 
 import (
-	"encoding/binary"
 	"math/rand/v2"
 	"net"
 	"net/netip"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/opensim/gateway"
+	"github.com/fairgrid/fairgrid/opensim/gateway/gatewaytest"
 	"github.com/fairgrid/fairgrid/opensim/region"
 	"github.com/fairgrid/fairgrid/ratecalc"
 )
@@ -25,15 +25,6 @@ func sendFrom(t *testing.T, src netip.Addr, dst netip.AddrPort, b []byte) {
 	}
 	conn.WriteToUDPAddrPort(b, dst)
 	conn.Close()
-}
-
-func randomUseCircuitCode(rng *rand.Rand) []byte {
-	var agent, session lludp.UUID
-	binary.LittleEndian.PutUint64(agent[:], rng.Uint64())
-	binary.LittleEndian.PutUint64(session[:], rng.Uint64())
-	b, _ := lludp.AppendMessage(nil, lludp.Header{Flags: lludp.FlagReliable, Sequence: 1},
-		&lludp.UseCircuitCode{Code: rng.Uint32(), AgentID: agent, SessionID: session}, nil)
-	return b
 }
 
 // TestBadInput: while a viewer is served, 5,000 UseCircuitCode from fresh
@@ -90,7 +81,7 @@ func TestBadInput(t *testing.T) {
 		if i%10 == 0 {
 			<-pace.C
 		}
-		sendFrom(t, src(i), gw.Addr(0), randomUseCircuitCode(rng))
+		sendFrom(t, src(i), gw.Addr(0), gatewaytest.RandomUseCircuitCode(rng))
 		if i%100 == 99 {
 			k := gw.Counters()
 			worst = max(worst, k.Probes, k.Pending)

@@ -2,7 +2,6 @@ package region_test
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -16,20 +15,11 @@ import (
 
 	"github.com/fairgrid/fairgrid/internal/lab/viewer"
 	"github.com/fairgrid/fairgrid/lludp"
+	"github.com/fairgrid/fairgrid/opensim/gateway/gatewaytest"
 	"github.com/fairgrid/fairgrid/opensim/region"
 	"github.com/fairgrid/fairgrid/ratecalc"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
-
-// useCircuitCode is a UseCircuitCode datagram with random IDs.
-func useCircuitCode(rng *rand.Rand) []byte {
-	var agent, session lludp.UUID
-	binary.LittleEndian.PutUint64(agent[:], rng.Uint64())
-	binary.LittleEndian.PutUint64(session[:], rng.Uint64())
-	b, _ := lludp.AppendMessage(nil, lludp.Header{Flags: lludp.FlagReliable, Sequence: 1},
-		&lludp.UseCircuitCode{Code: rng.Uint32(), AgentID: agent, SessionID: session}, nil)
-	return b
-}
 
 // sendFrom sends b to sim from src, a loopback address of its own (all of
 // 127/8 is local on Linux, so binding one needs no privilege).
@@ -130,7 +120,7 @@ func floodRegion(t *testing.T, flood, maxPending, maxPrefixes int, maxGrowth int
 	var worst region.Admission
 	for i := range flood {
 		n := uint32(i) + 256 // never 127.0.0.x
-		sendFrom(t, netip.AddrFrom4([4]byte{127, byte(n >> 8), byte(n), 1 + byte(n%250)}), sim.Addr(), useCircuitCode(rng))
+		sendFrom(t, netip.AddrFrom4([4]byte{127, byte(n >> 8), byte(n), 1 + byte(n%250)}), sim.Addr(), gatewaytest.RandomUseCircuitCode(rng))
 		if i%50 == 49 {
 			a := sim.Admission()
 			worst.Pending, worst.Prefixes = max(worst.Pending, a.Pending), max(worst.Prefixes, a.Prefixes)
@@ -225,7 +215,7 @@ func TestLoginBurstOneAddress(t *testing.T) {
 		conns[i] = c
 	}
 	for _, c := range conns {
-		c.WriteToUDPAddrPort(useCircuitCode(rng), sim.Addr())
+		c.WriteToUDPAddrPort(gatewaytest.RandomUseCircuitCode(rng), sim.Addr())
 	}
 	// Each admitted circuit's UseCircuitCode is acked at once.
 	acked := 0

@@ -1,16 +1,15 @@
 package proxy
 
 import (
-	"context"
 	"errors"
 	"net"
 	"net/http"
-	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/fairgrid/fairgrid/internal/fakenet"
+	"github.com/fairgrid/fairgrid/internal/lifecycletest"
 	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/throttle"
 	"github.com/fairgrid/fairgrid/throttle/group"
@@ -49,14 +48,7 @@ func TestMemberFailureReachesCaller(t *testing.T) {
 				}
 				var g group.Group
 				p.AddTo(&g, tc.socks())
-				start := time.Now()
-				err = g.Run(context.Background())
-				if err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, broken) {
-					t.Errorf("Run = %v, want %q", err, tc.want)
-				}
-				if d := time.Since(start); d != 0 {
-					t.Errorf("the failure took %v of virtual time to reach the caller", d)
-				}
+				lifecycletest.FailsAtOnce(t, g.Run, broken, tc.want)
 			})
 		})
 	}

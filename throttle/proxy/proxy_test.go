@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fairgrid/fairgrid/internal/lifecycletest"
 	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/throttle"
 	"github.com/fairgrid/fairgrid/throttle/circuit"
@@ -28,22 +29,7 @@ func startProxy(t *testing.T, cfg Config, sc sidecar.Config) (*Proxy, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var g group.Group
-	p.AddTo(&g, ln)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- g.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("proxy: %v", err)
-		}
-	})
-	return p, ln.Addr().String()
+	return p, lifecycletest.Serve(t, "127.0.0.1:0", func(g *group.Group, ln net.Listener) { p.AddTo(g, ln) })
 }
 
 // proxyRig is a proxy on loopback with a viewer's association and a

@@ -1,17 +1,16 @@
 package sidecar
 
 import (
-	"context"
 	"errors"
 	"log/slog"
 	"net"
 	"net/http"
-	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/fairgrid/fairgrid/internal/fakenet"
+	"github.com/fairgrid/fairgrid/internal/lifecycletest"
 	"github.com/fairgrid/fairgrid/throttle"
 )
 
@@ -51,14 +50,7 @@ func TestLiveGroupMemberFailure(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				start := time.Now()
-				err = LiveGroup(sc, "lo", "9000-9050", nil, log).Run(context.Background())
-				if !errors.Is(err, errBroken) || !strings.Contains(err.Error(), tc.want) {
-					t.Errorf("Run = %v, want the failure, named %q", err, tc.want)
-				}
-				if d := time.Since(start); d != 0 {
-					t.Errorf("the failure took %v of virtual time to reach the caller", d)
-				}
+				lifecycletest.FailsAtOnce(t, LiveGroup(sc, "lo", "9000-9050", nil, log).Run, errBroken, tc.want)
 			})
 		})
 	}

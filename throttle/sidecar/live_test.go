@@ -3,24 +3,14 @@ package sidecar
 import (
 	"context"
 	"errors"
-	"os"
 	"runtime"
 	"testing"
 	"time"
 
+	"github.com/fairgrid/fairgrid/internal/lifecycletest"
 	"github.com/fairgrid/fairgrid/lludp"
 	"github.com/fairgrid/fairgrid/throttle"
 )
-
-// openFDs counts the process's open file descriptors.
-func openFDs(t *testing.T) int {
-	t.Helper()
-	fds, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Skipf("no /proc/self/fd to count descriptors in: %v", err)
-	}
-	return len(fds)
-}
 
 // TestLiveCloseWithoutRun: NewLive acquires its capture and its raw
 // sockets, and Close releases them all without Run having run (the fd
@@ -34,18 +24,18 @@ func TestLiveCloseWithoutRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, dryRun := range []bool{true, false} {
-		before := openFDs(t)
+		before := lifecycletest.Open(t)
 		l, err := NewLive(loop, LiveConfig{Interface: "lo", Ports: lludp.SimPorts, DryRun: dryRun})
 		if err != nil {
 			t.Skipf("a live capture on lo and raw sockets need CAP_NET_RAW (run as root; CI does): %v", err)
 		}
-		if openFDs(t) <= before {
+		if lifecycletest.Open(t) <= before {
 			t.Errorf("dry run %v: NewLive acquired no descriptor", dryRun)
 		}
 		if err := l.Close(); err != nil {
 			t.Errorf("dry run %v: Close: %v", dryRun, err)
 		}
-		if after := openFDs(t); after != before {
+		if after := lifecycletest.Open(t); after != before {
 			t.Errorf("dry run %v: %d descriptors open after Close, %d before NewLive", dryRun, after, before)
 		}
 		if err := l.Close(); err != nil {
@@ -65,7 +55,7 @@ func TestLiveRunThenClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := openFDs(t)
+	before := lifecycletest.Open(t)
 	l, err := NewLive(loop, LiveConfig{Interface: "lo", Ports: lludp.SimPorts})
 	if err != nil {
 		t.Skipf("a live capture on lo and raw sockets need CAP_NET_RAW (run as root; CI does): %v", err)
@@ -78,7 +68,7 @@ func TestLiveRunThenClose(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Errorf("Close after Run: %v", err)
 	}
-	if after := openFDs(t); after != before {
+	if after := lifecycletest.Open(t); after != before {
 		t.Errorf("%d descriptors open after Run and Close, %d before NewLive", after, before)
 	}
 }

@@ -31,6 +31,10 @@
 // a few milliseconds every Every (BenchmarkStatusPage), and nothing when
 // nobody looks.
 //
+// The /healthz lines come from CaptureHealth (run), ListenHealth (proxy)
+// and GatewayHealth. Fetch, First and Wait are the other side: what
+// `fairgrid status` reads from a running front-end.
+//
 // # Lifecycle
 //
 // New validates and starts nothing; Run samples until its context ends;

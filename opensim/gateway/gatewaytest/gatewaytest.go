@@ -7,7 +7,9 @@ package gatewaytest
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
+	"math/rand/v2"
 	"net"
 	"net/netip"
 	"testing"
@@ -338,4 +340,15 @@ func WaitUntil(t testing.TB, what string, cond func() bool) {
 			t.Fatalf("%s: not within %v", what, Wait)
 		}
 	}
+}
+
+// RandomUseCircuitCode is a UseCircuitCode datagram with random IDs from
+// rng, as a flood of spoofed logins sends them.
+func RandomUseCircuitCode(rng *rand.Rand) []byte {
+	var agent, session lludp.UUID
+	binary.LittleEndian.PutUint64(agent[:], rng.Uint64())
+	binary.LittleEndian.PutUint64(session[:], rng.Uint64())
+	b, _ := lludp.AppendMessage(nil, lludp.Header{Flags: lludp.FlagReliable, Sequence: 1},
+		&lludp.UseCircuitCode{Code: rng.Uint32(), AgentID: agent, SessionID: session}, nil)
+	return b
 }

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fairgrid/fairgrid/internal/fakenet"
 	"github.com/fairgrid/fairgrid/lludp"
 )
 
@@ -22,39 +23,6 @@ import (
 // succeeded before (a slot held forever, caps one process could take,
 // CONNECT to the host's own services, unlimited guessing, a dial that
 // outlived the handshake, UDP to any port) and shows it fails now.
-
-// silentRemote accepts connections and reads them to the end, never
-// writing and never closing: a remote that keeps a CONNECT open.
-func silentRemote(t *testing.T) netip.AddrPort {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var held []net.Conn
-	var mu sync.Mutex
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			held = append(held, c)
-			mu.Unlock()
-			go io.Copy(io.Discard, c)
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		for _, c := range held {
-			c.Close()
-		}
-		mu.Unlock()
-	})
-	return addrPortOf(ln.Addr())
-}
 
 // endings returns a channel that receives a value each time a session of
 // srv ends and has released its slot.
@@ -82,7 +50,7 @@ func awaitEnd(t *testing.T, ended <-chan struct{}, what string) {
 // IdleTimeout. Before, both were held until the remote (or the client's
 // control connection) closed.
 func TestSilentRemoteFreesSlot(t *testing.T) {
-	remote := silentRemote(t)
+	remote := fakenet.SilentRemote(t)
 	srv := startServer(t, Config{MaxConnectsPerClient: 1, MaxAssociationsPerClient: 1,
 		AllowedPorts: lludp.Ports{{Lo: remote.Port(), Hi: remote.Port()}}, HalfCloseTimeout: 200 * time.Millisecond, IdleTimeout: 400 * time.Millisecond})
 	ctx, cancel := context.WithTimeout(context.Background(), ioDeadline)

@@ -48,7 +48,7 @@ func runBenchChild(kind, target string) error {
 	var wait func()
 	switch kind {
 	case "socks5":
-		// As fairgrid proxy runs it (cmd/fairgrid's proxyProcs): one
+		// As fairgrid proxy runs it (proxy.SetProcs): one
 		// processor, so no second thread spins at each wake-up.
 		if os.Getenv("GOMAXPROCS") == "" {
 			runtime.GOMAXPROCS(1)

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/fairgrid/fairgrid/internal/fakenet"
 )
 
 // floodShape is the attack of issue #24, item 2, scaled to run in seconds:
@@ -45,7 +47,7 @@ func TestFloodKeepsViewer(t *testing.T) {
 	} else {
 		ln.Close()
 	}
-	remote := silentRemote(t)
+	remote := fakenet.SilentRemote(t)
 	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "login ok") }))
 	defer web.Close()
 	sim := echoSim(t)

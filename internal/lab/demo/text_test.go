@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"fmt"
@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fairgrid/fairgrid/internal/lab/demo"
 	"github.com/fairgrid/fairgrid/throttle"
 )
 
@@ -18,14 +17,14 @@ import (
 // equation's rate: every "×" in the text is one of the summary's ratios.
 // (The figures are the sample in docs/demo.md.)
 func TestDemoVerdictOneBasis(t *testing.T) {
-	side := func(download, viewer, fair, delay, p95 float64) *demo.Side {
-		return &demo.Side{DownloadBPS: download, ViewerBPS: viewer, FairBPS: fair, ViewerOverDownload: viewer / download, QueueDelayMeanMs: delay, QueueDelayP95Ms: p95}
+	side := func(download, viewer, fair, delay, p95 float64) *Side {
+		return &Side{DownloadBPS: download, ViewerBPS: viewer, FairBPS: fair, ViewerOverDownload: viewer / download, QueueDelayMeanMs: delay, QueueDelayP95Ms: p95}
 	}
-	sum := demo.Summary{Summary: true, Intervals: 12, IntervalSeconds: 5, Settled: true, FairModel: "tfrc per segment", Segment: throttle.SegmentMean,
+	sum := Summary{Summary: true, Intervals: 12, IntervalSeconds: 5, Settled: true, FairModel: "tfrc per segment", Segment: throttle.SegmentMean,
 		MeanRateBPS: 503e3, MeanFairBPS: 355e3, RatioToFair: 503.0 / 355, ViewerRatioToFair: 3.75, Reasserts: 2, MaxOverrideMs: 1,
 		Stock: side(253e3, 747e3, 428e3, 287, 406), Fairgrid: side(461e3, 536e3, 355e3, 170, 356), Gateway: side(514e3, 481e3, 299e3, 261, 778)}
 	var b strings.Builder
-	writeDemoVerdict(&b, sum)
+	WriteVerdict(&b, sum)
 	out := b.String()
 	ratio := func(v float64) string { return fmt.Sprintf("%.2f×", v) }
 
@@ -59,4 +58,20 @@ func TestDemoVerdictOneBasis(t *testing.T) {
 		}
 	}
 	t.Logf("\n%s", out)
+}
+
+// TestOverridesWording: the demo's verdict counts overrides in English.
+func TestOverridesWording(t *testing.T) {
+	for _, tc := range []struct {
+		n    uint64
+		want string
+	}{
+		{0, "The viewer sent no AgentThrottle of its own after fairgrid's first request, so fairgrid never had to override it"},
+		{1, "fairgrid overrode the viewer's own AgentThrottle once, within 3 ms"},
+		{4, "fairgrid overrode the viewer's own AgentThrottles 4 times, each within 3 ms"},
+	} {
+		if got := overrides(tc.n, 3.2); got != tc.want {
+			t.Errorf("overrides(%d) = %q, want %q", tc.n, got, tc.want)
+		}
+	}
 }
