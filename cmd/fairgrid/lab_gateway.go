@@ -14,15 +14,14 @@ import (
 
 const labGatewaySynopsis = `[--warmup D] [--duration D] [--seed N] [--controller C] [--interval D] [--loss P] [--arms LIST] [--format text|json]
 
-The gateway in the demo's setting: a link of 1 Mbit/s, 50 ms one way, 1 %
-random loss and a 100-datagram buffer, each way, shared by a bulk CUBIC
-download (gVisor's userspace TCP) and a stock viewer asking 1,500 kbit/s
-(the lab viewer: nothing of fairgrid at it). A copy of the link per arm,
-all at once: "gateway", the viewer reaches the region (fairgrid sim's)
-through fairgrid gateway at the region's side of the link;
-"gateway+sidecar", the same with fairgrid's client side at the viewer as
-well; "gateway+proxy" (not run by default), the same with the viewer's
-UDP through fairgrid proxy (SOCKS 5) on its host instead; "stock", the
+The gateway in the demo's setting, on lab fairness's rig: a link of 1
+Mbit/s, 50 ms one way and a 100-datagram buffer, each way, 1 % random
+loss towards the viewer, shared by a bulk CUBIC download (gVisor's
+userspace TCP) and a stock viewer asking 1,500 kbit/s (the lab viewer:
+nothing of fairgrid at it). A copy of the link per arm, all at once:
+"gateway", the viewer reaches the region (fairgrid sim's) through
+fairgrid gateway at the region's side of the link; "gateway+sidecar",
+the same with fairgrid's client side at the viewer as well; "stock", the
 viewer reaches the region directly. For each: the
 download's rate and share and the viewer's received rate (both on the
 wire: one TCP share is viewer ÷ download 0.8–1.25), and the viewer's
@@ -39,8 +38,8 @@ func runLabGateway(args []string, s stdio) int {
 	var controller throttle.ControllerName
 	fs.TextVar(&controller, "controller", throttle.ControllerName(""), "the gateway's controller (default: the gateway's)")
 	interval := fs.Duration("interval", 0, "the gateway's decision interval (0: its default)")
-	loss := fs.String("loss", strconv.FormatFloat(100*gatewaylab.DefaultLink.Loss, 'g', -1, 64)+"%", "random loss each way: a fraction or a percentage")
-	arms := fs.String("arms", "gateway,gateway+sidecar,stock", "comma-separated arms: gateway, gateway+sidecar, gateway+proxy, stock")
+	loss := fs.String("loss", strconv.FormatFloat(100*gatewaylab.DefaultLink.Loss, 'g', -1, 64)+"%", "random loss towards the viewer: a fraction or a percentage")
+	arms := fs.String("arms", "gateway,gateway+sidecar,stock", "comma-separated arms: gateway, gateway+sidecar, stock")
 	if c, ok := parseFlags(fs, labGatewaySynopsis, args, s); !ok {
 		return c
 	}

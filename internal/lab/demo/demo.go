@@ -141,7 +141,7 @@ func (c Config) withGateway() bool {
 func (c Config) gatewayConfig(interval time.Duration) gatewaylab.Config {
 	warmup, duration := c.measured(interval)
 	lc := c.Loop
-	return gatewaylab.Config{Link: c.Link, Warmup: warmup, Duration: duration, Seed: c.Seed, Throttle: c.ViewerThrottle, Activity: c.Activity,
+	return gatewaylab.Config{Link: c.Link, Warmup: warmup, Duration: duration, Seed: c.Seed, Throttle: c.ViewerThrottle,
 		Controller: lc.Controller, Interval: interval, Segment: lc.Segment}
 }
 
