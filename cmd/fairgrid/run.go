@@ -27,10 +27,10 @@ size s of the TCP-fair rate: mean (the viewer's mean datagram payload, RFC
 5348) or nominal (1460 bytes, TFRC-SP, RFC 4828), which asks for
 1460/mean times as much (control.segment).
 
-With --demo it runs the embedded default: a test
-region, a link emulator (default 1M,50ms,1%,100: rate in bits/s, 0 for
-unlimited; one-way delay; random loss, a fraction or a percentage; buffer
-in datagrams — the values fairgrid link takes) and a stock viewer asking
+With --demo it runs the embedded default, on lab fairness's rig: a test
+region, a link emulator (default 1M,50ms,1%,100: rate in bits/s, 64k to
+1G; one-way delay, 0.5ms or more; random loss towards the viewer, a
+fraction or a percentage; buffer in datagrams) and a stock viewer asking
 for 1,500 kbps and following its ±10 % rule, all in this process, beside
 a bulk TCP download (gVisor's userspace CUBIC) on the same link; fairgrid
 reads the viewer's traffic from the emulator and sends its AgentThrottle

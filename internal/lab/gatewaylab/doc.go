@@ -45,17 +45,6 @@
 // two ends fight). TCP-fair means one share: beside one bulk download,
 // the viewer's bytes/s equal to the download's, within 0.8–1.25.
 //
-// # In another run group
-//
-// ArmRig is the gateway arm as members of the caller's group.Group, on a
-// rig of its own: the demo (internal/lab/demo) runs it beside its own two
-// rigs, ends the group at its last row, and reads what the arm measured
-// over its last half, or over what ran after the warm-up when it is
-// interrupted. An Observer, a loop fed by the relay's tap that sends
-// nothing, measures the viewer's circuit at its host, so that the demo's
-// fair share for the arm stands on the demo's model, as its other rows'
-// do.
-//
 // Runs are real time: on a loaded machine the figures move, and the
 // result says how long each arm actually ran.
 package gatewaylab

@@ -93,22 +93,6 @@ func (c Config) withDefaults() Config {
 
 // Validate reports what Run would refuse.
 func (c Config) Validate() error {
-	if err := c.validate(); err != nil {
-		return err
-	}
-	c = c.withDefaults()
-	var errs []error
-	if l := c.Link; l.BurstLen > 1 || l.BufferBytes != 0 {
-		errs = append(errs, fmt.Errorf("link: burst length %v, buffer %d bytes: the fairness rig's link has independent losses and a buffer in datagrams", l.BurstLen, l.BufferBytes))
-	}
-	if err := c.cell(Gateway).Validate(); err != nil {
-		errs = append(errs, err)
-	}
-	return errors.Join(errs...)
-}
-
-// validate is what both rigs refuse.
-func (c Config) validate() error {
 	var errs []error
 	if _, err := c.gatewayConfig(netip.MustParseAddrPort("127.0.0.1:9")).WithDefaults(); err != nil {
 		return err
@@ -118,6 +102,12 @@ func (c Config) validate() error {
 	c = c.withDefaults()
 	if err := c.Link.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("link: %w", err))
+	}
+	if l := c.Link; l.BurstLen > 1 || l.BufferBytes != 0 {
+		errs = append(errs, fmt.Errorf("link: burst length %v, buffer %d bytes: the fairness rig's link has independent losses and a buffer in datagrams", l.BurstLen, l.BufferBytes))
+	}
+	if err := c.cell(Gateway).Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Warmup < 0 || c.Duration < time.Second {
 		errs = append(errs, fmt.Errorf("warm-up %v, duration %v: want a warm-up of 0 or more and a duration of at least 1s", c.Warmup, c.Duration))

@@ -8,9 +8,6 @@ import (
 	"time"
 
 	"github.com/fairgrid/fairgrid/internal/lab/link"
-	"github.com/fairgrid/fairgrid/ratecalc"
-	"github.com/fairgrid/fairgrid/throttle"
-	"github.com/fairgrid/fairgrid/throttle/group"
 )
 
 // TestRun runs the three arms briefly on the demo's link at the thesis's
@@ -104,56 +101,6 @@ func TestValidate(t *testing.T) {
 	}
 	if err := (Config{}).Validate(); err != nil {
 		t.Errorf("the defaults: %v", err)
-	}
-}
-
-// TestArmRigEndedEarly: an arm run in the caller's group (the demo's
-// gateway line) and ended by another member after its warm-up leaves what
-// it measured until then, marked not complete, with no error, and its
-// observer measured the viewer's circuit at the viewer's host. The
-// group is ended from the observer's decisions, so the test waits for
-// them, not for time.
-func TestArmRigEndedEarly(t *testing.T) {
-	loop, err := throttle.New(throttle.Config{Interval: 100 * time.Millisecond}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	enough := make(chan struct{})
-	measured := 0
-	obs := &Observer{Loop: loop, AfterTick: func(_ time.Time, st ratecalc.Stats, ok bool) {
-		if ok && st.Received > 0 {
-			if measured++; measured == 3 {
-				close(enough)
-			}
-		}
-	}}
-	r, err := NewArmRig(Config{Duration: time.Hour, Interval: 100 * time.Millisecond}, Gateway, obs, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	var g group.Group
-	r.AddTo(&g)
-	g.Add(func(ctx context.Context) error {
-		select {
-		case <-enough:
-		case <-ctx.Done():
-		}
-		return nil
-	}, nil)
-	if err := g.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	res, err := r.Result()
-	if err != nil || r.Complete() {
-		t.Fatalf("result %+v, complete %v, error %v; want what ran, not complete", res, r.Complete(), err)
-	}
-	if res.Seconds <= 0 || res.Seconds > 60 || res.ViewerBPS <= 0 || res.Gateway == nil {
-		t.Errorf("the early end measured %+v: want the viewer served through the gateway over what ran", res)
-	}
-
-	if _, err := NewArmRig(Config{}, Sidecar, obs, nil); err == nil {
-		t.Error("an observer beside the client side's own loop was accepted")
 	}
 }
 
