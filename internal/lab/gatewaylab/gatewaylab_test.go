@@ -35,6 +35,15 @@ func TestRun(t *testing.T) {
 		if a.ViewerBPS <= 0 || a.DownloadWireBPS <= 0 {
 			t.Errorf("%s: viewer %.0f bit/s, download %.0f bit/s on the wire: want both served", a.Arm, a.ViewerBPS, a.DownloadWireBPS)
 		}
+		// The viewer is the demo's stock one (Config.Throttle through the
+		// rig's SeatConfig), not the rig's SeatAsks of 5,120 kbit/s, and
+		// its datagrams waited in the link (the rig's queueing delay).
+		if a.ViewerRequestBPS <= 0 || a.ViewerRequestBPS > r.ThrottleBP*1.001 {
+			t.Errorf("%s: the viewer asks %.0f bit/s, want at most the %.0f configured", a.Arm, a.ViewerRequestBPS, r.ThrottleBP)
+		}
+		if !(a.QueueDelayMeanMs > 0) {
+			t.Errorf("%s: queueing delay mean %.1f ms (p95 %.1f ms): want it measured", a.Arm, a.QueueDelayMeanMs, a.QueueDelayP95Ms)
+		}
 		// Both on the wire: together at most the link, plus what was
 		// queued at the start of the measurement (100 datagrams).
 		queued := 100 * 1500 * 8 / a.Seconds
