@@ -17,10 +17,10 @@ size s of the TCP-fair rate: mean (the viewer's mean datagram payload, RFC
 5348) or nominal (1460 bytes, TFRC-SP, RFC 4828), which asks for
 1460/mean times as much (control.segment).
 
-With --demo it runs the embedded default: a test
-region, a link emulator (default 1M,50ms,1%,100: rate in bits/s, 0 for
-unlimited; one-way delay; random loss, a fraction or a percentage; buffer
-in datagrams — the values fairgrid link takes) and a stock viewer asking
+With --demo it runs the embedded default, on lab fairness's rig: a test
+region, a link emulator (default 1M,50ms,1%,100: rate in bits/s, 64k to
+1G; one-way delay, 0.5ms or more; random loss towards the viewer, a
+fraction or a percentage; buffer in datagrams) and a stock viewer asking
 for 1,500 kbps and following its ±10 % rule, all in this process, beside
 a bulk TCP download (gVisor's userspace CUBIC) on the same link; fairgrid
 reads the viewer's traffic from the emulator and sends its AgentThrottle
@@ -318,15 +318,14 @@ one panel per seat) in DIR.`
 // LabGatewaySynopsis is fairgrid lab gateway's.
 const LabGatewaySynopsis = `[--warmup D] [--duration D] [--seed N] [--controller C] [--interval D] [--loss P] [--arms LIST] [--format text|json]
 
-The gateway in the demo's setting: a link of 1 Mbit/s, 50 ms one way, 1 %
-random loss and a 100-datagram buffer, each way, shared by a bulk CUBIC
-download (gVisor's userspace TCP) and a stock viewer asking 1,500 kbit/s
-(the lab viewer: nothing of fairgrid at it). A copy of the link per arm,
-all at once: "gateway", the viewer reaches the region (fairgrid sim's)
-through fairgrid gateway at the region's side of the link;
-"gateway+sidecar", the same with fairgrid's client side at the viewer as
-well; "gateway+proxy" (not run by default), the same with the viewer's
-UDP through fairgrid proxy (SOCKS 5) on its host instead; "stock", the
+The gateway in the demo's setting, on lab fairness's rig: a link of 1
+Mbit/s, 50 ms one way and a 100-datagram buffer, each way, 1 % random
+loss towards the viewer, shared by a bulk CUBIC download (gVisor's
+userspace TCP) and a stock viewer asking 1,500 kbit/s (the lab viewer:
+nothing of fairgrid at it). A copy of the link per arm, all at once:
+"gateway", the viewer reaches the region (fairgrid sim's) through
+fairgrid gateway at the region's side of the link; "gateway+sidecar",
+the same with fairgrid's client side at the viewer as well; "stock", the
 viewer reaches the region directly. For each: the
 download's rate and share and the viewer's received rate (both on the
 wire: one TCP share is viewer ÷ download 0.8–1.25), and the viewer's

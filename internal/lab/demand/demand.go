@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"time"
 
 	"github.com/fairgrid/fairgrid/internal/lab/link"
@@ -15,6 +16,7 @@ import (
 	"github.com/fairgrid/fairgrid/ratecalc"
 	"github.com/fairgrid/fairgrid/throttle"
 	"github.com/fairgrid/fairgrid/throttle/group"
+	"github.com/fairgrid/fairgrid/throttle/sidecar"
 )
 
 // FrontEnd is what stands between the viewer and the region.
@@ -72,6 +74,16 @@ type Config struct {
 	// (across the link to the region): a lab can count, hold or drop
 	// fairgrid's requests on their way.
 	WrapSender func(throttle.Sender) throttle.Sender
+	// AfterTick, if set, sees each decision of the seat's loop (the
+	// sidecar's or the proxy's) and the requests it sent: the demo's rows.
+	AfterTick func(now time.Time, sent []throttle.Request)
+	// OnThrottle, if set, sees each AgentThrottle the seat's regions apply
+	// (region.Config.OnThrottle).
+	OnThrottle func(viewer netip.AddrPort, requestedBPS float64, applied int64, at time.Time)
+	// Source, if set, opens the sidecar's source in place of the link's
+	// tap, given the address the viewer reaches its root region at: a
+	// capture on the viewer's host (the demo's live mode), or a test's.
+	Source func(root netip.AddrPort) (sidecar.Source, error)
 }
 
 // Result is what one run measured over its measured part.

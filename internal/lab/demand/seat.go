@@ -47,8 +47,8 @@ type Seat struct {
 }
 
 // NewSeat binds the seat's sockets for cfg (its FrontEnd, Activity,
-// Children, Position, ViewerAsks, Interval, Throttle, Seed and
-// WrapSender); shared, if set, carries every circuit, in place of
+// Children, Position, ViewerAsks, Interval, Throttle, Seed, WrapSender
+// and the hooks AfterTick, OnThrottle and Source); shared, if set, carries every circuit, in place of
 // cfg.Path's links of their own. Run serves; Close releases what Run did
 // not.
 func NewSeat(cfg Config, shared *link.Bottleneck, log *slog.Logger) (*Seat, error) {
@@ -83,6 +83,7 @@ func (s *Seat) build(shared *link.Bottleneck) error {
 	}
 	regionCfg := region.Config{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Activity: cfg.Activity, Position: cfg.Position,
 		Scheduler: opensim.Config{ChannelBuckets: true}}
+	regionCfg.OnThrottle = cfg.OnThrottle
 	sim, err := region.New(regionCfg, s.log)
 	if err != nil {
 		return err
@@ -111,7 +112,7 @@ func (s *Seat) build(shared *link.Bottleneck) error {
 	}
 	// The sidecar's tap: the viewer's datagrams as its host sees them.
 	var tap *sidecar.PushSource
-	if cfg.FrontEnd.Sidecar() {
+	if cfg.FrontEnd.Sidecar() && cfg.Source == nil {
 		tap = sidecar.NewChanSource(4096)
 	}
 	lcfg := link.Config{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Down: cfg.Path, Up: cfg.Path, Seed: cfg.Seed}
@@ -167,24 +168,33 @@ func (s *Seat) build(shared *link.Bottleneck) error {
 	s.vcfg = viewer.Config{Sim: addrs[0], Children: addrs[1:], FollowViewerRule: true, CircuitCode: 4242, Throttle: cfg.ViewerAsks}
 	afterTick := func(now time.Time, rs []throttle.Request) {
 		s.mu.Lock()
-		defer s.mu.Unlock()
 		if !s.measFrom.IsZero() && now.After(s.measFrom) {
 			s.sent = append(s.sent, rs...)
+		}
+		s.mu.Unlock()
+		if cfg.AfterTick != nil {
+			cfg.AfterTick(now, rs)
 		}
 	}
 	switch {
 	case cfg.FrontEnd.Sidecar():
+		var src sidecar.Source = tap
+		if cfg.Source != nil {
+			if src, err = cfg.Source(addrs[0]); err != nil {
+				return err
+			}
+		}
 		if s.loop, err = throttle.New(tcfg, s.log); err != nil {
-			tap.Close()
+			src.Close()
 			return err
 		}
 		var send throttle.Sender = relays
 		if cfg.WrapSender != nil {
 			send = cfg.WrapSender(send)
 		}
-		sc, err := sidecar.New(sidecar.Config{Loop: s.loop, Source: tap, Sender: send, Log: s.log, AfterTick: afterTick})
+		sc, err := sidecar.New(sidecar.Config{Loop: s.loop, Source: src, Sender: send, Log: s.log, AfterTick: afterTick})
 		if err != nil {
-			tap.Close()
+			src.Close()
 			return err
 		}
 		sc.AddTo(&s.g)
@@ -225,7 +235,10 @@ func (s *Seat) Run(ctx context.Context) error {
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	served := make(chan error, 1)
-	go func() { served <- s.g.Run(runCtx) }()
+	go func() {
+		served <- s.g.Run(runCtx)
+		cancel() // a member that failed, or ended, ends the viewer too
+	}()
 	var err error
 	for try := 1; ; try++ {
 		var v *viewer.Viewer

@@ -4,16 +4,18 @@
 // AgentThrottle through the emulator instead of a raw socket. It needs no
 // root and no network, and otherwise runs the same loop as the daemon.
 //
-// The set-up is the lab's rig (scenario.Rig: region, relay, viewer and
-// sidecar on a link.Bottleneck). The viewer shares its link with a bulk
-// TCP download (gVisor's userspace CUBIC, Linux's default), and a second
-// rig runs beside it with the stock viewer left alone, and a third
-// (internal/lab/gatewaylab's gateway arm) with the stock viewer reaching
-// the region through fairgrid's gateway instead of the sidecar, so that
-// the demo ends with whom the stock viewer hurts and what each side of
+// The demo is a view of the fairness rig (internal/lab/fairness): one
+// cell with the sidecar in the viewer's seat (internal/lab/demand's Seat:
+// `fairgrid sim`'s region, the link on a shared bottleneck, the lab's
+// stock viewer, fairgrid's loop), beside a bulk TCP download (gVisor's
+// userspace CUBIC, Linux's default); a second cell runs beside it with
+// the stock viewer alone, and a third with the stock viewer reaching the
+// region through fairgrid's gateway instead of the sidecar, so that the
+// demo ends with whom the stock viewer hurts and what each side of
 // fairgrid changes: the download's throughput, the viewer's received rate
-// and queueing delay, and its TCP-fair share, for each. A run too short
-// for the controller (MinSettledIntervals) says so instead of judging.
+// and queueing delay, and its share beside the download, for each. A run
+// too short for the controller (MinSettledIntervals) says so instead of
+// judging.
 package demo
 
 import (
@@ -27,24 +29,23 @@ import (
 	"time"
 
 	"github.com/fairgrid/fairgrid/capture"
-	"github.com/fairgrid/fairgrid/internal/lab/gatewaylab"
+	"github.com/fairgrid/fairgrid/internal/lab/demand"
+	"github.com/fairgrid/fairgrid/internal/lab/fairness"
 	"github.com/fairgrid/fairgrid/internal/lab/link"
-	"github.com/fairgrid/fairgrid/internal/lab/scenario"
-	"github.com/fairgrid/fairgrid/internal/lab/tcpflow"
 	"github.com/fairgrid/fairgrid/internal/lab/viewer"
-	"github.com/fairgrid/fairgrid/opensim/region"
 	"github.com/fairgrid/fairgrid/ratecalc"
 	"github.com/fairgrid/fairgrid/throttle"
-	"github.com/fairgrid/fairgrid/throttle/group"
 	"github.com/fairgrid/fairgrid/throttle/sidecar"
 )
 
 // Config describes the demo. Zero fields take the defaults named;
 // Validate says which values it refuses, and Run refuses them too.
 type Config struct {
-	// Link is the emulated link, the same both ways. A zero Link is
-	// DefaultLink; any other is taken as it is, so a lossless or
-	// unlimited link can be asked for.
+	// Link is the emulated link: its rate, one-way delay and buffer each
+	// way, and its random loss towards the viewer (the fairness rig's
+	// cell: it refuses an unlimited rate, a delay under half a millisecond
+	// and bursts of loss). A zero Link is DefaultLink; any other is taken
+	// as it is, so a lossless link can be asked for.
 	Link link.PipeConfig
 	// Duration of the run (default 60 s): at least two intervals, so that
 	// there is a second half to judge.
@@ -55,9 +56,9 @@ type Config struct {
 	// controller's do.
 	Loop throttle.Config
 	// ViewerThrottle is the stock viewer's request (default 1,500 kbps of
-	// 1024 bit/s); the viewer follows the stock ±10 % rule from it.
+	// 1024 bit/s, in place of the fairness rig's SeatAsks: the classic
+	// viewer's); the viewer follows the stock ±10 % rule from it.
 	ViewerThrottle ratecalc.Rate
-	Activity       region.Activity
 	Seed           uint64
 	// Live runs the daemon's production path instead of the in-process
 	// tap: fairgrid captures the viewer's datagrams on lo through AF_PACKET
@@ -67,19 +68,15 @@ type Config struct {
 	// it, and no stock run to compare with. A run shorter than
 	// MinCompareDuration is alone whatever Alone says.
 	Alone bool
-	// NoGateway leaves the gateway's rig out of the comparison: the stock
-	// viewer through fairgrid's gateway, a third region, download and
-	// link beside the other two, whose cost on a loaded machine may be
+	// NoGateway leaves the gateway's cell out of the comparison: the
+	// stock viewer through fairgrid's gateway, a third region, download
+	// and link beside the other two, whose cost on a loaded machine may be
 	// more than its row is worth.
 	NoGateway bool
 
 	// source, if set, opens the sidecar's source in place of the rig's
-	// tap (scenario.RigViewer.Source): the tests' failing source.
+	// tap (demand.Config.Source): the tests' failing source.
 	source func(relay netip.AddrPort) (sidecar.Source, error)
-	// afterStockTick, if set, sees each decision of the stock rig's
-	// measuring loop (scenario.RigViewer.AfterTick): the tests' view of
-	// what the stock side's fair share stands on.
-	afterStockTick func(scenario.RigTick)
 }
 
 // MinCompareDuration is the shortest demo that gets the download and the
@@ -113,41 +110,38 @@ func (c Config) withDefaults() Config {
 	}
 	c.Duration = cmp.Or(c.Duration, 60*time.Second)
 	c.ViewerThrottle = cmp.Or(c.ViewerThrottle, viewer.DefaultThrottle)
-	c.Activity = cmp.Or(c.Activity, region.Flying)
 	c.Seed = cmp.Or(c.Seed, 1)
 	return c
 }
 
-// Validate reports what Run would refuse: a link the emulator refuses, a
-// loop configuration throttle.New refuses, and a run shorter than two
-// intervals, whose verdict would judge nothing.
+// Validate reports what Run would refuse: a link the emulator or the
+// fairness rig refuses, a loop configuration throttle.New refuses, and a
+// run shorter than two intervals, whose verdict would judge nothing.
 func (c Config) Validate() error {
 	c = c.withDefaults()
-	loop, err := c.loop(nil)
-	if err != nil || !c.withGateway() {
-		return err
-	}
-	return c.gatewayConfig(loop.Interval()).Validate()
+	_, err := c.loop(nil)
+	return err
 }
 
-// withGateway says whether the run has the gateway's rig.
+// withGateway says whether the run has the gateway's cell.
 func (c Config) withGateway() bool {
 	return !c.NoGateway && !c.Alone && c.Duration >= MinCompareDuration
 }
 
-// gatewayConfig is the gateway rig's: the demo's link, viewer and region,
-// and the gateway deciding as the sidecar does (its controller, segment
-// and interval), measured over the same last half as the other rigs.
-func (c Config) gatewayConfig(interval time.Duration) gatewaylab.Config {
-	warmup, duration := c.measured(interval)
-	lc := c.Loop
-	return gatewaylab.Config{Link: c.Link, Warmup: warmup, Duration: duration, Seed: c.Seed, Throttle: c.ViewerThrottle, Activity: c.Activity,
-		Controller: lc.Controller, Interval: interval, Segment: lc.Segment}
+// cell is the fairness rig's cell with seat in the viewer's seat, on the
+// demo's link, beside a CUBIC download of gVisor's unless alone.
+func (c Config) cell(seat demand.FrontEnd, alone bool) fairness.Cell {
+	cell := fairness.Cell{Product: seat, Buffer: cmp.Or(c.Link.Buffer, link.DefaultBuffer), Loss: c.Link.Loss,
+		RTTms: 2 * float64(c.Link.Delay) / float64(time.Millisecond), LinkBPS: float64(c.Link.Rate) * 8}
+	if !alone {
+		cell.TCP, cell.Flows = fairness.GVisorCUBIC, 1
+	}
+	return cell
 }
 
-// measured is the rigs' warm-up and measured duration: the last half of
+// measured is the cells' warm-up and measured duration: the last half of
 // the run's whole intervals, and half an interval more. The run ends
-// after its last whole interval's row; the rigs' end, half an interval
+// after its last whole interval's row; the cells' end, half an interval
 // later, only stops a loop that fell behind: a tick at the very end of
 // the duration would otherwise race it.
 func (c Config) measured(interval time.Duration) (warmup, duration time.Duration) {
@@ -159,6 +153,17 @@ func (c Config) measured(interval time.Duration) (warmup, duration time.Duration
 // loop checks c, which has its defaults, and builds its control loop.
 func (c Config) loop(log *slog.Logger) (*throttle.Loop, error) {
 	if err := c.Link.Validate(); err != nil {
+		return nil, fmt.Errorf("link: %w", err)
+	}
+	switch l := c.Link; {
+	case l.Rate == 0:
+		return nil, errors.New("link: an unlimited rate: the fairness rig the demo runs on wants 64 kbit/s to 1 Gbit/s")
+	case l.Delay < 500*time.Microsecond:
+		return nil, fmt.Errorf("link: delay %v: the fairness rig the demo runs on wants 0.5 ms one way or more", l.Delay)
+	case l.BurstLen > 1 || l.BufferBytes != 0:
+		return nil, fmt.Errorf("link: burst length %v, buffer %d bytes: the fairness rig's link has independent losses and a buffer in datagrams", l.BurstLen, l.BufferBytes)
+	}
+	if err := c.cell(demand.Sidecar, c.Alone).Validate(); err != nil {
 		return nil, fmt.Errorf("link: %w", err)
 	}
 	loop, err := throttle.New(c.Loop, log)
@@ -271,19 +276,14 @@ type Side struct {
 	QueueDelayP95Ms  float64 `json:"queue_delay_p95_ms"`
 	// FairBPS is the viewer's TCP-fair share at the loss and RTT its
 	// circuit measured, by the model FairModel names with the segment size
-	// Summary.Segment names, for every viewer (the stock viewer's circuit,
-	// alone and through the gateway, is measured at the viewer's host by
-	// the same controller, which sends nothing): the mean
-	// over the decisions of the measured half; 0 without loss.
-	FairBPS float64 `json:"fair_bps"`
+	// Summary.Segment names: the mean over the decisions of the measured
+	// half; 0 without loss. The fairgrid side's only: nothing of fairgrid
+	// measures the stock viewer's circuit at its host.
+	FairBPS float64 `json:"fair_bps,omitempty"`
 	// ViewerOverDownload is ViewerBPS ÷ DownloadBPS: the promise, measured
 	// (TCP-fair means one share: 0.8–1.25); 0 when the download moved
 	// nothing.
 	ViewerOverDownload float64 `json:"viewer_over_download"`
-}
-
-func downloadFlow() tcpflow.FlowConfig {
-	return tcpflow.FlowConfig{Name: "cubic download", CC: tcpflow.CUBIC, Dir: tcpflow.Download}
 }
 
 // applied records what the region applies and when.
@@ -363,11 +363,11 @@ func (s *recordingSender) Send(ctx context.Context, r throttle.Request) error {
 // marked Interrupted, and no error: an interrupted demo still has a
 // verdict.
 //
-// The demo is the lab's rig (scenario.Rig), twice: the viewer with
-// fairgrid and, unless Alone, the stock viewer, each beside a CUBIC
-// download on its own copy of the link. Both rigs run in one
-// group.Group with the member that ends the run at its last row: the
-// first failure of any part stops every other, and is what Run returns.
+// The demo is cells of the fairness rig (fairness.Run), run at once: the
+// sidecar's seat and, unless Alone, the stock viewer's and (unless
+// NoGateway) the gateway's, each beside a CUBIC download on its own copy
+// of the link. The sidecar's last row ends them all, and so does the
+// first failure of any, which is what Run returns.
 func Run(ctx context.Context, cfg Config, log *slog.Logger, onRow func(Row)) (Summary, error) {
 	cfg = cfg.withDefaults()
 	if log == nil {
@@ -382,71 +382,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, onRow func(Row)) (Su
 	interval := loop.Interval()
 	intervals := int(cfg.Duration / interval)
 	warmup, measured := cfg.measured(interval)
-	rigConfig := func(v *scenario.RigViewer) scenario.RigConfig {
-		rc := scenario.RigConfig{Up: cfg.Link, Down: cfg.Link, Seed: cfg.Seed, Viewer: v,
-			Warmup: warmup, Duration: measured}
-		if !cfg.Alone {
-			rc.TCP = []tcpflow.FlowConfig{downloadFlow()}
-		}
-		return rc
-	}
 
 	a := &applied{ours: map[int64]bool{}}
 	sender := &recordingSender{a: a}
-	var (
-		start       time.Time
-		rows        []Row
-		stockFair   []*float64 // the stock viewer's TCP-fair rate at each decision, as rows' FairBPS
-		gatewayFair []*float64 // the same through the gateway
-		lastRequest *float64
-		lastRow     = make(chan struct{})
-	)
-	fairgrid := &scenario.RigViewer{Mode: scenario.ViewerMode(loop.Config().Controller), Loop: loop, Throttle: cfg.ViewerThrottle, Activity: cfg.Activity,
-		Source: cfg.source,
-		Sender: func(relay throttle.Sender) throttle.Sender {
-			if sender.next == nil {
-				sender.next = relay
-			}
-			return sender
-		},
-		OnThrottle: func(_ netip.AddrPort, requested float64, total int64, at time.Time) {
-			a.set(int64(requested/8), total, at)
-		},
-		// The per-interval row: what the loop measured and decided, what
-		// the viewer asks for and what the region applies.
-		AfterTick: func(tick scenario.RigTick) {
-			if len(rows) == intervals {
-				return
-			}
-			for _, r := range tick.Sent {
-				bps := r.Total.BitsPerSecond()
-				lastRequest = &bps
-			}
-			row := Row{T: tick.Now.Sub(start).Seconds(), FairgridRequestBPS: lastRequest, ViewerRequestBPS: tick.ViewerRequestBPS, FairBPS: tickFair(loop, tick)}
-			if st := tick.Circuit; tick.Measured {
-				row.RateBPS, row.LossEventRate = st.ReceiveRate.BitsPerSecond(), st.LossEventRate
-				if st.RTTSamples > 0 {
-					ms := float64(st.SRTT) / float64(time.Millisecond)
-					row.RTTms = &ms
-				}
-			}
-			a.mu.Lock()
-			row.AppliedBPS = float64(a.total) * 8
-			a.mu.Unlock()
-			rows = append(rows, row)
-			if onRow != nil {
-				onRow(row)
-			}
-			if len(rows) == intervals {
-				close(lastRow)
-			}
-		}}
 	if cfg.Live {
-		// The daemon's production path: what a capture on the viewer's
-		// host sees, and raw sockets as the viewer.
-		fairgrid.Source = func(relay netip.AddrPort) (sidecar.Source, error) {
-			return capture.OpenLive("lo", capture.Ports{{Lo: relay.Port(), Hi: relay.Port()}})
-		}
 		raw, err := sidecar.NewRawSender()
 		if err != nil {
 			return Summary{}, err
@@ -454,73 +393,92 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, onRow func(Row)) (Su
 		defer raw.Close()
 		sender.next = raw
 	}
-
-	var g group.Group
-	fairgridRig, err := scenario.NewRig(ctx, rigConfig(fairgrid), log)
+	var (
+		start       time.Time
+		seat        *demand.Seat // the sidecar's
+		rows        []Row
+		lastRequest *float64
+		lastRow     = make(chan struct{})
+	)
+	// The per-interval row: what the loop measured and decided, what the
+	// viewer asks for and what the region applies.
+	afterTick := func(now time.Time, sent []throttle.Request) {
+		if len(rows) == intervals {
+			return
+		}
+		for _, r := range sent {
+			bps := r.Total.BitsPerSecond()
+			lastRequest = &bps
+		}
+		st, measured := circuitStats(seat.Loop())
+		row := Row{T: now.Sub(start).Seconds(), FairgridRequestBPS: lastRequest, ViewerRequestBPS: seat.Report().ThrottleBPS,
+			FairBPS: tickFair(loop, st, measured)}
+		if measured {
+			row.RateBPS, row.LossEventRate = st.ReceiveRate.BitsPerSecond(), st.LossEventRate
+			if st.RTTSamples > 0 {
+				ms := float64(st.SRTT) / float64(time.Millisecond)
+				row.RTTms = &ms
+			}
+		}
+		a.mu.Lock()
+		row.AppliedBPS = float64(a.total) * 8
+		a.mu.Unlock()
+		rows = append(rows, row)
+		if onRow != nil {
+			onRow(row)
+		}
+		if len(rows) == intervals {
+			close(lastRow)
+		}
+	}
+	options := func(fe demand.FrontEnd) fairness.Options {
+		return fairness.Options{Warmup: warmup, Duration: measured, Interval: interval, Seed: cfg.Seed, Log: log.With("seat", fe),
+			SeatConfig: func(dc *demand.Config) {
+				dc.ViewerAsks, dc.Throttle = cfg.ViewerThrottle, cfg.Loop
+				if fe != demand.Sidecar {
+					return
+				}
+				dc.AfterTick = afterTick
+				dc.OnThrottle = func(_ netip.AddrPort, requested float64, total int64, at time.Time) {
+					a.set(int64(requested/8), total, at)
+				}
+				dc.WrapSender = func(relay throttle.Sender) throttle.Sender {
+					if sender.next == nil {
+						sender.next = relay
+					}
+					return sender
+				}
+				dc.Source = cfg.source
+				if cfg.Live {
+					// The daemon's production path: what a capture on the
+					// viewer's host sees, and raw sockets as the viewer.
+					dc.Source = func(relay netip.AddrPort) (sidecar.Source, error) {
+						return capture.OpenLive("lo", capture.Ports{{Lo: relay.Port(), Hi: relay.Port()}})
+					}
+				}
+			},
+			OnSeat: func(s *demand.Seat) {
+				if fe == demand.Sidecar {
+					seat = s
+				}
+			}}
+	}
+	seats := []demand.FrontEnd{demand.Sidecar}
+	if !cfg.Alone {
+		seats = append(seats, demand.Stock)
+	}
+	if cfg.withGateway() {
+		seats = append(seats, demand.Gateway)
+	}
+	results, err := runCells(ctx, cfg, seats, options, lastRow, &start)
 	if err != nil {
 		return Summary{}, err
 	}
-	defer fairgridRig.Close()
-	fairgridRig.AddTo(&g)
-	var stockRig *scenario.Rig
-	if !cfg.Alone {
-		// The stock viewer's run beside this one: the same link and
-		// download, measured over the same last half.
-		// Its loop is fairgrid's controller, measuring and sending
-		// nothing, so that both sides' fair shares stand on one model.
-		stockLoop, err := throttle.New(cfg.Loop, log)
-		if err != nil {
-			return Summary{}, err
-		}
-		stock := &scenario.RigViewer{Mode: scenario.Stock, Loop: stockLoop, Throttle: cfg.ViewerThrottle, Activity: cfg.Activity,
-			AfterTick: func(tick scenario.RigTick) {
-				if len(stockFair) < intervals {
-					stockFair = append(stockFair, tickFair(stockLoop, tick))
-				}
-				if cfg.afterStockTick != nil {
-					cfg.afterStockTick(tick)
-				}
-			}}
-		if stockRig, err = scenario.NewRig(ctx, rigConfig(stock), log); err != nil {
-			return Summary{}, err
-		}
-		defer stockRig.Close()
-		stockRig.AddTo(&g)
-	}
-	var gatewayRig *gatewaylab.ArmRig
-	if cfg.withGateway() {
-		// The stock viewer through fairgrid's gateway, the lab's gateway
-		// arm on its own copy of the link: no sidecar at the viewer, but a
-		// loop of the same controller measuring at its host and sending
-		// nothing, for the fair share on one model.
-		gatewayLoop, err := throttle.New(cfg.Loop, log)
-		if err != nil {
-			return Summary{}, err
-		}
-		observe := &gatewaylab.Observer{Loop: gatewayLoop, AfterTick: func(now time.Time, st ratecalc.Stats, measured bool) {
-			if len(gatewayFair) < intervals {
-				gatewayFair = append(gatewayFair, tickFair(gatewayLoop, scenario.RigTick{Now: now, Circuit: st, Measured: measured}))
-			}
-		}}
-		if gatewayRig, err = gatewaylab.NewArmRig(cfg.gatewayConfig(interval), gatewaylab.Gateway, observe, log.With("rig", "gateway")); err != nil {
-			return Summary{}, err
-		}
-		defer gatewayRig.Close()
-		gatewayRig.AddTo(&g)
-	}
-	g.Add(func(ctx context.Context) error {
-		select {
-		case <-lastRow:
-		case <-ctx.Done():
-		}
-		return nil
-	}, nil)
-	start = time.Now()
-	if err := g.Run(ctx); err != nil {
-		return Summary{}, err
+	if seat == nil {
+		return Summary{}, fmt.Errorf("the sidecar's seat was never built: %w", results[0].err)
 	}
 
-	sum := summarize(rows, loop, a, sender, interval)
+	sum := summarize(rows, seat.Loop(), a, sender, interval)
 	sum.FairModel, sum.Segment = fairModel(loop.Config().Controller), loop.Config().Segment
 	sum.Intervals, sum.Interrupted = len(rows), ctx.Err() != nil
 	sum.IntervalSeconds = interval.Seconds()
@@ -528,41 +486,92 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, onRow func(Row)) (Su
 	if cfg.Alone {
 		return sum, nil
 	}
-	fm, ferr := fairgridRig.Measurement()
-	sm, serr := stockRig.Measurement()
-	var gm gatewaylab.ArmResult
-	var gerr error
-	if gatewayRig != nil {
-		gm, gerr = gatewayRig.Result()
+	var errs []error
+	for _, r := range results {
+		errs = append(errs, r.err)
 	}
-	if ferr != nil || serr != nil || gerr != nil {
+	if err := errors.Join(errs...); err != nil {
 		if sum.Interrupted {
 			// Stopped before the measured half began: no comparison.
 			return sum, nil
 		}
-		return Summary{}, fmt.Errorf("the comparison: %w", errors.Join(ferr, serr, gerr))
+		return Summary{}, fmt.Errorf("the comparison: %w", err)
 	}
-	// The rigs measure from the judged half's first interval on: both
-	// fair shares are the mean over its decisions (the last half of the
+	// The cells measure from the judged half's first interval on: the
+	// fair share is the mean over its decisions (the last half of the
 	// rows, unless interrupted).
-	judged := intervals / 2
-	fairgridFair := make([]*float64, len(rows))
+	fairs := make([]*float64, len(rows))
 	for i, r := range rows {
-		fairgridFair[i] = r.FairBPS
+		fairs[i] = r.FairBPS
 	}
-	sum.Fairgrid = side(fm, meanFair(fairgridFair, judged))
-	sum.Stock = side(sm, meanFair(stockFair, judged))
-	if gatewayRig != nil {
-		sum.Gateway = gatewaySide(gm, meanFair(gatewayFair, judged))
+	sum.Fairgrid = side(results[0].Result, meanFair(fairs, intervals/2))
+	sum.Stock = side(results[1].Result, 0)
+	if len(results) > 2 {
+		sum.Gateway = side(results[2].Result, 0)
 	}
 	return sum, nil
 }
 
+// cellResult is one cell's run.
+type cellResult struct {
+	fairness.Result
+	err error
+}
+
+// runCells runs a cell for each seat at once, setting *start as they
+// start, until the last row or the first failure ends them all: a cell
+// that fails while the others run is what runCells returns; what the
+// others return once ended (a result over what ran after the warm-up, or
+// an error before it) is each seat's cellResult.
+func runCells(ctx context.Context, cfg Config, seats []demand.FrontEnd, options func(demand.FrontEnd) fairness.Options,
+	lastRow <-chan struct{}, start *time.Time) ([]cellResult, error) {
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	results := make([]cellResult, len(seats))
+	var (
+		mu    sync.Mutex
+		first error
+		wg    sync.WaitGroup
+	)
+	*start = time.Now()
+	for i, fe := range seats {
+		wg.Go(func() {
+			r, err := fairness.Run(runCtx, cfg.cell(fe, cfg.Alone), options(fe))
+			results[i] = cellResult{r, err}
+			mu.Lock()
+			if err != nil && first == nil && runCtx.Err() == nil {
+				first = err
+			}
+			mu.Unlock()
+			cancel()
+		})
+	}
+	wg.Go(func() {
+		select {
+		case <-lastRow:
+		case <-runCtx.Done():
+		}
+		cancel()
+	})
+	wg.Wait()
+	return results, first
+}
+
+// circuitStats is what loop measured of its circuit (the demo's one),
+// and whether it has measured it yet.
+func circuitStats(loop *throttle.Loop) (ratecalc.Stats, bool) {
+	if keys := loop.Keys(); len(keys) > 0 {
+		_, st, measured := loop.Circuit(keys[0])
+		return st, measured
+	}
+	return ratecalc.Stats{}, false
+}
+
 // tickFair is the TCP-fair rate at one of loop's decisions, by the model
 // its controller follows (fairRate); nil until it has one.
-func tickFair(loop *throttle.Loop, tick scenario.RigTick) *float64 {
-	fair, ok := fairRate(loop.Config().Controller, tick.Circuit)
-	if !tick.Measured || !ok {
+func tickFair(loop *throttle.Loop, st ratecalc.Stats, measured bool) *float64 {
+	fair, ok := fairRate(loop.Config().Controller, st)
+	if !measured || !ok {
 		return nil
 	}
 	f := fair.BitsPerSecond()
@@ -586,25 +595,14 @@ func meanFair(fairs []*float64, judged int) float64 {
 	return sum / float64(n)
 }
 
-// side is one rig's viewer and download over its measured half, against
-// the viewer's TCP-fair rate fair.
-func side(m scenario.Measurement, fair float64) *Side {
-	v := m.Viewer.Down
-	s := &Side{ViewerBPS: v.ThroughputBPS, QueueDelayMeanMs: v.QueueDelayMeanMs, QueueDelayP95Ms: v.QueueDelayP95Ms, FairBPS: fair}
-	if len(m.TCP) > 0 {
-		s.DownloadBPS = m.TCP[0].Data.ThroughputBPS
-	}
+// side is one cell's viewer and download over its measured half, both on
+// the wire, against the viewer's TCP-fair rate fair.
+func side(r fairness.Result, fair float64) *Side {
+	s := &Side{DownloadBPS: r.MeanTCP(), ViewerBPS: r.MeanViewer(), QueueDelayMeanMs: r.SeatQueueDelayMeanMs, QueueDelayP95Ms: r.SeatQueueDelayP95Ms, FairBPS: fair}
 	if s.DownloadBPS > 0 {
 		s.ViewerOverDownload = s.ViewerBPS / s.DownloadBPS
 	}
 	return s
-}
-
-// gatewaySide is the gateway rig's viewer and download over its measured
-// half, on the wire as side's, against the viewer's TCP-fair rate fair.
-func gatewaySide(r gatewaylab.ArmResult, fair float64) *Side {
-	return &Side{DownloadBPS: r.DownloadWireBPS, ViewerBPS: r.ViewerBPS, ViewerOverDownload: r.ViewerOverDownload,
-		QueueDelayMeanMs: r.QueueDelayMeanMs, QueueDelayP95Ms: r.QueueDelayP95Ms, FairBPS: fair}
 }
 
 // fairModel is the TCP model a controller follows (congestion.md §6.7):

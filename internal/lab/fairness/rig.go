@@ -222,6 +222,11 @@ type Options struct {
 	// wrapSender, if set, wraps a product seat's sidecar sender (a
 	// test's: one that drops fairgrid's AgentThrottles).
 	wrapSender func(throttle.Sender) throttle.Sender
+	// SeatConfig, if set, adjusts a product seat's configuration before
+	// the seat is built (views.go); OnSeat, if set, is given the seat once
+	// built, before it runs.
+	SeatConfig func(*demand.Config)
+	OnSeat     func(*demand.Seat)
 }
 
 // SizeWeight is one payload size of the viewer's mix and its share of
@@ -306,6 +311,11 @@ type Result struct {
 	// was served (demand.Seat.LoginTries): above 1, the first gave its
 	// UseCircuitCode up.
 	SeatLogins int `json:"seat_logins,omitempty"`
+	// SeatQueueDelayMeanMs and SeatQueueDelayP95Ms are a product seat's
+	// root circuit's datagrams' wait in the bottleneck's FIFO towards its
+	// viewer over the measured part (views.go).
+	SeatQueueDelayMeanMs float64 `json:"seat_queue_delay_mean_ms,omitempty"`
+	SeatQueueDelayP95Ms  float64 `json:"seat_queue_delay_p95_ms,omitempty"`
 }
 
 // TracePoint is the controller's state at one decision.
@@ -560,6 +570,7 @@ func run(ctx context.Context, cell Cell, opt Options, addMembers func(*group.Gro
 	if product != nil {
 		res.ViewerBPS = append(res.ViewerBPS, seatThroughput(d)*8)
 		res.ViewerP, res.Requests, res.SeatLogins, res.SeatGoodputBPS = m.seatP, m.seatRequests, product.LoginTries(), m.seatGoodput
+		res.SeatQueueDelayMeanMs, res.SeatQueueDelayP95Ms = seatQueueDelay(d)
 	}
 	if qn > 0 {
 		res.TCPQueueMs = qsum / qn
@@ -597,9 +608,11 @@ type measurement struct {
 // until then stands, as the kernel's flows' results do, which it waits
 // for; before it, the run fails.
 func (m *measurement) run(ctx context.Context) error {
+	// start before the ticker's: its tick at a whole warm-up is the
+	// warm-up's end, not a second later.
+	start := time.Now()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	start := time.Now()
 	m.warmEnd = start.Add(m.opt.Warmup)
 	end := time.NewTimer(m.opt.Warmup + m.opt.Duration)
 	defer end.Stop()
@@ -776,10 +789,17 @@ func newSeat(b *link.Bottleneck, cell Cell, opt Options, log *slog.Logger) (*dem
 	if err != nil {
 		return nil, fmt.Errorf("fairness: %w", err)
 	}
-	s, err := demand.NewSeat(demand.Config{FrontEnd: cell.Product, Activity: a, Children: cell.Neighbours, Position: seatPosition,
-		ViewerAsks: SeatAsks, Interval: opt.Interval, Seed: opt.Seed, WrapSender: opt.wrapSender}, b, log)
+	dc := demand.Config{FrontEnd: cell.Product, Activity: a, Children: cell.Neighbours, Position: seatPosition,
+		ViewerAsks: SeatAsks, Interval: opt.Interval, Seed: opt.Seed, WrapSender: opt.wrapSender}
+	if opt.SeatConfig != nil {
+		opt.SeatConfig(&dc)
+	}
+	s, err := demand.NewSeat(dc, b, log)
 	if err != nil {
 		return nil, fmt.Errorf("fairness: %w", err)
+	}
+	if opt.OnSeat != nil {
+		opt.OnSeat(s)
 	}
 	return s, nil
 }

@@ -27,8 +27,8 @@ func BindFlags(fs *flag.FlagSet) *Flags {
 	f.seed = fs.Uint64("seed", 1, "seed of the link's loss and the TCP stacks")
 	fs.TextVar(&f.controller, "controller", throttle.ControllerName(""), "the gateway's controller (default: the gateway's)")
 	f.interval = fs.Duration("interval", 0, "the gateway's decision interval (0: its default)")
-	f.loss = fs.String("loss", strconv.FormatFloat(100*DefaultLink.Loss, 'g', -1, 64)+"%", "random loss each way: a fraction or a percentage")
-	f.arms = fs.String("arms", "gateway,gateway+sidecar,stock", "comma-separated arms: gateway, gateway+sidecar, gateway+proxy, stock")
+	f.loss = fs.String("loss", strconv.FormatFloat(100*DefaultLink.Loss, 'g', -1, 64)+"%", "random loss towards the viewer: a fraction or a percentage")
+	f.arms = fs.String("arms", "gateway,gateway+sidecar,stock", "comma-separated arms: gateway, gateway+sidecar, stock")
 	return f
 }
 

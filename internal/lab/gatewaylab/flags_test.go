@@ -38,11 +38,11 @@ func TestFlagsConfig(t *testing.T) {
 			}
 		})
 	}
-	cfg, err := parse("--loss", "3%", "--arms", "stock, gateway+proxy", "--seed", "7")
+	cfg, err := parse("--loss", "3%", "--arms", "stock, gateway+sidecar", "--seed", "7")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Link.Loss != 0.03 || cfg.Link.Rate != DefaultLink.Rate || len(cfg.Arms) != 2 || cfg.Arms[1] != Proxy || cfg.Seed != 7 || cfg.Warmup != DefaultWarmup {
+	if cfg.Link.Loss != 0.03 || cfg.Link.Rate != DefaultLink.Rate || len(cfg.Arms) != 2 || cfg.Arms[1] != Sidecar || cfg.Seed != 7 || cfg.Warmup != DefaultWarmup {
 		t.Errorf("config %+v", cfg)
 	}
 }

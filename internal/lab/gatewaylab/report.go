@@ -14,8 +14,9 @@ import (
 // arm, then the gateway's own view.
 func WriteText(w io.Writer, r Result) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "link: %.0f kbit/s, %.0f ms one way, %g %% loss, %d-datagram buffer, each way; a CUBIC download (gVisor) and a stock viewer asking %.0f kbit/s; seed %d\n",
-		r.LinkBPS/1000, r.DelayMs, 100*r.Loss, r.Buffer, r.ThrottleBP/1000, r.Seed)
+	fmt.Fprintf(&b, "link: %.0f kbit/s, %.0f ms one way, a %d-datagram buffer, each way, %g %% loss towards the viewer; a CUBIC download (gVisor) and a stock viewer asking %.0f kbit/s; seed %d\n",
+		r.LinkBPS/1000, r.DelayMs, r.Buffer, 100*r.Loss, r.ThrottleBP/1000, r.Seed)
+	fmt.Fprintf(&b, "each arm a cell of lab fairness's rig (fairgrid sim's region with OpenSim's category buckets; the download starts once the viewer is in)\n")
 	fmt.Fprintf(&b, "measured %.0f s after a %.0f s warm-up (real time)\n\n", r.DurationS, r.WarmupS)
 	fmt.Fprintf(&b, "%-16s %10s %10s %9s %10s %12s %12s %8s\n", "viewer", "download", "viewer", "download", "viewer ÷", "queue delay", "queue delay", "seconds")
 	fmt.Fprintf(&b, "%-16s %10s %10s %9s %10s %12s %12s %8s\n", "reaches", "wire kb/s", "kbit/s", "share", "download", "mean ms", "p95 ms", "")
@@ -34,8 +35,6 @@ func WriteText(w io.Writer, r Result) error {
 		switch a.Arm {
 		case Sidecar:
 			fmt.Fprintf(&b, "; the client side sent %d requests", gv.ClientRequests)
-		case Proxy:
-			fmt.Fprintf(&b, "; the proxy sent %d requests and rewrote %d of the viewer's AgentThrottles", gv.ClientRequests, gv.ProxyRewritten)
 		}
 		fmt.Fprintf(&b, "\ngateway queueing delay: mean %.2f ms", gv.QueueDelayMeanMs)
 		var chans []string
