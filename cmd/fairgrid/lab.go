@@ -44,7 +44,8 @@ const labParallel = labscenario.DefaultParallel
 func labScenarios() string {
 	return labscenario.Help(labParallel,
 		[2]string{"fairness", "the viewer's share beside TCP over a grid of links (own flags: lab fairness --help)"},
-		[2]string{"gateway", "the stock viewer through fairgrid gateway beside it alone, each with a download (own flags: lab gateway --help)"})
+		[2]string{"gateway", "the stock viewer through fairgrid gateway beside it alone, each with a download (own flags: lab gateway --help)"},
+		[2]string{"render", "a saved run (--out DIR) printed again with this build's verdicts, nothing run (lab render --help)"})
 }
 
 func runLab(args []string, s stdio) int {
@@ -53,6 +54,9 @@ func runLab(args []string, s stdio) int {
 	}
 	if len(args) > 0 && args[0] == "gateway" {
 		return runLabGateway(args[1:], s)
+	}
+	if len(args) > 0 && args[0] == "render" {
+		return runLabRender(args[1:], s)
 	}
 	synopsis := fmt.Sprintf(labSynopsis, labScenarios())
 	fs := newFlagSet("lab", synopsis, s)
@@ -73,7 +77,7 @@ func runLab(args []string, s stdio) int {
 	}
 	sc, ok := labscenario.Find(fs.Arg(0))
 	if !ok {
-		names := []string{"all", "fairness", "gateway"}
+		names := []string{"all", "fairness", "gateway", "render"}
 		for _, sc := range labscenario.Scenarios() {
 			names = append(names, sc.Name)
 		}

@@ -8,6 +8,8 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -112,11 +114,32 @@ type Result struct {
 	Scenario string `json:"scenario"`
 	// Command is the command line that made the result, if the caller
 	// says (WriteMarkdown heads its table with it).
-	Command     string       `json:"command,omitempty"`
-	Seconds     float64      `json:"wall_seconds"`
-	Tables      []Table      `json:"tables"`
-	Comparisons []Comparison `json:"comparisons"`
-	Runs        []RunResult  `json:"runs"`
+	Command string  `json:"command,omitempty"`
+	Seconds float64 `json:"wall_seconds"`
+	// Options are what the runs were made with, for Render.
+	Options     *SavedOptions `json:"options,omitempty"`
+	Tables      []Table       `json:"tables"`
+	Comparisons []Comparison  `json:"comparisons"`
+	Runs        []RunResult   `json:"runs"`
+}
+
+// SavedOptions are the Options a result's runs were made with, as far as
+// they decide its jobs: what Render needs to rebuild the result from the
+// runs.
+type SavedOptions struct {
+	Seed            uint64  `json:"seed"`
+	Seeds           int     `json:"seeds"`
+	DurationSeconds float64 `json:"duration_seconds,omitempty"`
+	Full            bool    `json:"full,omitempty"`
+}
+
+func saved(o Options) *SavedOptions {
+	o = o.withDefaults()
+	return &SavedOptions{Seed: o.Seed, Seeds: o.Seeds, DurationSeconds: o.Duration.Seconds(), Full: o.Full}
+}
+
+func (s SavedOptions) options() Options {
+	return Options{Seed: s.Seed, Seeds: s.Seeds, Duration: time.Duration(s.DurationSeconds * float64(time.Second)), Full: s.Full}.withDefaults()
 }
 
 // RunResult is one run of a scenario, named by its parameters.
@@ -198,6 +221,7 @@ func all() Scenario {
 			}
 			res.Tables = append(res.Tables, SummaryTable(res.Comparisons))
 			res.Seconds = time.Since(start).Seconds()
+			res.Options = saved(o)
 			return res, errors.Join(errs...)
 		}}
 }
@@ -206,7 +230,7 @@ func all() Scenario {
 // name, for a reader who has only the output.
 const DocumentNames = `The documents: 000_6377d885c127798c.txt is Saldana, Suznjevic, Sequeira et al., "The Effect of TCP Variants on the Coexistence of MMORPG and Best-Effort Traffic"; ` +
 	`001_e9d8247e49fbaed2.txt J. Saldana's preliminary NS2 results on multiplexed game TCP flows (tcmtf list, for CCNC 2014); ` +
-	`002_de6dcb7b65c28c7b.txt Iain Oliver's PhD thesis (St Andrews, 2011), chapters 7 and 8; ` +
+	`002_de6dcb7b65c28c7b.txt the thesis, chapters 7 and 8 (the Mongoose client; the file names no author or year); ` +
 	`003_0f0edd6803f39f4d.txt Ando, Murase, Oguchi, "Characteristics of QoS-Guaranteed TCP on Real Mobile Terminal in Wireless LAN" (CQR 2011).`
 
 // summaryColumns are the summary's columns, in text, JSON and markdown.
@@ -360,20 +384,7 @@ func (p *Plan) add(jobs []job, parallel int) {
 func runSeeded(ctx context.Context, o Options, mk func(o Options) []job, result func(jobs []job, runs []RunResult) Result) (Result, error) {
 	o = o.withDefaults()
 	start := time.Now()
-	var all []job
-	var ends []int
-	for i := range o.Seeds {
-		so := o
-		so.Seed = o.Seed + uint64(i)
-		jobs := mk(so)
-		if o.Seeds > 1 {
-			for k := range jobs {
-				jobs[k].name += fmt.Sprintf(" seed=%d", so.Seed)
-			}
-		}
-		all = append(all, jobs...)
-		ends = append(ends, len(all))
-	}
+	all, ends := seededJobs(o, mk)
 	if p, ok := ctx.Value(planKey{}).(*Plan); ok {
 		p.add(all, o.Parallel)
 		return Result{}, errPlanned
@@ -399,15 +410,88 @@ func runSeeded(ctx context.Context, o Options, mk func(o Options) []job, result 
 	if err != nil {
 		return Result{}, err
 	}
+	res, err := seededResult(all, ends, runs, result)
+	res.Seconds = time.Since(start).Seconds()
+	res.Options = saved(o)
+	return res, err
+}
+
+// seededJobs are mk's jobs for each of o's seeds, in seed order, each
+// named with its seed when there are several; ends[i] is where seed i's
+// end.
+func seededJobs(o Options, mk func(o Options) []job) (all []job, ends []int) {
+	for i := range o.Seeds {
+		so := o
+		so.Seed = o.Seed + uint64(i)
+		jobs := mk(so)
+		if o.Seeds > 1 {
+			for k := range jobs {
+				jobs[k].name += fmt.Sprintf(" seed=%d", so.Seed)
+			}
+		}
+		all = append(all, jobs...)
+		ends = append(ends, len(all))
+	}
+	return all, ends
+}
+
+// seededResult builds each seed's result from its runs and merges them.
+func seededResult(all []job, ends []int, runs []RunResult, result func(jobs []job, runs []RunResult) Result) (Result, error) {
 	var rs []Result
 	begin := 0
 	for _, end := range ends {
 		rs = append(rs, result(all[begin:end], runs[begin:end]))
 		begin = end
 	}
-	res, err := mergeSeeds(rs)
-	res.Seconds = time.Since(start).Seconds()
-	return res, err
+	return mergeSeeds(rs)
+}
+
+// Render rebuilds a saved result (a scenario's or all's, as --out wrote
+// it) from its runs with this code's comparisons and verdicts, without
+// running anything: a wording or verdict fix needs no new run. The runs
+// must be the ones this code's jobs make with the saved options, in
+// order (as root, the kernel's runs are among them).
+func Render(saved Result) (Result, error) {
+	if saved.Options == nil {
+		return Result{}, errors.New("scenario: the saved result has no options (made before lab render existed): run it again")
+	}
+	o := saved.Options.options()
+	scenarios := Scenarios()
+	if saved.Scenario != "all" {
+		s, ok := Find(saved.Scenario)
+		if !ok {
+			return Result{}, fmt.Errorf("scenario: the saved result is of %q, no scenario of this lab", saved.Scenario)
+		}
+		scenarios = []Scenario{s}
+	}
+	out := Result{Scenario: saved.Scenario, Command: saved.Command, Seconds: saved.Seconds, Options: saved.Options, Runs: saved.Runs}
+	runs := saved.Runs
+	for _, s := range scenarios {
+		sd := s.seeding(o)
+		all, ends := seededJobs(o, sd.mk)
+		if len(runs) < len(all) {
+			return Result{}, fmt.Errorf("scenario: %s: %d runs saved, its jobs are %d", s.Name, len(runs), len(all))
+		}
+		for i, j := range all {
+			if runs[i].Name != j.name {
+				return Result{}, fmt.Errorf("scenario: %s: saved run %d is %q, this code's job %q", s.Name, i, runs[i].Name, j.name)
+			}
+		}
+		r, err := seededResult(all, ends, runs[:len(all)], sd.result)
+		if err != nil {
+			return Result{}, err
+		}
+		runs = runs[len(all):]
+		out.Tables = append(out.Tables, r.Tables...)
+		out.Comparisons = append(out.Comparisons, r.Comparisons...)
+	}
+	if len(runs) > 0 {
+		return Result{}, fmt.Errorf("scenario: %d saved runs more than this code's jobs", len(runs))
+	}
+	if saved.Scenario == "all" {
+		out.Tables = append(out.Tables, SummaryTable(out.Comparisons))
+	}
+	return out, nil
 }
 
 // runAll runs jobs, o.Parallel at a time, and returns their measurements
@@ -527,3 +611,32 @@ func unwrapJoined(err error) []error {
 type failedBefore struct{ error }
 
 func (f failedBefore) Unwrap() error { return f.error }
+
+// RenderFile renders the result saved at path (Render): a directory
+// --out wrote (its all.json, or its one scenario's JSON), or the file.
+func RenderFile(path string) (Result, error) {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		matches, _ := filepath.Glob(filepath.Join(path, "*.json"))
+		switch {
+		case slices.Contains(matches, filepath.Join(path, "all.json")):
+			path = filepath.Join(path, "all.json")
+		case len(matches) == 1:
+			path = matches[0]
+		default:
+			return Result{}, fmt.Errorf("%s: no all.json, and %d results to choose from: name the file", path, len(matches))
+		}
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Result{}, err
+	}
+	var saved Result
+	if err := json.Unmarshal(b, &saved); err != nil {
+		return Result{}, fmt.Errorf("%s: %w", path, err)
+	}
+	res, err := Render(saved)
+	if err != nil {
+		return Result{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return res, nil
+}

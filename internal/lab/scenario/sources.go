@@ -69,7 +69,7 @@ func (f Figure) Source() string { return fmt.Sprintf("%s:%d", f.File, f.Line) }
 var docTitles = map[string]string{
 	docCoexistence:  `Saldana, Suznjevic, Sequeira et al., "The Effect of TCP Variants on the Coexistence of MMORPG and Best-Effort Traffic"`,
 	docMultiplexing: "Saldana, preliminary NS2 results on multiplexed game TCP flows (tcmtf list)",
-	docThesis:       "Oliver, PhD thesis (St Andrews, 2011), ch. 7–8",
+	docThesis:       "the thesis, chapters 7 and 8 (the Mongoose client)",
 	docWireless:     `Ando, Murase, Oguchi, "Characteristics of QoS-Guaranteed TCP on Real Mobile Terminal in Wireless LAN" (CQR 2011)`,
 }
 
