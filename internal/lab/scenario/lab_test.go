@@ -327,7 +327,7 @@ func wirelessCheck(o Options) labCheck {
 	return labCheck{name: "wireless terminals", jobs: jobs, judge: func(t *testing.T, jobs []job, runs []RunResult) {
 		for _, r := range runs {
 			m := r.Measurement
-			minShare, jain := terminalsShares(m)
+			minShare, jain, _ := terminalsShares(m)
 			acks := float64(m.Down.Dropped) / max(1, float64(m.Down.Arrived))
 			t.Logf("%s: unluckiest terminal %.2f of the mean, Jain %.2f, %d of %d data packets dropped, %.0f %% of ACKs", r.Name, minShare, jain,
 				m.Up.Dropped, m.Up.Arrived, 100*acks)

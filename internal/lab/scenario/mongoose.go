@@ -269,9 +269,7 @@ func mongooseResult(jobs []job, runs []RunResult, dur time.Duration) Result {
 			c := ours("mongoose", fmt.Sprintf("%s beside Reno, %g %% loss", variant, loss*100), "received / TCP-fair", "×",
 				"the thesis ran no competing flow", 1, got, differs,
 				everySeed(fmt.Sprintf("within fairgrid's %.2g–%.3g", fairLow, fairHigh), func(x float64) bool { return x >= fairLow && x <= fairHigh }))
-			if fair <= 0 {
-				c = c.unmeasured()
-			}
+			c = measuredOr(c, v, fair)
 			beside = append(beside, c)
 			continue
 		}
@@ -285,8 +283,9 @@ func mongooseResult(jobs []job, runs []RunResult, dur time.Duration) Result {
 				kbitOpt(v.FairMeanBPS), kbitOpt(v.FairTFRCBPS)})
 		}
 		if c, ok := mongooseComparison(variant, loss, got, a.secondsPerFair(), dur); ok {
-			if fair <= 0 {
-				c = c.unmeasured()
+			c = measuredOr(c, v, fair)
+			if len(c.Samples) > 0 {
+				c = c.atLoss(v.LossEventRate)
 			}
 			res.Comparisons = append(res.Comparisons, c)
 		}
@@ -553,6 +552,66 @@ func mongoosePoints(dur time.Duration, share func(mongooseVariant) float64) []Co
 	return []Comparison{noInterval, less}
 }
 
+// measuredOr is c as measured by a run with fair rate fair, or, without
+// one, unmeasured (no loss event in the measured part) or starved (the
+// viewer received nothing: a sample of 0, the worst share there is).
+func measuredOr(c Comparison, v *ViewerResult, fair float64) Comparison {
+	switch {
+	case fair > 0:
+		return c
+	case v.PayloadBPS <= 0 && v.Down.ThroughputBPS <= 0:
+		return c.starved()
+	}
+	return c.unmeasured()
+}
+
+// Figure 7.14 plots bandwidth against loss on an axis of 0 to 6 %
+// (thesisLossAxis; its top tick, thesisAxisTop), and its sentences speak
+// of loss on that axis ("over 0.5%", "until 3% loss", "over 3% loss"):
+// each run stands on it at the loss event rate it measured, not at the
+// loss its link was set to.
+var (
+	thesisLossAxis = ref(docThesis, 47, "Loss (%)")
+	thesisAxisTop  = ref(docThesis, 45, "6")
+)
+
+const thesisAxisMax = 0.06
+
+// lossText is where a row's runs stand on figure 7.14's axis.
+func lossText(loss []float64) string {
+	if len(loss) == 1 {
+		return fmt.Sprintf("the viewer's measured loss event rate %s %%", num(100*loss[0], ""))
+	}
+	lo, hi := centralHalf(loss)
+	return fmt.Sprintf("the viewer's measured loss event rate %s %% (central half %s–%s %%)", num(100*medianOf(loss), ""), num(100*lo, ""), num(100*hi, ""))
+}
+
+// alongAxis judges a sentence of figure 7.14 where the row's runs stand
+// on its loss axis (the median of their measured loss event rate): with
+// below under the sentence's loss at, with above from it on; a nil judge
+// is a side the sentence does not speak of, and past the axis's 6 % it
+// speaks of nothing.
+func alongAxis(at float64, below, above judge) func(s, loss []float64) (string, string) {
+	return func(s, loss []float64) (string, string) {
+		m := medianOf(loss)
+		where := lossText(loss)
+		var j judge
+		switch {
+		case m > thesisAxisMax:
+			return Reported, fmt.Sprintf("off figure 7.14's axis: %s, past its %s %% (%s, %s)", where, num(100*thesisAxisMax, ""), thesisAxisTop, thesisLossAxis)
+		case m < at:
+			j = below
+		default:
+			j = above
+		}
+		if j == nil {
+			return Reported, fmt.Sprintf("the sentence does not speak of this loss (%s %% on figure 7.14's axis): %s", num(100*at, ""), where)
+		}
+		judgement, why := j(s)
+		return judgement, why + "; " + where
+	}
+}
+
 // mongooseComparison judges one run alone on the lossy path against
 // what the thesis says of its client at its loss: the stock and window
 // tracking clients on the median of their seconds over TCP-fair, what
@@ -570,20 +629,27 @@ func mongooseComparison(variant mongooseVariant, loss, perConn, medSecond float6
 	fair := onOrUnder(fmt.Sprintf("on or under the line (the thesis reads values \"not being over the line\", %s, as \"within the TCP fair range\", %s)", thesisNotOver, thesisFairRange), 1)
 	switch {
 	case variant.mode == Stock && loss < 0.005:
-		return thesisStockLowLoss.compare("mongoose", kase, metric, unit, got, differs, fair), true
+		c := thesisStockLowLoss.compare("mongoose", kase, metric, unit, got, differs, fair)
+		c.lossJudge = alongAxis(0.005, fair, nil)
+		return c, true
 	case variant.mode == Stock && loss > 0.005:
-		return thesisStockHighLoss.compare("mongoose", kase, metric, unit, got, differs,
-			over("over the line", 1)), true
+		c := thesisStockHighLoss.compare("mongoose", kase, metric, unit, got, differs, over("over the line", 1))
+		c.lossJudge = alongAxis(0.005, nil, over("over the line", 1))
+		return c, true
 	case variant.mode == Stock:
 		return ours("mongoose", kase, metric, unit, "the thesis's boundary (\"over 0.5%\", "+thesisStockHighLoss.Source()+") judged by neither sentence", 1, got, differs, nil), true
-	case variant.mode == Window && variant.interval == mongooseEveryRTT && loss < 0.03:
-		return thesisNoIntervalMedian.compare("mongoose", kase, metric, unit, got, differs+"; every RTT stands for the thesis's no-interval client",
-			onOrUnder("the median not over the line below 3 % loss", 1)), true
 	case variant.mode == Window && variant.interval == mongooseEveryRTT:
-		return thesisNoIntervalMedian.compare("mongoose", kase, metric, unit, got, differs+"; every RTT stands for the thesis's no-interval client",
-			over("the median over the line from 3 % loss", 1)), true
+		notOver, isOver := onOrUnder("the median not over the line below 3 % loss", 1), over("the median over the line from 3 % loss", 1)
+		j := notOver
+		if loss >= 0.03 {
+			j = isOver
+		}
+		c := thesisNoIntervalMedian.compare("mongoose", kase, metric, unit, got, differs+"; every RTT stands for the thesis's no-interval client", j)
+		c.lossJudge = alongAxis(0.03, notOver, isOver)
+		return c, true
 	case variant.mode == Window && loss > 0.03:
 		c := thesisFiveSecond.compare("mongoose", kase, metric, unit, got, differs, reportedAs("judged beside the every-RTT client's row"))
+		c.lossJudge = alongAxis(0.03, nil, reportedAs("judged beside the every-RTT client's row"))
 		c.pairCase = fmt.Sprintf("%s, %g %% loss", mongooseVariant{Window, mongooseEveryRTT}, loss*100)
 		c.pair = func(self, other []float64) (string, string) {
 			j, reason := over("still over the line", 1)(self)
@@ -597,7 +663,7 @@ func mongooseComparison(variant mongooseVariant, loss, perConn, medSecond float6
 	case variant.mode == Window:
 		return thesisFair.compare("mongoose", kase, metric, unit, got, differs, fair), true
 	case variant.mode == TFRC && variant.interval != mongooseEveryRTT:
-		return ours("mongoose", kase, "received / TCP-fair", unit, "fairgrid's TFRC controller (RFC 5348), not in the thesis; 1 is TCP-fair by definition", 1, perConn, differs,
+		return ours("mongoose", kase, "received / TCP-fair", unit, "fairgrid's TFRC controller (RFC 5348), not in the thesis; 1 is the rate its equation gives", 1, perConn, differs,
 			everySeed(fmt.Sprintf("within fairgrid's %.2g–%.3g", fairLow, fairHigh), func(x float64) bool { return x >= fairLow && x <= fairHigh })), true
 	}
 	return Comparison{}, false
