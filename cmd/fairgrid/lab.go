@@ -27,8 +27,9 @@ real time: --duration sets each run's measured part (warm-ups come on
 top), --full runs the documents' published durations instead
 (coexistence 1,000 s, the last 200 s measured; multiplexing 200 s),
 --seeds repeats every run with that many seeds (the median and the
-spread are reported), and --parallel sets how many runs go at once. --format markdown prints the summary table
-docs/lab.md holds. With --out, the results (JSON) and the audit's HTML
+spread are reported), and --parallel sets how many runs go at once. --format markdown prints the
+page docs/lab.md is (for all). With --out, the results (JSON, which
+"lab render DIR" prints again without running) and the audit's HTML
 report of each viewer circuit go into DIR; --pcap adds each run's
 capture as the viewer's host sees it (about 1 GB for all). Progress
 shows on stderr as runs end; Ctrl-C stops and prints what the finished
@@ -60,7 +61,7 @@ func runLab(args []string, s stdio) int {
 	}
 	synopsis := fmt.Sprintf(labSynopsis, labScenarios())
 	fs := newFlagSet("lab", synopsis, s)
-	format := formatFlag(fs, "output format: `text` (tables), json, or markdown (the summary table of docs/lab.md)", "markdown")
+	format := formatFlag(fs, "output format: `text` (tables), json, or markdown (docs/lab.md's page)", "markdown")
 	out := fs.String("out", "", "write the results (JSON) and HTML reports into this `directory`")
 	pcap := fs.Bool("pcap", false, "with --out, also write each run's capture (pcap)")
 	seed := fs.Uint64("seed", 1, "seed of the links' loss and the TCP stacks (the first, with --seeds)")

@@ -184,18 +184,18 @@ func mongooseCheck(o Options) labCheck {
 		for i, r := range runs {
 			v := r.Measurement.Viewer
 			fair := fairFor(v)
-			t.Logf("%s: received %.0f kbit/s, fair %.0f (p %.4f, RTT %.0f ms, s %.0f B), %d requests",
-				r.Name, v.Down.ThroughputBPS/1000, fair/1000, v.LossEventRate, v.RTTms, v.SegmentBytes, v.Requests)
+			t.Logf("%s: received %.0f kbit/s (LLUDP bytes), fair %.0f (p %.4f, RTT %.0f ms, s %.0f B), %d requests",
+				r.Name, v.PayloadBPS/1000, fair/1000, v.LossEventRate, v.RTTms, v.SegmentBytes, v.Requests)
 			if fair <= 0 {
 				t.Errorf("%s: no fair rate: no loss measured at 3 %%", r.Name)
 				continue
 			}
 			if i > 0 {
-				windowRatios = append(windowRatios, v.Down.ThroughputBPS/fair)
+				windowRatios = append(windowRatios, v.PayloadBPS/fair)
 				continue
 			}
-			ratio := v.Down.ThroughputBPS / fair
-			c, _ := mongooseComparison(variants[0], 0.03, ratio, median(v.PerSecondBPS)/fair, 3*labRun)
+			ratio := v.PayloadBPS / fair
+			c, _ := mongooseComparison(variants[0], 0.03, ratio, median(v.PerSecondPayloadBPS)/fair, 3*labRun)
 			t.Logf("%s (%s): %s", c.Case, c.Source, c.Verdict)
 			if ratio <= fairHigh {
 				t.Errorf("%s: %.2f× TCP-fair, want above %.2f×", c.Case, ratio, fairHigh)
