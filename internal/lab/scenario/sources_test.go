@@ -680,6 +680,17 @@ func TestVerdictsFollowFromNumbers(t *testing.T) {
 	if c := cs[i].unmeasured(); c.Judgement != Reported || !strings.Contains(c.Verdict, "no seed of 1 measured it") {
 		t.Errorf("unmeasured: %q", c.Verdict)
 	}
+	// A viewer that received nothing is the worst share there is, not a
+	// run without a loss event (issue 38's second review: seed 9 beside
+	// Reno at 10 %).
+	v := &ViewerResult{}
+	if c := measuredOr(cs[i].with(0.4), v, 0); len(c.Samples) != 1 || c.Samples[0] != 0 || c.Starved != 1 || !strings.Contains(c.Verdict, "received nothing") {
+		t.Errorf("starved: %v, %q", c.Samples, c.Verdict)
+	}
+	v.PayloadBPS = 1000
+	if c := measuredOr(cs[i].with(0.4), v, 0); c.Unmeasured != 1 || len(c.Samples) != 0 {
+		t.Errorf("received, no loss event: %v unmeasured %d", c.Samples, c.Unmeasured)
+	}
 }
 
 // TestDocIsGenerated: docs/lab.md is the markdown `fairgrid lab all`
