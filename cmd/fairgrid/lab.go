@@ -141,14 +141,7 @@ func runLab(args []string, s stdio) int {
 		return exitFail
 	} else {
 		res.Command = "fairgrid lab " + strings.Join(args, " ")
-		switch *format {
-		case "json":
-			labscenario.WriteJSON(w, res)
-		case "markdown":
-			labscenario.WriteMarkdown(w, res)
-		default:
-			labscenario.WriteText(w, res)
-		}
+		writeLab(w, res, *format)
 	}
 	if *out != "" {
 		if err := labscenario.WriteJSONFile(filepath.Join(*out, sc.Name+".json"), res); err != nil {

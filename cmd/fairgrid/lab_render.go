@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 
 	labscenario "github.com/fairgrid/fairgrid/internal/lab/scenario"
 )
@@ -30,7 +31,13 @@ func runLabRender(args []string, s stdio) int {
 		return exitFail
 	}
 	w := &resultWriter{w: s.out}
-	switch *format {
+	writeLab(w, res, *format)
+	return w.finish(s, "lab render", exitOK)
+}
+
+// writeLab writes a lab result in format: text, json or markdown.
+func writeLab(w io.Writer, res labscenario.Result, format string) {
+	switch format {
 	case "json":
 		labscenario.WriteJSON(w, res)
 	case "markdown":
@@ -38,5 +45,4 @@ func runLabRender(args []string, s stdio) int {
 	default:
 		labscenario.WriteText(w, res)
 	}
-	return w.finish(s, "lab render", exitOK)
 }

@@ -10,22 +10,30 @@ import (
 	"time"
 )
 
+// emptyRuns are runs of jobs, each with an empty measurement of its
+// shape: what the comparisons are built from without running.
+func emptyRuns(jobs []job) []RunResult {
+	runs := make([]RunResult, len(jobs))
+	for i, j := range jobs {
+		m := Measurement{Seconds: 1, TCP: make([]TCPResult, len(j.cfg.TCP)+len(j.cfg.Kernel))}
+		if j.cfg.Viewer != nil {
+			m.Viewer = &ViewerResult{Mode: j.cfg.Viewer.Mode}
+		}
+		if j.custom != nil {
+			m.Branches = make([]BranchResult, 2)
+		}
+		runs[i] = RunResult{Name: j.name, Measurement: m}
+	}
+	return runs
+}
+
 // fakeRuns are the runs of every scenario's jobs with o, as `all` saves
-// them, each with an empty measurement of its shape.
+// them, each with an empty measurement.
 func fakeRuns(o Options) []RunResult {
 	var runs []RunResult
 	for _, sc := range Scenarios() {
 		all, _ := seededJobs(o.withDefaults(), sc.seeding(o.withDefaults()).mk)
-		for _, j := range all {
-			m := Measurement{Seconds: 1, TCP: make([]TCPResult, len(j.cfg.TCP)+len(j.cfg.Kernel))}
-			if j.cfg.Viewer != nil {
-				m.Viewer = &ViewerResult{Mode: j.cfg.Viewer.Mode}
-			}
-			if j.custom != nil {
-				m.Branches = make([]BranchResult, 2)
-			}
-			runs = append(runs, RunResult{Name: j.name, Measurement: m})
-		}
+		runs = append(runs, emptyRuns(all)...)
 	}
 	return runs
 }

@@ -174,18 +174,7 @@ func everyComparisonWith(t *testing.T, o Options) []Comparison {
 		}
 		sd := sc.seeding(o)
 		jobs := sd.mk(o)
-		runs := make([]RunResult, len(jobs))
-		for i, j := range jobs {
-			m := Measurement{Seconds: 1, TCP: make([]TCPResult, len(j.cfg.TCP)+len(j.cfg.Kernel))}
-			if j.cfg.Viewer != nil {
-				m.Viewer = &ViewerResult{Mode: j.cfg.Viewer.Mode}
-			}
-			if j.custom != nil {
-				m.Branches = make([]BranchResult, 2)
-			}
-			runs[i] = RunResult{Name: j.name, Measurement: m}
-		}
-		res, err := mergeSeeds([]Result{sd.result(jobs, runs)})
+		res, err := mergeSeeds([]Result{sd.result(jobs, emptyRuns(jobs))})
 		if err != nil {
 			t.Fatal(err)
 		}
