@@ -165,7 +165,7 @@ func multiplexDiffers(c multiplexCase, dur time.Duration) string {
 	if congested {
 		ours = "over it: our uplink is congested"
 	}
-	as := "as"
+	as := "as in"
 	if congested != c.scarce {
 		as = "unlike"
 	}
