@@ -586,7 +586,7 @@ func multiplexComparisons(c multiplexCase, v muxVariant, dur time.Duration, b []
 	for k, name := range []string{"sawtooth branch (node0->node1)", "plain branch (node6->node7)"} {
 		p := c.published[k].Value
 		out = append(out, c.published[k].compare("multiplexing", kase, name+" client→server", "kbit/s", b[k].UpKbps, differs,
-			atMostOffered(c, publishedInRange(p-0.5, p+0.5, "throughput", "as printed, to the kbit/s"))))
+			atMostOffered(c, p, publishedInRange(p-0.5, p+0.5, "throughput", "as printed, to the kbit/s"))))
 	}
 	a, p := c.published[0].Value, c.published[1].Value
 	lo, hi := (a-0.5)/(p+0.5), (a+0.5)/(p-0.5)
@@ -614,7 +614,7 @@ func multiplexComparisons(c multiplexCase, v muxVariant, dur time.Duration, b []
 // (a backlog from the warm-up delivered in the measured part) counting
 // as that. A published figure over it can then not be met by a seed's
 // backlog, and the reason says so.
-func atMostOffered(c multiplexCase, j judge) judge {
+func atMostOffered(c multiplexCase, published float64, j judge) judge {
 	offered := c.offeredKbps()
 	return func(s []float64) (string, string) {
 		capped := make([]float64, len(s))
@@ -627,6 +627,9 @@ func atMostOffered(c multiplexCase, j judge) judge {
 		}
 		judgement, why := j(capped)
 		why += fmt.Sprintf("; judged on at most the %.1f kbit/s the branch's %d flows write (%s)", offered, c.flows, gameRates)
+		if published-0.5 > offered {
+			why += ", under the published figure as printed"
+		}
 		if over > 0 {
 			why += fmt.Sprintf(", which %d of %d seeds measured over (a backlog from the warm-up) and count as it", over, len(s))
 		}

@@ -226,19 +226,39 @@ func unlucky(s []float64) int {
 // unluckyFair reports the seeds in which the document's fair number of
 // terminals left one under wirelessUnfairShare of the mean: a count
 // against a reading of ours, so reported; the claim that the threshold
-// lies between 6 and 7 is judged on the 7-terminal row (unluckyDrop).
+// lies between 6 and 7 is judged on the 7-terminal row (unluckyStep).
 func unluckyFair(s []float64) (string, string) {
 	return Reported, fmt.Sprintf("a terminal under %.1f× the mean (the cut is ours: the document gives no value for its unlucky terminal) %s; published: fair, judged beside 7 terminals on their row",
 		wirelessUnfairShare, seedCount(unlucky(s), len(s)))
 }
 
-// unluckyDrop judges "7 terminals in total do cause unfair situation",
-// after 6 did not, beside the 6-terminal row: the unluckiest terminal's
-// share lower with 7 than with 6, paired by seed, on the central half of
-// the differences (no threshold of ours).
-func unluckyDrop(self, other []float64) (string, string) {
-	j, why := pairedLess("the unluckiest terminal's share lower with 7 terminals than with 6", self, other)
-	return j, fmt.Sprintf("%s; a terminal under %.1f× the mean with 7 %s", why, wirelessUnfairShare, seedCount(unlucky(self), len(self)))
+// unluckyStep judges "7 terminals in total do cause unfair situation",
+// after 6 did not: a step between 6 and 7, which a share that merely
+// falls as terminals are added does not make. Beside the 6-terminal row
+// (six), the unluckiest terminal's share must be lower with 7, paired by
+// seed; beside the 8-terminal row, the fall from 6 to 7 must be larger
+// than the fall from 7 to 8 (the central half of the per-seed
+// differences of the two falls above 0). No threshold of ours.
+func unluckyStep() (pair, also func(self, other []float64) (string, string)) {
+	var six []float64
+	pair = func(self, other []float64) (string, string) {
+		six = other
+		j, why := pairedLess("the unluckiest terminal's share lower with 7 terminals than with 6", self, other)
+		return j, fmt.Sprintf("%s; a terminal under %.1f× the mean with 7 %s", why, wirelessUnfairShare, seedCount(unlucky(self), len(self)))
+	}
+	also = func(self, eight []float64) (string, string) {
+		n := min(len(self), len(six), len(eight))
+		if n == 0 {
+			return Reported, "no seed measured 6, 7 and 8 terminals"
+		}
+		// The fall to 8 less the fall to 7: below 0 when 6 to 7 is the step.
+		d := make([]float64, n)
+		for i := range n {
+			d[i] = (self[i] - eight[i]) - (six[i] - self[i])
+		}
+		return pairedLess("a step at 7: the share's fall from 7 to 8 terminals less than its fall from 6 to 7", d, make([]float64, n))
+	}
+	return pair, also
 }
 
 // unluckyReport counts the unfair seeds at a number of terminals the
@@ -348,7 +368,9 @@ func wirelessDocResult(jobs []job, runs []RunResult, dur time.Duration) ([]Compa
 			cs = append(cs, c)
 		case wirelessUnfair.Value:
 			c := wirelessUnfair.compare("wireless-buffers", kase, metric, "×", minShare, differs, reportedAs("judged beside the 6-terminal row"))
-			c.pairCase, c.pair = fmt.Sprintf("%d terminals", int(wirelessFair.Value)), unluckyDrop
+			c.pairCase = fmt.Sprintf("%d terminals", int(wirelessFair.Value))
+			c.alsoCase = fmt.Sprintf("%d terminals", int(wirelessUnfair.Value)+1)
+			c.pair, c.also = unluckyStep()
 			c.PublishedText = "unfair (\"" + wirelessUnfair.Quote + "\")"
 			cs = append(cs, c)
 			cs = append(cs, wirelessCause.compare("wireless-buffers", kase, "ACKs dropped at the AP, share", "share", acksDropped, differs,
