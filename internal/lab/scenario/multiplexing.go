@@ -626,10 +626,11 @@ func atMostOffered(c multiplexCase, published float64, j judge) judge {
 			}
 		}
 		judgement, why := j(capped)
-		why += fmt.Sprintf("; judged on at most the %.1f kbit/s the branch's %d flows write (%s)", offered, c.flows, gameRates)
+		under := ""
 		if published-0.5 > offered {
-			why += ", under the published figure as printed"
+			under = "; the published figure as printed lies over it"
 		}
+		why += fmt.Sprintf("; judged on at most the %.1f kbit/s the branch's %d flows write (%s%s)", offered, c.flows, gameRates, under)
 		if over > 0 {
 			why += fmt.Sprintf(", which %d of %d seeds measured over (a backlog from the warm-up) and count as it", over, len(s))
 		}
