@@ -27,8 +27,9 @@ real time: --duration sets each run's measured part (warm-ups come on
 top), --full runs the documents' published durations instead
 (coexistence 1,000 s, the last 200 s measured; multiplexing 200 s),
 --seeds repeats every run with that many seeds (the median and the
-spread are reported), and --parallel sets how many runs go at once. --format markdown prints the summary table
-docs/lab.md holds. With --out, the results (JSON) and the audit's HTML
+spread are reported), and --parallel sets how many runs go at once. --format markdown prints the
+page docs/lab.md is (for all). With --out, the results (JSON, which
+"lab render DIR" prints again without running) and the audit's HTML
 report of each viewer circuit go into DIR; --pcap adds each run's
 capture as the viewer's host sees it (about 1 GB for all). Progress
 shows on stderr as runs end; Ctrl-C stops and prints what the finished
@@ -44,7 +45,8 @@ const labParallel = labscenario.DefaultParallel
 func labScenarios() string {
 	return labscenario.Help(labParallel,
 		[2]string{"fairness", "the viewer's share beside TCP over a grid of links (own flags: lab fairness --help)"},
-		[2]string{"gateway", "the stock viewer through fairgrid gateway beside it alone, each with a download (own flags: lab gateway --help)"})
+		[2]string{"gateway", "the stock viewer through fairgrid gateway beside it alone, each with a download (own flags: lab gateway --help)"},
+		[2]string{"render", "a saved run (--out DIR) printed again with this build's verdicts, nothing run (lab render --help)"})
 }
 
 func runLab(args []string, s stdio) int {
@@ -54,9 +56,12 @@ func runLab(args []string, s stdio) int {
 	if len(args) > 0 && args[0] == "gateway" {
 		return runLabGateway(args[1:], s)
 	}
+	if len(args) > 0 && args[0] == "render" {
+		return runLabRender(args[1:], s)
+	}
 	synopsis := fmt.Sprintf(labSynopsis, labScenarios())
 	fs := newFlagSet("lab", synopsis, s)
-	format := formatFlag(fs, "output format: `text` (tables), json, or markdown (the summary table of docs/lab.md)", "markdown")
+	format := formatFlag(fs, "output format: `text` (tables), json, or markdown (docs/lab.md's page)", "markdown")
 	out := fs.String("out", "", "write the results (JSON) and HTML reports into this `directory`")
 	pcap := fs.Bool("pcap", false, "with --out, also write each run's capture (pcap)")
 	seed := fs.Uint64("seed", 1, "seed of the links' loss and the TCP stacks (the first, with --seeds)")
@@ -73,7 +78,7 @@ func runLab(args []string, s stdio) int {
 	}
 	sc, ok := labscenario.Find(fs.Arg(0))
 	if !ok {
-		names := []string{"all", "fairness", "gateway"}
+		names := []string{"all", "fairness", "gateway", "render"}
 		for _, sc := range labscenario.Scenarios() {
 			names = append(names, sc.Name)
 		}
@@ -136,14 +141,7 @@ func runLab(args []string, s stdio) int {
 		return exitFail
 	} else {
 		res.Command = "fairgrid lab " + strings.Join(args, " ")
-		switch *format {
-		case "json":
-			labscenario.WriteJSON(w, res)
-		case "markdown":
-			labscenario.WriteMarkdown(w, res)
-		default:
-			labscenario.WriteText(w, res)
-		}
+		writeLab(w, res, *format)
 	}
 	if *out != "" {
 		if err := labscenario.WriteJSONFile(filepath.Join(*out, sc.Name+".json"), res); err != nil {

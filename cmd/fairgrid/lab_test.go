@@ -176,3 +176,37 @@ func TestLabFairnessSeats(t *testing.T) {
 		}
 	}
 }
+
+// TestLabRender: lab render wants one saved result, and says why a file
+// cannot be rendered: not JSON, or saved before results carried their
+// options.
+func TestLabRender(t *testing.T) {
+	dir := t.TempDir()
+	notJSON := filepath.Join(dir, "notes.json")
+	old := filepath.Join(t.TempDir(), "all.json")
+	if err := os.WriteFile(notJSON, []byte("not json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(old, []byte(`{"scenario": "all", "wall_seconds": 3, "runs": []}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"nothing to render", []string{"lab", "render"}, exitUsage, "want one directory or file"},
+		{"bad format", []string{"lab", "render", dir, "--format", "xml"}, exitUsage, "want text, json or markdown"},
+		{"no such directory", []string{"lab", "render", filepath.Join(dir, "nosuch")}, exitFail, "nosuch"},
+		{"not JSON", []string{"lab", "render", notJSON}, exitFail, "notes.json"},
+		{"no options", []string{"lab", "render", filepath.Dir(old), "--format", "markdown"}, exitFail, "no options"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, errOut := runCmd(t, "", tc.args...)
+			if code != tc.code || !strings.Contains(errOut, tc.want) {
+				t.Errorf("%v: exit %d, stderr %q; want exit %d and %q", tc.args, code, errOut, tc.code, tc.want)
+			}
+		})
+	}
+}

@@ -63,8 +63,10 @@
 // is labelled ours, and always reported. Lines the prose refers to are
 // declared by ref, and the same test reads them. With Options.Seeds
 // every run is repeated and each comparison reports the median and the
-// spread. WriteMarkdown prints the summary docs/lab.md holds, headed by
-// the command that made it.
+// spread. WriteMarkdown prints docs/lab.md whole: the lab's method
+// (embedded from labdoc) around each scenario's table, headed by the
+// command that made the run; Render rebuilds a result saved with --out
+// from its runs, so that the page can be printed again without running.
 //
 // # Multiplexing
 //

@@ -184,18 +184,18 @@ func mongooseCheck(o Options) labCheck {
 		for i, r := range runs {
 			v := r.Measurement.Viewer
 			fair := fairFor(v)
-			t.Logf("%s: received %.0f kbit/s, fair %.0f (p %.4f, RTT %.0f ms, s %.0f B), %d requests",
-				r.Name, v.Down.ThroughputBPS/1000, fair/1000, v.LossEventRate, v.RTTms, v.SegmentBytes, v.Requests)
+			t.Logf("%s: received %.0f kbit/s (LLUDP bytes), fair %.0f (p %.4f, RTT %.0f ms, s %.0f B), %d requests",
+				r.Name, v.PayloadBPS/1000, fair/1000, v.LossEventRate, v.RTTms, v.SegmentBytes, v.Requests)
 			if fair <= 0 {
 				t.Errorf("%s: no fair rate: no loss measured at 3 %%", r.Name)
 				continue
 			}
 			if i > 0 {
-				windowRatios = append(windowRatios, v.Down.ThroughputBPS/fair)
+				windowRatios = append(windowRatios, v.PayloadBPS/fair)
 				continue
 			}
-			ratio := v.Down.ThroughputBPS / fair
-			c, _ := mongooseComparison(variants[0], 0.03, ratio, median(v.PerSecondBPS)/fair, 3*labRun)
+			ratio := v.PayloadBPS / fair
+			c, _ := mongooseComparison(variants[0], 0.03, ratio, median(v.PerSecondPayloadBPS)/fair, 3*labRun)
 			t.Logf("%s (%s): %s", c.Case, c.Source, c.Verdict)
 			if ratio <= fairHigh {
 				t.Errorf("%s: %.2f× TCP-fair, want above %.2f×", c.Case, ratio, fairHigh)
@@ -311,12 +311,11 @@ func wirelessFloorCheck(o Options) labCheck {
 
 // wirelessCheck: terminals uploading through an AP whose 37-packet buffer
 // holds their ACKs (wirelessDocJobs): no data is lost and the ACKs
-// overflow the AP (at least 40 % of them dropped; 57–74 % measured), the
+// overflow the AP (at least 40 % of them dropped), the
 // mechanism the document names ("No data losses and TCP ACK overflow at
-// AP buffer"). Whether a terminal is left behind is logged, not
-// asserted: alone, 10 seeds of 15 s left one under half the mean in 0 of
-// 10 runs with 6 terminals and 8 of 10 with 10, but inside this batch,
-// on the loaded machine, 2 of 4 each (docs/lab.md).
+// AP buffer"; 64–77 % measured with the terminals opening together).
+// Whether a terminal is left behind is logged, not asserted: the
+// verdicts stand on the summary's seeds.
 func wirelessCheck(o Options) labCheck {
 	var jobs []job
 	for i := range 2 {
@@ -327,7 +326,7 @@ func wirelessCheck(o Options) labCheck {
 	return labCheck{name: "wireless terminals", jobs: jobs, judge: func(t *testing.T, jobs []job, runs []RunResult) {
 		for _, r := range runs {
 			m := r.Measurement
-			minShare, jain := terminalsShares(m)
+			minShare, jain, _ := terminalsShares(m)
 			acks := float64(m.Down.Dropped) / max(1, float64(m.Down.Arrived))
 			t.Logf("%s: unluckiest terminal %.2f of the mean, Jain %.2f, %d of %d data packets dropped, %.0f %% of ACKs", r.Name, minShare, jain,
 				m.Up.Dropped, m.Up.Arrived, 100*acks)

@@ -182,10 +182,21 @@ type ViewerResult struct {
 	// PerSecondBPS is what the viewer received in each second of the
 	// measured part, on the wire.
 	PerSecondBPS []float64 `json:"per_second_bps"`
+	// PerSecondPayloadBPS is the same without the 28 bytes of IPv4 and
+	// UDP each datagram carries on the wire: the LLUDP bytes the region's
+	// throttle counts and the fair rate's s measures.
+	PerSecondPayloadBPS []float64 `json:"per_second_payload_bps,omitempty"`
+	// PayloadBPS is Down's throughput in the same bytes, over the
+	// measured part.
+	PayloadBPS float64 `json:"payload_bps,omitempty"`
 	// AskedBPS is the throttle the region was asked for (each
 	// AgentThrottle's total, the viewer's own or fairgrid's, as sent),
 	// time-weighted over the measured part; 0 if none was asked.
 	AskedBPS float64 `json:"asked_bps,omitempty"`
+	// AppliedBPS is what the region set for those throttles (its
+	// channels' rates summed, each raised to its minimum or cut to its
+	// maximum), time-weighted the same way, in bits/s.
+	AppliedBPS float64 `json:"applied_bps,omitempty"`
 	// Ticks are fairgrid's decisions, from the first with the circuit
 	// measured, warm-up included.
 	Ticks []ViewerTick `json:"ticks,omitempty"`
@@ -302,10 +313,13 @@ type Rig struct {
 	read0, up0     []uint64
 	readEnd, upEnd []uint64
 	perSecond      []float64
-	kernelResults  kernelResult
-	measured       bool
-	measureErr     error
-	kernelDone     chan kernelResult
+	// perSecondPayload is perSecond without IPv4 and UDP's 28 bytes a
+	// datagram.
+	perSecondPayload []float64
+	kernelResults    kernelResult
+	measured         bool
+	measureErr       error
+	kernelDone       chan kernelResult
 }
 
 // NewRig builds cfg's rig: it binds its sockets and opens its namespaces,
@@ -408,7 +422,7 @@ func (r *Rig) measure(ctx context.Context) error {
 	defer warm.Stop()
 	end := time.NewTimer(r.cfg.Warmup + r.cfg.Duration)
 	defer end.Stop()
-	var prevDown uint64
+	var prevDown, prevDatagrams uint64
 	warmedUp := false
 	snapshot := func(st *link.BottleneckStats, read, up []uint64) {
 		*st = r.b.Stats()
@@ -446,7 +460,7 @@ func (r *Rig) measure(ctx context.Context) error {
 		case <-warm.C:
 			snapshot(&r.first, r.read0, r.up0)
 			if f, ok := viewerFlow(r.first, link.Down); ok {
-				prevDown = f.DeliveredBytes
+				prevDown, prevDatagrams = f.DeliveredBytes, f.Delivered
 			}
 			warmedUp = true
 		case <-tick.C:
@@ -456,7 +470,8 @@ func (r *Rig) measure(ctx context.Context) error {
 			s := r.b.Stats()
 			if f, ok := viewerFlow(s, link.Down); ok {
 				r.perSecond = append(r.perSecond, float64(f.DeliveredBytes-prevDown)*8)
-				prevDown = f.DeliveredBytes
+				r.perSecondPayload = append(r.perSecondPayload, payloadBits(f.DeliveredBytes-prevDown, f.Delivered-prevDatagrams))
+				prevDown, prevDatagrams = f.DeliveredBytes, f.Delivered
 			}
 		}
 	}
@@ -499,7 +514,7 @@ func (r *Rig) Measurement() (Measurement, error) {
 		m.TCP = append(m.TCP, TCPResult{Name: k.Config.Name, CC: "linux " + k.Congestion, GoodputBPS: k.Goodput * 8, Data: flowResult(data), Other: flowResult(acks)})
 	}
 	if r.vr != nil {
-		m.Viewer = r.vr.result(d, r.perSecond)
+		m.Viewer = r.vr.result(d, r.perSecond, r.perSecondPayload, m.Seconds)
 	}
 	return m, nil
 }
@@ -534,6 +549,8 @@ type viewerRig struct {
 	mu     sync.Mutex
 	ticks  []loopTickStats
 	asked  []askedAt
+	// applied is what the region set for each of asked, bits/s.
+	applied []askedAt
 }
 
 // loopFor is the loop cfg describes, or the caller's.
@@ -587,6 +604,7 @@ func addViewer(g *group.Group, b *link.Bottleneck, cfg RigViewer, warmup time.Du
 	onThrottle := func(addr netip.AddrPort, requested float64, applied int64, at time.Time) {
 		vr.mu.Lock()
 		vr.asked = append(vr.asked, askedAt{at, requested})
+		vr.applied = append(vr.applied, askedAt{at, float64(applied) * 8})
 		vr.mu.Unlock()
 		if cfg.OnThrottle != nil {
 			cfg.OnThrottle(addr, requested, applied, at)
@@ -676,17 +694,22 @@ func addViewer(g *group.Group, b *link.Bottleneck, cfg RigViewer, warmup time.Du
 	return vr, release, nil
 }
 
-func (vr *viewerRig) result(d link.BottleneckStats, perSecond []float64) *ViewerResult {
-	r := &ViewerResult{Mode: vr.mode, PerSecondBPS: perSecond, Requests: vr.loop.Stats().Requests}
+func (vr *viewerRig) result(d link.BottleneckStats, perSecond, perSecondPayload []float64, seconds float64) *ViewerResult {
+	r := &ViewerResult{Mode: vr.mode, PerSecondBPS: perSecond, PerSecondPayloadBPS: perSecondPayload, Requests: vr.loop.Stats().Requests}
 	if f, ok := viewerFlow(d, link.Down); ok {
 		r.Down = flowResult(f)
+		if seconds > 0 {
+			r.PayloadBPS = payloadBits(f.DeliveredBytes, f.Delivered) / seconds
+		}
 	}
 	if f, ok := viewerFlow(d, link.Up); ok {
 		r.Up = flowResult(f)
 	}
 	vr.mu.Lock()
 	defer vr.mu.Unlock()
-	r.AskedBPS = askedMean(vr.asked, vr.warmEnd, vr.warmEnd.Add(time.Duration(len(perSecond))*time.Second))
+	measuredEnd := vr.warmEnd.Add(time.Duration(len(perSecond)) * time.Second)
+	r.AskedBPS = askedMean(vr.asked, vr.warmEnd, measuredEnd)
+	r.AppliedBPS = askedMean(vr.applied, vr.warmEnd, measuredEnd)
 	for _, t := range vr.ticks {
 		fair := 0.0
 		if t.st.LossEventRate > 0 {
@@ -720,6 +743,16 @@ func (vr *viewerRig) result(d link.BottleneckStats, perSecond []float64) *Viewer
 		r.FairTFRCBPS /= n
 	}
 	return r
+}
+
+// udpIPBytes is what IPv4 and UDP add to an LLUDP datagram on the wire
+// (link.Relay's flows' overhead).
+const udpIPBytes = 20 + 8
+
+// payloadBits is bytes on the wire of so many datagrams, without their
+// IPv4 and UDP headers, in bits.
+func payloadBits(wire, datagrams uint64) float64 {
+	return max(0, float64(wire)-float64(datagrams)*udpIPBytes) * 8
 }
 
 // askedMean is the throttle asked over [from, to), weighted by how long

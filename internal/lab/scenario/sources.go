@@ -69,7 +69,7 @@ func (f Figure) Source() string { return fmt.Sprintf("%s:%d", f.File, f.Line) }
 var docTitles = map[string]string{
 	docCoexistence:  `Saldana, Suznjevic, Sequeira et al., "The Effect of TCP Variants on the Coexistence of MMORPG and Best-Effort Traffic"`,
 	docMultiplexing: "Saldana, preliminary NS2 results on multiplexed game TCP flows (tcmtf list)",
-	docThesis:       "Oliver, PhD thesis (St Andrews, 2011), ch. 7–8",
+	docThesis:       "the thesis, chapters 7 and 8 (the Mongoose client)",
 	docWireless:     `Ando, Murase, Oguchi, "Characteristics of QoS-Guaranteed TCP on Real Mobile Terminal in Wireless LAN" (CQR 2011)`,
 }
 
@@ -141,6 +141,18 @@ type Comparison struct {
 	// (mongoose: no loss event in the measured part, so no fair rate):
 	// they are left out of Samples, and the verdict says how many.
 	Unmeasured int `json:"unmeasured,omitempty"`
+	// Starved counts the seeds whose viewer received nothing in the
+	// measured part: no fair rate either, but a sample of 0, not an
+	// unmeasured one.
+	Starved int `json:"starved,omitempty"`
+	// loss is each sample's run's measured loss event rate, where the
+	// row's claim is read off a loss axis (lossJudge); merged by seed as
+	// the samples are.
+	loss []float64
+	// lossJudge, if set, judges the samples beside their runs' loss
+	// (figure 7.14's sentences speak of a loss on its axis, not of the
+	// loss the link was set to); it replaces judge.
+	lossJudge func(samples, loss []float64) (judgement, reason string)
 	// Source is the figure's FILE:LINE in ../shared/seeds, or "ours: why"
 	// when no document gives it; SourceTitle names the document.
 	Source      string `json:"source"`
@@ -180,7 +192,8 @@ func ours(scenario, kase, metric, unit, why string, published float64, measured 
 	c := Comparison{Scenario: scenario, Case: kase, Metric: metric, Unit: unit, Published: published, PublishedText: "-",
 		Source: oursSource(why), Differs: differs, judge: oursJudge(j)}
 	if published != 0 {
-		c.PublishedText = num(published, unit)
+		// A target of ours, not a document's figure.
+		c.PublishedText = "- (ours: " + num(published, unit) + ")"
 	}
 	return c.with(measured)
 }
@@ -205,7 +218,20 @@ func (c Comparison) with(measured float64) Comparison {
 
 // unmeasured is c from a run that could not measure it: no sample.
 func (c Comparison) unmeasured() Comparison {
-	c.Samples, c.Unmeasured, c.seeds = nil, 1, nil
+	c.Samples, c.Unmeasured, c.seeds, c.loss = nil, 1, nil, nil
+	return c.judged()
+}
+
+// starved is c from a run whose viewer received nothing: a sample of 0.
+func (c Comparison) starved() Comparison {
+	c = c.with(0)
+	c.Starved = 1
+	return c.judged()
+}
+
+// atLoss is c with its run's measured loss event rate, for lossJudge.
+func (c Comparison) atLoss(p float64) Comparison {
+	c.loss = []float64{p}
 	return c.judged()
 }
 
@@ -225,8 +251,13 @@ func (c Comparison) judged() Comparison {
 	switch {
 	case len(c.Samples) == 0 && c.Unmeasured > 0:
 		c.setVerdict(Reported, fmt.Sprintf("no seed of %d measured it (%s)", c.Unmeasured, unmeasuredWhy))
+	case c.lossJudge != nil && len(c.Samples) > 0 && len(c.loss) == len(c.Samples):
+		c.setVerdict(c.lossJudge(c.Samples, c.loss))
 	case c.judge != nil && len(c.Samples) > 0:
 		c.setVerdict(c.judge(c.Samples))
+	}
+	if c.Starved > 0 {
+		c.Verdict += fmt.Sprintf("; in %d of the seeds the viewer received nothing in the measured part (counted as 0)", c.Starved)
 	}
 	if len(c.Samples) > 0 && c.Unmeasured > 0 {
 		c.Verdict += fmt.Sprintf("; %d more seeds did not measure it (%s)", c.Unmeasured, unmeasuredWhy)
@@ -245,8 +276,8 @@ func (c *Comparison) setVerdict(judgement, reason string) {
 // once every seed is in.
 func judgePairs(cs []Comparison) {
 	for i, c := range cs {
-		if c.pair == nil {
-			continue
+		if c.pair == nil || c.lossJudge != nil && len(c.loss) == len(c.Samples) && c.Judgement == Reported && !strings.HasPrefix(c.Verdict, Reported+": judged beside") {
+			continue // off the loss axis, or at a loss the sentence does not speak of
 		}
 		for _, o := range cs {
 			if len(c.Samples) == 0 || len(o.Samples) == 0 {
@@ -254,6 +285,9 @@ func judgePairs(cs []Comparison) {
 			}
 			if o.Scenario == c.Scenario && o.Case == c.pairCase && o.Metric == c.Metric {
 				cs[i].setVerdict(c.pair(bySeed(c, o)))
+				if c.lossJudge != nil && len(c.loss) == len(c.Samples) && len(c.loss) > 0 {
+					cs[i].Verdict += "; " + lossText(c.loss)
+				}
 			}
 		}
 		if c.also == nil || cs[i].Judgement == Reported {
@@ -362,6 +396,25 @@ func publishedInRange(lo, hi float64, what, asPrinted string) judge {
 		default:
 			return Disagrees, fmt.Sprintf("%s lies above the published %s (%s); above it %s", halfText(s), what, bounds, seedCount(above, len(s)))
 		}
+	}
+}
+
+// noDifference: the document's claim that two figures do not differ
+// (their ratio 1, printed as lo–hi) holds when the seeds' central half
+// contains 1 and their median lies within lo–hi; it fails when the
+// central half lies wholly on one side of 1 or the median outside lo–hi.
+// A central half that merely meets lo–hi is not "no difference".
+func noDifference(lo, hi float64, asPrinted string) judge {
+	hi = max(hi, 1)
+	return func(s []float64) (string, string) {
+		q25, q75 := centralHalf(s)
+		m := medianOf(s)
+		below := count(s, func(x float64) bool { return x < lo })
+		why := fmt.Sprintf("no difference (the ratio 1; published %s–%s %s): %s, median %s; below %s %s", num(lo, ""), num(hi, ""), asPrinted, halfText(s), num(m, ""), num(lo, ""), seedCount(below, len(s)))
+		if q25 <= 1 && q75 >= 1 && m >= lo && m <= hi {
+			return Agrees, why
+		}
+		return Disagrees, why
 	}
 }
 
@@ -497,6 +550,8 @@ func mergeSeeds(rs []Result) (Result, error) {
 		for i, c := range r.Comparisons {
 			oc := &out.Comparisons[i]
 			oc.Samples = append(slices.Clone(oc.Samples), c.Samples...)
+			oc.loss = append(slices.Clone(oc.loss), c.loss...)
+			oc.Starved += c.Starved
 			oc.seeds = slices.Clone(oc.seeds)
 			for range c.Samples {
 				oc.seeds = append(oc.seeds, k+1)
