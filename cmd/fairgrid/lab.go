@@ -141,7 +141,7 @@ func runLab(args []string, s stdio) int {
 		return exitFail
 	} else {
 		res.Command = "fairgrid lab " + strings.Join(args, " ")
-		writeLab(w, res, *format)
+		labscenario.WriteFormat(w, res, *format)
 	}
 	if *out != "" {
 		if err := labscenario.WriteJSONFile(filepath.Join(*out, sc.Name+".json"), res); err != nil {

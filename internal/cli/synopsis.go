@@ -332,3 +332,12 @@ wire: one TCP share is viewer ÷ download 0.8–1.25), and the viewer's
 datagrams' queueing delay in the link's buffer; for the gateway, its own
 queueing delay by channel, fair rate, loss event rate and RTT, and how
 much the rate in force moved. Real time: warm-up plus duration.`
+
+// LabRenderSynopsis is fairgrid lab render's.
+const LabRenderSynopsis = `DIR|FILE [--format text|json|markdown]
+
+Prints a saved run of the lab again, from the results "fairgrid lab
+SCENARIO --out DIR" wrote (DIR/all.json, or the file named), with this
+build's comparisons and verdicts and without running anything: the
+output is what the run's own command would have printed with --format,
+headed by that command (docs/lab.md is "lab render DIR" of its run).`

@@ -122,3 +122,15 @@ func WriteMarkdown(w io.Writer, r Result) error {
 	_, err = io.WriteString(w, doc)
 	return err
 }
+
+// WriteFormat writes r in format: "json", "markdown" (docs/lab.md) or,
+// for anything else, text.
+func WriteFormat(w io.Writer, r Result, format string) error {
+	switch format {
+	case "json":
+		return WriteJSON(w, r)
+	case "markdown":
+		return WriteMarkdown(w, r)
+	}
+	return WriteText(w, r)
+}
