@@ -17,7 +17,7 @@ import (
 	"github.com/fairgrid/fairgrid/throttle"
 )
 
-const labFairnessSynopsis = `[--seats LIST] [--neighbours K] [--limited WORKLOAD] [--controllers LIST] [--tcp LIST] [--reference LIST] [--seeds N] [--seed N] [--duration D] [--warmup D] [--interval D] [--design axes|centre|subset|cross] [--parallel N] [--format text|json] [--out DIR]
+const labFairnessSynopsis = `[--seats LIST] [--region opensim|fairgrid] [--neighbours K] [--limited WORKLOAD] [--controllers LIST] [--tcp LIST] [--reference LIST] [--seeds N] [--seed N] [--duration D] [--warmup D] [--interval D] [--design axes|centre|subset|cross] [--parallel N] [--format text|json] [--out DIR]
 
 Measures the promise: a viewer with saturating demand (its region sends
 whatever the throttle allows) beside bulk TCP downloads on one shared
@@ -37,8 +37,10 @@ what users run in the viewer's seat of every cell: sidecar
 viewer's UDP through proxy's SOCKS 5 relay), gateway (a stock viewer
 behind gateway), gateway+sidecar, stock (no fairgrid), each the
 product's own code over real LLUDP against a region of fairgrid sim with
-OpenSim's non-lending category buckets and its 50-unacked stall, the
-viewer asking 5,120 kbit/s; and tcp:KIND, the control. Their region's
+OpenSim's non-lending category buckets and its 50-unacked stall (or,
+with --region fairgrid, fairgrid's own scheduler, whose idle categories
+lend, and no stall), the viewer asking 5,120 kbit/s; and tcp:KIND, the
+control. Their region's
 demand saturates (flying); each seat also gets one application-limited
 row (--limited, default terrain) at the centre with 3 % loss, to set
 beside stock's: nothing cut when the link has room. --neighbours K adds
@@ -81,6 +83,7 @@ func runLabFairness(args []string, s stdio) int {
 	out := fs.String("out", "", "write rows.json, table.md and figure.html into this `directory`")
 	seatList := fs.String("seats", defaultSeats, "comma-separated `seats`: sidecar, proxy, gateway, gateway+sidecar, stock (the product's path) and tcp:KIND (the control)")
 	neighbours := fs.Int("neighbours", 0, "child circuits (neighbour regions) the product seats' viewer opens besides its root, 0–8")
+	regionKind := fs.String("region", string(demand.OpenSimRegion), "the product seats' `region`: opensim (OpenSim 0.9.2.2's non-lending buckets and 50-unacked stall) or fairgrid (fairgrid's scheduler, no stall)")
 	limited := fs.String("limited", "terrain", "the application-limited `workload` of each product seat's extra row: terrain, objects, avatars, textures, or empty for none")
 	if c, ok := parseFlags(fs, labFairnessSynopsis, args, s); !ok {
 		return c
@@ -111,6 +114,10 @@ func runLabFairness(args []string, s stdio) int {
 				products = append(products, demand.FrontEnd(name))
 			}
 		}
+	}
+	if !slices.Contains(demand.Regions, demand.Region(*regionKind)) {
+		fmt.Fprintf(s.err, "fairgrid lab fairness: --region %q: want opensim or fairgrid\n", *regionKind)
+		return exitUsage
 	}
 	if *neighbours < 0 || *neighbours > 8 {
 		fmt.Fprintf(s.err, "fairgrid lab fairness: --neighbours %d: want 0–8\n", *neighbours)
@@ -190,7 +197,11 @@ func runLabFairness(args []string, s stdio) int {
 		fmt.Fprintf(s.err, "fairgrid lab fairness: --design %q: want axes, centre, subset or cross\n", *design)
 		return exitUsage
 	}
-	cells := append(fairness.Grid(ctls, kinds, d), fairness.Seats(products, kinds, d, *neighbours, *limited)...)
+	seatCells := fairness.Seats(products, kinds, d, *neighbours, *limited)
+	for i := range seatCells {
+		seatCells[i].Region = demand.Region(*regionKind)
+	}
+	cells := append(fairness.Grid(ctls, kinds, d), seatCells...)
 	cells = append(cells, fairness.References(refs, kinds, d)...)
 	ctx, stop := runContext(0, plainNotice(s.err, "fairgrid lab fairness"))
 	defer stop()

@@ -73,6 +73,7 @@ func TestLabFairnessCommandLine(t *testing.T) {
 		{"neighbours without a product", []string{"lab", "fairness", "--seats", "tcp:cubic", "--neighbours", "2"}, "only a product seat"},
 		{"controllers alone, neighbours", []string{"lab", "fairness", "--controllers", "vtcp", "--neighbours", "2"}, "only a product seat"},
 		{"unknown workload", []string{"lab", "fairness", "--seats", "stock", "--limited", "flying"}, `--limited: demand "flying"`},
+		{"unknown region", []string{"lab", "fairness", "--seats", "stock", "--region", "secondlife"}, `--region "secondlife"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, errOut := runCmd(t, "", tc.args...)

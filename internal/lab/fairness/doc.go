@@ -34,7 +34,9 @@
 // its Sidecar, throttle/proxy's SOCKS 5 relay, opensim/gateway, both of
 // the last two, or none: stock) over real LLUDP, against a region of
 // `fairgrid sim` with OpenSim 0.9.2.2's non-lending category buckets and
-// its 50-unacked stall, the lab viewer with its acks, pings and resends
+// its 50-unacked stall (or, with Cell.Region demand.FairgridRegion,
+// fairgrid's own scheduler, whose idle categories lend, and no stall:
+// the region's throttle alone sets its rate), the lab viewer with its acks, pings and resends
 // asking 5,120 kbit/s (SeatAsks), loss and RTT measured by
 // throttle/circuit. Its circuits (the root's and Cell.Neighbours'
 // children's) cross the cell's bottleneck as flows "lludp VIEWER down",
