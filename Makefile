@@ -262,6 +262,27 @@ SEATS_SUBSET := bin/fairgrid lab fairness --seats sidecar,proxy,gateway,gateway+
 results-seats-subset: build
 	RESULTS_TARGET=$@ $(RESULTS) docs/results/seats-subset.md "fairgrid lab fairness: the product's seats at the centre and its 3 % cell" $(SEATS_SUBSET)
 
+# The controller alone (the rig's own viewer, no LLUDP) beside the
+# sidecar's seat against fairgrid's own region (no stall, lending
+# buckets), at the centre and its 3 % cell: do they give the same rows?
+# About 5 minutes.
+SEATS_BARE := bin/fairgrid lab fairness --seats sidecar,tcp:cubic --region fairgrid --controllers vtcp --tcp cubic --design subset --limited "" --seeds 6 --parallel 12
+results-seats-bare: build
+	RESULTS_TARGET=$@ $(RESULTS) docs/results/seats-bare.md "fairgrid lab fairness: the controller alone beside the sidecar's seat, fairgrid's region" $(SEATS_BARE)
+
+# The product's seats over the grid's axes (13 cells beside gVisor's
+# CUBIC, one seed), OpenSim's region, with the controller alone and the
+# control: per seat, the cells within the band and the mean |ln|, then
+# each cell, then the full table. About 20 minutes on 2 cores; the run's
+# rows.json, table.md and figure.html stay in SEATS_GRID_OUT.
+SEATS_GRID_OUT ?= /tmp/fairgrid-seats-grid
+SEATS_GRID := bin/fairgrid lab fairness --seats sidecar,proxy,gateway,gateway+sidecar,stock,tcp:cubic --controllers vtcp --tcp cubic --design axes --seeds 1 --parallel 12 --out $(SEATS_GRID_OUT)
+results-seats-grid: build results-jq
+	RESULTS_TARGET=$@ RESULTS_CMD='$(SEATS_GRID)' \
+	$(RESULTS) docs/results/seats-grid.md "fairgrid lab fairness: the product's seats over the grid's axes" sh -c '\
+		$(SEATS_GRID) >/dev/null && jq -rsf .ci/results/seats-grid.jq $(SEATS_GRID_OUT)/rows.json && \
+		printf "\nThe full table:\n\n" && cat $(SEATS_GRID_OUT)/table.md'
+
 # `make bench-gateway`'s benchmark, as a table.
 results-bench-gateway:
 	RESULTS_TARGET=$@ BENCH=1 $(RESULTS) docs/results/bench-gateway.md "make bench-gateway: the gateway beside a plain Go UDP relay" \
