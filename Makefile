@@ -37,7 +37,7 @@ MODULE   := github.com/fairgrid/fairgrid
 NOCLOCK  := lludp ratecalc opensim
 
 .PHONY: all build demo test check cross dist interop-deps unit scale fuzz-smoke fuzz bench bench-js bench-capture bench-proxy bench-sim bench-daemon bench-audit bench-kernel bench-gateway lint check-deps generate cover clean acceptance-opensim \
-	results results-jq results-gateway-lab results-demo results-demo-sample results-fairness-centre results-bench-gateway results-bench-controllers results-fairness-grid results-fairness-control
+	results results-jq results-gateway-lab results-demo results-demo-sample results-fairness-centre results-bench-gateway results-bench-controllers results-fairness-grid results-fairness-control results-seats-subset results-seats-bare results-seats-grid
 
 all: build
 
@@ -224,7 +224,7 @@ bench-gateway:
 # grid and its control take hours and have targets of their own.
 RESULTS := .ci/results.sh
 RESULT_SEEDS ?= 1 2 3
-results: results-gateway-lab results-demo results-demo-sample results-fairness-centre results-seats-subset results-bench-gateway results-bench-controllers
+results: results-gateway-lab results-demo results-demo-sample results-fairness-centre results-seats-subset results-seats-bare results-bench-gateway results-bench-controllers
 
 results-jq:
 	@command -v jq >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq jq >/dev/null; }
@@ -268,7 +268,7 @@ results-seats-subset: build
 # About 5 minutes.
 SEATS_BARE := bin/fairgrid lab fairness --seats sidecar,tcp:cubic --region fairgrid --controllers vtcp --tcp cubic --design subset --limited "" --seeds 6 --parallel 12
 results-seats-bare: build
-	RESULTS_TARGET=$@ $(RESULTS) docs/results/seats-bare.md "fairgrid lab fairness: the controller alone beside the sidecar's seat, fairgrid's region" $(SEATS_BARE)
+	RESULTS_TARGET=$@ RESULTS_CMD='$(SEATS_BARE)' $(RESULTS) docs/results/seats-bare.md "fairgrid lab fairness: the controller alone beside the sidecar's seat, fairgrid's region" $(SEATS_BARE)
 
 # The product's seats over the grid's axes (13 cells beside gVisor's
 # CUBIC, one seed), OpenSim's region, with the controller alone and the
