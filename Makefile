@@ -37,7 +37,7 @@ MODULE   := github.com/fairgrid/fairgrid
 NOCLOCK  := lludp ratecalc opensim
 
 .PHONY: all build demo test check cross dist interop-deps unit scale fuzz-smoke fuzz bench bench-js bench-capture bench-proxy bench-sim bench-daemon bench-audit bench-kernel bench-gateway lint check-deps generate cover clean acceptance-opensim \
-	results results-jq results-gateway-lab results-demo results-demo-sample results-fairness-centre results-bench-gateway results-bench-controllers results-fairness-grid results-fairness-control results-seats-subset results-seats-bare results-seats-grid
+	results results-jq results-gateway-lab results-demo results-demo-sample results-fairness-centre results-bench-gateway results-bench-controllers results-fairness-grid results-fairness-control results-seats-subset results-seats-bare results-seats-grid results-seats-grid-fairgrid
 
 all: build
 
@@ -282,6 +282,17 @@ results-seats-grid: build results-jq
 	$(RESULTS) docs/results/seats-grid.md "fairgrid lab fairness: the product's seats over the grid's axes" sh -c '\
 		$(SEATS_GRID) >/dev/null && jq -rsf .ci/results/seats-grid.jq $(SEATS_GRID_OUT)/rows.json && \
 		printf "\nThe full table:\n\n" && cat $(SEATS_GRID_OUT)/table.md'
+
+# The same product seats over the same cells against fairgrid's own
+# region (no stall, lending buckets): which of the misses above are the
+# region's. About 9 minutes.
+SEATS_GRID_FAIRGRID_OUT ?= /tmp/fairgrid-seats-grid-fairgrid
+SEATS_GRID_FAIRGRID := bin/fairgrid lab fairness --seats sidecar,proxy,gateway,gateway+sidecar,stock --region fairgrid --tcp cubic --design axes --limited "" --seeds 1 --parallel 12 --out $(SEATS_GRID_FAIRGRID_OUT)
+results-seats-grid-fairgrid: build results-jq
+	RESULTS_TARGET=$@ RESULTS_CMD='$(SEATS_GRID_FAIRGRID)' \
+	$(RESULTS) docs/results/seats-grid-fairgrid.md "fairgrid lab fairness: the product's seats over the grid's axes, fairgrid's region" sh -c '\
+		$(SEATS_GRID_FAIRGRID) >/dev/null && jq -rsf .ci/results/seats-grid.jq $(SEATS_GRID_FAIRGRID_OUT)/rows.json && \
+		printf "\nThe full table:\n\n" && cat $(SEATS_GRID_FAIRGRID_OUT)/table.md'
 
 # `make bench-gateway`'s benchmark, as a table.
 results-bench-gateway:

@@ -47,8 +47,10 @@ beside stock's: nothing cut when the link has room. --neighbours K adds
 K child circuits (neighbour regions) to the viewer: their sum is its
 share. --controllers (none by default) runs the rig's own viewer with a
 controller alone instead (vtcp, window, tfrc): no LLUDP, no region, a
-diagnostic of the controller, not what users run (it does not give the
-sidecar's rows: docs/results/seats-subset.md). Naming either of --seats
+diagnostic of the controller, not what users run. It gives the sidecar
+seat's rows against --region fairgrid, not against OpenSim's region,
+whose stall holds every viewer (docs/results/seats-bare.md,
+seats-subset.md). Naming either of --seats
 and --controllers leaves the other empty unless it is named too.
 --reference adds the control: each cell again with a bulk TCP download
 of each kind listed in the viewer's seat (rows "tcp:KIND"), how far one

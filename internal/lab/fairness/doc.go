@@ -26,6 +26,10 @@
 // acks, OpenSim's per-category buckets, the 50-unacked stall): those are
 // internal/lab/scenario's, which runs the real region, viewer and
 // sidecar, and they would make the region, not the controller, the limit.
+// Against a region without the stall (Cell.Region demand.FairgridRegion)
+// the sidecar's seat below gives the same rows as this rig on the same
+// cells (docs/results/seats-bare.md), at a fraction of the CPU: the rig
+// stays for the controller's own question.
 //
 // # The product's seats
 //
