@@ -28,7 +28,7 @@
 // sidecar, and they would make the region, not the controller, the limit.
 // Against a region without the stall (Cell.Region demand.FairgridRegion)
 // the sidecar's seat below gives the same rows as this rig on the same
-// cells (docs/results/seats-bare.md), at a fraction of the CPU: the rig
+// cells (docs/results/seats-bare.md), at about 60 % of the CPU: the rig
 // stays for the controller's own question.
 //
 // # The product's seats
