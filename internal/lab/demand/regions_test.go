@@ -74,6 +74,7 @@ func TestRegionKinds(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real time on loopback: 3 s (-short)")
 	}
+	t.Parallel() // beside the package's longer real-time runs
 	path := link.PipeConfig{Delay: 150 * time.Millisecond}
 	kinds := []Region{OpenSimRegion, FairgridRegion}
 	got := make([]chan Result, len(kinds))
