@@ -273,7 +273,7 @@ results-seats-bare: build
 # The product's seats over the grid's axes (13 cells beside gVisor's
 # CUBIC, one seed), OpenSim's region, with the controller alone and the
 # control: per seat, the cells within the band and the mean |ln|, then
-# each cell, then the full table. About 20 minutes on 2 cores; the run's
+# each cell, then the full table. About 12 minutes on 2 cores; the run's
 # rows.json, table.md and figure.html stay in SEATS_GRID_OUT.
 SEATS_GRID_OUT ?= /tmp/fairgrid-seats-grid
 SEATS_GRID := bin/fairgrid lab fairness --seats sidecar,proxy,gateway,gateway+sidecar,stock,tcp:cubic --controllers vtcp --tcp cubic --design axes --seeds 1 --parallel 12 --out $(SEATS_GRID_OUT)
