@@ -39,7 +39,8 @@ NOCLOCK  := lludp ratecalc opensim
 .PHONY: all build demo test check cross dist interop-deps unit scale fuzz-smoke fuzz bench bench-js bench-capture bench-proxy bench-sim bench-daemon bench-audit bench-kernel bench-gateway lint check-deps generate cover clean acceptance-opensim \
 	results results-jq results-gateway-lab results-demo results-demo-sample results-fairness-centre results-bench-gateway results-bench-controllers results-fairness-grid results-fairness-control \
 	results-seats-subset results-bench-codec results-bench-opensim results-bench-lab results-bench-proxy results-bench-capture \
-	results-bench-audit results-bench-daemon results-bench-kernel results-bench-js results-bench-sim results-controllers-sim results-demand
+	results-bench-audit results-bench-daemon results-bench-kernel results-bench-js results-bench-sim results-controllers-sim results-demand \
+	results-seats-bare results-seats-grid results-seats-grid-fairgrid
 
 all: build
 
@@ -228,7 +229,7 @@ RESULTS := .ci/results.sh
 RESULT_SEEDS ?= 1 2 3
 results: results-gateway-lab results-demo results-demo-sample results-fairness-centre results-seats-subset results-bench-gateway results-bench-controllers \
 	results-bench-codec results-bench-opensim results-bench-lab results-bench-proxy results-bench-capture results-bench-audit \
-	results-controllers-sim results-demand
+	results-controllers-sim results-demand results-seats-bare
 
 results-jq:
 	@command -v jq >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq jq >/dev/null; }
@@ -265,6 +266,38 @@ results-fairness-centre: build
 SEATS_SUBSET := bin/fairgrid lab fairness --seats sidecar,proxy,gateway,gateway+sidecar,stock,tcp:cubic --controllers vtcp --tcp cubic --design subset --seeds 3 --parallel 12
 results-seats-subset: build
 	RESULTS_TARGET=$@ $(RESULTS) docs/results/seats-subset.md "fairgrid lab fairness: the product's seats at the centre and its 3 % cell" $(SEATS_SUBSET)
+
+# The controller alone (the rig's own viewer, no LLUDP) beside the
+# sidecar's seat against fairgrid's own region (no stall, lending
+# buckets), at the centre and its 3 % cell: do they give the same rows?
+# About 5 minutes.
+SEATS_BARE := bin/fairgrid lab fairness --seats sidecar,tcp:cubic --region fairgrid --controllers vtcp --tcp cubic --design subset --limited "" --seeds 6 --parallel 12
+results-seats-bare: build
+	RESULTS_TARGET=$@ RESULTS_CMD='$(SEATS_BARE)' $(RESULTS) docs/results/seats-bare.md "fairgrid lab fairness: the controller alone beside the sidecar's seat, fairgrid's region" $(SEATS_BARE)
+
+# The product's seats over the grid's axes (13 cells beside gVisor's
+# CUBIC, one seed), OpenSim's region, with the controller alone and the
+# control: per seat, the cells within the band and the mean |ln|, then
+# each cell, then the full table. About 12 minutes on 2 cores; the run's
+# rows.json, table.md and figure.html stay in SEATS_GRID_OUT.
+SEATS_GRID_OUT ?= /tmp/fairgrid-seats-grid
+SEATS_GRID := bin/fairgrid lab fairness --seats sidecar,proxy,gateway,gateway+sidecar,stock,tcp:cubic --controllers vtcp --tcp cubic --design axes --seeds 1 --parallel 12 --out $(SEATS_GRID_OUT)
+results-seats-grid: build results-jq
+	RESULTS_TARGET=$@ RESULTS_CMD='$(SEATS_GRID)' \
+	$(RESULTS) docs/results/seats-grid.md "fairgrid lab fairness: the product's seats over the grid's axes" sh -c '\
+		$(SEATS_GRID) >/dev/null && jq -rsf .ci/results/seats-grid.jq $(SEATS_GRID_OUT)/rows.json && \
+		printf "\nThe full table:\n\n" && cat $(SEATS_GRID_OUT)/table.md'
+
+# The same product seats over the same cells against fairgrid's own
+# region (no stall, lending buckets): which of the misses above are the
+# region's. About 9 minutes.
+SEATS_GRID_FAIRGRID_OUT ?= /tmp/fairgrid-seats-grid-fairgrid
+SEATS_GRID_FAIRGRID := bin/fairgrid lab fairness --seats sidecar,proxy,gateway,gateway+sidecar,stock --region fairgrid --tcp cubic --design axes --limited "" --seeds 1 --parallel 12 --out $(SEATS_GRID_FAIRGRID_OUT)
+results-seats-grid-fairgrid: build results-jq
+	RESULTS_TARGET=$@ RESULTS_CMD='$(SEATS_GRID_FAIRGRID)' \
+	$(RESULTS) docs/results/seats-grid-fairgrid.md "fairgrid lab fairness: the product's seats over the grid's axes, fairgrid's region" sh -c '\
+		$(SEATS_GRID_FAIRGRID) >/dev/null && jq -rsf .ci/results/seats-grid.jq $(SEATS_GRID_FAIRGRID_OUT)/rows.json && \
+		printf "\nThe full table:\n\n" && cat $(SEATS_GRID_FAIRGRID_OUT)/table.md'
 
 # `make bench-gateway`'s benchmark, as a table.
 results-bench-gateway:

@@ -369,7 +369,7 @@ func TestLabFairnessInterrupted(t *testing.T) {
 		{"none finished", regexp.MustCompile(`^fairgrid lab fairness: (1 cells × 2 seeds)`),
 			regexp.MustCompile(`(?m)^Interrupted: none of the 2 runs had finished; nothing measured\.$`)},
 		{"one finished", regexp.MustCompile(`^\[1/2\] (.*seed 1): viewer ÷ TCP \d`),
-			regexp.MustCompile(`(?ms)^Interrupted: 1 of 2 runs finished; what they measured .*^\| vtcp \| saturating \| vtcp \| cubic \| 1 \|.*\| 1 \|$`)},
+			regexp.MustCompile(`(?ms)^Interrupted: 1 of 2 runs finished; what they measured .*^\| vtcp \| — \| saturating \| vtcp \| cubic \| 1 \|.*\| 1 \|$`)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel() // separate processes, waiting on their clocks

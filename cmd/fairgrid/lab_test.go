@@ -73,6 +73,7 @@ func TestLabFairnessCommandLine(t *testing.T) {
 		{"neighbours without a product", []string{"lab", "fairness", "--seats", "tcp:cubic", "--neighbours", "2"}, "only a product seat"},
 		{"controllers alone, neighbours", []string{"lab", "fairness", "--controllers", "vtcp", "--neighbours", "2"}, "only a product seat"},
 		{"unknown workload", []string{"lab", "fairness", "--seats", "stock", "--limited", "flying"}, `--limited: demand "flying"`},
+		{"unknown region", []string{"lab", "fairness", "--seats", "stock", "--region", "secondlife"}, `--region "secondlife"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, errOut := runCmd(t, "", tc.args...)
@@ -116,7 +117,7 @@ func TestLabFairnessReference(t *testing.T) {
 	if len(lines) != 1 || json.Unmarshal([]byte(lines[0]), &row) != nil || row.Controller != "tcp:cubic" || row.ViewerBPS <= 0 || row.TCP <= 0 {
 		t.Fatalf("stdout %q: want one row of controller tcp:cubic with both flows moving", out)
 	}
-	for name, want := range map[string]string{"table.md": "| tcp:cubic | saturating | tcp:cubic | cubic | 1 |", "figure.html": "tcp:cubic"} {
+	for name, want := range map[string]string{"table.md": "| tcp:cubic | — | saturating | tcp:cubic | cubic | 1 |", "figure.html": "tcp:cubic"} {
 		b, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil || !strings.Contains(string(b), want) {
 			t.Errorf("%s lacks %q (%v)", name, want, err)
@@ -128,7 +129,7 @@ func TestLabFairnessReference(t *testing.T) {
 // seat beside the control: a sidecar row with --neighbours' child
 // circuits, its application-limited row (--limited) and the tcp:cubic
 // row, each with its seat in the JSON, the table and a panel of the
-// figure. One centre cell, 5 s measured: the rows' shape, not their
+// figure; --region names the product rows' region (a tcp seat has none). One centre cell, 5 s measured: the rows' shape, not their
 // figures (internal/lab/fairness's TestProductSeats judges those).
 func TestLabFairnessSeats(t *testing.T) {
 	if testing.Short() {
@@ -136,7 +137,7 @@ func TestLabFairnessSeats(t *testing.T) {
 	}
 	dir := t.TempDir()
 	code, out, errOut := runCmd(t, "", "lab", "fairness", "--seats", "sidecar,tcp:cubic", "--neighbours", "1", "--limited", "avatars",
-		"--tcp", "cubic", "--design", "centre", "--seeds", "1", "--warmup", "2s", "--duration", "5s", "--interval", "1s", "--format", "json", "--out", dir)
+		"--region", "fairgrid", "--tcp", "cubic", "--design", "centre", "--seeds", "1", "--warmup", "2s", "--duration", "5s", "--interval", "1s", "--format", "json", "--out", dir)
 	if code != exitOK {
 		t.Fatalf("exit %d, stderr %s", code, errOut)
 	}
@@ -144,6 +145,7 @@ func TestLabFairnessSeats(t *testing.T) {
 		Seat       string  `json:"seat"`
 		Demand     string  `json:"demand"`
 		Neighbours int     `json:"neighbours"`
+		Region     string  `json:"region"`
 		Controller string  `json:"controller"`
 		ViewerBPS  float64 `json:"viewer_bps"`
 		Loss       float64 `json:"loss"`
@@ -156,7 +158,7 @@ func TestLabFairnessSeats(t *testing.T) {
 		}
 		rows = append(rows, r)
 	}
-	want := []row{{Seat: "sidecar", Neighbours: 1, Controller: "vtcp"}, {Seat: "sidecar", Demand: "avatars", Neighbours: 1, Controller: "vtcp", Loss: 0.03}, {Seat: "tcp:cubic", Controller: "tcp:cubic"}}
+	want := []row{{Seat: "sidecar", Neighbours: 1, Region: "fairgrid", Controller: "vtcp"}, {Seat: "sidecar", Demand: "avatars", Neighbours: 1, Region: "fairgrid", Controller: "vtcp", Loss: 0.03}, {Seat: "tcp:cubic", Controller: "tcp:cubic"}}
 	if len(rows) != len(want) {
 		t.Fatalf("stdout %q: want %d rows", out, len(want))
 	}
@@ -169,7 +171,7 @@ func TestLabFairnessSeats(t *testing.T) {
 			t.Errorf("row %d: %+v, want %+v", i, r, want[i])
 		}
 	}
-	for name, want := range map[string]string{"table.md": "| sidecar | avatars, 1 neighbours | vtcp | cubic | 1 |", "figure.html": "sidecar"} {
+	for name, want := range map[string]string{"table.md": "| sidecar | fairgrid | avatars, 1 neighbours | vtcp | cubic | 1 |", "figure.html": "sidecar"} {
 		b, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil || !strings.Contains(string(b), want) {
 			t.Errorf("%s lacks %q (%v)", name, want, err)

@@ -274,7 +274,7 @@ Prints the version, the commit it was built from ("(modified)" if the tree
 had uncommitted changes), the Go toolchain and the platform, on one line.`
 
 // LabFairnessSynopsis is fairgrid lab fairness's.
-const LabFairnessSynopsis = `[--seats LIST] [--neighbours K] [--limited WORKLOAD] [--controllers LIST] [--tcp LIST] [--reference LIST] [--seeds N] [--seed N] [--duration D] [--warmup D] [--interval D] [--design axes|centre|subset|cross] [--parallel N] [--format text|json] [--out DIR]
+const LabFairnessSynopsis = `[--seats LIST] [--region opensim|fairgrid] [--neighbours K] [--limited WORKLOAD] [--controllers LIST] [--tcp LIST] [--reference LIST] [--seeds N] [--seed N] [--duration D] [--warmup D] [--interval D] [--design axes|centre|subset|cross] [--parallel N] [--format text|json] [--out DIR]
 
 Measures the promise: a viewer with saturating demand (its region sends
 whatever the throttle allows) beside bulk TCP downloads on one shared
@@ -294,16 +294,20 @@ what users run in the viewer's seat of every cell: sidecar
 viewer's UDP through proxy's SOCKS 5 relay), gateway (a stock viewer
 behind gateway), gateway+sidecar, stock (no fairgrid), each the
 product's own code over real LLUDP against a region of fairgrid sim with
-OpenSim's non-lending category buckets and its 50-unacked stall, the
-viewer asking 5,120 kbit/s; and tcp:KIND, the control. Their region's
+OpenSim's non-lending category buckets and its 50-unacked stall (or,
+with --region fairgrid, fairgrid's own scheduler, whose idle categories
+lend, and no stall), the viewer asking 5,120 kbit/s; and tcp:KIND, the
+control. Their region's
 demand saturates (flying); each seat also gets one application-limited
 row (--limited, default terrain) at the centre with 3 % loss, to set
 beside stock's: nothing cut when the link has room. --neighbours K adds
 K child circuits (neighbour regions) to the viewer: their sum is its
 share. --controllers (none by default) runs the rig's own viewer with a
 controller alone instead (vtcp, window, tfrc): no LLUDP, no region, a
-diagnostic of the controller, not what users run (it does not give the
-sidecar's rows: docs/results/seats-subset.md). Naming either of --seats
+diagnostic of the controller, not what users run. It gives the sidecar
+seat's rows against --region fairgrid, not against OpenSim's region,
+whose stall holds every viewer (docs/results/seats-bare.md,
+seats-subset.md). Naming either of --seats
 and --controllers leaves the other empty unless it is named too.
 --reference adds the control: each cell again with a bulk TCP download
 of each kind listed in the viewer's seat (rows "tcp:KIND"), how far one

@@ -18,6 +18,21 @@
 // K child circuits as in OpenSim. docs/opensim.md lists the modes, the
 // workloads and their demands, and the sources in OpenSim 0.9.2.2.
 //
+// # The 50-unacked stall
+//
+// OpenSim stops dequeuing everything but resends for a client with more
+// than 50 reliable packets unacknowledged (LLUDPClient.DequeueOutgoing's
+// AckStall, added in OpenSim commit 066a6fba; protocol.md §8.5): a fixed
+// window of 50 packets, so a client whose round trip has grown (a queue
+// filled by a TCP flow beside it) gets about 50 packets a round trip,
+// whatever its throttle says. The region does the same by default
+// (Config.AckStall 0: 50), to the saturating activities and the workloads
+// alike. A negative Config.AckStall removes it: the region's throttle
+// alone then sets its rate, as in fairgrid's own scheduler, and what a
+// client that never acks can cost stays bounded by its throttle times
+// the 3 s RTO at the most, since resend takes each packet out of the
+// unacked set when it queues it again.
+//
 // # Admission control
 //
 // Without Config.Allowed the region accepts any circuit code, and a

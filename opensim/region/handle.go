@@ -232,7 +232,7 @@ func (s *Server) produce(now time.Time) {
 	dt := tick.Seconds()
 	var buf []byte
 	for _, c := range s.clients {
-		if !c.moved || len(c.unacked) > ackStall {
+		if !c.moved || s.stalled(c) {
 			continue
 		}
 		for ch, load := range loads[s.cfg.Activity] {

@@ -56,6 +56,14 @@ type Config struct {
 	AckBytes int
 	// QueueTarget is how many packets producers keep queued per channel.
 	QueueTarget int
+	// AckStall: with more reliable packets than this unacked, producers
+	// stop feeding a client until acks bring it back to AckStall or
+	// fewer; resends still leave. 0 is OpenSim's 50 (protocol.md §8.5,
+	// LLUDPClient.DequeueOutgoing's AckStall, since OpenSim commit
+	// 066a6fba); negative is no stall, the region's throttle alone sets
+	// its rate (fairgrid's own scheduler: doc.go, "The 50-unacked
+	// stall").
+	AckStall int
 	// Admission bounds what a flood of UseCircuitCode can cost (doc.go).
 	Admission AdmissionConfig
 	// Stress turns on stress mode (stress.go).
@@ -73,6 +81,7 @@ func (c Config) withDefaults() Config {
 	c.AckFlush = cmp.Or(c.AckFlush, 500*time.Millisecond)
 	c.AckBytes = cmp.Or(c.AckBytes, 2800)
 	c.QueueTarget = cmp.Or(c.QueueTarget, 8)
+	c.AckStall = cmp.Or(c.AckStall, DefaultAckStall)
 	c.Avatars = cmp.Or(c.Avatars, DefaultAvatars)
 	if c.Position == (lludp.Vector3{}) {
 		c.Position = lludp.Vector3{128, 128, 25}
@@ -150,6 +159,16 @@ func (a AdmissionConfig) check(names [4]string) []error {
 	return errs
 }
 
+// DefaultAckStall is OpenSim's 50-unacked stall (Config.AckStall,
+// protocol.md §8.5).
+const DefaultAckStall = 50
+
+// stalled reports whether producers skip c: it has more reliable packets
+// unacked than Config.AckStall allows.
+func (s *Server) stalled(c *client) bool {
+	return s.cfg.AckStall >= 0 && len(c.unacked) > s.cfg.AckStall
+}
+
 // OpenSim's retransmission timeout: 5 × the smoothed ping, within 250 ms
 // and 3 s, 1 s before the first ping; the ping filter starts at 20 ms
 // (LLUDPClient.UpdateRoundTrip; protocol.md §9.3). No backoff.
@@ -164,10 +183,6 @@ const (
 	// region's CPU at 4,000 viewers (issue #15's profile); timeouts of
 	// seconds lose nothing to 100 ms.
 	resendScan = 100 * time.Millisecond
-	// ackStall: with more unacked reliable packets than this, producers
-	// stop feeding a client (OpenSim\'s 50-unacked stall, protocol.md §8.5);
-	// a client that never acks cannot grow the region\'s memory.
-	ackStall   = 50
 	tick       = 10 * time.Millisecond
 	archiveLen = 1024 // OpenSim's PacketArchive of reliable sequence numbers
 	// maxDatagram bounds a datagram with appended acks: the viewer's

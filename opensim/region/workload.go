@@ -145,9 +145,9 @@ func ActivityHelp() string {
 
 // produceWorkload offers each client what the workload has due by now,
 // counted from its arrival (or from the last SetActivity). The producers'
-// stall at ackStall unacked packets applies here too, as OpenSim's
-// 50-unacked stall does to everything it sends but resends (protocol.md
-// §8.5); what falls due meanwhile is offered when it ends.
+// stall past Config.AckStall unacked packets applies here too, as
+// OpenSim's 50-unacked stall does to everything it sends but resends
+// (protocol.md §8.5); what falls due meanwhile is offered when it ends.
 func (s *Server) produceWorkload(w workload, now time.Time) {
 	var buf []byte
 	queueLimit := s.sched.Config().QueuePackets
@@ -158,7 +158,7 @@ func (s *Server) produceWorkload(w workload, now time.Time) {
 		if c.workFrom.IsZero() {
 			c.workFrom, c.workMade = now, 0
 		}
-		if len(c.unacked) > ackStall {
+		if s.stalled(c) {
 			continue
 		}
 		due := w.due(now.Sub(c.workFrom), s.cfg.Avatars)

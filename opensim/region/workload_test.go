@@ -183,13 +183,45 @@ func TestBadAvatars(t *testing.T) {
 	}
 }
 
-// TestWorkloadAfterStall: while a client has more than ackStall packets
+// TestAckStall: Config.AckStall sets how many unacked reliable packets
+// stop the producers (0: OpenSim's 50; negative: never), for the
+// workloads and for the saturating activities alike.
+func TestAckStall(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		activity Activity
+		stall    int
+		unacked  uint32
+		fed      bool
+	}{
+		{"opensim's 50, at 50", Textures, 0, 50, true},
+		{"opensim's 50, past it", Textures, 0, 51, false},
+		{"opensim's 50, flying, past it", Flying, 0, 51, false},
+		{"none, past 50", Textures, -1, 51, true},
+		{"none, flying, far past 50", Flying, -1, 1000, true},
+		{"100, past 50", Textures, 100, 51, true},
+		{"100, past it", Textures, 100, 101, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newWorkloadRig(t, Config{Activity: tc.activity, AckStall: tc.stall}, 40e6)
+			for seq := range tc.unacked {
+				r.c.unacked[seq+1] = &outPacket{}
+			}
+			r.run(time.Second)
+			if fed := r.offered() > 0; fed != tc.fed {
+				t.Errorf("AckStall %d, %d unacked: offered %d bytes in 1 s, want fed %v", tc.stall, tc.unacked, r.offered(), tc.fed)
+			}
+		})
+	}
+}
+
+// TestWorkloadAfterStall: while a client has more than AckStall packets
 // unacked, its workload waits (OpenSim's stall); when the stall ends, what
 // fell due is offered, but no more than a queue holds is built: the rest
 // is counted as refused, so the bytes offered still add up to the demand.
 func TestWorkloadAfterStall(t *testing.T) {
 	r := newWorkloadRig(t, Config{Activity: Textures}, 40e6)
-	for seq := range uint32(ackStall + 1) {
+	for seq := range uint32(DefaultAckStall + 1) {
 		r.c.unacked[seq+1] = &outPacket{}
 	}
 	r.run(10 * time.Second)

@@ -39,9 +39,45 @@ var FrontEnds = []FrontEnd{Stock, Sidecar, Proxy, Gateway}
 // Seats lists every front-end a seat takes, the baseline first.
 var Seats = []FrontEnd{Stock, Sidecar, Proxy, Gateway, GatewaySidecar}
 
+// Region is the kind of region a seat's viewer is served by.
+type Region string
+
+// The regions.
+const (
+	// OpenSimRegion behaves like OpenSim 0.9.2.2: per-category token
+	// buckets that do not lend and the 50-unacked stall (opensim/region's
+	// doc). The default.
+	OpenSimRegion Region = "opensim"
+	// FairgridRegion is fairgrid's own scheduler (an idle category's
+	// rate goes to the busy ones) with no stall: the throttle alone sets
+	// the rate.
+	FairgridRegion Region = "fairgrid"
+)
+
+// Regions lists them, the default first.
+var Regions = []Region{OpenSimRegion, FairgridRegion}
+
+// regionConfig is the region's configuration of the kind (empty: OpenSimRegion)
+// for the workload at position.
+func (r Region) regionConfig(a region.Activity, position lludp.Vector3) (region.Config, error) {
+	cfg := region.Config{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Activity: a, Position: position}
+	switch r {
+	case "", OpenSimRegion:
+		cfg.Scheduler.ChannelBuckets = true
+	case FairgridRegion:
+		cfg.AckStall = -1
+	default:
+		return cfg, fmt.Errorf("region %q: want one of %v", r, Regions)
+	}
+	return cfg, nil
+}
+
 // Config is one run.
 type Config struct {
 	FrontEnd FrontEnd
+	// Region is the kind of region (and of its neighbours): empty is
+	// OpenSimRegion.
+	Region Region
 	// Activity is the region's workload.
 	Activity region.Activity
 	// Path is each direction of the link between the viewer's host and

@@ -14,7 +14,6 @@ import (
 	"github.com/fairgrid/fairgrid/internal/lab/link"
 	"github.com/fairgrid/fairgrid/internal/lab/viewer"
 	"github.com/fairgrid/fairgrid/lludp"
-	"github.com/fairgrid/fairgrid/opensim"
 	"github.com/fairgrid/fairgrid/opensim/gateway"
 	"github.com/fairgrid/fairgrid/opensim/region"
 	"github.com/fairgrid/fairgrid/ratecalc"
@@ -46,9 +45,10 @@ type Seat struct {
 	closed   bool
 }
 
-// NewSeat binds the seat's sockets for cfg (its FrontEnd, Activity,
-// Children, Position, ViewerAsks, Interval, Throttle, Seed, WrapSender
-// and the hooks AfterTick, OnThrottle and Source); shared, if set, carries every circuit, in place of
+// NewSeat binds the seat's sockets for cfg (its FrontEnd, Region,
+// Activity, Children, Position, ViewerAsks, Interval, Throttle, Seed,
+// WrapSender and the hooks AfterTick, OnThrottle and Source); shared, if
+// set, carries every circuit, in place of
 // cfg.Path's links of their own. Run serves; Close releases what Run did
 // not.
 func NewSeat(cfg Config, shared *link.Bottleneck, log *slog.Logger) (*Seat, error) {
@@ -81,8 +81,10 @@ func (s *Seat) build(shared *link.Bottleneck) error {
 	default:
 		return fmt.Errorf("front-end %q: want %v", cfg.FrontEnd, FrontEnds)
 	}
-	regionCfg := region.Config{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Activity: cfg.Activity, Position: cfg.Position,
-		Scheduler: opensim.Config{ChannelBuckets: true}}
+	regionCfg, err := cfg.Region.regionConfig(cfg.Activity, cfg.Position)
+	if err != nil {
+		return err
+	}
 	regionCfg.OnThrottle = cfg.OnThrottle
 	sim, err := region.New(regionCfg, s.log)
 	if err != nil {

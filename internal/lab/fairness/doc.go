@@ -26,6 +26,10 @@
 // acks, OpenSim's per-category buckets, the 50-unacked stall): those are
 // internal/lab/scenario's, which runs the real region, viewer and
 // sidecar, and they would make the region, not the controller, the limit.
+// Against a region without the stall (Cell.Region demand.FairgridRegion)
+// the sidecar's seat below gives the same rows as this rig on the same
+// cells (docs/results/seats-bare.md), at about 60 % of the CPU: the rig
+// stays for the controller's own question.
 //
 // # The product's seats
 //
@@ -34,7 +38,9 @@
 // its Sidecar, throttle/proxy's SOCKS 5 relay, opensim/gateway, both of
 // the last two, or none: stock) over real LLUDP, against a region of
 // `fairgrid sim` with OpenSim 0.9.2.2's non-lending category buckets and
-// its 50-unacked stall, the lab viewer with its acks, pings and resends
+// its 50-unacked stall (or, with Cell.Region demand.FairgridRegion,
+// fairgrid's own scheduler, whose idle categories lend, and no stall:
+// the region's throttle alone sets its rate), the lab viewer with its acks, pings and resends
 // asking 5,120 kbit/s (SeatAsks), loss and RTT measured by
 // throttle/circuit. Its circuits (the root's and Cell.Neighbours'
 // children's) cross the cell's bottleneck as flows "lludp VIEWER down",

@@ -25,7 +25,7 @@ type Flags struct {
 	seeds, parallel, neighbours           *int
 	firstSeed                             *uint64
 	duration, warmup, interval            *time.Duration
-	out, seatList, limited                *string
+	out, seatList, limited, region        *string
 }
 
 // BindFlags declares lab fairness's flags on fs.
@@ -48,6 +48,7 @@ func BindFlags(fs *flag.FlagSet) *Flags {
 	f.out = fs.String("out", "", "write rows.json, table.md and figure.html into this `directory`")
 	f.seatList = fs.String("seats", DefaultSeats, "comma-separated `seats`: sidecar, proxy, gateway, gateway+sidecar, stock (the product's path) and tcp:KIND (the control)")
 	f.neighbours = fs.Int("neighbours", 0, "child circuits (neighbour regions) the product seats' viewer opens besides its root, 0–8")
+	f.region = fs.String("region", string(demand.OpenSimRegion), "the product seats' `region`: opensim (OpenSim 0.9.2.2's non-lending buckets and 50-unacked stall) or fairgrid (fairgrid's scheduler, no stall)")
 	f.limited = fs.String("limited", "terrain", "the application-limited `workload` of each product seat's extra row: terrain, objects, avatars, textures, or empty for none")
 	return f
 }
@@ -91,6 +92,9 @@ func (f *Flags) Plan() (Plan, error) {
 				products = append(products, demand.FrontEnd(name))
 			}
 		}
+	}
+	if !slices.Contains(demand.Regions, demand.Region(*f.region)) {
+		return Plan{}, fmt.Errorf("--region %q: want opensim or fairgrid", *f.region)
 	}
 	neighbours := *f.neighbours
 	if neighbours < 0 || neighbours > 8 {
@@ -158,7 +162,11 @@ func (f *Flags) Plan() (Plan, error) {
 	if d != Axes && d != Centre && d != Subset && d != Cross {
 		return Plan{}, fmt.Errorf("--design %q: want axes, centre, subset or cross", *f.design)
 	}
-	cells := append(Grid(ctls, kinds, d), Seats(products, kinds, d, neighbours, *f.limited)...)
+	seatCells := Seats(products, kinds, d, neighbours, *f.limited)
+	for i := range seatCells {
+		seatCells[i].Region = demand.Region(*f.region)
+	}
+	cells := append(Grid(ctls, kinds, d), seatCells...)
 	cells = append(cells, References(refs, kinds, d)...)
 	return Plan{Cells: cells, Seeds: *f.seeds, Parallel: *f.parallel, Out: *f.out,
 		Options: Options{Warmup: *f.warmup, Duration: *f.duration, Interval: *f.interval, Seed: *f.firstSeed}}, nil

@@ -28,6 +28,9 @@ type Row struct {
 	// saturating demand; Neighbours its viewer's child circuits.
 	Demand     string `json:"demand,omitempty"`
 	Neighbours int    `json:"neighbours,omitempty"`
+	// Region is a product seat's kind of region (Cell.Region: opensim
+	// or fairgrid), empty for the others, which have none.
+	Region string `json:"region,omitempty"`
 	// Controller is who decided the seat's rate: the rig's controller,
 	// the product's (throttle.DefaultController; "none" for stock), or
 	// tcp:KIND for a reference.
@@ -66,6 +69,9 @@ func Summarize(runs []Result) Row {
 		row.Controller = "none"
 	case c.Product != "":
 		row.Controller = string(throttle.DefaultController)
+	}
+	if c.Product != "" {
+		row.Region = string(cmp.Or(c.Region, demand.OpenSimRegion))
 	}
 	n := float64(len(runs))
 	var ratios float64
@@ -402,8 +408,8 @@ func WriteJSON(w io.Writer, rows []Row) error {
 // when runs are given (runs[i] are rows[i]'s).
 func WriteMarkdown(w io.Writer, rows []Row, runs [][]Result) error {
 	var b strings.Builder
-	b.WriteString("| seat | demand | controller | TCP | flows | buffer (packets) | loss | RTT (ms) | link (Mbit/s) | viewer (kbit/s) | TCP per flow (kbit/s) | viewer ÷ TCP | min–max | viewer p | TCP p (Mathis) | audit ÷ TCP | seeds |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| seat | region | demand | controller | TCP | flows | buffer (packets) | loss | RTT (ms) | link (Mbit/s) | viewer (kbit/s) | TCP per flow (kbit/s) | viewer ÷ TCP | min–max | viewer p | TCP p (Mathis) | audit ÷ TCP | seeds |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	idx := make([]int, len(rows))
 	for i := range idx {
 		idx[i] = i
@@ -434,8 +440,8 @@ func WriteMarkdown(w io.Writer, rows []Row, runs [][]Result) error {
 		if r.Neighbours > 0 {
 			dem += fmt.Sprintf(", %d neighbours", r.Neighbours)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %d | %g %% | %g | %g | %.0f | %.0f | **%.2f** | %s | %.5f | %.5f | %s | %d |\n",
-			r.Seat, dem, r.Controller, r.TCP, r.TCPFlows, r.BufferPackets, r.Loss*100, r.RTTms, r.LinkBPS/1e6,
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %d | %d | %g %% | %g | %g | %.0f | %.0f | **%.2f** | %s | %.5f | %.5f | %s | %d |\n",
+			r.Seat, cmp.Or(r.Region, "—"), dem, r.Controller, r.TCP, r.TCPFlows, r.BufferPackets, r.Loss*100, r.RTTms, r.LinkBPS/1e6,
 			r.ViewerBPS/1000, r.TCPBPSPerFlow/1000, r.ViewerOverTCP, spread, r.ViewerP, r.TCPPEquiv, audit, r.Seeds)
 	}
 	_, err := io.WriteString(w, b.String())

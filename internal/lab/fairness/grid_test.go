@@ -88,8 +88,17 @@ func TestSeats(t *testing.T) {
 	if row := Summarize([]Result{{Cell: cells[40]}}); row.Seat != "gateway+sidecar" || row.Demand != "terrain" || row.Neighbours != 2 || row.Controller != string(throttle.DefaultController) {
 		t.Errorf("row %+v", row)
 	}
-	if row := Summarize([]Result{{Cell: cells[41]}}); row.Seat != "stock" || row.Controller != "none" {
-		t.Errorf("stock's row %+v", row)
+	if row := Summarize([]Result{{Cell: cells[41]}}); row.Seat != "stock" || row.Controller != "none" || row.Region != "opensim" {
+		t.Errorf("stock's row %+v, want region opensim by default", row)
+	}
+	fg := cells[0]
+	fg.Region = demand.FairgridRegion
+	if row := Summarize([]Result{{Cell: fg}}); row.Region != "fairgrid" || !strings.Contains(fg.String(), "fairgrid region") {
+		t.Errorf("the fairgrid region's row %+v, cell %v", row, fg)
+	}
+	var md bytes.Buffer
+	if err := WriteMarkdown(&md, []Row{Summarize([]Result{{Cell: fg}})}, nil); err != nil || !strings.Contains(md.String(), "| sidecar | fairgrid | saturating") {
+		t.Errorf("markdown %q, %v: want the region column", md.String(), err)
 	}
 	sub := Seats(seats[:1], []string{GVisorCUBIC}, Subset, 0, "")
 	if len(sub) != 2 || sub[0].Loss != 0 || sub[1].Loss != 0.03 || sub[1].RTTms != Base.RTTms || sub[1].Buffer != Base.Buffer {
@@ -108,6 +117,8 @@ func TestSeats(t *testing.T) {
 		{"unknown workload", func(c *Cell) { c.Demand = "dancing" }, `"dancing"`},
 		{"too many neighbours", func(c *Cell) { c.Neighbours = 9 }, "neighbours 9"},
 		{"a workload without a product", func(c *Cell) { c.Product, c.Controller, c.Demand = "", throttle.VirtualTCP, "terrain" }, "only a product seat"},
+		{"unknown region", func(c *Cell) { c.Region = "secondlife" }, `region "secondlife"`},
+		{"a region without a product", func(c *Cell) { c.Product, c.Controller, c.Region = "", throttle.VirtualTCP, demand.FairgridRegion }, "only a product seat"},
 	} {
 		c := ok
 		tc.edit(&c)

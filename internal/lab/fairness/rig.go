@@ -85,6 +85,11 @@ type Cell struct {
 	// with the same workload) a product seat's viewer opens besides its
 	// root: their sum is the viewer's share.
 	Neighbours int `json:"neighbours,omitempty"`
+	// Region is a product seat's kind of region (demand.Regions): empty
+	// is demand.OpenSimRegion, OpenSim's non-lending buckets and its
+	// 50-unacked stall; demand.FairgridRegion is fairgrid's own
+	// scheduler without the stall.
+	Region demand.Region `json:"region,omitempty"`
 }
 
 func (c Cell) String() string {
@@ -94,6 +99,9 @@ func (c Cell) String() string {
 	}
 	if c.Neighbours > 0 {
 		seat += fmt.Sprintf(" with %d neighbours", c.Neighbours)
+	}
+	if c.Region != "" && c.Region != demand.OpenSimRegion {
+		seat += fmt.Sprintf(" (%s region)", c.Region)
 	}
 	return fmt.Sprintf("%s beside %d %s, %.0f kbit/s, %g ms, %d packets, %g%% loss",
 		seat, c.Flows, c.TCP, c.LinkBPS/1000, c.RTTms, c.Buffer, c.Loss*100)
@@ -154,8 +162,11 @@ func (c Cell) Validate() error {
 		if c.Neighbours < 0 || c.Neighbours > len(region.NeighbourOffsets) {
 			errs = append(errs, fmt.Errorf("neighbours %d outside [0, %d]", c.Neighbours, len(region.NeighbourOffsets)))
 		}
-	} else if c.Demand != "" || c.Neighbours != 0 {
-		errs = append(errs, fmt.Errorf("demand %q, neighbours %d: only a product seat's region has a workload and neighbours", c.Demand, c.Neighbours))
+		if c.Region != "" && !slices.Contains(demand.Regions, c.Region) {
+			errs = append(errs, fmt.Errorf("region %q: want one of %v", c.Region, demand.Regions))
+		}
+	} else if c.Demand != "" || c.Neighbours != 0 || c.Region != "" {
+		errs = append(errs, fmt.Errorf("demand %q, neighbours %d, region %q: only a product seat has a region, its workload and neighbours", c.Demand, c.Neighbours, c.Region))
 	} else if c.Reference == "" {
 		var name throttle.ControllerName
 		if err := name.UnmarshalText([]byte(c.Controller)); err != nil {
@@ -789,7 +800,7 @@ func newSeat(b *link.Bottleneck, cell Cell, opt Options, log *slog.Logger) (*dem
 	if err != nil {
 		return nil, fmt.Errorf("fairness: %w", err)
 	}
-	dc := demand.Config{FrontEnd: cell.Product, Activity: a, Children: cell.Neighbours, Position: seatPosition,
+	dc := demand.Config{FrontEnd: cell.Product, Region: cell.Region, Activity: a, Children: cell.Neighbours, Position: seatPosition,
 		ViewerAsks: SeatAsks, Interval: opt.Interval, Seed: opt.Seed, WrapSender: opt.wrapSender}
 	if opt.SeatConfig != nil {
 		opt.SeatConfig(&dc)
