@@ -40,7 +40,7 @@ NOCLOCK  := lludp ratecalc opensim
 	results results-jq results-gateway-lab results-demo results-demo-sample results-fairness-centre results-bench-gateway results-bench-controllers results-fairness-grid results-fairness-control \
 	results-seats-subset results-bench-codec results-bench-opensim results-bench-lab results-bench-proxy results-bench-capture \
 	results-bench-audit results-bench-daemon results-bench-kernel results-bench-js results-bench-sim results-controllers-sim results-demand \
-	results-seats-bare results-seats-grid results-seats-grid-fairgrid
+	results-seats-bare results-seats-grid results-seats-grid-fairgrid results-seats-centre-fairgrid
 
 all: build
 
@@ -271,6 +271,14 @@ results-seats-subset: build
 # sidecar's seat against fairgrid's own region (no stall, lending
 # buckets), at the centre and its 3 % cell: do they give the same rows?
 # About 5 minutes.
+# Every product seat at the grid's centre against fairgrid's region (its
+# scheduler, no 50-unacked stall), where the region can send more than
+# one share: what the seats do there when OpenSim's stall does not hold
+# every viewer. 15 runs, 8 at once: about 5 minutes.
+SEATS_CENTRE_FAIRGRID := bin/fairgrid lab fairness --seats sidecar,proxy,gateway,gateway+sidecar,stock --region fairgrid --controllers vtcp --tcp cubic --design centre --limited "" --seeds 3 --parallel 8
+results-seats-centre-fairgrid: build
+	RESULTS_TARGET=$@ RESULTS_CMD='$(SEATS_CENTRE_FAIRGRID)' $(RESULTS) docs/results/seats-centre-fairgrid.md "fairgrid lab fairness: the product's seats at the centre, fairgrid's region" $(SEATS_CENTRE_FAIRGRID)
+
 SEATS_BARE := bin/fairgrid lab fairness --seats sidecar,tcp:cubic --region fairgrid --controllers vtcp --tcp cubic --design subset --limited "" --seeds 6 --parallel 12
 results-seats-bare: build
 	RESULTS_TARGET=$@ RESULTS_CMD='$(SEATS_BARE)' $(RESULTS) docs/results/seats-bare.md "fairgrid lab fairness: the controller alone beside the sidecar's seat, fairgrid's region" $(SEATS_BARE)
