@@ -610,7 +610,16 @@ func TestVerdictsFollowFromNumbers(t *testing.T) {
 		// Figure 7.14's sentences stand where the runs' measured loss
 		// puts them on its 0–6 % axis, not at the link's nominal loss.
 		{"mongoose", "window every RTT, 3 % loss", "median second / TCP-fair", []float64{1.1, 1.15, 1.2}, nil, Disagrees, "the median not over the line below 3 % loss", nil, []float64{0.026, 0.025, 0.027}},
-		{"mongoose", "window every RTT, 3 % loss", "median second / TCP-fair", []float64{1.1, 1.15, 1.2}, nil, Agrees, "loss event rate 3.1 %", nil, []float64{0.031, 0.032, 0.03}},
+		{"mongoose", "window every RTT, 3 % loss", "median second / TCP-fair", []float64{1.1, 1.15, 1.2}, nil, Agrees, "packet loss the link measured 3.1 %", nil, []float64{0.031, 0.032, 0.03}},
+		// issue 38's review 38b: a central half of loss that reaches the
+		// boundary is judged on neither side (the 6-seed run's every-RTT
+		// client at 3 %), and the stock client at 10 % stands off the
+		// axis on the link's loss.
+		{"mongoose", "window every RTT, 3 % loss", "median second / TCP-fair", []float64{0.873, 0.9, 0.933}, nil, Reported, "at the boundary, 3 %", nil, []float64{0.027, 0.029, 0.035}},
+		{"mongoose", "stock 1500 kbps, 0.5 % loss", "median second / TCP-fair", []float64{1.39, 1.53, 1.63}, nil, Reported, "at the boundary, 0.5 %", nil, []float64{0.0047, 0.005, 0.0052}},
+		{"mongoose", "stock 1500 kbps, 0.5 % loss", "median second / TCP-fair", []float64{1.39, 1.53, 1.63}, nil, Disagrees, "TCP fair at very low loss", nil, []float64{0.0039, 0.004, 0.0046}},
+		{"mongoose", "stock 1500 kbps, 10 % loss", "median second / TCP-fair", []float64{2.5, 3, 3.5}, nil, Reported, "off figure 7.14's axis", nil, []float64{0.09, 0.091, 0.088}},
+		{"mongoose", "window 5s, 3 % loss", "median second / TCP-fair", []float64{0.8, 0.9, 1}, nil, Reported, "at the boundary, 3 %", nil, []float64{0.026, 0.0337, 0.036}},
 		{"mongoose", "window 5s, 10 % loss", "median second / TCP-fair", []float64{1.3, 1.5, 1.9}, []float64{1.05, 1.1, 1.2}, Reported, "off figure 7.14's axis", nil, []float64{0.07, 0.08, 0.065}},
 		{"mongoose", "window 5s, 10 % loss", "median second / TCP-fair", []float64{1.05, 1.1, 1.2}, []float64{1.3, 1.5, 1.9}, Agrees, "central half", nil, []float64{0.05, 0.055, 0.045}},
 	} {
