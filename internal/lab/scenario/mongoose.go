@@ -146,7 +146,7 @@ const stockModel = "; the stock client is our model of the Second Life viewer (i
 func mongooseDiffers(dur time.Duration, beside bool) string {
 	with := "alone on the path (the thesis: real Second Life servers across the Internet with loss added, " + thesisInternet + ")"
 	if beside {
-		with = "beside one gVisor Reno download, which fills the 100-packet buffer, so the loss the viewer meets is the queue's as well as the random loss (ours: the thesis ran no competing flow)"
+		with = "beside one gVisor Reno download, which fills the 100-packet buffer, so the loss the viewer meets is the queue's as well as the random loss (ours: the thesis does not say whether another flow shared its path, " + thesisInternet + ")"
 	}
 	return fmt.Sprintf("our region (opensim/region) and synthetic viewer on an emulated 10 Mbit/s, 50 ms link with random loss, %s; %.0f s measured after %.0f s; received/fair is the viewer's LLUDP bytes/s (UDP payload, without the 28 bytes of IPv4 and UDP on the wire) over the Mathis rate at the loss event rate, RTT and mean payload fairgrid measured (TFRC: its equation)",
 		with, dur.Seconds(), mongooseWarmup.Seconds())
@@ -271,7 +271,7 @@ func mongooseResult(jobs []job, runs []RunResult, dur time.Duration) Result {
 				differs += stockModel
 			}
 			c := ours("mongoose", fmt.Sprintf("%s beside Reno, %g %% loss", variant, loss*100), "received / TCP-fair", "×",
-				"the thesis ran no competing flow", 1, got, differs,
+				"the thesis does not say whether another flow shared its path; a competing Reno download is ours", 1, got, differs,
 				everySeed(fmt.Sprintf("within fairgrid's %.2g–%.3g", fairLow, fairHigh), func(x float64) bool { return x >= fairLow && x <= fairHigh }))
 			c = measuredOr(c, v, fair)
 			beside = append(beside, c)
@@ -343,7 +343,7 @@ func mongoosePercentiles(alone []mongooseAlone, dur time.Duration) []Comparison 
 		}
 		return sum / n
 	}
-	differs := mongooseDiffers(dur, false) + "; each second's received rate, as figure 7.14's box plots; the maximum values the thesis excepts are not left out"
+	differs := mongooseDiffers(dur, false) + "; each second's received rate, as figure 7.14's box plots, the spread normalised by each run's mean (ours; the figure is in kbit/s, and the thesis compares the percentiles with the mean); the maximum values the thesis excepts are not left out"
 	stock, rtt, five := mongooseVariant{Stock, 0}, mongooseVariant{Window, mongooseEveryRTT}, mongooseVariant{Window, 5 * time.Second}
 	st := ours("mongoose", stock.String()+", all losses", metric, "×", "figure 7.14's bottom graph, of which the thesis says no spread", 0, width(stock), differs+stockModel, nil)
 	r := ours("mongoose", rtt.String()+", all losses", metric, "×", "figure 7.14's middle graph, of which the thesis says no spread", 0, width(rtt), differs, nil)
@@ -543,7 +543,7 @@ func mongooseConvergence(alone []mongooseAlone, dur time.Duration) []Comparison 
 // and the 5 s client (share gives each).
 func mongoosePoints(dur time.Duration, share func(mongooseVariant) float64) []Comparison {
 	const metric = "share of seconds above TCP-fair, the loss levels pooled"
-	differs := mongooseDiffers(dur, false) + "; each second's rate against the run's fair rate (the thesis: against each second's TCP-fair value)"
+	differs := mongooseDiffers(dur, false) + "; each second's rate against the run's fair rate (the thesis: against each second's TCP-fair value); pooled over the loss levels whose run had a fair rate: a 0.01 % run with no loss event in the measured part has none, and its seconds drop out of that seed's share"
 	rtt := mongooseVariant{Window, mongooseEveryRTT}
 	five := mongooseVariant{Window, 5 * time.Second}
 	noInterval := thesisPointsNoInterval.compare("mongoose", rtt.String()+", all losses", metric, "share", share(rtt), differs,
