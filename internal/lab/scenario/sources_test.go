@@ -545,7 +545,7 @@ func TestVerdictsFollowFromNumbers(t *testing.T) {
 		want                   string
 		reason                 string
 		also                   []float64 // the second paired row's (alsoCase)
-		loss                   []float64 // each sample's measured loss event rate (figure 7.14's axis)
+		loss                   []float64 // each sample's measured packet loss (figure 7.14's axis)
 	}{
 		{"multiplexing", "A", "sawtooth / plain, client→server", []float64{0.757, 0.82, 0.922}, nil, Disagrees, "below 0.974 in 3 of 3", nil, nil},
 		// issue 38's second review: a central half that meets the printed

@@ -125,8 +125,8 @@ func wirelessDocJobs(o Options, dur time.Duration, terminals []int, apBuffer int
 			// handshake is done before the uploads fill the AP's queue
 			// with ACKs: started 200 ms apart, a late terminal's SYN-ACK
 			// was dropped at the full AP and it sat in backoff for the
-			// whole run, a set-up failure and not the document's
-			// unfairness between running flows.
+			// whole run: a connection that never opened says nothing of
+			// how running flows share the air.
 			flows = append(flows, tcpflow.FlowConfig{Name: fmt.Sprintf("terminal %d upload", i+1), CC: tcpflow.CUBIC, Dir: tcpflow.Upload,
 				ReceiveBuffer: terminalReceiveBuffer})
 		}
