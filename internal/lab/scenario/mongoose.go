@@ -273,7 +273,10 @@ func mongooseResult(jobs []job, runs []RunResult, dur time.Duration) Result {
 			c := ours("mongoose", fmt.Sprintf("%s beside Reno, %g %% loss", variant, loss*100), "received / TCP-fair", "×",
 				"the thesis does not say whether another flow shared its path; a competing Reno download is ours", 1, got, differs,
 				everySeed(fmt.Sprintf("within fairgrid's %.2g–%.3g", fairLow, fairHigh), func(x float64) bool { return x >= fairLow && x <= fairHigh }))
-			c = measuredOr(c, v, fair)
+			c = measuredOr(sayLoss(c), v, fair)
+			if len(c.Samples) > 0 {
+				c = c.atLoss(packetLoss(v))
+			}
 			beside = append(beside, c)
 			continue
 		}
@@ -637,6 +640,18 @@ func alongAxis(at float64, bound string, below, above judge) func(s, loss []floa
 	}
 }
 
+// sayLoss is c, judged as before, its verdict giving the packet loss its
+// runs measured: a row keyed on the loss its link was set to says where
+// the runs stood.
+func sayLoss(c Comparison) Comparison {
+	j := c.judge
+	c.lossJudge = func(s, loss []float64) (string, string) {
+		judgement, why := j(s)
+		return judgement, why + "; " + lossText(loss)
+	}
+	return c
+}
+
 // mongooseComparison judges one run alone on the lossy path against
 // what the thesis says of its client at its loss: the stock and window
 // tracking clients on the median of their seconds over TCP-fair, what
@@ -695,8 +710,8 @@ func mongooseComparison(variant mongooseVariant, loss, perConn, medSecond float6
 		c.lossJudge = alongAxis(0.03, "the 5 s client's \"over 3% loss\", "+thesisFiveSecond.Source(), fair, nil)
 		return c, true
 	case variant.mode == TFRC && variant.interval != mongooseEveryRTT:
-		return ours("mongoose", kase, "received / TCP-fair", unit, "fairgrid's TFRC controller (RFC 5348), not in the thesis; 1 is the rate its equation gives", 1, perConn, differs,
-			everySeed(fmt.Sprintf("within fairgrid's %.2g–%.3g", fairLow, fairHigh), func(x float64) bool { return x >= fairLow && x <= fairHigh })), true
+		return sayLoss(ours("mongoose", kase, "received / TCP-fair", unit, "fairgrid's TFRC controller (RFC 5348), not in the thesis; 1 is the rate its equation gives", 1, perConn, differs,
+			everySeed(fmt.Sprintf("within fairgrid's %.2g–%.3g", fairLow, fairHigh), func(x float64) bool { return x >= fairLow && x <= fairHigh }))), true
 	}
 	return Comparison{}, false
 }
