@@ -145,7 +145,7 @@ type Comparison struct {
 	// measured part: no fair rate either, but a sample of 0, not an
 	// unmeasured one.
 	Starved int `json:"starved,omitempty"`
-	// loss is each sample's run's measured loss event rate, where the
+	// loss is each sample's run's measured packet loss, where the
 	// row's claim is read off a loss axis (lossJudge); merged by seed as
 	// the samples are.
 	loss []float64
@@ -229,7 +229,7 @@ func (c Comparison) starved() Comparison {
 	return c.judged()
 }
 
-// atLoss is c with its run's measured loss event rate, for lossJudge.
+// atLoss is c with its run's measured packet loss, for lossJudge.
 func (c Comparison) atLoss(p float64) Comparison {
 	c.loss = []float64{p}
 	return c.judged()

@@ -545,7 +545,7 @@ func TestVerdictsFollowFromNumbers(t *testing.T) {
 		want                   string
 		reason                 string
 		also                   []float64 // the second paired row's (alsoCase)
-		loss                   []float64 // each sample's measured loss event rate (figure 7.14's axis)
+		loss                   []float64 // each sample's measured packet loss (figure 7.14's axis)
 	}{
 		{"multiplexing", "A", "sawtooth / plain, client→server", []float64{0.757, 0.82, 0.922}, nil, Disagrees, "below 0.974 in 3 of 3", nil, nil},
 		// issue 38's second review: a central half that meets the printed
@@ -558,11 +558,13 @@ func TestVerdictsFollowFromNumbers(t *testing.T) {
 		{"multiplexing", "C", "sawtooth / plain, client→server", []float64{0.685, 0.545, 0.798, 0.527, 0.896, 0.71, 0.678, 0.512, 0.496, 0.527}, nil, Disagrees, "below the published ratio", nil, nil},
 		{"multiplexing", "B", "sawtooth / plain, client→server", []float64{0.417, 0.62, 0.727}, nil, Disagrees, "", nil, nil},
 		{"multiplexing", "C", "plain branch (node6->node7) client→server", []float64{74.1, 78, 85.6}, nil, Disagrees, "below the published throughput", nil, nil},
-		{"multiplexing", "A", "plain branch (node6->node7) client→server", []float64{72.7, 73.1, 73.2}, nil, Disagrees, "", nil, nil},
-		// Seeds over what the flows write (a backlog) cannot make a
-		// figure over it agree; B's plain branch, whose figure is what
-		// its flows write, can.
-		{"multiplexing", "A", "plain branch (node6->node7) client→server", []float64{73.2, 74.6, 76}, nil, Disagrees, "2 of 3 seeds measured over", nil, nil},
+		// A's plain branch is published at 75 kbit/s, over the 73.5 its
+		// flows write: no run can meet it, so it is not judged (review
+		// 38b), whatever is measured; B's plain branch, whose figure is
+		// what its flows write, can agree.
+		{"multiplexing", "A", "plain branch (node6->node7) client→server", []float64{72.7, 73.1, 73.2}, nil, Reported, "no run of ours can meet it", nil, nil},
+		{"multiplexing", "A", "plain branch (node6->node7) client→server", []float64{73.2, 74.6, 76}, nil, Reported, "no run of ours can meet it", nil, nil},
+		{"multiplexing", "A", "sawtooth branch (node0->node1) client→server", []float64{56, 62, 69}, nil, Disagrees, "below the published throughput", nil, nil},
 		{"multiplexing", "B", "plain branch (node6->node7) client→server", []float64{146.8, 147.2, 148}, nil, Agrees, "", nil, nil},
 		{"coexistence", "200 packets, FTP reno window 20", "game's uplink queueing delay, mean", []float64{1249, 2369, 3872}, nil, Disagrees, "above", nil, nil},
 		{"coexistence", "200 packets, FTP reno window 20", "game's uplink queueing delay, mean", []float64{262, 291, 330}, nil, Agrees, "", nil, nil},
@@ -587,7 +589,9 @@ func TestVerdictsFollowFromNumbers(t *testing.T) {
 		{"mongoose", "stock 1500 kbps, all losses", "correlation of the client's throttle with the loss event rate, every decision at the four loss levels", []float64{0.05, 0.1, -0.02}, nil, Agrees, "in the wrong direction", nil, nil},
 		{"mongoose", "stock 1500 kbps, all losses", "correlation of the client's throttle with the loss event rate, every decision at the four loss levels", []float64{-0.3, -0.2, -0.25}, nil, Disagrees, "in the wrong direction", nil, nil},
 		{"mongoose", "window 5s, all losses", "correlation of the client's throttle with the loss event rate, every decision at the four loss levels", []float64{-0.6, -0.5, -0.4}, []float64{0.05, 0.1, -0.02}, Agrees, "smaller in 3 of 3", nil, nil},
-		{"mongoose", "window 5s, all losses", "correlation of the client's throttle with the loss event rate, every decision at the four loss levels", []float64{-0.6, -0.5, -0.4}, []float64{-0.7, -0.65, -0.6}, Disagrees, "smaller in 0 of 3", nil, nil},
+		{"mongoose", "window 5s, all losses", "correlation of the client's throttle with the loss event rate, every decision at the four loss levels", []float64{-0.6, -0.5, -0.4}, []float64{-0.7, -0.65, -0.6}, Agrees, "smaller in 0 of 3", nil, nil},
+		// review 38b: judged on its own claim, not on our stock model.
+		{"mongoose", "window 5s, all losses", "correlation of the client's throttle with the loss event rate, every decision at the four loss levels", []float64{-0.1, 0.05, 0.2}, []float64{-0.7, -0.65, -0.6}, Disagrees, "reaches or lies over 0", nil, nil},
 		{"mongoose", "window 5s, all losses", "seconds' 25–75 % spread over their mean, the mean over the loss levels", []float64{0.2, 0.3, 0.25}, []float64{0.5, 0.6, 0.4}, Disagrees, "than the stock client's (medians 0.25 against 0.1)", []float64{0.1, 0.1, 0.1}, nil},
 		{"mongoose", "window 5s, all losses", "seconds' 25–75 % spread over their mean, the mean over the loss levels", []float64{0.2, 0.3, 0.25}, []float64{0.5, 0.6, 0.4}, Agrees, "than the stock client's (medians 0.25 against 0.4)", []float64{0.4, 0.4, 0.5}, nil},
 		{"mongoose", "window every RTT, 0.5–10 % loss", "seconds from the first decision to within 0.8–1.25× of TCP-fair, the mean over 0.5, 3 and 10 % loss", []float64{1, 2, 3}, []float64{4, 5, 6}, Reported, "sooner than TFRC", nil, nil},
@@ -610,7 +614,16 @@ func TestVerdictsFollowFromNumbers(t *testing.T) {
 		// Figure 7.14's sentences stand where the runs' measured loss
 		// puts them on its 0–6 % axis, not at the link's nominal loss.
 		{"mongoose", "window every RTT, 3 % loss", "median second / TCP-fair", []float64{1.1, 1.15, 1.2}, nil, Disagrees, "the median not over the line below 3 % loss", nil, []float64{0.026, 0.025, 0.027}},
-		{"mongoose", "window every RTT, 3 % loss", "median second / TCP-fair", []float64{1.1, 1.15, 1.2}, nil, Agrees, "loss event rate 3.1 %", nil, []float64{0.031, 0.032, 0.03}},
+		{"mongoose", "window every RTT, 3 % loss", "median second / TCP-fair", []float64{1.1, 1.15, 1.2}, nil, Agrees, "packet loss the link measured 3.1 %", nil, []float64{0.031, 0.032, 0.03}},
+		// issue 38's review 38b: a central half of loss that reaches the
+		// boundary is judged on neither side (the 6-seed run's every-RTT
+		// client at 3 %), and the stock client at 10 % stands off the
+		// axis on the link's loss.
+		{"mongoose", "window every RTT, 3 % loss", "median second / TCP-fair", []float64{0.873, 0.9, 0.933}, nil, Reported, "at the boundary, 3 %", nil, []float64{0.027, 0.029, 0.035}},
+		{"mongoose", "stock 1500 kbps, 0.5 % loss", "median second / TCP-fair", []float64{1.39, 1.53, 1.63}, nil, Reported, "at the boundary, 0.5 %", nil, []float64{0.0047, 0.005, 0.0052}},
+		{"mongoose", "stock 1500 kbps, 0.5 % loss", "median second / TCP-fair", []float64{1.39, 1.53, 1.63}, nil, Disagrees, "TCP fair at very low loss", nil, []float64{0.0039, 0.004, 0.0046}},
+		{"mongoose", "stock 1500 kbps, 10 % loss", "median second / TCP-fair", []float64{2.5, 3, 3.5}, nil, Reported, "off figure 7.14's axis", nil, []float64{0.09, 0.091, 0.088}},
+		{"mongoose", "window 5s, 3 % loss", "median second / TCP-fair", []float64{0.8, 0.9, 1}, nil, Reported, "at the boundary, 3 %", nil, []float64{0.026, 0.0337, 0.036}},
 		{"mongoose", "window 5s, 10 % loss", "median second / TCP-fair", []float64{1.3, 1.5, 1.9}, []float64{1.05, 1.1, 1.2}, Reported, "off figure 7.14's axis", nil, []float64{0.07, 0.08, 0.065}},
 		{"mongoose", "window 5s, 10 % loss", "median second / TCP-fair", []float64{1.05, 1.1, 1.2}, []float64{1.3, 1.5, 1.9}, Agrees, "central half", nil, []float64{0.05, 0.055, 0.045}},
 	} {

@@ -125,8 +125,8 @@ func wirelessDocJobs(o Options, dur time.Duration, terminals []int, apBuffer int
 			// handshake is done before the uploads fill the AP's queue
 			// with ACKs: started 200 ms apart, a late terminal's SYN-ACK
 			// was dropped at the full AP and it sat in backoff for the
-			// whole run, a set-up failure and not the document's
-			// unfairness between running flows.
+			// whole run: a connection that never opened says nothing of
+			// how running flows share the air.
 			flows = append(flows, tcpflow.FlowConfig{Name: fmt.Sprintf("terminal %d upload", i+1), CC: tcpflow.CUBIC, Dir: tcpflow.Upload,
 				ReceiveBuffer: terminalReceiveBuffer})
 		}
@@ -251,12 +251,12 @@ func unluckyStep() (pair, also func(self, other []float64) (string, string)) {
 		if n == 0 {
 			return Reported, "no seed measured 6, 7 and 8 terminals"
 		}
-		// The fall to 8 less the fall to 7: below 0 when 6 to 7 is the step.
-		d := make([]float64, n)
+		// The fall to 8 against the fall to 7: less when 6 to 7 is the step.
+		to8, to7 := make([]float64, n), make([]float64, n)
 		for i := range n {
-			d[i] = (self[i] - eight[i]) - (six[i] - self[i])
+			to8[i], to7[i] = self[i]-eight[i], six[i]-self[i]
 		}
-		return pairedLess("a step at 7: the share's fall from 7 to 8 terminals less than its fall from 6 to 7", d, make([]float64, n))
+		return pairedLess("a step at 7: the share's fall from 7 to 8 terminals less than its fall from 6 to 7", to8, to7)
 	}
 	return pair, also
 }
@@ -348,8 +348,8 @@ func wirelessDocResult(jobs []job, runs []RunResult, dur time.Duration) ([]Compa
 		const metric = "unluckiest terminal's goodput / the mean"
 		differs := wirelessDiffers(dur, jobs[i].cfg.Down.Buffer)
 		cs = append(cs, ours("wireless-buffers", fmt.Sprintf("%s, AP buffer %d", kase, jobs[i].cfg.Down.Buffer), "terminals that carried no data in the measured part", "terminals",
-			"a set-up failure, not the document's unfairness", 0, float64(silent), differs,
-			reportedAs("left out of the unluckiest share: a terminal that carried nothing (its handshake lost at the AP) is a set-up failure, not the document's unfairness between running flows")))
+			"counted apart from the unluckiest share", 0, float64(silent), differs,
+			reportedAs("counted apart from the unluckiest share, since a connection that never opened says nothing of how running flows share the air; the document does not say whether its unlucky terminal had connected")))
 		if b := jobs[i].cfg.Down.Buffer; b != apBuffer {
 			large := fmt.Sprintf("%s, AP buffer %d", kase, b)
 			c := wirelessByBuffer.compare("wireless-buffers", large, metric, "×", minShare, differs,
