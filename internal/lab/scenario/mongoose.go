@@ -140,7 +140,7 @@ var (
 )
 
 // stockModel says what our stock viewer is, on every row of it.
-const stockModel = "; the stock client is our model of the Second Life viewer (its ±10 % rule as protocol.md gives it, on the loss it measures itself), not the client the thesis measured"
+const stockModel = "; the stock client is our model of the Second Life viewer (the classic viewer's ±10 % rule, on the loss it measures itself), not the client the thesis measured"
 
 // mongooseDiffers is how a mongoose run differs from the thesis's.
 func mongooseDiffers(dur time.Duration, beside bool) string {
