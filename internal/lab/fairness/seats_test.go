@@ -32,8 +32,9 @@ const (
 // loss, pooled: under TestShares' hardLow (0.67), because the gateway and
 // sidecar together measured 0.64 twice (at a load average of 7, and
 // once run beside TestShares), against 0.82–1.17 in eight earlier
-// batches; still several times what the collapse of issue 33 left a viewer
-// (0.09–0.29 of what it got without fairgrid), which it is here to catch.
+// batches; still far over a viewer held at one segment per RTT, as in
+// issue 33's collapse (about 140 kbit/s at 80 ms: some 0.2 of the CUBIC
+// flow's 750 here), which it is here to catch.
 const seatLow = 0.55
 
 // seatHigh is the most a product seat may take of the CUBIC flow at 3 %
