@@ -120,6 +120,7 @@ var (
 	thesisSweep         = ref(docThesis, 125, "Different intervals were tested and 5 seconds seems like a reasonable interval")
 	thesisStockHighLoss = cite(docThesis, 107, "The rate is not TCP fair for loss rates over 0.5%", 0, "")
 	thesisNoInterval    = cite(docThesis, 129, "The version of Mongoose with no interval is able to calculate a rate correctly but is unable to control the bandwidth used by the server", 0, "")
+	thesisFiveCloser    = cite(docThesis, 111, "The values are closer to the line than the values for the zero interval client", 0, "")
 	thesisFiveSecond    = cite(docThesis, 111, "The values for over 3% loss are still over the line, but they are much closer to the line than the interval-less client", 0, "")
 	thesisFair          = cite(docThesis, 103, "The TCP fair throttle values calculated by the client is able to produce a sending rate that is TCP fair", 0, "")
 	// Figure 7.13's per-second points: a and b.
@@ -291,6 +292,13 @@ func mongooseResult(jobs []job, runs []RunResult, dur time.Duration) Result {
 		}
 		if c, ok := mongooseComparison(variant, loss, got, a.secondsPerFair(), dur); ok {
 			c = measuredOr(c, v, fair)
+			if len(c.Samples) > 0 {
+				c = c.atLoss(packetLoss(v))
+			}
+			res.Comparisons = append(res.Comparisons, c)
+		}
+		if variant == (mongooseVariant{Window, 5 * time.Second}) {
+			c := measuredOr(mongooseCloser(loss, a.secondsPerFair(), dur), v, fair)
 			if len(c.Samples) > 0 {
 				c = c.atLoss(packetLoss(v))
 			}
@@ -607,6 +615,42 @@ func lossText(loss []float64) string {
 	return fmt.Sprintf("the packet loss the link measured %s %% (central half %s–%s %%)", num(100*medianOf(loss), ""), num(100*lo, ""), num(100*hi, ""))
 }
 
+// offAxis says why runs at these measured losses do not stand on figure
+// 7.14's axis (the central half past its 6 %, or reaching it), if so.
+func offAxis(loss []float64) (string, bool) {
+	lo, hi := centralHalf(loss)
+	where := lossText(loss)
+	switch {
+	case lo > thesisAxisMax:
+		return fmt.Sprintf("off figure 7.14's axis: %s, past its %s %% (%s, %s)", where, num(100*thesisAxisMax, ""), thesisAxisTop, thesisLossAxis), true
+	case hi >= thesisAxisMax:
+		return fmt.Sprintf("at the end of figure 7.14's axis: %s reaches its %s %% (%s, %s)", where, num(100*thesisAxisMax, ""), thesisAxisTop, thesisLossAxis), true
+	}
+	return "", false
+}
+
+// mongooseCloser is 002:111's first sentence at one loss level: the 5 s
+// client's median second closer to the line than the every-RTT
+// client's, seed by seed (the distance from 1), wherever the runs stand
+// on figure 7.14's axis: the sentence speaks of the whole graph.
+func mongooseCloser(loss, medSecond float64, dur time.Duration) Comparison {
+	five, rtt := mongooseVariant{Window, 5 * time.Second}, mongooseVariant{Window, mongooseEveryRTT}
+	const beside = "judged beside the every-RTT client's row"
+	c := thesisFiveCloser.compare("mongoose", fmt.Sprintf("%s beside every RTT, %g %% loss", five, loss*100), "median second / TCP-fair", "×", medSecond,
+		mongooseDiffers(dur, false)+"; every RTT stands for the thesis's zero-interval client", reportedAs(beside))
+	c.lossJudge = func(s, loss []float64) (string, string) {
+		if why, off := offAxis(loss); off {
+			return Reported, why
+		}
+		return Reported, beside
+	}
+	c.pairCase = fmt.Sprintf("%s, %g %% loss", rtt, loss*100)
+	c.pair = func(self, other []float64) (string, string) {
+		return pairedLess("closer to the line than the every-RTT client (the distance from 1)", fromLine(self), fromLine(other))
+	}
+	return c
+}
+
 // alongAxis judges a sentence of figure 7.14 where the row's runs stand
 // on its loss axis (the central half of their measured packet loss):
 // with below when it lies wholly under the loss at (the thesis's
@@ -619,12 +663,11 @@ func alongAxis(at float64, bound string, below, above judge) func(s, loss []floa
 	return func(s, loss []float64) (string, string) {
 		lo, hi := centralHalf(loss)
 		where := lossText(loss)
+		if why, off := offAxis(loss); off {
+			return Reported, why
+		}
 		var j judge
 		switch {
-		case lo > thesisAxisMax:
-			return Reported, fmt.Sprintf("off figure 7.14's axis: %s, past its %s %% (%s, %s)", where, num(100*thesisAxisMax, ""), thesisAxisTop, thesisLossAxis)
-		case hi >= thesisAxisMax:
-			return Reported, fmt.Sprintf("at the end of figure 7.14's axis: %s reaches its %s %% (%s, %s)", where, num(100*thesisAxisMax, ""), thesisAxisTop, thesisLossAxis)
 		case hi < at:
 			j = below
 		case lo > at:
@@ -690,7 +733,9 @@ func mongooseComparison(variant mongooseVariant, loss, perConn, medSecond float6
 		c := thesisNoIntervalMedian.compare("mongoose", kase, metric, unit, got, differs+"; every RTT stands for the thesis's no-interval client", j)
 		c.lossJudge = alongAxis(0.03, "\"until 3% loss\", "+thesisNoIntervalMedian.Source(), notOver, isOver)
 		return c, true
-	case variant.mode == Window && loss > 0.03:
+	case variant.mode == Window && loss >= 0.03:
+		// 002:111's "over 3% loss": the row set at 3 % stands where its
+		// measured loss is, at the boundary or on either side of it.
 		c := thesisFiveSecond.compare("mongoose", kase, metric, unit, got, differs, reportedAs("judged beside the every-RTT client's row"))
 		c.lossJudge = alongAxis(0.03, "\"over 3% loss\", "+thesisFiveSecond.Source(), nil, reportedAs("judged beside the every-RTT client's row"))
 		c.pairCase = fmt.Sprintf("%s, %g %% loss", mongooseVariant{Window, mongooseEveryRTT}, loss*100)

@@ -626,6 +626,17 @@ func TestVerdictsFollowFromNumbers(t *testing.T) {
 		{"mongoose", "window 5s, 3 % loss", "median second / TCP-fair", []float64{0.8, 0.9, 1}, nil, Reported, "at the boundary, 3 %", nil, []float64{0.026, 0.0337, 0.036}},
 		{"mongoose", "window 5s, 10 % loss", "median second / TCP-fair", []float64{1.3, 1.5, 1.9}, []float64{1.05, 1.1, 1.2}, Reported, "off figure 7.14's axis", nil, []float64{0.07, 0.08, 0.065}},
 		{"mongoose", "window 5s, 10 % loss", "median second / TCP-fair", []float64{1.05, 1.1, 1.2}, []float64{1.3, 1.5, 1.9}, Agrees, "central half", nil, []float64{0.05, 0.055, 0.045}},
+		// review 38c: 002:111's first sentence at every level on the
+		// axis, judged seed by seed on the distance from the line; the
+		// row set at 3 % cites 002:111's "over 3%" and stands where its
+		// measured loss is.
+		{"mongoose", "window 5s beside every RTT, 0.5 % loss", "median second / TCP-fair", []float64{0.6, 0.7, 0.8}, []float64{0.9, 0.95, 1}, Disagrees, "smaller in 0 of 3", nil, []float64{0.005, 0.0045, 0.0052}},
+		{"mongoose", "window 5s beside every RTT, 0.5 % loss", "median second / TCP-fair", []float64{0.95, 0.98, 1.02}, []float64{0.7, 0.8, 0.9}, Agrees, "smaller in 3 of 3", nil, []float64{0.005, 0.0045, 0.0052}},
+		{"mongoose", "window 5s beside every RTT, 3 % loss", "median second / TCP-fair", []float64{0.95, 0.98, 1.02}, []float64{0.7, 0.8, 0.9}, Agrees, "packet loss the link measured 3.37 %", nil, []float64{0.0298, 0.0337, 0.036}},
+		{"mongoose", "window 5s beside every RTT, 10 % loss", "median second / TCP-fair", []float64{0.95, 0.98, 1.02}, []float64{0.7, 0.8, 0.9}, Reported, "off figure 7.14's axis", nil, []float64{0.09, 0.088, 0.095}},
+		{"mongoose", "window 5s beside every RTT, 3 % loss", "median second / TCP-fair", []float64{0.95, 0.98, 1.02}, []float64{0.7, 0.8, 0.9}, Reported, "at the end of figure 7.14's axis", nil, []float64{0.05, 0.058, 0.062}},
+		{"mongoose", "window 5s, 3 % loss", "median second / TCP-fair", []float64{1.05, 1.1, 1.2}, []float64{1.3, 1.5, 1.9}, Agrees, "still over the line", nil, []float64{0.033, 0.035, 0.034}},
+		{"mongoose", "window 5s, 3 % loss", "median second / TCP-fair", []float64{0.7, 0.8, 0.9}, []float64{1.3, 1.5, 1.9}, Disagrees, "still over the line", nil, []float64{0.033, 0.035, 0.034}},
 	} {
 		name := tc.scenario + " / " + tc.kase + " / " + tc.metric
 		i := slices.IndexFunc(cs, func(c Comparison) bool {
