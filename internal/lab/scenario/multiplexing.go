@@ -634,15 +634,21 @@ func multiplexComparisons(c multiplexCase, v muxVariant, dur time.Duration, b []
 // can carry: at most what its flows write (offeredKbps), a seed over it
 // (a backlog from the warm-up delivered in the measured part) counting
 // as that. A published figure whose printed range lies wholly over what
-// the flows write cannot be met by any run of ours: the claim is not
+// the flows write cannot be met by any run of ours, and one whose range
+// starts at it only by a run that delivers all of it: the claim is not
 // tested, and the row reports what the branch delivered of it.
 func atMostOffered(c multiplexCase, published float64, j judge) judge {
 	offered := c.offeredKbps()
 	return func(s []float64) (string, string) {
-		if published-0.5 > offered {
-			lo, hi := centralHalf(s)
-			return Reported, fmt.Sprintf("not judged: the published %s kbit/s (%s–%s as printed) lies over the %.1f kbit/s the branch's %d flows write (%s), so no run of ours can meet it; %s, %s–%s %% of what they write",
-				num(published, ""), num(published-0.5, ""), num(published+0.5, ""), offered, c.flows, gameRates, halfText(s), num(100*lo/offered, ""), num(100*hi/offered, ""))
+		lo, hi := centralHalf(s)
+		delivered := fmt.Sprintf("%s, %s–%s %% of what they write", halfText(s), num(100*lo/offered, ""), num(100*hi/offered, ""))
+		switch floor := published - 0.5; {
+		case floor > offered+0.05:
+			return Reported, fmt.Sprintf("not judged: the published %s kbit/s (%s–%s as printed) lies over the %.1f kbit/s the branch's %d flows write (%s), so no run of ours can meet it; %s",
+				num(published, ""), num(floor, ""), num(published+0.5, ""), offered, c.flows, gameRates, delivered)
+		case floor > offered-0.05:
+			return Reported, fmt.Sprintf("not judged: the published %s kbit/s (%s–%s as printed) starts at the %.1f kbit/s the branch's %d flows write (%s), so only a run that delivers every bit they write could meet it, and any shortfall at all reads as a deficit; %s",
+				num(published, ""), num(floor, ""), num(published+0.5, ""), offered, c.flows, gameRates, delivered)
 		}
 		capped := make([]float64, len(s))
 		over := 0

@@ -564,7 +564,12 @@ func TestVerdictsFollowFromNumbers(t *testing.T) {
 		// what its flows write, can agree.
 		{"multiplexing", "A", "plain branch (node6->node7) client→server", []float64{72.7, 73.1, 73.2}, nil, Reported, "no run of ours can meet it", nil, nil},
 		{"multiplexing", "A", "plain branch (node6->node7) client→server", []float64{73.2, 74.6, 76}, nil, Reported, "no run of ours can meet it", nil, nil},
-		{"multiplexing", "A", "sawtooth branch (node0->node1) client→server", []float64{56, 62, 69}, nil, Disagrees, "below the published throughput", nil, nil},
+		// review 38c: A's sawtooth branch is published at 74 kbit/s, whose
+		// printed range starts at the 73.5 its flows write: the rule
+		// could agree only on a run delivering all of it.
+		{"multiplexing", "A", "sawtooth branch (node0->node1) client→server", []float64{56, 62, 69}, nil, Reported, "starts at the 73.5 kbit/s", nil, nil},
+		{"multiplexing", "A", "sawtooth branch (node0->node1) client→server", []float64{73.5, 73.6, 74}, nil, Reported, "only a run that delivers every bit", nil, nil},
+		{"multiplexing", "B", "sawtooth branch (node0->node1) client→server", []float64{60, 70, 80}, nil, Disagrees, "below the published throughput", nil, nil},
 		{"multiplexing", "B", "plain branch (node6->node7) client→server", []float64{146.8, 147.2, 148}, nil, Agrees, "", nil, nil},
 		{"coexistence", "200 packets, FTP reno window 20", "game's uplink queueing delay, mean", []float64{1249, 2369, 3872}, nil, Disagrees, "above", nil, nil},
 		{"coexistence", "200 packets, FTP reno window 20", "game's uplink queueing delay, mean", []float64{262, 291, 330}, nil, Agrees, "", nil, nil},
