@@ -599,7 +599,10 @@ func TestVerdictsFollowFromNumbers(t *testing.T) {
 		{"mongoose", "window 5s, all losses", "correlation of the client's throttle with the loss event rate, every decision at the four loss levels", []float64{-0.1, 0.05, 0.2}, []float64{-0.7, -0.65, -0.6}, Disagrees, "reaches or lies over 0", nil, nil},
 		{"mongoose", "window 5s, all losses", "seconds' 25–75 % spread over their mean, the mean over the loss levels", []float64{0.2, 0.3, 0.25}, []float64{0.5, 0.6, 0.4}, Disagrees, "than the stock client's (medians 0.25 against 0.1)", []float64{0.1, 0.1, 0.1}, nil},
 		{"mongoose", "window 5s, all losses", "seconds' 25–75 % spread over their mean, the mean over the loss levels", []float64{0.2, 0.3, 0.25}, []float64{0.5, 0.6, 0.4}, Agrees, "than the stock client's (medians 0.25 against 0.4)", []float64{0.4, 0.4, 0.5}, nil},
-		{"mongoose", "window every RTT, 0.5–10 % loss", "seconds from the first decision to within 0.8–1.25× of TCP-fair, the mean over 0.5, 3 and 10 % loss", []float64{1, 2, 3}, []float64{4, 5, 6}, Reported, "sooner than TFRC", nil, nil},
+		{"mongoose", "window every RTT, 0.5–10 % loss", "seconds from the first decision to within 0.8–1.25× of TCP-fair, the mean over 0.5, 3 and 10 % loss", []float64{1, 2, 3}, []float64{4, 5, 6}, Agrees, "sooner than TFRC", nil, nil},
+		// review 38c: 002:123's traces of Mongoose traffic make the
+		// comparison judgeable; the band only says when a run converged.
+		{"mongoose", "window every RTT, 0.5–10 % loss", "seconds from the first decision to within 0.8–1.25× of TCP-fair, the mean over 0.5, 3 and 10 % loss", []float64{4, 2, 7}, []float64{3, 5, 6}, Disagrees, "smaller in 1 of 3", nil, nil},
 		{"mongoose", "window 5s, all losses", "share of seconds above TCP-fair, the loss levels pooled", []float64{0.2, 0.3, 0.4}, []float64{0.5, 0.6, 0.3}, Agrees, "smaller in 2 of 3", nil, nil},
 		{"mongoose", "window 5s, all losses", "share of seconds above TCP-fair, the loss levels pooled", []float64{0.2, 0.7, 0.4}, []float64{0.5, 0.6, 0.3}, Disagrees, "smaller in 1 of 3", nil, nil},
 		{"wireless-buffers", "6 terminals", "unluckiest terminal's goodput / the mean", []float64{0.97, 0.95, 0, 0.98}, nil, Reported, "in 1 of 4 seeds", nil, nil},
