@@ -48,7 +48,9 @@ var (
 	// coexistenceFig9: what Fig. 9 shows, averaged over the last 200 s.
 	coexistenceFig9 = ref(docCoexistence, 43, "The results for the uplink queuing delay for WoW are shown in Fig. 9")
 	// coexistenceQuesting: the game's model, Questing.
-	coexistenceQuesting = ref(docCoexistence, 35, "the most frequent category, i.e., Questing")
+	coexistenceQuesting = ref(docCoexistence, 35, "we use the model proposed in [11], and the most frequent category, i.e., Questing")
+	// coexistenceSACK: the game's TCP in the document.
+	coexistenceSACK = ref(docCoexistence, 39, "we have selected TCP SACK")
 	// The set-up as the document gives it, cited by the method's prose
 	// (labdoc/coexistence.md), not by a row: the ADSL line, the buffers
 	// and delay, the simulated time, and the FTP's window as its figures
@@ -215,9 +217,9 @@ func coexistenceJobs(o Options, warmup, dur time.Duration) (jobs []job, docJobs,
 const nearly300Low, nearly300High = 250, 300
 
 func coexistenceDiffers(warmup, dur time.Duration, ftp string) string {
-	return fmt.Sprintf("%.0f s measured after %.0f s (published: the last 200 s of 1,000 s); FTP: %s; the game: gVisor Reno, application-limited at 1.47/18.13 kbit/s in 100-byte messages both ways (the WoW Questing model's rates, from %s–55; the document: TCP SACK, its own Questing model, %s), "+
+	return fmt.Sprintf("%.0f s measured after %.0f s (published: the last 200 s of 1,000 s); FTP: %s; the game: gVisor Reno, application-limited at 1.47/18.13 kbit/s in 100-byte messages both ways (the WoW Questing model's rates, from %s–55; the document: TCP SACK, %s; the Questing model of its reference [11], %s), "+
 		"each server message acknowledged (gVisor delays no ACK), so the game sends about %.0f packets a second up, one every %.0f ms, whose wait is the figure (the document's client: \"roughly 155 ms on average\" between packets, %s); downlink buffer %d packets (not given); the LAN's 100 Mbit/s left out",
-		dur.Seconds(), warmup.Seconds(), ftp, gameRates, coexistenceQuesting, gameUpPackets(), 1000/gameUpPackets(), coexistenceInterPacket, adslDownBuffer)
+		dur.Seconds(), warmup.Seconds(), ftp, gameRates, coexistenceSACK, coexistenceQuesting, gameUpPackets(), 1000/gameUpPackets(), coexistenceInterPacket, adslDownBuffer)
 }
 
 // gameUpPackets is how many packets a second the game sends up: its
