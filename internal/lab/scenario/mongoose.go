@@ -555,7 +555,7 @@ func mongooseConvergence(alone []mongooseAlone, dur time.Duration) []Comparison 
 // and the 5 s client (share gives each).
 func mongoosePoints(dur time.Duration, share func(mongooseVariant) float64) []Comparison {
 	const metric = "share of seconds above TCP-fair, the loss levels pooled"
-	differs := mongooseDiffers(dur, false) + "; each second's rate against the run's fair rate (the thesis: against each second's TCP-fair value); pooled over the loss levels whose run had a fair rate: a 0.01 % run with no loss event in the measured part has none, and its seconds drop out of that seed's share"
+	differs := mongooseDiffers(dur, false) + "; each second's rate against the run's fair rate (the thesis: against each second's TCP-fair value); pooled over the loss levels whose run had a fair rate: a 0.01 % run with no loss event seen by the end of the run has none, and its seconds drop out of that seed's share"
 	rtt := mongooseVariant{Window, mongooseEveryRTT}
 	five := mongooseVariant{Window, 5 * time.Second}
 	noInterval := thesisPointsNoInterval.compare("mongoose", rtt.String()+", all losses", metric, "share", share(rtt), differs,
@@ -570,7 +570,7 @@ func mongoosePoints(dur time.Duration, share func(mongooseVariant) float64) []Co
 }
 
 // measuredOr is c as measured by a run with fair rate fair, or, without
-// one, unmeasured (no loss event in the measured part) or starved (the
+// one, unmeasured (no loss event seen by the end of the run) or starved (the
 // viewer received nothing: a sample of 0, the worst share there is).
 func measuredOr(c Comparison, v *ViewerResult, fair float64) Comparison {
 	switch {
@@ -709,6 +709,9 @@ func mongooseComparison(variant mongooseVariant, loss, perConn, medSecond float6
 	differs := mongooseDiffers(dur, false)
 	if variant.mode == Stock {
 		differs += stockModel
+	}
+	if loss < 0.005 {
+		differs += "; the fair rate comes from the loss events the viewer had seen, the warm-up's included: a run whose link dropped nothing in the measured part may have one"
 	}
 	fairText := fmt.Sprintf("on or under the line (our reading of \"TCP fair\": the thesis draws it as a line, %s, and counts values \"not being over the line\", %s, as fair; its \"TCP fair range\", %s, may reach a little over it)", thesisFig714, thesisNotOver, thesisFairRange)
 	fair := onOrUnder(fairText, 1)

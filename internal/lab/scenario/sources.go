@@ -138,7 +138,7 @@ type Comparison struct {
 	// measure the figure has none): pairs are made by seed.
 	seeds []int
 	// Unmeasured counts the seeds whose run could not give the figure
-	// (mongoose: no loss event in the measured part, so no fair rate):
+	// (mongoose: no loss event seen by the end of the run, so no fair rate):
 	// they are left out of Samples, and the verdict says how many.
 	Unmeasured int `json:"unmeasured,omitempty"`
 	// Starved counts the seeds whose viewer received nothing in the
@@ -266,7 +266,7 @@ func (c Comparison) judged() Comparison {
 }
 
 // unmeasuredWhy is why a run measures no figure: the one case there is.
-const unmeasuredWhy = "no loss event in the measured part, so no fair rate"
+const unmeasuredWhy = "no loss event seen by the end of the run, so no fair rate"
 
 func (c *Comparison) setVerdict(judgement, reason string) {
 	c.Judgement, c.Verdict = judgement, judgement+": "+reason
