@@ -367,7 +367,7 @@ func mongoosePercentiles(alone []mongooseAlone, dur time.Duration) []Comparison 
 	}
 	f.alsoCase = st.Case
 	f.also = func(self, other []float64) (string, string) {
-		return pairedLess("than the stock client's", self, other)
+		return pairedLess("the 5 s client's percentiles closer to its mean than the stock client's", self, other)
 	}
 	return []Comparison{st, r, f}
 }

@@ -296,14 +296,29 @@ func judgePairs(cs []Comparison) {
 		for _, o := range cs {
 			if len(c.Samples) > 0 && len(o.Samples) > 0 && o.Scenario == c.Scenario && o.Case == c.alsoCase && o.Metric == c.Metric {
 				j, why := c.also(bySeed(c, o))
-				if cs[i].Judgement == Agrees {
-					cs[i].Judgement = j
-				}
 				_, first, _ := strings.Cut(cs[i].Verdict, ": ")
+				switch {
+				case cs[i].Judgement == Agrees && j != Agrees:
+					// Say which test failed, and put it first.
+					first, why = outcome(j)+why, "holds: "+first
+					cs[i].Judgement = j
+				case cs[i].Judgement != Agrees && j == Agrees:
+					first, why = outcome(cs[i].Judgement)+first, "holds: "+why
+				case cs[i].Judgement != Agrees:
+					first, why = outcome(cs[i].Judgement)+first, outcome(j)+why
+				}
 				cs[i].Verdict = cs[i].Judgement + ": " + first + "; " + why
 			}
 		}
 	}
+}
+
+// outcome names a failed test of a row judged on two (judgePairs).
+func outcome(judgement string) string {
+	if judgement == Disagrees {
+		return "fails: "
+	}
+	return "not judged: "
 }
 
 // bySeed is the samples of a and b from the seeds that measured both,

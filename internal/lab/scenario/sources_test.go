@@ -613,6 +613,12 @@ func TestVerdictsFollowFromNumbers(t *testing.T) {
 		// A share that falls a little with every terminal added is no
 		// step at 7 (the regenerated run: 0.979, 0.97, 0.959 with 6, 7, 8).
 		{"wireless-buffers", "7 terminals", "unluckiest terminal's goodput / the mean", []float64{0.97, 0.96, 0.975}, []float64{0.979, 0.975, 0.985}, Disagrees, "a step at 7", []float64{0.959, 0.95, 0.96}, nil},
+		// review 38c: a row judged on two tests says which one failed,
+		// first.
+		{"wireless-buffers", "7 terminals", "unluckiest terminal's goodput / the mean", []float64{0.97, 0.96, 0.975}, []float64{0.979, 0.975, 0.985}, Disagrees, "disagrees: fails: a step at 7", []float64{0.959, 0.95, 0.96}, nil},
+		{"wireless-buffers", "7 terminals", "unluckiest terminal's goodput / the mean", []float64{0.97, 0.96, 0.975}, []float64{0.979, 0.975, 0.985}, Disagrees, "; holds: the unluckiest terminal's share lower", []float64{0.959, 0.95, 0.96}, nil},
+		{"wireless-buffers", "7 terminals", "unluckiest terminal's goodput / the mean", []float64{0.98, 0.99, 0.975}, []float64{0.979, 0.975, 0.985}, Disagrees, "disagrees: fails: the unluckiest terminal's share lower with 7 terminals than with 6", []float64{1, 1.02, 0.99}, nil},
+		{"wireless-buffers", "7 terminals", "unluckiest terminal's goodput / the mean", []float64{0.98, 0.99, 0.975}, []float64{0.979, 0.975, 0.985}, Disagrees, "; fails: a step at 7", []float64{0.5, 0.4, 0.3}, nil},
 		{"wireless-buffers", "7 terminals", "unluckiest terminal's goodput / the mean", []float64{0.5, 0.4, 0.6}, []float64{0.97, 0.96, 0.98}, Agrees, "a step at 7", []float64{0.45, 0.38, 0.55}, nil},
 		{"wireless-buffers", "7 terminals", "ACKs dropped at the AP, share", []float64{0.5, 0.665, 0.711}, nil, Reported, "by construction", nil, nil},
 		{"wireless-buffers", "QoS floor, AP buffer 37", "viewer / its QoS floor", []float64{0.9, 1.28, 1.97}, []float64{0.5, 0.9, 2}, Reported, "binds (the viewer under it without one) in 2 of 3 seeds, and held (at least 1× it) in 1 of those 2", nil, nil},
