@@ -185,6 +185,7 @@ func multiplexDiffers(c multiplexCase, dur time.Duration) string {
 	if wire+acks > float64(c.rate)/1000 {
 		wireSide = "over"
 	}
+	d += "; a branch's throughput counts all its flows, those that delivered nothing in the measured part (stalled in backoff or never opened: the run does not record which) included, so part of a branch's shortfall is flows that got nothing, as the document's aggregate counts all of its own (the rows \"flows that delivered nothing\" give how many, seed by seed)"
 	return d + fmt.Sprintf("; each branch's %d flows write %.1f kbit/s of updates (%d × 1.47 kbit/s, %s), %.0f kbit/s for both branches, %s the %s link, %s the document's case %s (%s: \"%s\"; its \"BW\" figures sum to %.0f kbit/s, %s and :%d); "+
 		"ours, the document giving no message size: with our %d-byte messages the updates are about %.0f kbit/s on the wire (%d bytes each with headers), and the ACKs of the servers' data (%d bytes, one a segment) up to about %.0f kbit/s more, %.0f kbit/s together, %s the link",
 		c.flows, c.offeredKbps(), c.flows, gameRates, written, side, rateText(c.rate), as, c.name, c.finding.Source(), c.setup,
@@ -582,10 +583,32 @@ func multiplexResult(cases []multiplexCase, variants []muxVariant, dur time.Dura
 				fmt.Sprintf("%.0f / %.0f", b[0].Up.PacketsPerSecond, b[1].Up.PacketsPerSecond), fmt.Sprintf("%.0f / %.0f", b[0].Up.MeanPacketBytes, b[1].Up.MeanPacketBytes),
 				fmt.Sprintf("%.1f / %.1f %%", 100*b[0].Up.DropRate, 100*b[1].Up.DropRate), fmt.Sprintf("%.0f / %.0f", b[0].Up.QueueDelayMeanMs, b[1].Up.QueueDelayMeanMs), saved})
 			res.Comparisons = append(res.Comparisons, multiplexComparisons(c, v, dur, b, ratio)...)
+			if v != variantTCM {
+				res.Comparisons = append(res.Comparisons, idleFlows(c, dur, r.Measurement.TCP)...)
+			}
 		}
 	}
 	res.Tables = append(res.Tables, t)
 	return res
+}
+
+// idleFlows counts, per branch, the flows that delivered nothing to their
+// server in the measured part (stalled in backoff or never opened: the
+// run does not record which), which each branch's throughput counts, as
+// the document's aggregate counts all its flows; reported.
+func idleFlows(c multiplexCase, dur time.Duration, flows []TCPResult) []Comparison {
+	var out []Comparison
+	for b, name := range []string{"sawtooth branch (node0->node1)", "plain branch (node6->node7)"} {
+		n := 0
+		for _, f := range flows {
+			if strings.HasPrefix(f.Name, fmt.Sprintf("branch%d ", b)) && f.GoodputBPS <= 0 {
+				n++
+			}
+		}
+		out = append(out, ours("multiplexing", c.name, name+" flows that delivered nothing in the measured part", "flows",
+			fmt.Sprintf("the document gives no per-flow figure; of the branch's %d flows", c.flows), 0, float64(n), multiplexDiffers(c, dur), nil))
+	}
+	return out
 }
 
 // multiplexComparisons are a run's rows of the summary: for the
