@@ -43,3 +43,26 @@ func TestBranchPackets(t *testing.T) {
 		}
 	}
 }
+
+// TestIdleFlows: each branch's row counts its own flows that delivered
+// nothing in the measured part, and no other branch's.
+func TestIdleFlows(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		flows          []TCPResult
+		delayed, plain float64
+	}{
+		{"none idle", []TCPResult{{Name: "branch0 game0", GoodputBPS: 1470}, {Name: "branch1 game0", GoodputBPS: 1400}}, 0, 0},
+		{"one each", []TCPResult{{Name: "branch0 game0", GoodputBPS: 0}, {Name: "branch0 game1", GoodputBPS: 900}, {Name: "branch1 game0", GoodputBPS: 0}}, 1, 1},
+		{"delayed only", []TCPResult{{Name: "branch0 game0"}, {Name: "branch0 game1"}, {Name: "branch1 game10", GoodputBPS: 1}}, 2, 0},
+	} {
+		rows := idleFlows(multiplexCases[1], 15*time.Second, tc.flows)
+		if len(rows) != 2 || rows[0].Measured != tc.delayed || rows[1].Measured != tc.plain {
+			t.Errorf("%s: %v", tc.name, rows)
+			continue
+		}
+		if rows[0].Judgement != Reported || rows[0].Case != multiplexCases[1].name {
+			t.Errorf("%s: %q %q", tc.name, rows[0].Case, rows[0].Verdict)
+		}
+	}
+}

@@ -138,7 +138,7 @@ type Comparison struct {
 	// measure the figure has none): pairs are made by seed.
 	seeds []int
 	// Unmeasured counts the seeds whose run could not give the figure
-	// (mongoose: no loss event in the measured part, so no fair rate):
+	// (mongoose: no loss event seen by the end of the run, so no fair rate):
 	// they are left out of Samples, and the verdict says how many.
 	Unmeasured int `json:"unmeasured,omitempty"`
 	// Starved counts the seeds whose viewer received nothing in the
@@ -266,7 +266,7 @@ func (c Comparison) judged() Comparison {
 }
 
 // unmeasuredWhy is why a run measures no figure: the one case there is.
-const unmeasuredWhy = "no loss event in the measured part, so no fair rate"
+const unmeasuredWhy = "no loss event seen by the end of the run, so no fair rate"
 
 func (c *Comparison) setVerdict(judgement, reason string) {
 	c.Judgement, c.Verdict = judgement, judgement+": "+reason
@@ -296,14 +296,29 @@ func judgePairs(cs []Comparison) {
 		for _, o := range cs {
 			if len(c.Samples) > 0 && len(o.Samples) > 0 && o.Scenario == c.Scenario && o.Case == c.alsoCase && o.Metric == c.Metric {
 				j, why := c.also(bySeed(c, o))
-				if cs[i].Judgement == Agrees {
-					cs[i].Judgement = j
-				}
 				_, first, _ := strings.Cut(cs[i].Verdict, ": ")
+				switch {
+				case cs[i].Judgement == Agrees && j != Agrees:
+					// Say which test failed, and put it first.
+					first, why = outcome(j)+why, "holds: "+first
+					cs[i].Judgement = j
+				case cs[i].Judgement != Agrees && j == Agrees:
+					first, why = outcome(cs[i].Judgement)+first, "holds: "+why
+				case cs[i].Judgement != Agrees:
+					first, why = outcome(cs[i].Judgement)+first, outcome(j)+why
+				}
 				cs[i].Verdict = cs[i].Judgement + ": " + first + "; " + why
 			}
 		}
 	}
+}
+
+// outcome names a failed test of a row judged on two (judgePairs).
+func outcome(judgement string) string {
+	if judgement == Disagrees {
+		return "fails: "
+	}
+	return "not judged: "
 }
 
 // bySeed is the samples of a and b from the seeds that measured both,

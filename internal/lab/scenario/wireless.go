@@ -264,7 +264,7 @@ func unluckyStep() (pair, also func(self, other []float64) (string, string)) {
 // unluckyReport counts the unfair seeds at a number of terminals the
 // document does not show.
 func unluckyReport(s []float64) (string, string) {
-	return Reported, fmt.Sprintf("a terminal under %.1f× the mean %s; the document does not show this number of terminals", wirelessUnfairShare, seedCount(unlucky(s), len(s)))
+	return Reported, fmt.Sprintf("a terminal under %.1f× the mean %s; the document does not show this number of terminals; a share near 0 can be a stalled terminal (a few packets, its replies dropped at the AP) that got a segment through, which the row \"terminals that carried no data\" does not count", wirelessUnfairShare, seedCount(unlucky(s), len(s)))
 }
 
 // bufferMoves judges "The number of the terminals that becomes fair or
@@ -349,7 +349,7 @@ func wirelessDocResult(jobs []job, runs []RunResult, dur time.Duration) ([]Compa
 		differs := wirelessDiffers(dur, jobs[i].cfg.Down.Buffer)
 		cs = append(cs, ours("wireless-buffers", fmt.Sprintf("%s, AP buffer %d", kase, jobs[i].cfg.Down.Buffer), "terminals that carried no data in the measured part", "terminals",
 			"counted apart from the unluckiest share", 0, float64(silent), differs,
-			reportedAs("counted apart from the unluckiest share, since a connection that never opened says nothing of how running flows share the air; the document does not say whether its unlucky terminal had connected")))
+			reportedAs("counted apart from the unluckiest share, since a connection that never opened says nothing of how running flows share the air; a terminal that stalled after getting a segment through is not counted here, but in the unluckiest share; the document does not say whether its unlucky terminal had connected")))
 		if b := jobs[i].cfg.Down.Buffer; b != apBuffer {
 			large := fmt.Sprintf("%s, AP buffer %d", kase, b)
 			c := wirelessByBuffer.compare("wireless-buffers", large, metric, "×", minShare, differs,
