@@ -465,6 +465,7 @@ func TestLimits(t *testing.T) {
 		MaxAssociationsPerClient: 1, MaxConnectsPerClient: 1, Hooks: rec,
 		AllowedPorts: lludp.Ports{{Lo: port, Hi: port}},
 	})
+	ended := endings(srv.Server)
 	ctx, cancel := context.WithTimeout(context.Background(), ioDeadline)
 	defer cancel()
 
@@ -477,6 +478,9 @@ func TestLimits(t *testing.T) {
 	}
 	first.Close()
 	<-rec.closed
+	// The hook runs when the association's sockets are closed, before its
+	// slot is released: wait for the release, or the next may be refused.
+	awaitEnd(t, ended, "the first association's session")
 	third, err := DialUDP(ctx, srv.addr, nil)
 	if err != nil {
 		t.Fatalf("association after the first closed: %v", err)
