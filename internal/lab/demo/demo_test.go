@@ -294,6 +294,7 @@ func TestDemoConfigRefused(t *testing.T) {
 		{"interval", Config{Duration: time.Second, Loop: throttle.Config{Interval: time.Millisecond}}, "1ms outside"},
 		{"unlimited", Config{Duration: time.Second, Loop: short, Link: link.PipeConfig{Delay: time.Millisecond, Buffer: 5}}, "an unlimited rate"},
 		{"no delay", Config{Duration: time.Second, Loop: short, Link: link.PipeConfig{Rate: 125_000, Buffer: 5}}, "delay 0s"},
+		{"delay under half a millisecond", Config{Duration: time.Second, Loop: short, Link: link.PipeConfig{Rate: 125_000, Delay: 200 * time.Microsecond, Buffer: 5}}, "delay 200µs: the fairness rig the demo runs on wants 0.5 ms one way or more"},
 		{"bursts", Config{Duration: time.Second, Loop: short, Link: link.PipeConfig{Rate: 125_000, Delay: time.Millisecond, Loss: 0.01, BurstLen: 3}}, "burst length 3"},
 		{"slow", Config{Duration: time.Second, Loop: short, Link: link.PipeConfig{Rate: 1000, Delay: time.Millisecond}}, "link 8000 bit/s outside"},
 	} {
